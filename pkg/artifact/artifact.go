@@ -1,0 +1,54 @@
+// Package artifact stores the files specialists produce and users upload,
+// behind one interface with an S3 and a local-directory implementation.
+// Ids are opaque and scoped to their conversation. It must not know about
+// turns, tools or the LLM.
+package artifact
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Artifact is the catalog entry of one stored file (spec §3.5).
+type Artifact struct {
+	ID          string    `json:"artifact_id"`
+	Name        string    `json:"name"`
+	MimeType    string    `json:"mime_type"`
+	Description string    `json:"description,omitempty"`
+	Size        int64     `json:"size,omitempty"`
+	CallID      string    `json:"call_id,omitempty"` // producing call, empty for uploads
+	TurnID      string    `json:"turn_id,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// Ref is the compact form of an artifact inside a tool result.
+type Ref struct {
+	ID          string `json:"artifact_id"`
+	Name        string `json:"name"`
+	MimeType    string `json:"mime_type"`
+	Description string `json:"description,omitempty"`
+}
+
+// Ref returns a's compact form.
+func (a Artifact) Ref() Ref {
+	return Ref{ID: a.ID, Name: a.Name, MimeType: a.MimeType, Description: a.Description}
+}
+
+// ErrNotFound is returned when no object exists under a conversation and id.
+var ErrNotFound = errors.New("artifact: not found")
+
+// Store keeps artifact bytes. Metadata (the catalog) lives in the
+// conversation record; the store holds only bytes and content type.
+type Store interface {
+	// Put stores body under conversation cid and id with its content type.
+	Put(ctx context.Context, cid, id, mimeType string, body io.Reader) (size int64, err error)
+	// Get opens the bytes; the caller closes them. ErrNotFound if absent.
+	Get(ctx context.Context, cid, id string) (body io.ReadCloser, mimeType string, err error)
+	// URL returns a URL a specialist (or a browser) can fetch for ttl:
+	// a presigned S3 URL, or a signed URL of the local stack.
+	URL(ctx context.Context, cid, id string, ttl time.Duration) (string, error)
+	// DeleteConversation removes every object of cid.
+	DeleteConversation(ctx context.Context, cid string) error
+}

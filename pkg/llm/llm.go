@@ -1,0 +1,120 @@
+// Package llm is the tool-calling interface the loop speaks to a model
+// (DESIGN §5): messages and tool definitions in, assistant text, tool calls
+// and token usage out. Providers live in subpackages named after what they
+// adapt (openai, bedrock, scripted). This package must not know about Valkey,
+// Step Functions or specialists.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+)
+
+// Role is the author of a Message, in the OpenAI Chat Completions vocabulary.
+type Role string
+
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Message is one entry of the transcript sent to a model. An assistant
+// message may carry ToolCalls; a tool message answers exactly one call by
+// ToolCallID.
+type Message struct {
+	Role       Role       `json:"role"`
+	Content    string     `json:"content,omitempty"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is one call the model asked for. Arguments is the raw JSON text
+// the model produced; ArgumentsError is set when that text is not a JSON
+// object, so the loop can answer with an error result instead of failing.
+type ToolCall struct {
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	Arguments      string `json:"arguments"`
+	ArgumentsError string `json:"arguments_error,omitempty"`
+}
+
+// ToolDefinition is a function tool offered to the model. Parameters is a
+// plain JSON Schema object (no vendor keywords).
+type ToolDefinition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+// Flavour selects a model size; configuration maps it to a model id.
+type Flavour string
+
+const (
+	Small  Flavour = "small"
+	Medium Flavour = "medium"
+	Large  Flavour = "large"
+)
+
+// Request is one LLM call: the system prompt, the transcript and the tools,
+// always sent with tool_choice=auto.
+type Request struct {
+	Flavour  Flavour          `json:"flavour,omitempty"`
+	System   string           `json:"system"`
+	Messages []Message        `json:"messages"`
+	Tools    []ToolDefinition `json:"tools,omitempty"`
+}
+
+// Usage is the token count a provider reported for one call.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Total is input plus output tokens.
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// Response is the model's answer. The loop ends a turn only when ToolCalls
+// is empty, never on a finish reason (spec §3.6).
+type Response struct {
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Usage     Usage      `json:"usage"`
+	Model     string     `json:"model,omitempty"`
+}
+
+// AssistantMessage is the transcript entry for a response.
+func (r *Response) AssistantMessage() Message {
+	return Message{Role: RoleAssistant, Content: r.Text, ToolCalls: r.ToolCalls}
+}
+
+// ToolResultMessage is the transcript entry answering call id with content.
+func ToolResultMessage(callID, content string) Message {
+	return Message{Role: RoleTool, ToolCallID: callID, Content: content}
+}
+
+// Provider makes one tool-calling LLM call. Implementations retry transient
+// failures (429, 5xx) themselves with backoff and a bounded number of
+// attempts; an error they return is final for this attempt of the step.
+// ErrRateLimited and ErrUnavailable wrap such final transient failures so the
+// caller (a Lambda retried by Step Functions) can tell them apart.
+type Provider interface {
+	Complete(ctx context.Context, req Request) (*Response, error)
+}
+
+// ProviderFunc adapts a function to Provider.
+type ProviderFunc func(ctx context.Context, req Request) (*Response, error)
+
+// Complete calls f.
+func (f ProviderFunc) Complete(ctx context.Context, req Request) (*Response, error) {
+	return f(ctx, req)
+}
+
+var (
+	// ErrRateLimited is returned (wrapped) when the provider kept answering 429.
+	ErrRateLimited = errors.New("llm: rate limited")
+	// ErrUnavailable is returned (wrapped) when the provider kept failing with 5xx or transport errors.
+	ErrUnavailable = errors.New("llm: provider unavailable")
+)

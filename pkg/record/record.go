@@ -1,0 +1,256 @@
+// Package record is the conversation record of spec §3.4 and §3.4a: the
+// turns of a conversation, their transcript blocks, pending calls, results
+// and artifacts, and the merged view computed on read (llm_view, pending
+// input ownership, recent_skill_inputs, the transcript window). The Valkey
+// layout (DESIGN §3) lives in the subpackage valkey. This package must not
+// call the LLM, specialists or Step Functions.
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/llm"
+)
+
+// Status is a turn's state as the API reports it.
+type Status string
+
+const (
+	StatusRunning          Status = "running"
+	StatusAwaitingInput    Status = "awaiting_input"
+	StatusAwaitingApproval Status = "awaiting_approval"
+	StatusSucceeded        Status = "succeeded"
+	StatusFailed           Status = "failed"
+	StatusExpired          Status = "expired"
+	StatusSuperseded       Status = "superseded"
+)
+
+// Waiting reports whether the turn is paused for the user.
+func (s Status) Waiting() bool { return s == StatusAwaitingInput || s == StatusAwaitingApproval }
+
+// Final reports whether the turn has ended.
+func (s Status) Final() bool {
+	switch s {
+	case StatusSucceeded, StatusFailed, StatusExpired, StatusSuperseded:
+		return true
+	}
+	return false
+}
+
+// Meta is a conversation's own data, written once at creation.
+type Meta struct {
+	ID        string    `json:"conversation_id"`
+	Owner     string    `json:"owner"`
+	CreatedAt time.Time `json:"created_at"`
+	// Title and UpdatedAt are derived on read (first user text, newest turn update).
+	Title     string    `json:"title,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Conversation is everything stored for one conversation, as read in one
+// round trip. Turns are ordered by StartedAt (then id).
+type Conversation struct {
+	Meta      Meta
+	Turns     []*Turn
+	Artifacts []artifact.Artifact // the catalog, ordered by CreatedAt
+}
+
+// WorkflowSelection is an explicit workflow start (API.md messages body).
+type WorkflowSelection struct {
+	ID     string         `json:"id"`
+	Inputs map[string]any `json:"inputs,omitempty"`
+}
+
+// Turn is one user turn: one Step Functions execution, one hash field
+// turn:<id>. Only that turn's execution writes it (the API only reads it
+// and answers task tokens), so concurrent turns never lose each other's
+// writes.
+type Turn struct {
+	ID        string             `json:"turn_id"`
+	StartedAt time.Time          `json:"started_at"`
+	UpdatedAt time.Time          `json:"updated_at"`
+	Status    Status             `json:"status"`
+	Text      string             `json:"text"`
+	Files     []string           `json:"files,omitempty"` // uploads named for this turn
+	Workflow  *WorkflowSelection `json:"workflow,omitempty"`
+
+	// Messages is this turn's llm_messages block: its user message, its
+	// assistant messages and the tool results appended in call order.
+	Messages []llm.Message `json:"llm_messages"`
+	// History is this turn's conversation_history entries (user-visible).
+	History []HistoryEntry `json:"conversation_history"`
+	// Pending is the batch of the newest assistant message while it is
+	// validated, waits for the user or runs; empty once appended.
+	Pending []PendingCall `json:"pending_calls,omitempty"`
+	// ToolResults is turn_tool_results: tool name → raw result of this turn.
+	ToolResults map[string]json.RawMessage `json:"turn_tool_results,omitempty"`
+
+	FinalReport string `json:"final_report,omitempty"`
+	Error       string `json:"error,omitempty"` // failed / expired message
+
+	LLMCalls int    `json:"llm_calls"`
+	Tokens   int    `json:"tokens"`
+	Steps    []Step `json:"steps,omitempty"`
+	// CallCounts counts tool+arguments hashes this turn, for no-progress detection.
+	CallCounts map[string]int `json:"call_counts,omitempty"`
+	// Produced lists the artifact ids this turn produced.
+	Produced []string `json:"produced,omitempty"`
+
+	// TaskToken is the Step Functions token of the open pause; set by the
+	// await handler together with the waiting status, cleared on resume.
+	TaskToken string    `json:"task_token,omitempty"`
+	ExpiresAt time.Time `json:"expires_at,omitempty"`
+}
+
+// Step is one visible step of a turn (API.md Turn.steps): an LLM call
+// (Tool "llm") or a tool call.
+type Step struct {
+	Tool      string    `json:"tool"`
+	CallID    string    `json:"call_id,omitempty"`
+	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered
+	StartedAt time.Time `json:"started_at"`
+	EndedAt   time.Time `json:"ended_at,omitempty"`
+}
+
+// HistoryEntry is one conversation_history entry: what a chat UI shows,
+// plus evidence (tool inputs, artifacts) that outlives the transcript window.
+type HistoryEntry struct {
+	Role       string         `json:"role"` // user, assistant, tool
+	Kind       string         `json:"kind"` // message, followup_questions, plan, plan_approved, tool_result
+	Content    string         `json:"content,omitempty"`
+	Tool       string         `json:"tool,omitempty"`
+	CallID     string         `json:"call_id,omitempty"`
+	Status     string         `json:"status,omitempty"`
+	ToolInputs map[string]any `json:"tool_inputs,omitempty"`
+	Artifacts  []artifact.Ref `json:"artifacts,omitempty"`
+	At         time.Time      `json:"at"`
+}
+
+// CallKind says what a pending call invokes.
+type CallKind string
+
+const (
+	KindSkill    CallKind = "skill"
+	KindWorkflow CallKind = "workflow"
+	KindAskUser  CallKind = "ask_user"
+	KindInvalid  CallKind = "invalid" // unknown tool or unparsable arguments
+)
+
+// CallState is where a pending call is in its lifecycle (spec §3.3).
+type CallState string
+
+const (
+	CallInvalid       CallState = "invalid"        // has an immediate error result
+	CallNeedsInput    CallState = "needs_input"    // a form is open
+	CallNeedsApproval CallState = "needs_approval" // approval is open
+	CallReady         CallState = "ready"          // runs with the batch
+	CallRejected      CallState = "rejected"       // the user rejected it
+	CallAnswered      CallState = "answered"       // ask_user, answered by the form
+	CallNotExecuted   CallState = "not_executed"   // superseded or expired
+	CallDone          CallState = "done"           // its result is stored
+)
+
+// PendingCall is one tool call of the current batch.
+type PendingCall struct {
+	CallID string   `json:"call_id"`
+	Tool   string   `json:"tool"`
+	Kind   CallKind `json:"kind"`
+	// Arguments are the merged arguments: the model's, form answers and
+	// values filled from context. Sources names where each came from.
+	Arguments map[string]any      `json:"arguments,omitempty"`
+	Sources   map[string]string   `json:"input_sources,omitempty"` // model|user|context
+	State     CallState           `json:"state"`
+	Error     string              `json:"error,omitempty"` // the error result for CallInvalid
+	Form      []catalog.FormField `json:"form,omitempty"`
+	// FormNote is shown above the form (e.g. a specialist's input-required text).
+	FormNote string `json:"form_note,omitempty"`
+	// ApprovalHash is the hash of the exact arguments shown for approval;
+	// the call runs only if its arguments still hash to it.
+	ApprovalHash string `json:"approval_hash,omitempty"`
+	Approved     bool   `json:"approved,omitempty"`
+	Note         string `json:"note,omitempty"` // user's note on approval/rejection
+	// A2A continues a specialist task that answered input-required.
+	A2A *A2ATask `json:"a2a,omitempty"`
+}
+
+// A2ATask identifies a specialist's task to continue with the same ids.
+type A2ATask struct {
+	TaskID    string `json:"task_id"`
+	ContextID string `json:"context_id"`
+}
+
+// Result statuses (spec §3.5).
+const (
+	ResultSucceeded   = "succeeded"
+	ResultFailed      = "failed"
+	ResultRejected    = "rejected"
+	ResultNotExecuted = "not_executed"
+	ResultAnswered    = "answered"
+)
+
+// ToolResult is the compact JSON that goes back to the model (spec §3.5).
+type ToolResult struct {
+	Status       string            `json:"status"`
+	Summary      string            `json:"summary,omitempty"`
+	Artifacts    []artifact.Ref    `json:"artifacts,omitempty"`
+	Result       string            `json:"result,omitempty"`
+	Inputs       json.RawMessage   `json:"inputs,omitempty"`
+	InputSources map[string]string `json:"input_sources,omitempty"`
+	Error        string            `json:"error,omitempty"`
+}
+
+// CallOutcome is what invoking one call produced, stored once per call id
+// in conv:{cid}:results:<tid> (HSETNX), so a retried invoke never runs a
+// specialist twice for a stored result.
+type CallOutcome struct {
+	CallID    string              `json:"call_id"`
+	Tool      string              `json:"tool"`
+	Result    ToolResult          `json:"result"`
+	Raw       json.RawMessage     `json:"raw,omitempty"` // full raw result for turn_tool_results
+	Artifacts []artifact.Artifact `json:"artifacts,omitempty"`
+	// InputRequired is set when the specialist answered input-required:
+	// the call goes back to a form and its answer continues Task.
+	InputRequired *InputRequired `json:"input_required,omitempty"`
+	StartedAt     time.Time      `json:"started_at"`
+	EndedAt       time.Time      `json:"ended_at"`
+}
+
+// InputRequired is a specialist's request for more input.
+type InputRequired struct {
+	Message string              `json:"message"`
+	Fields  []catalog.FormField `json:"fields"`
+	Task    A2ATask             `json:"task"`
+}
+
+// ErrNotFound is returned for a conversation or turn that does not exist.
+var ErrNotFound = errors.New("record: not found")
+
+// Store keeps conversation records. Every method makes at most one round
+// trip to the server (pipelined), and every key of one conversation shares
+// one cluster slot.
+type Store interface {
+	// Create stores a new conversation's meta and indexes it for its owner.
+	Create(ctx context.Context, m Meta) error
+	// Load reads the conversation (meta, every turn, the artifact catalog)
+	// and, when turnID is not empty, that turn's stored call outcomes.
+	// ErrNotFound when the conversation does not exist.
+	Load(ctx context.Context, cid, turnID string) (*Conversation, map[string]CallOutcome, error)
+	// SaveTurn writes turn t's field, adds artifacts to the catalog and
+	// bumps the conversation's update time, in one transaction.
+	SaveTurn(ctx context.Context, cid string, t *Turn, artifacts ...artifact.Artifact) error
+	// PutOutcome stores a call's outcome unless one is stored already; it
+	// reports whether this call stored it.
+	PutOutcome(ctx context.Context, cid, turnID string, o CallOutcome) (stored bool, err error)
+	// DeleteOutcome removes a stored outcome (an input-required answer
+	// re-runs the call).
+	DeleteOutcome(ctx context.Context, cid, turnID, callID string) error
+	// List returns the owner's conversations, newest update first.
+	List(ctx context.Context, owner string) ([]Meta, error)
+	// Delete removes every key of the conversation.
+	Delete(ctx context.Context, cid string) error
+}
