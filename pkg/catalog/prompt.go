@@ -1,0 +1,147 @@
+package catalog
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+)
+
+// Env is what validation knows besides the call (spec §3.3): the
+// conversation's artifact catalog as it is now, and the values the
+// platform fills in itself (conversation_id, user_id, turn_id …).
+type Env struct {
+	Artifacts map[string]artifact.Artifact
+	Context   map[string]any
+}
+
+// NewEnv builds an Env from the catalog list of a conversation.
+func NewEnv(artifacts []artifact.Artifact, context map[string]any) Env {
+	e := Env{Artifacts: make(map[string]artifact.Artifact, len(artifacts)), Context: context}
+	MergeArtifacts(e.Artifacts, artifacts...)
+	return e
+}
+
+// MergeArtifacts adds produced artifacts to the catalog at once (a newer
+// entry with the same id replaces the older), so the next call's artifact
+// references validate (spec §3.5).
+func MergeArtifacts(known map[string]artifact.Artifact, produced ...artifact.Artifact) {
+	for _, a := range produced {
+		if a.ID != "" {
+			known[a.ID] = a
+		}
+	}
+}
+
+// MergeArtifactList is MergeArtifacts for the ordered catalog list: a known
+// id is replaced in place, a new one appended.
+func MergeArtifactList(list []artifact.Artifact, produced ...artifact.Artifact) []artifact.Artifact {
+	at := make(map[string]int, len(list))
+	for i, a := range list {
+		at[a.ID] = i
+	}
+	for _, a := range produced {
+		if a.ID == "" {
+			continue
+		}
+		if i, ok := at[a.ID]; ok {
+			list[i] = a
+			continue
+		}
+		at[a.ID] = len(list)
+		list = append(list, a)
+	}
+	return list
+}
+
+// PromptInput is what the system prompt shows besides the rules.
+type PromptInput struct {
+	// Catalog is the conversation's artifact catalog, in catalog order.
+	Catalog []artifact.Artifact
+	// RecentSkillInputs is the newest successful inputs per tool name.
+	RecentSkillInputs map[string]map[string]any
+	Now               time.Time
+	UserName          string
+}
+
+// systemRules is the fixed part of the system prompt (spec §3.5).
+const systemRules = `You are the client agent of a platform of specialist agents. You help the user by calling the tools you are given: each skill tool runs one specialist skill, each workflow_ tool runs a fixed chain of skills, and ask_user asks the user a question.
+
+Rules:
+- Use the tools to do the work; do not claim to have produced something no tool produced.
+- Chain skills when no single skill does the whole job: call one, read its result, then call the next with what it returned (for example, create an SVG, then convert that SVG to PNG).
+- Refer to files only by artifact_id. Take artifact ids from tool results or from the artifact list below; never make one up.
+- Never invent values for parameters marked as user input. Leave them out of the call; the platform asks the user with a form and adds the answer.
+- Use ask_user only for open clarification questions that no tool parameter covers.
+- Calls that do not depend on each other go in one message; they run in parallel. A call that needs another call's result waits for the next message.
+- When a tool result says "failed", read its error and correct the call, or explain the problem to the user.
+- When the work is done, answer in plain text without calling a tool, and name the artifacts you produced.`
+
+// SystemPrompt is the system prompt of every LLM call (spec §3.5): the
+// rules, the artifact catalog and the newest inputs of each skill.
+func SystemPrompt(p PromptInput) string {
+	var b strings.Builder
+	b.WriteString(systemRules)
+	b.WriteString("\n\n")
+	if !p.Now.IsZero() {
+		fmt.Fprintf(&b, "Current time: %s\n", p.Now.UTC().Format(time.RFC3339))
+	}
+	if p.UserName != "" {
+		fmt.Fprintf(&b, "User: %s\n", oneLine(p.UserName))
+	}
+	if !p.Now.IsZero() || p.UserName != "" {
+		b.WriteString("\n")
+	}
+
+	b.WriteString("Artifacts in this conversation:\n")
+	if len(p.Catalog) == 0 {
+		b.WriteString("none yet\n")
+	}
+	for _, a := range p.Catalog {
+		fmt.Fprintf(&b, "- artifact_id=%s name=%s mime_type=%s", a.ID, oneLine(a.Name), a.MimeType)
+		if a.Description != "" {
+			fmt.Fprintf(&b, " description=%s", oneLine(a.Description))
+		}
+		b.WriteString("\n")
+	}
+
+	b.WriteString("\nRecent skill inputs:\n")
+	if len(p.RecentSkillInputs) == 0 {
+		b.WriteString("none yet\n")
+	}
+	tools := make([]string, 0, len(p.RecentSkillInputs))
+	for t := range p.RecentSkillInputs {
+		tools = append(tools, t)
+	}
+	sort.Strings(tools)
+	for _, t := range tools {
+		fmt.Fprintf(&b, "- %s: %s\n", t, mustJSON(p.RecentSkillInputs[t]))
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// UserMessage is the user message of a turn: the text, and the files
+// uploaded with it named by artifact id (spec §3.5).
+func UserMessage(text string, files []artifact.Artifact) string {
+	if len(files) == 0 {
+		return text
+	}
+	return strings.TrimRight(text, "\n") + "\n\n" + FilesNote("Files uploaded with this message", files)
+}
+
+// FilesNote names files as "<lead>: <name> (artifact_id=<id>, <mime>), …".
+// A reply to a pending call names its files this way in that call's result.
+func FilesNote(lead string, files []artifact.Artifact) string {
+	parts := make([]string, 0, len(files))
+	for _, f := range files {
+		parts = append(parts, fmt.Sprintf("%s (artifact_id=%s, %s)", oneLine(f.Name), f.ID, f.MimeType))
+	}
+	return lead + ": " + strings.Join(parts, ", ")
+}
+
+// oneLine keeps a value on its line of the prompt.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,91 @@
+package catalog_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/catalog"
+)
+
+// spec §3.5: the system prompt lists the artifact catalog and the recent
+// skill inputs on every call, after the rules.
+func TestSystemPrompt(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 9, 30, 12, 0, 0, 0, time.UTC)
+	got := catalog.SystemPrompt(catalog.PromptInput{
+		Catalog: []artifact.Artifact{
+			{ID: "a1", Name: "popelnase.svg", MimeType: "image/svg+xml", Description: "The word\nPopelnase"},
+			{ID: "a2", Name: "popelnase.png", MimeType: "image/png"},
+		},
+		RecentSkillInputs: map[string]map[string]any{
+			"design_valve_flange": {"holes": 6, "material": "steel"},
+			"create_svg_artifact": {"word": "Popelnase"},
+		},
+		Now:      now,
+		UserName: "dev",
+	})
+	for _, rule := range []string{
+		"Use the tools", "Chain skills", "artifact_id", "Never invent values for parameters marked as user input",
+		"Use ask_user only for open clarification questions", "in one message", "answer in plain text", "name the artifacts you produced",
+	} {
+		if !strings.Contains(got, rule) {
+			t.Errorf("SystemPrompt() lacks rule %q", rule)
+		}
+	}
+	wantTail := `Current time: 2026-09-30T12:00:00Z
+User: dev
+
+Artifacts in this conversation:
+- artifact_id=a1 name=popelnase.svg mime_type=image/svg+xml description=The word Popelnase
+- artifact_id=a2 name=popelnase.png mime_type=image/png
+
+Recent skill inputs:
+- create_svg_artifact: {"word":"Popelnase"}
+- design_valve_flange: {"holes":6,"material":"steel"}`
+	if !strings.HasSuffix(got, wantTail) {
+		t.Errorf("SystemPrompt() tail mismatch (-want +got):\n%s", cmp.Diff(wantTail, got[max(0, len(got)-len(wantTail)):]))
+	}
+
+	empty := catalog.SystemPrompt(catalog.PromptInput{})
+	wantEmpty := "Artifacts in this conversation:\nnone yet\n\nRecent skill inputs:\nnone yet"
+	if !strings.HasSuffix(empty, wantEmpty) {
+		t.Errorf("SystemPrompt(empty) = %q, want suffix %q", empty, wantEmpty)
+	}
+}
+
+// spec §3.5: files uploaded this turn are named in the user message.
+func TestUserMessage(t *testing.T) {
+	t.Parallel()
+	files := []artifact.Artifact{
+		{ID: "u1", Name: "part.step", MimeType: "model/step"},
+		{ID: "u2", Name: "logo.svg", MimeType: "image/svg+xml"},
+	}
+	got := catalog.UserMessage("Convert the logo to PNG.", files)
+	want := "Convert the logo to PNG.\n\nFiles uploaded with this message: part.step (artifact_id=u1, model/step), logo.svg (artifact_id=u2, image/svg+xml)"
+	if got != want {
+		t.Errorf("UserMessage() = %q, want %q", got, want)
+	}
+	if got := catalog.UserMessage("hi", nil); got != "hi" {
+		t.Errorf("UserMessage(no files) = %q, want %q", got, "hi")
+	}
+}
+
+// spec §3.5: artifacts produced by a call are merged into the catalog at once.
+func TestMergeArtifacts(t *testing.T) {
+	t.Parallel()
+	env := catalog.NewEnv([]artifact.Artifact{{ID: "a1", Name: "old"}}, nil)
+	catalog.MergeArtifacts(env.Artifacts, artifact.Artifact{ID: "a2", Name: "new"}, artifact.Artifact{ID: "a1", Name: "renamed"}, artifact.Artifact{})
+	want := map[string]artifact.Artifact{"a1": {ID: "a1", Name: "renamed"}, "a2": {ID: "a2", Name: "new"}}
+	if diff := cmp.Diff(want, env.Artifacts); diff != "" {
+		t.Errorf("MergeArtifacts() mismatch (-want +got):\n%s", diff)
+	}
+	list := catalog.MergeArtifactList([]artifact.Artifact{{ID: "a1", Name: "old"}}, artifact.Artifact{ID: "a2"}, artifact.Artifact{ID: "a1", Name: "renamed"})
+	wantList := []artifact.Artifact{{ID: "a1", Name: "renamed"}, {ID: "a2"}}
+	if diff := cmp.Diff(wantList, list); diff != "" {
+		t.Errorf("MergeArtifactList() mismatch (-want +got):\n%s", diff)
+	}
+}
