@@ -1,0 +1,342 @@
+// fake-api.mjs: a small scripted stand-in for the clientagent HTTP API
+// (/work/shared/API.md) that serves ../../web as well, for working on the
+// page without the local stack. It is NOT the product: the real checks run
+// against pkg/devstack (e2e/browser_test.go).
+//
+//   node e2e/browser/fake-api.mjs            # prints CLIENTAGENT_URL=… and CLIENTAGENT_TOKEN=…
+//   PORT=8090 node e2e/browser/fake-api.mjs
+//
+// Scripted prompts: "…Popelnase…" (svg → png → answer), "…SVG…Hello…"
+// (svg → answer), "Publish it to web" (approval), "…form…" (ask_user form;
+// count < 1 is rejected with 400), "…fail…" (a failed turn).
+import http from "node:http";
+import fs from "node:fs";
+import path from "node:path";
+import zlib from "node:zlib";
+import crypto from "node:crypto";
+import { fileURLToPath } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const webDir = path.resolve(here, "../../web");
+const TOKEN = process.env.FAKE_TOKEN || "fake-token";
+const STEP_MS = Number(process.env.FAKE_STEP_MS || 400);
+
+const convs = new Map(); // cid → {id, title, updated_at, history, turns: Map, artifacts: Map}
+const now = () => new Date().toISOString();
+const id = (p) => `${p}_${crypto.randomBytes(4).toString("hex")}`;
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+function send(res, status, body, headers = {}) {
+  if (status === 204) {
+    res.writeHead(204, headers);
+    return res.end();
+  }
+  res.writeHead(status, { "Content-Type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+}
+const fail = (res, status, code, message) => send(res, status, { error: { code, message } });
+
+async function readBody(req) {
+  const chunks = [];
+  for await (const c of req) chunks.push(c);
+  return Buffer.concat(chunks);
+}
+
+function publicTurn(t) {
+  const out = {
+    turn_id: t.turn_id,
+    status: t.status,
+    text: t.text,
+    started_at: t.started_at,
+    steps: t.steps,
+    artifacts: t.artifacts,
+    llm_calls: t.llm_calls,
+  };
+  if (t.reply) out.reply = t.reply;
+  if (t.status === "awaiting_input") out.form = t.form;
+  if (t.status === "awaiting_approval") out.approval = t.approval;
+  return out;
+}
+
+// ---- the scripted "model" ---------------------------------------------------
+
+async function step(conv, t, tool, work) {
+  const s = { tool, call_id: id("call"), status: "running", started_at: now() };
+  t.steps.push(s);
+  if (tool === "llm") t.llm_calls++;
+  await sleep(STEP_MS);
+  const result = (work && (await work(s))) || {};
+  s.status = result.status || "succeeded";
+  s.ended_at = now();
+  conv.updated_at = now();
+  return s;
+}
+
+function addArtifact(conv, t, name, mime, bytes, description, callId) {
+  const a = { artifact_id: id("art"), name, mime_type: mime, description };
+  conv.artifacts.set(a.artifact_id, { ...a, bytes });
+  if (t) {
+    t.artifacts.push(a);
+    conv.history.push({ role: "tool", kind: "tool_result", tool: "x", call_id: callId, status: "succeeded", artifacts: [a], at: now(), turn_id: t.turn_id });
+  }
+  return a;
+}
+
+function svgOf(word) {
+  return Buffer.from(
+    `<svg xmlns="http://www.w3.org/2000/svg" width="320" height="100" viewBox="0 0 320 100">` +
+      `<rect width="320" height="100" fill="#fff8e1"/><text x="160" y="62" font-size="36" text-anchor="middle" font-family="sans-serif" fill="#2457c5">${word}</text></svg>`,
+  );
+}
+
+function finish(conv, t, status, reply) {
+  t.status = status;
+  t.reply = reply;
+  conv.updated_at = now();
+  conv.history.push({ role: "assistant", kind: "message", content: reply, at: now(), turn_id: t.turn_id });
+}
+
+function waitFor(t) {
+  return new Promise((resolve) => (t.resume = resolve));
+}
+
+async function runTurn(conv, t) {
+  const text = t.text;
+  try {
+    await step(conv, t, "llm");
+    if (/popelnase/i.test(text)) {
+      let svg;
+      await step(conv, t, "create_svg_artifact", (s) => {
+        svg = addArtifact(conv, t, "popelnase.svg", "image/svg+xml", svgOf("Popelnase"), "SVG with the word Popelnase", s.call_id);
+      });
+      await step(conv, t, "llm");
+      await step(conv, t, "convert_svg_to_png", (s) => {
+        addArtifact(conv, t, "popelnase.png", "image/png", pngBytes(320, 100), `PNG of ${svg.artifact_id}`, s.call_id);
+      });
+      await step(conv, t, "llm");
+      return finish(conv, t, "succeeded", "Here is the PNG image with the word Popelnase.");
+    }
+    if (/svg/i.test(text)) {
+      const word = (text.match(/word (\w+)/i) || [, "Hello"])[1];
+      await step(conv, t, "create_svg_artifact", (s) => {
+        addArtifact(conv, t, `${word.toLowerCase()}.svg`, "image/svg+xml", svgOf(word), `SVG with the word ${word}`, s.call_id);
+      });
+      await step(conv, t, "llm");
+      return finish(conv, t, "succeeded", `Here is the SVG with the word ${word}.`);
+    }
+    if (/publish/i.test(text)) {
+      const last = [...conv.artifacts.values()].pop();
+      if (!last) return finish(conv, t, "succeeded", "There is nothing to publish yet.");
+      const callId = id("call");
+      t.approval = { calls: [{ call_id: callId, tool: "publish_artifact", arguments: { artifact_id: last.artifact_id } }] };
+      t.status = "awaiting_approval";
+      conv.history.push({ role: "assistant", kind: "plan", content: `I will publish ${last.name} to the web.`, at: now(), turn_id: t.turn_id });
+      const input = await waitFor(t);
+      t.status = "running";
+      if (input.approval.decision !== "approve") {
+        t.steps.push({ tool: "publish_artifact", call_id: callId, status: "rejected", started_at: now(), ended_at: now() });
+        await step(conv, t, "llm");
+        return finish(conv, t, "succeeded", `OK, I did not publish ${last.name}.`);
+      }
+      await step(conv, t, "publish_artifact");
+      await step(conv, t, "llm");
+      return finish(conv, t, "succeeded", `Published ${last.name} at https://example.invalid/p/${last.artifact_id}.`);
+    }
+    if (/form/i.test(text)) {
+      const callId = id("call");
+      t.form = {
+        calls: [
+          {
+            call_id: callId,
+            tool: "ask_user",
+            fields: [
+              { name: "word", type: "string", description: "The word to draw", required: true },
+              { name: "color", type: "string", description: "Text colour", required: false, enum: ["red", "blue"] },
+              { name: "count", type: "integer", description: "How many copies (at least 1)", required: true },
+              { name: "transparent", type: "boolean", description: "Transparent background", required: false },
+            ],
+          },
+        ],
+      };
+      t.status = "awaiting_input";
+      conv.history.push({ role: "assistant", kind: "followup_questions", content: "I need a few details.", at: now(), turn_id: t.turn_id });
+      const input = await waitFor(t);
+      t.status = "running";
+      t.steps.push({ tool: "ask_user", call_id: callId, status: "answered", started_at: now(), ended_at: now() });
+      await step(conv, t, "llm");
+      return finish(conv, t, "succeeded", `Thanks: ${JSON.stringify(input.answers[callId])}`);
+    }
+    if (/fail/i.test(text)) {
+      await step(conv, t, "broken_tool", () => ({ status: "failed" }));
+      t.status = "failed";
+      t.reply = "The specialist broken_tool is unreachable.";
+      return;
+    }
+    return finish(conv, t, "succeeded", `You said: ${text}`);
+  } catch (err) {
+    t.status = "failed";
+    t.reply = String(err);
+  }
+}
+
+// ---- routes -----------------------------------------------------------------
+
+async function api(req, res, url) {
+  if (req.headers.authorization !== `Bearer ${TOKEN}`) return fail(res, 401, "unauthorized", "missing or invalid token");
+  const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent); // v1 conversations cid …
+  const m = req.method;
+  if (parts.length === 2 && m === "POST") {
+    const c = { id: id("conv"), title: "", updated_at: now(), history: [], turns: new Map(), artifacts: new Map() };
+    convs.set(c.id, c);
+    return send(res, 201, { conversation_id: c.id });
+  }
+  if (parts.length === 2 && m === "GET") {
+    const list = [...convs.values()]
+      .sort((a, b) => b.updated_at.localeCompare(a.updated_at))
+      .map((c) => {
+        const last = [...c.turns.values()].pop();
+        return { conversation_id: c.id, title: c.title, updated_at: c.updated_at, status: last ? last.status : "" };
+      });
+    return send(res, 200, { conversations: list });
+  }
+  const conv = convs.get(parts[2]);
+  if (!conv) return fail(res, 404, "not_found", "conversation not found");
+  if (parts.length === 3 && m === "GET") {
+    return send(res, 200, {
+      conversation_id: conv.id,
+      history: conv.history,
+      artifacts: [...conv.artifacts.values()].map(({ bytes, ...a }) => a),
+      turns: [...conv.turns.values()].map(publicTurn),
+    });
+  }
+  if (parts.length === 3 && m === "DELETE") {
+    convs.delete(conv.id);
+    return send(res, 204);
+  }
+  if (parts[3] === "artifacts" && parts.length === 4 && m === "POST") {
+    const name = url.searchParams.get("name");
+    if (!name) return fail(res, 400, "bad_request", "name is required");
+    const body = await readBody(req);
+    if (body.length > 5 << 20) return fail(res, 413, "too_large", "upload over 5 MiB");
+    const a = addArtifact(conv, null, name, req.headers["content-type"] || "application/octet-stream", body, "upload");
+    return send(res, 201, a);
+  }
+  if (parts[3] === "artifacts" && parts.length === 5 && m === "GET") {
+    const a = conv.artifacts.get(parts[4]);
+    if (!a) return fail(res, 404, "not_found", "artifact not found");
+    res.writeHead(200, { "Content-Type": a.mime_type, "Content-Length": a.bytes.length });
+    return res.end(a.bytes);
+  }
+  if (parts[3] === "messages" && m === "POST") {
+    const body = JSON.parse((await readBody(req)).toString() || "{}");
+    if (!body.text) return fail(res, 400, "bad_request", "text is required");
+    // A newer message supersedes a turn that waits for input.
+    for (const t of conv.turns.values()) {
+      if (t.status === "awaiting_input" || t.status === "awaiting_approval") {
+        t.status = "superseded";
+        t.reply = "A newer message replaced this turn.";
+        t.resume = null;
+      }
+    }
+    const t = { turn_id: id("turn"), text: body.text, status: "running", started_at: now(), steps: [], artifacts: [], llm_calls: 0 };
+    conv.turns.set(t.turn_id, t);
+    conv.history.push({ role: "user", kind: "message", content: body.text, at: now(), turn_id: t.turn_id });
+    if (!conv.title) conv.title = body.text.slice(0, 60);
+    conv.updated_at = now();
+    runTurn(conv, t);
+    return send(res, 202, { turn_id: t.turn_id, status: t.status });
+  }
+  if (parts[3] === "turns" && parts.length >= 5) {
+    const t = conv.turns.get(parts[4]);
+    if (!t) return fail(res, 404, "not_found", "turn not found");
+    if (parts.length === 5 && m === "GET") return send(res, 200, publicTurn(t));
+    if (parts[5] === "input" && m === "POST") {
+      const body = JSON.parse((await readBody(req)).toString() || "{}");
+      if (t.status === "awaiting_input" && body.answers) {
+        for (const call of t.form.calls) {
+          const a = body.answers[call.call_id] || {};
+          for (const f of call.fields) {
+            if (f.required && a[f.name] === undefined) return fail(res, 400, "invalid_input", `${f.name} is required`);
+          }
+          if (typeof a.count !== "number" || a.count < 1) return fail(res, 400, "invalid_input", "count must be at least 1");
+        }
+      } else if (!(t.status === "awaiting_approval" && body.approval)) {
+        return fail(res, 409, "conflict", `nothing waits for that input (turn is ${t.status})`);
+      }
+      const resume = t.resume;
+      t.resume = null;
+      t.status = "running";
+      resume(body);
+      return send(res, 202, publicTurn(t));
+    }
+  }
+  return fail(res, 404, "not_found", "no such route");
+}
+
+const types = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" };
+
+const server = http.createServer(async (req, res) => {
+  const url = new URL(req.url, "http://x");
+  try {
+    if (url.pathname.startsWith("/v1/")) return await api(req, res, url);
+    const rel = url.pathname === "/" ? "index.html" : url.pathname.slice(1);
+    const file = path.join(webDir, path.normalize(rel));
+    if (!file.startsWith(webDir) || !fs.existsSync(file)) return fail(res, 404, "not_found", "no such file");
+    res.writeHead(200, { "Content-Type": types[path.extname(file)] || "application/octet-stream", "Cache-Control": "no-cache" });
+    res.end(fs.readFileSync(file));
+  } catch (err) {
+    fail(res, 500, "internal", "internal error");
+    console.error(err);
+  }
+});
+
+server.listen(Number(process.env.PORT || 0), "127.0.0.1", () => {
+  const { port } = server.address();
+  console.log(`CLIENTAGENT_URL=http://127.0.0.1:${port}`);
+  console.log(`CLIENTAGENT_TOKEN=${TOKEN}`);
+});
+
+// ---- a tiny PNG encoder (stripes), so the fake needs no image library ------
+
+function pngBytes(w, h) {
+  const raw = Buffer.alloc((w * 3 + 1) * h);
+  for (let y = 0; y < h; y++) {
+    raw[y * (w * 3 + 1)] = 0;
+    for (let x = 0; x < w; x++) {
+      const o = y * (w * 3 + 1) + 1 + x * 3;
+      const on = ((x >> 4) + (y >> 4)) % 2 === 0;
+      raw[o] = on ? 0x24 : 0xff;
+      raw[o + 1] = on ? 0x57 : 0xf8;
+      raw[o + 2] = on ? 0xc5 : 0xe1;
+    }
+  }
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(w, 0);
+  ihdr.writeUInt32BE(h, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", ihdr),
+    chunk("IDAT", zlib.deflateSync(raw)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
+}
+
+function chunk(type, data) {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const td = Buffer.concat([Buffer.from(type, "ascii"), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+
+function crc32(buf) {
+  let c = ~0;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  }
+  return ~c >>> 0;
+}

@@ -1,0 +1,142 @@
+// lib.mjs: shared helpers of the browser checks. They drive Debian's
+// headless Chromium through playwright-core (no downloaded browsers) and
+// read CLIENTAGENT_URL and CLIENTAGENT_TOKEN from the environment.
+import { chromium } from "playwright-core";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const here = path.dirname(fileURLToPath(import.meta.url));
+export const shotsDir = path.join(here, "screenshots");
+
+export function env() {
+  const url = (process.env.CLIENTAGENT_URL || "").replace(/\/+$/, "");
+  const token = process.env.CLIENTAGENT_TOKEN || "";
+  if (!url || !token) throw new Error("set CLIENTAGENT_URL and CLIENTAGENT_TOKEN");
+  return { url, token };
+}
+
+/**
+ * open launches Chromium with a fresh profile, opens the page with the token
+ * in the fragment and returns {page, close, problems}. problems collects
+ * page errors, console errors and any request to another origin (the page
+ * must load nothing external).
+ */
+export async function open(name) {
+  const { url, token } = env();
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), `clientagent-${name}-`));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1280, height: 860 },
+  });
+  const problems = [];
+  const origin = new URL(url).origin;
+  const page = context.pages()[0] || (await context.newPage());
+  await page.route("**/*", (route) => {
+    const u = route.request().url();
+    if (u.startsWith(origin) || u.startsWith("blob:") || u.startsWith("data:")) return route.continue();
+    problems.push(`external request: ${u}`);
+    return route.abort();
+  });
+  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  page.on("console", (msg) => {
+    if (msg.type() === "error") problems.push(`console error: ${msg.text()}`);
+  });
+  await page.goto(`${url}/#token=${encodeURIComponent(token)}`);
+  await page.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
+  const close = async () => {
+    await context.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  };
+  return { page, close, problems };
+}
+
+/** send types a message into the composer and presses Enter; it returns the new turn's locator. */
+export async function send(page, text) {
+  const before = await page.getByTestId("turn").count();
+  await page.getByTestId("composer").fill(text);
+  await page.getByTestId("composer").press("Enter");
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
+  return page.getByTestId("turn").last();
+}
+
+/** waitStatus waits until the turn shows one of want; a terminal status outside want fails at once. */
+export async function waitStatus(turn, want, timeout = 60000) {
+  const status = turn.getByTestId("turn-status");
+  const deadline = Date.now() + timeout;
+  const terminal = ["succeeded", "failed", "expired", "superseded"];
+  let got = "";
+  while (Date.now() < deadline) {
+    got = (await status.getAttribute("data-status")) || "";
+    if (want.includes(got)) return got;
+    if (terminal.includes(got)) {
+      const why = await turn.innerText();
+      throw new Error(`turn ended ${got}, want ${want.join("|")}:\n${why}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`turn status ${got || "(none)"} after ${timeout} ms, want ${want.join("|")}`);
+}
+
+/** waitImage waits until an <img> of the given type inside the turn has decoded (naturalWidth > 0). */
+export async function waitImage(turn, mimeType, timeout = 20000) {
+  const img = turn.locator(`[data-testid="artifact"][data-mime-type="${mimeType}"] [data-testid="artifact-img"]`).first();
+  await img.waitFor({ state: "visible", timeout });
+  await img.evaluate(
+    (el, ms) =>
+      new Promise((resolve, reject) => {
+        const t0 = Date.now();
+        const check = () => {
+          if (el.complete && el.naturalWidth > 0) return resolve();
+          if (Date.now() - t0 > ms) return reject(new Error(`image ${el.src} did not load (naturalWidth ${el.naturalWidth})`));
+          setTimeout(check, 100);
+        };
+        check();
+      }),
+    timeout,
+  );
+  return { img, naturalWidth: await img.evaluate((el) => el.naturalWidth) };
+}
+
+export async function shot(page, file) {
+  fs.mkdirSync(shotsDir, { recursive: true });
+  const p = path.join(shotsDir, file);
+  await page.screenshot({ path: p, fullPage: false });
+  return p;
+}
+
+/** main runs a check: it prints the failure (with a screenshot) and sets the exit code. */
+export async function main(name, check) {
+  let session;
+  try {
+    session = await open(name);
+    await check(session.page);
+    if (session.problems.length) throw new Error(`page problems:\n${session.problems.join("\n")}`);
+    console.log(`${name}: ok`);
+  } catch (err) {
+    process.exitCode = 1;
+    console.error(`${name}: FAIL: ${err.stack || err}`);
+    if (session) {
+      if (session.problems.length) console.error(session.problems.join("\n"));
+      try {
+        console.error(`screenshot: ${await shot(session.page, `${name}-failure.png`)}`);
+      } catch {
+        // The browser may be gone already.
+      }
+    }
+  } finally {
+    if (session) await session.close();
+  }
+}

@@ -1,0 +1,100 @@
+// API client for the clientagent HTTP API (docs/api/openapi.yaml,
+// /work/shared/API.md). It only speaks HTTP; it never touches the DOM.
+
+/** APIError is a failed call: status 0 means the network failed. */
+export class APIError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.name = "APIError";
+    this.status = status;
+    this.code = code;
+  }
+}
+
+export class API {
+  /**
+   * @param {string} base prefix of every path ("" = same origin)
+   * @param {() => string} token returns the bearer token
+   */
+  constructor(base, token) {
+    this.base = base.replace(/\/+$/, "");
+    this.token = token;
+  }
+
+  async request(method, path, { json, body, contentType, raw } = {}) {
+    const headers = { Authorization: `Bearer ${this.token()}` };
+    if (json !== undefined) {
+      headers["Content-Type"] = "application/json";
+      body = JSON.stringify(json);
+    } else if (contentType) {
+      headers["Content-Type"] = contentType;
+    }
+    let res;
+    try {
+      res = await fetch(this.base + path, { method, headers, body });
+    } catch (err) {
+      throw new APIError(0, "network", `Network error on ${method} ${path}: ${err.message}`);
+    }
+    if (!res.ok) {
+      let code = `http_${res.status}`;
+      let message = `${method} ${path} failed with HTTP ${res.status}`;
+      try {
+        const data = await res.json();
+        if (data && data.error) {
+          code = data.error.code || code;
+          message = data.error.message || message;
+        }
+      } catch {
+        // Not JSON (a proxy's error page): keep the generic message.
+      }
+      throw new APIError(res.status, code, message);
+    }
+    if (raw) return res;
+    if (res.status === 204) return null;
+    const text = await res.text();
+    return text ? JSON.parse(text) : null;
+  }
+
+  listConversations() {
+    return this.request("GET", "/v1/conversations");
+  }
+  createConversation() {
+    return this.request("POST", "/v1/conversations", { json: {} });
+  }
+  getConversation(cid) {
+    return this.request("GET", `/v1/conversations/${enc(cid)}`);
+  }
+  deleteConversation(cid) {
+    return this.request("DELETE", `/v1/conversations/${enc(cid)}`);
+  }
+  /** uploadArtifact sends a File's bytes; the answer is {artifact_id, name, mime_type}. */
+  uploadArtifact(cid, file) {
+    return this.request("POST", `/v1/conversations/${enc(cid)}/artifacts?name=${enc(file.name)}`, {
+      body: file,
+      contentType: file.type || "application/octet-stream",
+    });
+  }
+  sendMessage(cid, text, files) {
+    const json = { text };
+    if (files && files.length) json.files = files;
+    return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json });
+  }
+  getTurn(cid, tid) {
+    return this.request("GET", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}`);
+  }
+  sendInput(cid, tid, input) {
+    return this.request("POST", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}/input`, { json: input });
+  }
+  /** artifactBlob fetches an artifact's bytes with the bearer token. */
+  async artifactBlob(cid, aid, mimeType) {
+    const res = await this.request("GET", `/v1/conversations/${enc(cid)}/artifacts/${enc(aid)}`, { raw: true });
+    const blob = await res.blob();
+    // Trust the catalog's type so an <img> of an SVG works even when the
+    // bytes come back as application/octet-stream (e.g. from a bucket).
+    return mimeType ? new Blob([blob], { type: mimeType }) : blob;
+  }
+}
+
+function enc(s) {
+  return encodeURIComponent(s);
+}
