@@ -1,0 +1,668 @@
+package agents
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// MaxRaw caps CallOutcome.Raw; a larger raw result is replaced by a
+// truncation note carrying its head.
+const MaxRaw = 256 << 10
+
+// maxFileBytes bounds one file copied from a specialist into our store.
+const maxFileBytes = 512 << 20
+
+// InvokerOptions configures an Invoker.
+type InvokerOptions struct {
+	// Artifacts stores the files specialists return and signs the URLs of
+	// the files we send them.
+	Artifacts artifact.Store
+	// HTTPClient carries A2A calls and file downloads (default a new client).
+	// Its Transport is wrapped, not replaced.
+	HTTPClient *http.Client
+	// Timeout is the deadline of one invocation, file copies included
+	// (default 5 minutes).
+	Timeout time.Duration
+	// FileURLTTL is how long a URL handed to a specialist stays valid
+	// (default 1 hour).
+	FileURLTTL time.Duration
+	Logger     *slog.Logger
+	// NewID returns a new artifact id (default "art_" + 16 random hex digits).
+	NewID func() string
+	// PollInterval is the first wait between tasks/get polls of a task that
+	// is still working after the blocking send (default 500ms, doubling to 5s).
+	PollInterval time.Duration
+}
+
+// Invoker sends calls to specialists over A2A (DESIGN §4). It is safe for
+// concurrent use.
+type Invoker struct {
+	store      artifact.Store
+	hc         *http.Client
+	timeout    time.Duration
+	fileURLTTL time.Duration
+	log        *slog.Logger
+	newID      func() string
+	poll       time.Duration
+}
+
+// NewInvoker returns an Invoker.
+func NewInvoker(opts InvokerOptions) *Invoker {
+	base := opts.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	hc := *base
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	hc.Transport = captureTransport{base: rt}
+	i := &Invoker{
+		store:      opts.Artifacts,
+		hc:         &hc,
+		timeout:    opts.Timeout,
+		fileURLTTL: opts.FileURLTTL,
+		log:        opts.Logger,
+		newID:      opts.NewID,
+		poll:       opts.PollInterval,
+	}
+	if i.timeout <= 0 {
+		i.timeout = 5 * time.Minute
+	}
+	if i.fileURLTTL <= 0 {
+		i.fileURLTTL = time.Hour
+	}
+	if i.log == nil {
+		i.log = slog.Default()
+	}
+	if i.newID == nil {
+		i.newID = randomArtifactID
+	}
+	if i.poll <= 0 {
+		i.poll = 500 * time.Millisecond
+	}
+	return i
+}
+
+func randomArtifactID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "art_" + hex.EncodeToString(b)
+}
+
+// Call is one skill call to send to a specialist.
+type Call struct {
+	ConversationID, TurnID, CallID string
+	Capability                     catalog.Capability
+	// Arguments are the merged arguments (model, form answers, context).
+	Arguments map[string]any
+	// Sources names where each argument came from: model|user|context.
+	Sources map[string]string
+	// Files are the artifacts the arguments reference (x_artifact_ref),
+	// resolved by the caller; each is sent as a FilePart with a URL.
+	Files []artifact.Artifact
+	// Continue answers an input-required task: the message carries its
+	// task and context ids.
+	Continue *record.A2ATask
+}
+
+// failure is a specialist failure: its text is what the model reads.
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+func failf(format string, args ...any) error { return &failure{fmt.Sprintf(format, args...)} }
+
+// Invoke sends c to its specialist with a blocking message/send and maps
+// the answer onto an outcome: a completed task (or a plain message) is
+// "succeeded" with its text as Summary, its data as Result and its files
+// copied into the artifact store; input-required sets InputRequired and
+// leaves Result.Status empty; anything else — failed, rejected or canceled
+// tasks, JSON-RPC errors, HTTP errors, timeouts — is "failed" with the
+// agent's own words in Result.Error. Invoke never fails the turn.
+func (i *Invoker) Invoke(ctx context.Context, c Call) record.CallOutcome {
+	out := record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
+	log := i.log.With("conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
+		"tool", c.Capability.Tool, "agent", c.Capability.AgentURL)
+
+	ctx, cancel := context.WithTimeout(ctx, i.timeout)
+	defer cancel()
+	err := i.invoke(ctx, c, &out)
+	if err != nil {
+		out.Result = record.ToolResult{Status: record.ResultFailed, Error: i.errorText(err)}
+		out.Artifacts, out.InputRequired = nil, nil
+		out.Raw = capRaw(mustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
+	}
+	out.EndedAt = time.Now().UTC()
+	status := out.Result.Status
+	if out.InputRequired != nil {
+		status = "input_required"
+	}
+	log.InfoContext(ctx, "specialist call", "status", status, "artifacts", len(out.Artifacts),
+		"ms", out.EndedAt.Sub(out.StartedAt).Milliseconds(), "error", out.Result.Error)
+	return out
+}
+
+func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) error {
+	msg, err := i.message(ctx, c)
+	if err != nil {
+		return err
+	}
+	client, err := a2aclient.NewFromEndpoints(ctx,
+		[]a2a.AgentInterface{{Transport: a2a.TransportProtocolJSONRPC, URL: c.Capability.AgentURL}},
+		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(i.hc))
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", c.Capability.AgentURL, err)
+	}
+	defer client.Destroy()
+
+	blocking := true
+	sendCtx, capture := withCapture(ctx)
+	res, err := client.SendMessage(sendCtx, &a2a.MessageSendParams{
+		Config:  &a2a.MessageSendConfig{Blocking: &blocking},
+		Message: msg,
+	})
+	if err != nil {
+		return i.transportError(ctx, err, capture)
+	}
+	switch r := res.(type) {
+	case *a2a.Message:
+		return i.completed(ctx, c, out, r.Parts, nil)
+	case *a2a.Task:
+		task, err := i.awaitTask(ctx, client, r)
+		if err != nil {
+			return err
+		}
+		return i.taskOutcome(ctx, c, out, task)
+	default:
+		return failf("agent answered with an unexpected result type %T", res)
+	}
+}
+
+// message builds the A2A message of a call.
+func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
+	var parts []a2a.Part
+	if c.Capability.Plain {
+		parts = append(parts, a2a.TextPart{Text: plainInput(c.Arguments)})
+	} else {
+		args := c.Arguments
+		if args == nil {
+			args = map[string]any{}
+		}
+		parts = append(parts, a2a.DataPart{Data: args})
+	}
+	for _, f := range c.Files {
+		if i.store == nil {
+			return nil, errors.New("no artifact store configured to send files")
+		}
+		u, err := i.store.URL(ctx, c.ConversationID, f.ID, i.fileURLTTL)
+		if err != nil {
+			return nil, fmt.Errorf("sign URL of artifact %s: %w", f.ID, err)
+		}
+		parts = append(parts, a2a.FilePart{
+			File:     a2a.FileURI{FileMeta: a2a.FileMeta{Name: f.Name, MimeType: f.MimeType}, URI: u},
+			Metadata: map[string]any{"artifact_id": f.ID},
+		})
+	}
+	sources := c.Sources
+	if sources == nil {
+		sources = map[string]string{}
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
+	msg.ID = c.CallID
+	msg.Metadata = map[string]any{"inputSources": sources}
+	if c.Continue != nil {
+		msg.TaskID = a2a.TaskID(c.Continue.TaskID)
+		msg.ContextID = c.Continue.ContextID
+		// The first message of the call already used the call id; the
+		// answer gets an id derived from it and its arguments, so a retried
+		// answer is still recognisable but distinct from the first message.
+		sum := sha256.Sum256(mustJSON(c.Arguments))
+		msg.ID = c.CallID + "-" + hex.EncodeToString(sum[:4])
+	}
+	if msg.ID == "" {
+		msg.ID = a2a.NewMessageID()
+	}
+	return msg, nil
+}
+
+// plainInput is the text sent to a plain skill: its "input" argument, or
+// the arguments as JSON when the model sent something else.
+func plainInput(args map[string]any) string {
+	if s, ok := args["input"].(string); ok {
+		return s
+	}
+	if len(args) == 0 {
+		return ""
+	}
+	return string(mustJSON(args))
+}
+
+// awaitTask polls a task that is not yet terminal after the blocking send
+// (an agent may answer early with "working") until it settles or the
+// invocation deadline passes.
+func (i *Invoker) awaitTask(ctx context.Context, client *a2aclient.Client, task *a2a.Task) (*a2a.Task, error) {
+	wait := i.poll
+	for !settled(task.Status.State) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+		pollCtx, capture := withCapture(ctx)
+		t, err := client.GetTask(pollCtx, &a2a.TaskQueryParams{ID: task.ID})
+		if err != nil {
+			return nil, i.transportError(ctx, err, capture)
+		}
+		task = t
+	}
+	return task, nil
+}
+
+func settled(s a2a.TaskState) bool {
+	return s.Terminal() || s == a2a.TaskStateInputRequired || s == a2a.TaskStateAuthRequired
+}
+
+func (i *Invoker) taskOutcome(ctx context.Context, c Call, out *record.CallOutcome, task *a2a.Task) error {
+	var statusParts []a2a.Part
+	if task.Status.Message != nil {
+		statusParts = task.Status.Message.Parts
+	}
+	switch task.Status.State {
+	case a2a.TaskStateCompleted:
+		return i.completed(ctx, c, out, statusParts, task.Artifacts)
+	case a2a.TaskStateInputRequired:
+		out.InputRequired = inputRequired(task, statusParts)
+		out.Raw = capRaw(mustJSON(map[string]any{"status": "input_required", "message": out.InputRequired.Message,
+			"fields": out.InputRequired.Fields, "task": out.InputRequired.Task}))
+		return nil
+	default:
+		text := joinTexts(statusParts)
+		if text == "" {
+			text = joinTexts(artifactParts(task.Artifacts))
+		}
+		if text == "" {
+			text = "no message given"
+		}
+		switch task.Status.State {
+		case a2a.TaskStateAuthRequired:
+			return failf("agent requires authentication: %s", text)
+		case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
+			return failf("agent reported task %s: %s", task.Status.State, text)
+		default:
+			return failf("agent left the task in state %q: %s", task.Status.State, text)
+		}
+	}
+}
+
+// inputRequired reads the specialist's question. Fields come from a data
+// part {"fields":[…]}; without one the user gets one free-text field.
+func inputRequired(task *a2a.Task, parts []a2a.Part) *record.InputRequired {
+	ir := &record.InputRequired{
+		Message: joinTexts(parts),
+		Task:    record.A2ATask{TaskID: string(task.ID), ContextID: task.ContextID},
+	}
+	for _, p := range parts {
+		d, ok := asData(p)
+		if !ok {
+			continue
+		}
+		raw, ok := d["fields"]
+		if !ok {
+			continue
+		}
+		var fields []catalog.FormField
+		if json.Unmarshal(mustJSON(raw), &fields) != nil {
+			continue
+		}
+		for _, f := range fields {
+			if f.Name == "" {
+				continue
+			}
+			if f.Type == "" {
+				f.Type = "string"
+			}
+			ir.Fields = append(ir.Fields, f)
+		}
+		if len(ir.Fields) > 0 {
+			break
+		}
+	}
+	if len(ir.Fields) == 0 {
+		desc := ir.Message
+		if desc == "" {
+			desc = "Your answer to the agent's question."
+		}
+		ir.Fields = []catalog.FormField{{Name: "answer", Type: "string", Description: desc, Required: true}}
+	}
+	return ir
+}
+
+// completed fills a succeeded outcome from the status (or response message)
+// parts and the task's artifacts, copying their files into our store.
+func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome, msgParts []a2a.Part, arts []*a2a.Artifact) error {
+	var texts []string
+	var data []any
+	collect := func(parts []a2a.Part) {
+		for _, p := range parts {
+			if t, ok := asText(p); ok && strings.TrimSpace(t) != "" {
+				texts = append(texts, t)
+			}
+			if d, ok := asData(p); ok {
+				data = append(data, d)
+			}
+		}
+	}
+	collect(msgParts)
+	for _, a := range arts {
+		if a != nil {
+			collect(a.Parts)
+		}
+	}
+
+	var stored []artifact.Artifact
+	fileParts := filesOf(msgParts, nil)
+	for _, a := range arts {
+		if a != nil {
+			fileParts = append(fileParts, filesOf(a.Parts, a)...)
+		}
+	}
+	for n, fp := range fileParts {
+		a, err := i.copyFile(ctx, c, fp, n)
+		if err != nil {
+			return err
+		}
+		stored = append(stored, a)
+	}
+
+	res := record.ToolResult{Status: record.ResultSucceeded, Summary: strings.Join(texts, "\n\n")}
+	var result any
+	switch len(data) {
+	case 0:
+	case 1:
+		result = data[0]
+	default:
+		result = data
+	}
+	if result != nil {
+		res.Result = string(mustJSON(result))
+	}
+	refs := make([]artifact.Ref, 0, len(stored))
+	for _, a := range stored {
+		refs = append(refs, a.Ref())
+	}
+	if len(refs) > 0 {
+		res.Artifacts = refs
+	}
+	out.Result = res
+	out.Artifacts = stored
+	raw := map[string]any{"status": record.ResultSucceeded}
+	if res.Summary != "" {
+		raw["summary"] = res.Summary
+	}
+	if result != nil {
+		raw["result"] = result
+	}
+	if len(refs) > 0 {
+		raw["artifacts"] = refs
+	}
+	out.Raw = capRaw(mustJSON(raw))
+	return nil
+}
+
+// filePart is a file returned by a specialist with the artifact it came in.
+type filePart struct {
+	part a2a.FilePart
+	from *a2a.Artifact
+}
+
+func filesOf(parts []a2a.Part, from *a2a.Artifact) []filePart {
+	var out []filePart
+	for _, p := range parts {
+		switch fp := p.(type) {
+		case a2a.FilePart:
+			out = append(out, filePart{fp, from})
+		case *a2a.FilePart:
+			if fp != nil {
+				out = append(out, filePart{*fp, from})
+			}
+		}
+	}
+	return out
+}
+
+// copyFile stores one returned file under a new artifact id.
+func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (artifact.Artifact, error) {
+	if i.store == nil {
+		return artifact.Artifact{}, errors.New("no artifact store configured to keep returned files")
+	}
+	var (
+		meta a2a.FileMeta
+		body io.Reader
+	)
+	switch f := fp.part.File.(type) {
+	case a2a.FileBytes:
+		meta = f.FileMeta
+		b, err := decodeBase64(f.Bytes)
+		if err != nil {
+			return artifact.Artifact{}, failf("agent returned file %q with undecodable bytes: %v", f.Name, err)
+		}
+		body = bytes.NewReader(b)
+	case a2a.FileURI:
+		meta = f.FileMeta
+		rc, ctype, err := i.download(ctx, f.URI)
+		if err != nil {
+			return artifact.Artifact{}, failf("fetch file %q the agent returned: %v", fileLabel(f.Name, f.URI), err)
+		}
+		defer rc.Close()
+		body = rc
+		if meta.MimeType == "" {
+			meta.MimeType = ctype
+		}
+	default:
+		return artifact.Artifact{}, failf("agent returned a file part of unknown form %T", fp.part.File)
+	}
+	a := artifact.Artifact{
+		ID:        i.newID(),
+		Name:      meta.Name,
+		MimeType:  meta.MimeType,
+		CallID:    c.CallID,
+		TurnID:    c.TurnID,
+		CreatedAt: time.Now().UTC(),
+	}
+	if fp.from != nil {
+		a.Description = fp.from.Description
+		if a.Name == "" {
+			a.Name = fp.from.Name
+		}
+		if a.Description == "" && fp.from.Name != "" && fp.from.Name != a.Name {
+			a.Description = fp.from.Name
+		}
+	}
+	if a.MimeType == "" {
+		a.MimeType = "application/octet-stream"
+	}
+	if a.Name == "" {
+		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, extensionFor(a.MimeType))
+	}
+	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, io.LimitReader(body, maxFileBytes))
+	if err != nil {
+		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
+	}
+	a.Size = size
+	return a, nil
+}
+
+func fileLabel(name, uri string) string {
+	if name != "" {
+		return name
+	}
+	return uri
+}
+
+func extensionFor(mimeType string) string {
+	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+		return exts[0]
+	}
+	return ""
+}
+
+// decodeBase64 accepts standard and URL alphabets, padded or not, since
+// agents differ.
+func decodeBase64(s string) ([]byte, error) {
+	s = strings.TrimSpace(s)
+	var firstErr error
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		b, err := enc.DecodeString(s)
+		if err == nil {
+			return b, nil
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	return nil, firstErr
+}
+
+// download opens a file URL the agent returned, within the call deadline.
+func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
+	if err != nil {
+		return nil, "", err
+	}
+	resp, err := i.hc.Do(req)
+	if err != nil {
+		return nil, "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetLimit))
+		resp.Body.Close()
+		return nil, "", fmt.Errorf("HTTP %s: %s", resp.Status, snippet(head))
+	}
+	ctype := resp.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ctype); err == nil {
+		ctype = mt
+	}
+	return resp.Body, ctype, nil
+}
+
+// transportError turns an a2a-go error into a failure carrying the agent's
+// own words when the captured response has them.
+func (i *Invoker) transportError(ctx context.Context, err error, c *httpCapture) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if d := c.describe(); d != "" {
+		return &failure{d}
+	}
+	return err
+}
+
+// errorText is the Result.Error of a failed call.
+func (i *Invoker) errorText(err error) string {
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		return f.msg
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("the agent did not answer within %s", i.timeout)
+	case errors.Is(err, context.Canceled):
+		return "the call was canceled before the agent answered"
+	default:
+		return err.Error()
+	}
+}
+
+func asText(p a2a.Part) (string, bool) {
+	switch t := p.(type) {
+	case a2a.TextPart:
+		return t.Text, true
+	case *a2a.TextPart:
+		if t != nil {
+			return t.Text, true
+		}
+	}
+	return "", false
+}
+
+func asData(p a2a.Part) (map[string]any, bool) {
+	switch d := p.(type) {
+	case a2a.DataPart:
+		return d.Data, true
+	case *a2a.DataPart:
+		if d != nil {
+			return d.Data, true
+		}
+	}
+	return nil, false
+}
+
+func joinTexts(parts []a2a.Part) string {
+	var texts []string
+	for _, p := range parts {
+		if t, ok := asText(p); ok && strings.TrimSpace(t) != "" {
+			texts = append(texts, t)
+		}
+	}
+	return strings.Join(texts, "\n\n")
+}
+
+func artifactParts(arts []*a2a.Artifact) []a2a.Part {
+	var parts []a2a.Part
+	for _, a := range arts {
+		if a != nil {
+			parts = append(parts, a.Parts...)
+		}
+	}
+	return parts
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
+	}
+	return b
+}
+
+// capRaw keeps raw within MaxRaw while staying valid JSON: a larger value
+// becomes {"truncated":true,"size":n,"head":"<prefix>"}.
+func capRaw(raw []byte) json.RawMessage {
+	if len(raw) <= MaxRaw {
+		return raw
+	}
+	head := raw[:MaxRaw-1024]
+	for {
+		for len(head) > 0 && !utf8.Valid(head) {
+			head = head[:len(head)-1]
+		}
+		b := mustJSON(map[string]any{"truncated": true, "size": len(raw), "head": string(head)})
+		if len(b) <= MaxRaw {
+			return b
+		}
+		head = head[:len(head)*3/4]
+	}
+}
