@@ -1,0 +1,567 @@
+package sfnlocal
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Resources the engine implements.
+const (
+	resourceLambdaInvoke = "arn:aws:states:::lambda:invoke"
+	resourceLambdaWait   = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+)
+
+// machine is a loaded, validated state machine.
+type machine struct {
+	name       string
+	arn        string
+	definition []byte
+	root       *graph
+	timeout    int // execution TimeoutSeconds, 0 = none
+}
+
+// graph is a StartAt plus its States: the top level or a Map's ItemProcessor.
+type graph struct {
+	StartAt string
+	States  map[string]*state
+}
+
+type state struct {
+	Name string
+	Type string
+	Next string
+	End  bool
+
+	Assign    map[string]any
+	Output    any
+	hasOutput bool
+
+	// Task
+	Resource         string
+	waitForToken     bool
+	Arguments        any
+	hasArguments     bool
+	TimeoutSeconds   any
+	HeartbeatSeconds any
+	Retry            []retrier
+	Catch            []catcher
+
+	// Choice
+	Choices []choiceRule
+	Default string
+
+	// Map
+	Items          any
+	hasItems       bool
+	ItemSelector   any
+	hasSelector    bool
+	MaxConcurrency any
+	processor      *graph
+
+	// Fail
+	Error any
+	Cause any
+}
+
+type retrier struct {
+	ErrorEquals     []string
+	IntervalSeconds float64
+	MaxAttempts     int
+	BackoffRate     float64
+	MaxDelaySeconds float64
+	JitterStrategy  string
+}
+
+type catcher struct {
+	ErrorEquals []string
+	Next        string
+	Assign      map[string]any
+	Output      any
+	hasOutput   bool
+}
+
+type choiceRule struct {
+	Condition string
+	Next      string
+	Assign    map[string]any
+	Output    any
+	hasOutput bool
+}
+
+// Fields each part of a JSONata definition may carry. Anything else is
+// rejected at load: the engine never silently ignores a field.
+var (
+	topFields = set("StartAt", "States", "QueryLanguage", "Comment", "TimeoutSeconds", "Version")
+	common    = []string{"Type", "Comment", "QueryLanguage"}
+	flow      = []string{"Next", "End"}
+	stateFlds = map[string]map[string]bool{
+		"Task":    set(append(append(common, flow...), "Resource", "Arguments", "Output", "Assign", "Retry", "Catch", "TimeoutSeconds", "HeartbeatSeconds")...),
+		"Pass":    set(append(append(common, flow...), "Output", "Assign")...),
+		"Choice":  set(append(common, "Choices", "Default", "Output", "Assign")...),
+		"Map":     set(append(append(common, flow...), "ItemProcessor", "Items", "ItemSelector", "MaxConcurrency", "Output", "Assign", "Retry", "Catch")...),
+		"Succeed": set(append(common, "Output")...),
+		"Fail":    set(append(common, "Error", "Cause")...),
+	}
+	retryFields  = set("ErrorEquals", "IntervalSeconds", "MaxAttempts", "BackoffRate", "MaxDelaySeconds", "JitterStrategy", "Comment")
+	catchFields  = set("ErrorEquals", "Next", "Output", "Assign", "Comment")
+	choiceFields = set("Condition", "Next", "Output", "Assign", "Comment")
+	procFields   = set("ProcessorConfig", "StartAt", "States", "Comment")
+	argFields    = set("FunctionName", "Payload")
+)
+
+func set(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
+}
+
+// parseMachine loads and validates an ASL definition in JSONata mode.
+func parseMachine(definition []byte) (*graph, int, error) {
+	var top map[string]any
+	if err := json.Unmarshal(definition, &top); err != nil {
+		return nil, 0, fmt.Errorf("definition is not a JSON object: %w", err)
+	}
+	if ql, _ := top["QueryLanguage"].(string); ql != "JSONata" {
+		return nil, 0, fmt.Errorf("field \"QueryLanguage\" must be \"JSONata\" (JSONPath machines are not supported), got %v", top["QueryLanguage"])
+	}
+	if err := onlyFields("definition", top, topFields); err != nil {
+		return nil, 0, err
+	}
+	timeout := 0
+	if v, ok := top["TimeoutSeconds"]; ok {
+		f, ok := v.(float64)
+		if !ok || f < 0 || f != float64(int(f)) {
+			return nil, 0, fmt.Errorf("definition: field \"TimeoutSeconds\" must be a non-negative integer")
+		}
+		timeout = int(f)
+	}
+	names := map[string]bool{}
+	g, err := parseGraph(top, names)
+	if err != nil {
+		return nil, 0, err
+	}
+	return g, timeout, nil
+}
+
+func onlyFields(where string, obj map[string]any, allowed map[string]bool) error {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !allowed[k] {
+			return fmt.Errorf("%s: field %q is not supported", where, k)
+		}
+	}
+	return nil
+}
+
+func parseGraph(obj map[string]any, names map[string]bool) (*graph, error) {
+	start, _ := obj["StartAt"].(string)
+	rawStates, ok := obj["States"].(map[string]any)
+	if start == "" || !ok || len(rawStates) == 0 {
+		return nil, fmt.Errorf("definition needs StartAt and States")
+	}
+	g := &graph{StartAt: start, States: map[string]*state{}}
+	keys := make([]string, 0, len(rawStates))
+	for k := range rawStates {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, name := range keys {
+		if names[name] {
+			return nil, fmt.Errorf("state %q: duplicate state name", name)
+		}
+		names[name] = true
+		raw, ok := rawStates[name].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("state %q: not an object", name)
+		}
+		s, err := parseState(name, raw, names)
+		if err != nil {
+			return nil, err
+		}
+		g.States[name] = s
+	}
+	if g.States[start] == nil {
+		return nil, fmt.Errorf("StartAt %q names no state", start)
+	}
+	check := func(from, to string) error {
+		if g.States[to] == nil {
+			return fmt.Errorf("state %q: transition to %q, which is not a state of the same scope", from, to)
+		}
+		return nil
+	}
+	for _, name := range keys {
+		s := g.States[name]
+		targets := []string{}
+		if s.Next != "" {
+			targets = append(targets, s.Next)
+		}
+		if s.Default != "" {
+			targets = append(targets, s.Default)
+		}
+		for _, c := range s.Choices {
+			targets = append(targets, c.Next)
+		}
+		for _, c := range s.Catch {
+			targets = append(targets, c.Next)
+		}
+		for _, t := range targets {
+			if err := check(name, t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return g, nil
+}
+
+func parseState(name string, raw map[string]any, names map[string]bool) (*state, error) {
+	where := fmt.Sprintf("state %q", name)
+	typ, _ := raw["Type"].(string)
+	allowed, ok := stateFlds[typ]
+	if !ok {
+		return nil, fmt.Errorf("%s: field \"Type\" value %q is not supported", where, typ)
+	}
+	if err := onlyFields(where, raw, allowed); err != nil {
+		return nil, err
+	}
+	if ql, ok := raw["QueryLanguage"]; ok && ql != "JSONata" {
+		return nil, fmt.Errorf("%s: field \"QueryLanguage\" must be \"JSONata\"", where)
+	}
+	s := &state{Name: name, Type: typ}
+	var exprs []any
+	if v, ok := raw["Next"]; ok {
+		s.Next, _ = v.(string)
+		if s.Next == "" {
+			return nil, fmt.Errorf("%s: field \"Next\" must be a state name", where)
+		}
+	}
+	if v, ok := raw["End"]; ok {
+		s.End, _ = v.(bool)
+		if !s.End {
+			return nil, fmt.Errorf("%s: field \"End\" must be true when present", where)
+		}
+	}
+	if allowed["Next"] && (s.Next == "") == !s.End {
+		return nil, fmt.Errorf("%s: exactly one of \"Next\" and \"End\" is required", where)
+	}
+	if v, ok := raw["Assign"]; ok {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: field \"Assign\" must be an object", where)
+		}
+		s.Assign = m
+		exprs = append(exprs, v)
+	}
+	if v, ok := raw["Output"]; ok {
+		s.Output, s.hasOutput = v, true
+		exprs = append(exprs, v)
+	}
+	switch typ {
+	case "Task":
+		s.Resource, _ = raw["Resource"].(string)
+		switch s.Resource {
+		case resourceLambdaInvoke:
+		case resourceLambdaWait:
+			s.waitForToken = true
+		default:
+			return nil, fmt.Errorf("%s: field \"Resource\" value %q is not supported (only %s and %s)", where, s.Resource, resourceLambdaInvoke, resourceLambdaWait)
+		}
+		v, ok := raw["Arguments"]
+		if !ok {
+			return nil, fmt.Errorf("%s: field \"Arguments\" with FunctionName is required for %s", where, s.Resource)
+		}
+		s.Arguments, s.hasArguments = v, true
+		if m, ok := v.(map[string]any); ok {
+			if err := onlyFields(where+" Arguments", m, argFields); err != nil {
+				return nil, err
+			}
+			if _, ok := m["FunctionName"]; !ok {
+				return nil, fmt.Errorf("%s: field \"Arguments.FunctionName\" is required", where)
+			}
+		}
+		exprs = append(exprs, v)
+		for _, f := range []string{"TimeoutSeconds", "HeartbeatSeconds"} {
+			v, ok := raw[f]
+			if !ok {
+				continue
+			}
+			if err := numberOrExpr(v); err != nil {
+				return nil, fmt.Errorf("%s: field %q: %w", where, f, err)
+			}
+			exprs = append(exprs, v)
+			if f == "TimeoutSeconds" {
+				s.TimeoutSeconds = v
+			} else {
+				s.HeartbeatSeconds = v
+			}
+		}
+	case "Choice":
+		rules, ok := raw["Choices"].([]any)
+		if !ok || len(rules) == 0 {
+			return nil, fmt.Errorf("%s: field \"Choices\" must be a non-empty array", where)
+		}
+		for i, r := range rules {
+			m, ok := r.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%s: Choices[%d] is not an object", where, i)
+			}
+			cw := fmt.Sprintf("%s Choices[%d]", where, i)
+			if err := onlyFields(cw, m, choiceFields); err != nil {
+				return nil, err
+			}
+			var c choiceRule
+			c.Condition, _ = m["Condition"].(string)
+			if _, ok := isExpr(c.Condition); !ok {
+				return nil, fmt.Errorf("%s: field \"Condition\" must be a {%% ... %%} expression", cw)
+			}
+			c.Next, _ = m["Next"].(string)
+			if c.Next == "" {
+				return nil, fmt.Errorf("%s: field \"Next\" is required", cw)
+			}
+			if a, ok := m["Assign"]; ok {
+				am, ok := a.(map[string]any)
+				if !ok {
+					return nil, fmt.Errorf("%s: field \"Assign\" must be an object", cw)
+				}
+				c.Assign = am
+				exprs = append(exprs, a)
+			}
+			if o, ok := m["Output"]; ok {
+				c.Output, c.hasOutput = o, true
+				exprs = append(exprs, o)
+			}
+			exprs = append(exprs, c.Condition)
+			s.Choices = append(s.Choices, c)
+		}
+		if v, ok := raw["Default"]; ok {
+			s.Default, _ = v.(string)
+		}
+	case "Map":
+		proc, ok := raw["ItemProcessor"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: field \"ItemProcessor\" is required", where)
+		}
+		if err := onlyFields(where+" ItemProcessor", proc, procFields); err != nil {
+			return nil, err
+		}
+		if pc, ok := proc["ProcessorConfig"]; ok {
+			m, _ := pc.(map[string]any)
+			for k, v := range m {
+				if k != "Mode" || v != "INLINE" {
+					return nil, fmt.Errorf("%s: field \"ItemProcessor.ProcessorConfig.%s\" value %v is not supported (only Mode INLINE)", where, k, v)
+				}
+			}
+		}
+		g, err := parseGraph(proc, names)
+		if err != nil {
+			return nil, fmt.Errorf("%s ItemProcessor: %w", where, err)
+		}
+		s.processor = g
+		if v, ok := raw["Items"]; ok {
+			s.Items, s.hasItems = v, true
+			exprs = append(exprs, v)
+		}
+		if v, ok := raw["ItemSelector"]; ok {
+			s.ItemSelector, s.hasSelector = v, true
+			exprs = append(exprs, v)
+		}
+		if v, ok := raw["MaxConcurrency"]; ok {
+			if err := numberOrExpr(v); err != nil {
+				return nil, fmt.Errorf("%s: field \"MaxConcurrency\": %w", where, err)
+			}
+			s.MaxConcurrency = v
+			exprs = append(exprs, v)
+		}
+	case "Fail":
+		s.Error, s.Cause = raw["Error"], raw["Cause"]
+		exprs = append(exprs, s.Error, s.Cause)
+	}
+	if typ == "Task" || typ == "Map" {
+		var err error
+		if s.Retry, err = parseRetry(where, raw["Retry"]); err != nil {
+			return nil, err
+		}
+		cs, cexprs, err := parseCatch(where, raw["Catch"])
+		if err != nil {
+			return nil, err
+		}
+		s.Catch = cs
+		exprs = append(exprs, cexprs...)
+	}
+	for _, e := range exprs {
+		for _, x := range templateExprs(e) {
+			if err := compileCheck(x); err != nil {
+				return nil, fmt.Errorf("%s: JSONata expression %q: %w", where, x, err)
+			}
+		}
+	}
+	return s, nil
+}
+
+func numberOrExpr(v any) error {
+	switch t := v.(type) {
+	case float64:
+		if t < 0 || t != float64(int64(t)) {
+			return fmt.Errorf("must be a non-negative integer, got %v", t)
+		}
+		return nil
+	case string:
+		if _, ok := isExpr(t); ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("must be an integer or a {%% ... %%} expression, got %v", v)
+}
+
+func errorNames(where string, v any) ([]string, error) {
+	arr, ok := v.([]any)
+	if !ok || len(arr) == 0 {
+		return nil, fmt.Errorf("%s: field \"ErrorEquals\" must be a non-empty array", where)
+	}
+	out := make([]string, 0, len(arr))
+	for _, e := range arr {
+		s, ok := e.(string)
+		if !ok || s == "" {
+			return nil, fmt.Errorf("%s: field \"ErrorEquals\" holds a non-string", where)
+		}
+		if s == "States.ALL" && len(arr) != 1 {
+			return nil, fmt.Errorf("%s: \"States.ALL\" must appear alone in ErrorEquals", where)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+func parseRetry(where string, v any) ([]retrier, error) {
+	if v == nil {
+		return nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: field \"Retry\" must be an array", where)
+	}
+	var out []retrier
+	for i, x := range arr {
+		rw := fmt.Sprintf("%s Retry[%d]", where, i)
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("%s: not an object", rw)
+		}
+		if err := onlyFields(rw, m, retryFields); err != nil {
+			return nil, err
+		}
+		r := retrier{IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, JitterStrategy: "NONE"}
+		var err error
+		if r.ErrorEquals, err = errorNames(rw, m["ErrorEquals"]); err != nil {
+			return nil, err
+		}
+		num := func(f string, min float64) (float64, bool, error) {
+			v, ok := m[f]
+			if !ok {
+				return 0, false, nil
+			}
+			n, ok := v.(float64)
+			if !ok || n < min {
+				return 0, false, fmt.Errorf("%s: field %q must be a number >= %v", rw, f, min)
+			}
+			return n, true, nil
+		}
+		if n, ok, err := num("IntervalSeconds", 1); err != nil {
+			return nil, err
+		} else if ok {
+			r.IntervalSeconds = n
+		}
+		if n, ok, err := num("MaxAttempts", 0); err != nil {
+			return nil, err
+		} else if ok {
+			r.MaxAttempts = int(n)
+		}
+		if n, ok, err := num("BackoffRate", 1); err != nil {
+			return nil, err
+		} else if ok {
+			r.BackoffRate = n
+		}
+		if n, ok, err := num("MaxDelaySeconds", 1); err != nil {
+			return nil, err
+		} else if ok {
+			r.MaxDelaySeconds = n
+		}
+		if j, ok := m["JitterStrategy"]; ok {
+			js, _ := j.(string)
+			if js != "FULL" && js != "NONE" {
+				return nil, fmt.Errorf("%s: field \"JitterStrategy\" must be FULL or NONE", rw)
+			}
+			r.JitterStrategy = js
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func parseCatch(where string, v any) ([]catcher, []any, error) {
+	if v == nil {
+		return nil, nil, nil
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: field \"Catch\" must be an array", where)
+	}
+	var out []catcher
+	var exprs []any
+	for i, x := range arr {
+		cw := fmt.Sprintf("%s Catch[%d]", where, i)
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: not an object", cw)
+		}
+		if err := onlyFields(cw, m, catchFields); err != nil {
+			return nil, nil, err
+		}
+		var c catcher
+		var err error
+		if c.ErrorEquals, err = errorNames(cw, m["ErrorEquals"]); err != nil {
+			return nil, nil, err
+		}
+		c.Next, _ = m["Next"].(string)
+		if c.Next == "" {
+			return nil, nil, fmt.Errorf("%s: field \"Next\" is required", cw)
+		}
+		if a, ok := m["Assign"]; ok {
+			am, ok := a.(map[string]any)
+			if !ok {
+				return nil, nil, fmt.Errorf("%s: field \"Assign\" must be an object", cw)
+			}
+			c.Assign = am
+			exprs = append(exprs, a)
+		}
+		if o, ok := m["Output"]; ok {
+			c.Output, c.hasOutput = o, true
+			exprs = append(exprs, o)
+		}
+		out = append(out, c)
+	}
+	return out, exprs, nil
+}
+
+// functionName resolves a Lambda function name, full or partial ARN
+// (arn:aws:lambda:region:acct:function:NAME[:qualifier]) to NAME.
+func functionName(nameOrARN string) string {
+	if strings.HasPrefix(nameOrARN, "arn:") {
+		parts := strings.Split(nameOrARN, ":")
+		if len(parts) >= 7 && parts[5] == "function" {
+			return parts[6]
+		}
+		return nameOrARN
+	}
+	if i := strings.Index(nameOrARN, ":"); i > 0 {
+		return nameOrARN[:i] // NAME:qualifier
+	}
+	return nameOrARN
+}

@@ -1,0 +1,382 @@
+package sfnlocal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Handler is an in-process Lambda function: it gets the invocation payload
+// and returns its output, as a Go Lambda handler would.
+type Handler func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error)
+
+// Options configure an Engine. Every field is optional.
+type Options struct {
+	// Clock drives timeouts, heartbeats and retry delays (default RealClock).
+	Clock Clock
+	// Persist stores running executions so that they survive a restart
+	// (default: none, executions live in memory only).
+	Persist Persister
+	// Logger receives one event per execution step (default: discard).
+	Logger *slog.Logger
+	// Region and AccountID appear in the ARNs (default us-east-1, 123456789012).
+	Region    string
+	AccountID string
+	// Jitter returns a number in [0,1) for JitterStrategy FULL (default math/rand).
+	Jitter func() float64
+}
+
+// Execution statuses, as DescribeExecution reports them.
+const (
+	StatusRunning   = "RUNNING"
+	StatusSucceeded = "SUCCEEDED"
+	StatusFailed    = "FAILED"
+	StatusTimedOut  = "TIMED_OUT"
+	StatusAborted   = "ABORTED"
+)
+
+// Execution describes one execution (DescribeExecution's answer).
+type Execution struct {
+	ExecutionArn    string          `json:"executionArn"`
+	StateMachineArn string          `json:"stateMachineArn"`
+	Name            string          `json:"name"`
+	Status          string          `json:"status"`
+	StartDate       time.Time       `json:"startDate"`
+	StopDate        time.Time       `json:"stopDate,omitzero"`
+	Input           json.RawMessage `json:"input"`
+	Output          json.RawMessage `json:"output,omitempty"`
+	Error           string          `json:"error,omitempty"`
+	Cause           string          `json:"cause,omitempty"`
+}
+
+// Engine runs JSONata state machines locally with AWS Step Functions
+// semantics. It is safe for concurrent use.
+type Engine struct {
+	clock   Clock
+	persist Persister
+	log     *slog.Logger
+	region  string
+	account string
+	jitter  func() float64
+
+	root   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	functions map[string]Handler
+	machines  map[string]*machine // by ARN
+	execs     map[string]*execution
+	closed    bool
+}
+
+// New returns an Engine with opts.
+func New(opts Options) *Engine {
+	e := &Engine{
+		clock: opts.Clock, persist: opts.Persist, log: opts.Logger,
+		region: opts.Region, account: opts.AccountID, jitter: opts.Jitter,
+		functions: map[string]Handler{}, machines: map[string]*machine{}, execs: map[string]*execution{},
+	}
+	if e.clock == nil {
+		e.clock = RealClock{}
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	if e.region == "" {
+		e.region = "us-east-1"
+	}
+	if e.account == "" {
+		e.account = "123456789012"
+	}
+	if e.jitter == nil {
+		e.jitter = rand.Float64
+	}
+	e.root, e.cancel = context.WithCancel(context.Background())
+	return e
+}
+
+// RegisterFunction makes h the Lambda function named by nameOrARN. Tasks
+// find it by function name: full or partial ARNs resolve to the NAME part.
+func (e *Engine) RegisterFunction(nameOrARN string, h Handler) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.functions[functionName(nameOrARN)] = h
+}
+
+// CreateStateMachine loads and validates definition and returns the state
+// machine's ARN. Creating the same name with the same definition again
+// returns the same ARN (as AWS does); a different definition is
+// ErrStateMachineAlreadyExists. Unsupported fields fail with ErrInvalidDefinition.
+func (e *Engine) CreateStateMachine(name string, definition []byte) (string, error) {
+	g, timeout, err := parseMachine(definition)
+	if err != nil {
+		return "", apiErr(ErrInvalidDefinition, "state machine %s: %v", name, err)
+	}
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:stateMachine:%s", e.region, e.account, name)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old, ok := e.machines[arn]; ok {
+		if !jsonEqual(old.definition, definition) {
+			return "", apiErr(ErrStateMachineAlreadyExists, "state machine %s exists with another definition", name)
+		}
+		return arn, nil
+	}
+	e.machines[arn] = &machine{name: name, arn: arn, definition: bytes.Clone(definition), root: g, timeout: timeout}
+	return arn, nil
+}
+
+// Substitute replaces ${key} placeholders in definition, like CloudFormation's
+// DefinitionSubstitutions, so the deployed ASL file runs locally unchanged.
+func Substitute(definition []byte, subs map[string]string) []byte {
+	s := string(definition)
+	for k, v := range subs {
+		s = strings.ReplaceAll(s, "${"+k+"}", v)
+	}
+	return []byte(s)
+}
+
+// StartExecution starts an execution of the state machine smArn. An empty
+// name gets a random one. As on AWS, a start with the name of a running
+// execution and the same input returns that execution; a different input,
+// or a closed execution of that name, is ErrExecutionAlreadyExists.
+func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input json.RawMessage) (string, time.Time, error) {
+	if len(bytes.TrimSpace(input)) == 0 {
+		input = json.RawMessage("{}")
+	}
+	var in any
+	if err := json.Unmarshal(input, &in); err != nil {
+		return "", time.Time{}, apiErr(ErrInvalidExecutionInput, "input is not JSON: %v", err)
+	}
+	if name == "" {
+		name = uuid.NewString()
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return "", time.Time{}, apiErr(ErrValidation, "engine is closed")
+	}
+	sm, ok := e.machines[smArn]
+	if !ok {
+		e.mu.Unlock()
+		return "", time.Time{}, apiErr(ErrStateMachineDoesNotExist, "state machine %s", smArn)
+	}
+	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", e.region, e.account, sm.name, name)
+	if x, ok := e.execs[arn]; ok {
+		e.mu.Unlock()
+		meta := x.describe()
+		if meta.Status == StatusRunning && jsonEqual(meta.Input, input) {
+			return arn, meta.StartDate, nil
+		}
+		return "", time.Time{}, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
+	}
+	now := e.clock.Now().UTC()
+	x := newExecution(Execution{
+		ExecutionArn: arn, StateMachineArn: smArn, Name: name, Status: StatusRunning,
+		StartDate: now, Input: compact(input),
+	}, sm)
+	e.execs[arn] = x
+	e.mu.Unlock()
+
+	x.event(e.clock, HistoryEvent{Type: "ExecutionStarted", ExecutionStartedEventDetails: &ExecutionDetails{
+		Input: string(x.meta.Input), RoleArn: fmt.Sprintf("arn:aws:iam::%s:role/sfnlocal", e.account)}})
+	e.log.InfoContext(ctx, "execution started", "execution", arn)
+	e.launch(x, &cursor{state: sm.root.StartAt, input: in, vars: map[string]any{}})
+	return arn, now, nil
+}
+
+// DescribeExecution returns the execution's current description.
+func (e *Engine) DescribeExecution(_ context.Context, execArn string) (Execution, error) {
+	x, err := e.lookup(execArn)
+	if err != nil {
+		return Execution{}, err
+	}
+	return x.describe(), nil
+}
+
+// History returns the execution's events in order.
+func (e *Engine) History(_ context.Context, execArn string) ([]HistoryEvent, error) {
+	x, err := e.lookup(execArn)
+	if err != nil {
+		return nil, err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return append([]HistoryEvent(nil), x.history...), nil
+}
+
+// StopExecution aborts a running execution; its open task tokens close (a
+// later answer gets ErrTaskTimedOut). Stopping a closed execution changes
+// nothing. It returns the stop date.
+func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause string) (time.Time, error) {
+	x, err := e.lookup(execArn)
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := e.clock.Now().UTC()
+	if !x.finish(e.clock, StatusAborted, nil, errName, cause) {
+		return x.describe().StopDate, nil
+	}
+	e.log.InfoContext(ctx, "execution stopped", "execution", execArn)
+	x.cancel()
+	e.forget(ctx, x)
+	return now, nil
+}
+
+// Wait blocks until the execution closes or ctx ends, and returns its description.
+func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
+	x, err := e.lookup(execArn)
+	if err != nil {
+		return Execution{}, err
+	}
+	select {
+	case <-x.done:
+		return x.describe(), nil
+	case <-ctx.Done():
+		return x.describe(), fmt.Errorf("wait for %s: %w", execArn, ctx.Err())
+	}
+}
+
+// Close stops running executions as a process exit would: they are not
+// marked aborted and their persisted snapshots stay, so a new Engine on the
+// same Persister can Resume them. Close waits for the execution goroutines.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	e.wg.Wait()
+}
+
+func (e *Engine) isClosed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.closed
+}
+
+func (e *Engine) lookup(execArn string) (*execution, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	x, ok := e.execs[execArn]
+	if !ok {
+		return nil, apiErr(ErrExecutionDoesNotExist, "execution %s", execArn)
+	}
+	return x, nil
+}
+
+func (e *Engine) handler(name string) (Handler, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	h, ok := e.functions[functionName(name)]
+	return h, ok
+}
+
+// cursor is where a top-level run starts: a state, its input, the variables
+// and, after a restart, the task token the state is waiting on.
+type cursor struct {
+	state string
+	input any
+	vars  map[string]any
+	wait  *persistedWait
+}
+
+// launch runs x from c in a goroutine.
+func (e *Engine) launch(x *execution, c *cursor) {
+	ctx, cancel := context.WithCancel(e.root)
+	x.cancel = cancel
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		defer cancel()
+		if x.sm.timeout > 0 {
+			go e.watchTimeout(ctx, x)
+		}
+		out, serr := e.runGraph(ctx, x, x.sm.root, c, nil)
+		if e.isClosed() && ctx.Err() != nil {
+			return // process "exit": keep the snapshot for Resume
+		}
+		if serr != nil {
+			if serr.abort {
+				return // stopped or timed out: already recorded
+			}
+			if x.finish(e.clock, StatusFailed, nil, serr.Error, serr.Cause) {
+				e.log.Info("execution failed", "execution", x.meta.ExecutionArn, "error", serr.Error)
+				e.forget(ctx, x)
+			}
+			return
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			x.finish(e.clock, StatusFailed, nil, "States.Runtime", err.Error())
+		} else if x.finish(e.clock, StatusSucceeded, b, "", "") {
+			e.log.Info("execution succeeded", "execution", x.meta.ExecutionArn)
+		}
+		e.forget(ctx, x)
+	}()
+}
+
+func (e *Engine) watchTimeout(ctx context.Context, x *execution) {
+	rest := time.Duration(x.sm.timeout)*time.Second - e.clock.Now().Sub(x.describe().StartDate)
+	t := e.clock.NewTimer(rest)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		if x.finish(e.clock, StatusTimedOut, nil, "States.Timeout", "The execution timed out") {
+			x.cancel()
+			e.forget(context.Background(), x)
+		}
+	case <-ctx.Done():
+	case <-x.done:
+	}
+}
+
+// forget drops the persisted snapshot of a closed execution.
+func (e *Engine) forget(ctx context.Context, x *execution) {
+	if e.persist == nil {
+		return
+	}
+	if err := e.persist.Delete(context.WithoutCancel(ctx), x.meta.ExecutionArn); err != nil {
+		e.log.Error("delete execution snapshot", "execution", x.meta.ExecutionArn, "err", err)
+	}
+}
+
+// save persists the top-level position of x (every state transition).
+func (e *Engine) save(x *execution, c *cursor) {
+	if e.persist == nil || e.isClosed() {
+		return
+	}
+	snap, err := x.snapshot(c)
+	if err != nil {
+		e.log.Error("snapshot execution", "execution", x.meta.ExecutionArn, "err", err)
+		return
+	}
+	if err := e.persist.Save(context.Background(), snap); err != nil {
+		e.log.Error("save execution snapshot", "execution", x.meta.ExecutionArn, "err", err)
+	}
+}
+
+func jsonEqual(a, b []byte) bool {
+	return bytes.Equal(compact(a), compact(b))
+}
+
+// compact returns b in canonical form (decoded and re-encoded), so equal
+// JSON compares equal whatever its spacing or key order.
+func compact(b []byte) json.RawMessage {
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return bytes.Clone(b)
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return bytes.Clone(b)
+	}
+	return out
+}

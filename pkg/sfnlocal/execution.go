@@ -1,0 +1,226 @@
+package sfnlocal
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// execution is the live state of one execution.
+type execution struct {
+	sm     *machine
+	done   chan struct{}
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	meta    Execution
+	history []HistoryEvent
+	open    map[string]*openTask // by token
+}
+
+// openTask is a task waiting for SendTaskSuccess/Failure.
+type openTask struct {
+	token     string
+	answered  bool
+	answer    chan taskAnswer // capacity 1
+	heartbeat chan struct{}   // capacity 1
+	wait      *persistedWait  // non-nil for a top-level task (persisted)
+}
+
+type taskAnswer struct {
+	output json.RawMessage
+	err    *stateErr
+}
+
+func newExecution(meta Execution, sm *machine) *execution {
+	return &execution{sm: sm, meta: meta, done: make(chan struct{}), open: map[string]*openTask{}, cancel: func() {}}
+}
+
+func (x *execution) describe() Execution {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.meta
+}
+
+// event appends ev while the execution runs.
+func (x *execution) event(c Clock, ev HistoryEvent) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.meta.Status != StatusRunning {
+		return
+	}
+	x.appendLocked(c, ev)
+}
+
+func (x *execution) appendLocked(c Clock, ev HistoryEvent) {
+	ev.ID = int64(len(x.history) + 1)
+	ev.PreviousEventID = ev.ID - 1
+	ev.Timestamp = c.Now().UTC()
+	x.history = append(x.history, ev)
+}
+
+// finish closes the execution with status once; it reports whether this
+// call closed it.
+func (x *execution) finish(c Clock, status string, output []byte, errName, cause string) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.meta.Status != StatusRunning {
+		return false
+	}
+	d := &ExecutionDetails{Error: errName, Cause: cause}
+	ev := HistoryEvent{}
+	switch status {
+	case StatusSucceeded:
+		ev = HistoryEvent{Type: "ExecutionSucceeded", ExecutionSucceededEventDetails: &ExecutionDetails{Output: string(output)}}
+	case StatusFailed:
+		ev = HistoryEvent{Type: "ExecutionFailed", ExecutionFailedEventDetails: d}
+	case StatusAborted:
+		ev = HistoryEvent{Type: "ExecutionAborted", ExecutionAbortedEventDetails: d}
+	case StatusTimedOut:
+		ev = HistoryEvent{Type: "ExecutionTimedOut", ExecutionTimedOutEventDetails: d}
+	}
+	x.appendLocked(c, ev)
+	x.meta.Status = status
+	x.meta.StopDate = c.Now().UTC()
+	x.meta.Output = output
+	x.meta.Error, x.meta.Cause = errName, cause
+	x.open = map[string]*openTask{} // every token of a closed execution is closed
+	close(x.done)
+	return true
+}
+
+// Task tokens are opaque to callers but let the engine tell a well-formed
+// token of a closed task (TaskTimedOut, as AWS answers) from garbage
+// (InvalidToken): base64url("sfnlocal1|" + executionArn + "|" + nonce).
+const tokenPrefix = "sfnlocal1|"
+
+func newToken(execArn string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString([]byte(tokenPrefix + execArn + "|" + hex.EncodeToString(b[:])))
+}
+
+func tokenExecution(token string) (string, bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || !strings.HasPrefix(string(raw), tokenPrefix) {
+		return "", false
+	}
+	rest := strings.TrimPrefix(string(raw), tokenPrefix)
+	i := strings.LastIndex(rest, "|")
+	if i <= 0 || len(rest)-i-1 != 32 {
+		return "", false
+	}
+	return rest[:i], true
+}
+
+// openToken registers a task token of x.
+func (x *execution) openToken(token string, wait *persistedWait) *openTask {
+	ot := &openTask{token: token, answer: make(chan taskAnswer, 1), heartbeat: make(chan struct{}, 1), wait: wait}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.open[token] = ot
+	return ot
+}
+
+func (x *execution) closeToken(token string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.open, token)
+}
+
+// taskFor finds the open task of token, or the AWS error for it.
+func (e *Engine) taskFor(token string) (*execution, *openTask, error) {
+	arn, ok := tokenExecution(token)
+	if !ok {
+		return nil, nil, apiErr(ErrInvalidToken, "invalid task token")
+	}
+	e.mu.Lock()
+	x, ok := e.execs[arn]
+	e.mu.Unlock()
+	if !ok {
+		return nil, nil, apiErr(ErrTaskTimedOut, "task of execution %s is closed", arn)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ot, ok := x.open[token]
+	if !ok || ot.answered {
+		return nil, nil, apiErr(ErrTaskTimedOut, "task of execution %s is closed", arn)
+	}
+	return x, ot, nil
+}
+
+// SendTaskSuccess completes the task waiting on token with output (JSON).
+// Unknown or malformed tokens are ErrInvalidToken; a token whose task has
+// closed (timed out, answered already, execution ended) is ErrTaskTimedOut.
+func (e *Engine) SendTaskSuccess(_ context.Context, token string, output json.RawMessage) error {
+	var v any
+	if err := json.Unmarshal(output, &v); err != nil {
+		return apiErr(ErrInvalidOutput, "output is not JSON: %v", err)
+	}
+	return e.answer(token, taskAnswer{output: compact(output)})
+}
+
+// SendTaskFailure fails the task waiting on token with errName and cause;
+// errors as for SendTaskSuccess.
+func (e *Engine) SendTaskFailure(_ context.Context, token, errName, cause string) error {
+	return e.answer(token, taskAnswer{err: &stateErr{Error: errName, Cause: cause}})
+}
+
+func (e *Engine) answer(token string, a taskAnswer) error {
+	x, ot, err := e.taskFor(token)
+	if err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if ot.answered || x.open[token] != ot {
+		return apiErr(ErrTaskTimedOut, "task is closed")
+	}
+	ot.answered = true
+	ot.answer <- a
+	return nil
+}
+
+// SendTaskHeartbeat tells the task waiting on token that work goes on,
+// restarting its HeartbeatSeconds timer; errors as for SendTaskSuccess.
+func (e *Engine) SendTaskHeartbeat(_ context.Context, token string) error {
+	_, ot, err := e.taskFor(token)
+	if err != nil {
+		return err
+	}
+	select {
+	case ot.heartbeat <- struct{}{}:
+	default: // one pending beat is enough
+	}
+	return nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%q", fmt.Sprint(v))
+	}
+	return string(b)
+}
+
+func (x *execution) contextObject(stateName string, entered time.Time) map[string]any {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var input any
+	_ = json.Unmarshal(x.meta.Input, &input)
+	return map[string]any{
+		"Execution": map[string]any{
+			"Id": x.meta.ExecutionArn, "Name": x.meta.Name, "Input": input,
+			"StartTime": x.meta.StartDate.Format(time.RFC3339Nano),
+			"RoleArn":   "arn:aws:iam::000000000000:role/sfnlocal",
+		},
+		"StateMachine": map[string]any{"Id": x.sm.arn, "Name": x.sm.name},
+		"State":        map[string]any{"Name": stateName, "EnteredTime": entered.Format(time.RFC3339Nano), "RetryCount": 0},
+	}
+}

@@ -1,0 +1,261 @@
+package sfnlocal
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Snapshot is the persisted state of a running execution, written at every
+// top-level state transition and when a top-level task starts waiting on a
+// token. It holds references-sized data only: the execution, the position
+// (state name + its input + variables), the history and the open token.
+type Snapshot struct {
+	Execution        Execution       `json:"execution"`
+	StateMachineName string          `json:"stateMachineName"`
+	Definition       json.RawMessage `json:"definition"`
+	State            string          `json:"state"`
+	StateInput       json.RawMessage `json:"stateInput"`
+	Variables        map[string]any  `json:"variables"`
+	History          []HistoryEvent  `json:"history"`
+	Wait             *persistedWait  `json:"wait,omitempty"`
+}
+
+// Persister stores snapshots of running executions.
+type Persister interface {
+	// Save stores s, replacing the snapshot of the same execution.
+	Save(ctx context.Context, s Snapshot) error
+	// LoadAll returns every stored snapshot.
+	LoadAll(ctx context.Context) ([]Snapshot, error)
+	// Delete drops the snapshot of execArn; a missing one is no error.
+	Delete(ctx context.Context, execArn string) error
+}
+
+func (x *execution) snapshot(c *cursor) (Snapshot, error) {
+	in, err := json.Marshal(c.input)
+	if err != nil {
+		return Snapshot{}, fmt.Errorf("encode state input: %w", err)
+	}
+	vars := make(map[string]any, len(c.vars))
+	for k, v := range c.vars {
+		vars[k] = v
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return Snapshot{
+		Execution: x.meta, StateMachineName: x.sm.name, Definition: x.sm.definition,
+		State: c.state, StateInput: in, Variables: vars,
+		History: append([]HistoryEvent(nil), x.history...), Wait: c.wait,
+	}, nil
+}
+
+// Resume loads the persisted executions and runs them again. One that was
+// waiting on a task token waits again on the same token (its TimeoutSeconds
+// deadline kept, its heartbeat timer restarted). One that was inside a task
+// runs that task again: delivery is at-least-once, as Lambda retries are.
+// A Map in flight restarts from the Map state's input. State machines that
+// are not created yet are created from the snapshot's definition.
+func (e *Engine) Resume(ctx context.Context) error {
+	if e.persist == nil {
+		return nil
+	}
+	snaps, err := e.persist.LoadAll(ctx)
+	if err != nil {
+		return fmt.Errorf("load execution snapshots: %w", err)
+	}
+	for _, s := range snaps {
+		if s.Execution.Status != StatusRunning {
+			continue
+		}
+		smArn, err := e.CreateStateMachine(s.StateMachineName, s.Definition)
+		if err != nil && !errors.Is(err, ErrStateMachineAlreadyExists) {
+			return fmt.Errorf("resume %s: %w", s.Execution.ExecutionArn, err)
+		}
+		if smArn == "" {
+			smArn = s.Execution.StateMachineArn
+		}
+		e.mu.Lock()
+		sm := e.machines[smArn]
+		_, exists := e.execs[s.Execution.ExecutionArn]
+		e.mu.Unlock()
+		if exists {
+			continue
+		}
+		g := sm.root
+		if g.States[s.State] == nil {
+			return fmt.Errorf("resume %s: state %q is not in state machine %s", s.Execution.ExecutionArn, s.State, smArn)
+		}
+		var input any
+		if err := json.Unmarshal(s.StateInput, &input); err != nil {
+			return fmt.Errorf("resume %s: decode state input: %w", s.Execution.ExecutionArn, err)
+		}
+		x := newExecution(s.Execution, sm)
+		x.history = s.History
+		vars := s.Variables
+		if vars == nil {
+			vars = map[string]any{}
+		}
+		e.mu.Lock()
+		e.execs[s.Execution.ExecutionArn] = x
+		e.mu.Unlock()
+		e.log.InfoContext(ctx, "execution resumed", "execution", s.Execution.ExecutionArn, "state", s.State, "waiting", s.Wait != nil)
+		e.launch(x, &cursor{state: s.State, input: input, vars: vars, wait: s.Wait})
+	}
+	return nil
+}
+
+// FilePersister keeps one JSON file per execution in Dir.
+type FilePersister struct {
+	Dir string
+}
+
+var _ Persister = (*FilePersister)(nil)
+
+func (p *FilePersister) path(execArn string) string {
+	h := sha256.Sum256([]byte(execArn))
+	return filepath.Join(p.Dir, hex.EncodeToString(h[:16])+".json")
+}
+
+// Save writes the snapshot atomically (temp file + rename).
+func (p *FilePersister) Save(_ context.Context, s Snapshot) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode snapshot %s: %w", s.Execution.ExecutionArn, err)
+	}
+	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", p.Dir, err)
+	}
+	f, err := os.CreateTemp(p.Dir, ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
+	}
+	if err := os.Rename(f.Name(), p.path(s.Execution.ExecutionArn)); err != nil {
+		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
+	}
+	return nil
+}
+
+// LoadAll reads every snapshot file of Dir; a missing Dir holds none.
+func (p *FilePersister) LoadAll(_ context.Context) ([]Snapshot, error) {
+	entries, err := os.ReadDir(p.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", p.Dir, err)
+	}
+	var out []Snapshot
+	for _, en := range entries {
+		if en.IsDir() || !strings.HasSuffix(en.Name(), ".json") || strings.HasPrefix(en.Name(), ".") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(p.Dir, en.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read snapshot %s: %w", en.Name(), err)
+		}
+		var s Snapshot
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("decode snapshot %s: %w", en.Name(), err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Delete removes the execution's file.
+func (p *FilePersister) Delete(_ context.Context, execArn string) error {
+	err := os.Remove(p.path(execArn))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete snapshot %s: %w", execArn, err)
+	}
+	return nil
+}
+
+// RedisPersister keeps snapshots in Valkey/Redis: one string key per
+// execution under Prefix+"exec:" and a set Prefix+"execs" of their ARNs.
+// Prefix defaults to "sfnlocal:".
+type RedisPersister struct {
+	Client redis.UniversalClient
+	Prefix string
+}
+
+var _ Persister = (*RedisPersister)(nil)
+
+func (p *RedisPersister) prefix() string {
+	if p.Prefix == "" {
+		return "sfnlocal:"
+	}
+	return p.Prefix
+}
+
+// Save stores the snapshot and indexes its ARN.
+func (p *RedisPersister) Save(ctx context.Context, s Snapshot) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("encode snapshot %s: %w", s.Execution.ExecutionArn, err)
+	}
+	arn := s.Execution.ExecutionArn
+	_, err = p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Set(ctx, p.prefix()+"exec:"+arn, b, 0)
+		pipe.SAdd(ctx, p.prefix()+"execs", arn)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save snapshot %s: %w", arn, err)
+	}
+	return nil
+}
+
+// LoadAll reads every indexed snapshot.
+func (p *RedisPersister) LoadAll(ctx context.Context) ([]Snapshot, error) {
+	arns, err := p.Client.SMembers(ctx, p.prefix()+"execs").Result()
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	var out []Snapshot
+	for _, arn := range arns {
+		b, err := p.Client.Get(ctx, p.prefix()+"exec:"+arn).Bytes()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read snapshot %s: %w", arn, err)
+		}
+		var s Snapshot
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("decode snapshot %s: %w", arn, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Delete drops the snapshot and its index entry.
+func (p *RedisPersister) Delete(ctx context.Context, execArn string) error {
+	_, err := p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		pipe.Del(ctx, p.prefix()+"exec:"+execArn)
+		pipe.SRem(ctx, p.prefix()+"execs", execArn)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("delete snapshot %s: %w", execArn, err)
+	}
+	return nil
+}

@@ -1,0 +1,643 @@
+package sfnlocal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda/messages"
+	"github.com/google/uuid"
+)
+
+// stateErr is an ASL error (Error name + Cause) or, with abort set, the
+// end of a run because the execution stopped, timed out or the engine closed.
+type stateErr struct {
+	Error string
+	Cause string
+	abort bool
+}
+
+var errAbort = &stateErr{abort: true}
+
+func queryErr(s *state, field string, err error) *stateErr {
+	return &stateErr{Error: "States.QueryEvaluationError", Cause: fmt.Sprintf("state %q field %s: %v", s.Name, field, err)}
+}
+
+// persistedWait is what a restart needs to wait again on a top-level task token.
+type persistedWait struct {
+	Token            string    `json:"token"`
+	TimeoutAt        time.Time `json:"timeoutAt,omitzero"`
+	HeartbeatSeconds int64     `json:"heartbeatSeconds,omitempty"`
+}
+
+// frame is how a state is being run: top-level (persisted) or inside a Map.
+type frame struct {
+	top    bool
+	resume *persistedWait         // waiting again after a restart
+	onWait func(w *persistedWait) // persists the open token (top level only)
+}
+
+// runGraph runs the states of g from c until an end state or an error.
+func (e *Engine) runGraph(ctx context.Context, x *execution, g *graph, c *cursor, _ any) (any, *stateErr) {
+	top := g == x.sm.root
+	name, input, vars, resume := c.state, c.input, c.vars, c.wait
+	for {
+		if ctx.Err() != nil {
+			return nil, errAbort
+		}
+		s := g.States[name]
+		f := frame{top: top, resume: resume}
+		if top {
+			e.save(x, &cursor{state: name, input: input, vars: vars, wait: resume})
+			stateName, stateInput := name, input
+			f.onWait = func(w *persistedWait) {
+				e.save(x, &cursor{state: stateName, input: stateInput, vars: vars, wait: w})
+			}
+		}
+		out, next, serr := e.runState(ctx, x, s, input, vars, f)
+		resume = nil
+		if serr != nil {
+			return nil, serr
+		}
+		if next == "" {
+			return out, nil
+		}
+		name, input = next, out
+	}
+}
+
+// runState runs one state and returns its output and the next state name
+// ("" when the state ends the graph).
+func (e *Engine) runState(ctx context.Context, x *execution, s *state, input any, vars map[string]any, f frame) (any, string, *stateErr) {
+	states := map[string]any{"input": input, "context": x.contextObject(s.Name, e.clock.Now().UTC())}
+	if f.resume == nil {
+		x.event(e.clock, HistoryEvent{Type: s.Type + "StateEntered", StateEnteredEventDetails: &StateDetails{Name: s.Name, Input: mustJSON(input)}})
+	}
+	exited := func(out any) {
+		x.event(e.clock, HistoryEvent{Type: s.Type + "StateExited", StateExitedEventDetails: &StateDetails{Name: s.Name, Output: mustJSON(out)}})
+	}
+	switch s.Type {
+	case "Pass", "Succeed":
+		out, err := finishState(s.Assign, s.Output, s.hasOutput, states, vars, input)
+		if err != nil {
+			return nil, "", queryErr(s, "Output/Assign", err)
+		}
+		exited(out)
+		return out, s.Next, nil
+	case "Fail":
+		name, err := evalString(s.Error, states, vars)
+		if err != nil {
+			return nil, "", queryErr(s, "Error", err)
+		}
+		cause, err := evalString(s.Cause, states, vars)
+		if err != nil {
+			return nil, "", queryErr(s, "Cause", err)
+		}
+		return nil, "", &stateErr{Error: name, Cause: cause}
+	case "Choice":
+		for i, r := range s.Choices {
+			v, err := evalTemplate(r.Condition, states, vars)
+			if err != nil {
+				return nil, "", queryErr(s, fmt.Sprintf("Choices[%d].Condition", i), err)
+			}
+			b, ok := v.(bool)
+			if !ok {
+				return nil, "", queryErr(s, fmt.Sprintf("Choices[%d].Condition", i), fmt.Errorf("evaluated to %s, not a boolean", mustJSON(v)))
+			}
+			if b {
+				out, err := finishState(r.Assign, r.Output, r.hasOutput, states, vars, input)
+				if err != nil {
+					return nil, "", queryErr(s, fmt.Sprintf("Choices[%d] Output/Assign", i), err)
+				}
+				exited(out)
+				return out, r.Next, nil
+			}
+		}
+		if s.Default == "" {
+			return nil, "", &stateErr{Error: "States.NoChoiceMatched", Cause: fmt.Sprintf("no Choice rule of state %q matched and it has no Default", s.Name)}
+		}
+		out, err := finishState(s.Assign, s.Output, s.hasOutput, states, vars, input)
+		if err != nil {
+			return nil, "", queryErr(s, "Output/Assign", err)
+		}
+		exited(out)
+		return out, s.Default, nil
+	}
+
+	// Task and Map: retry, then catch.
+	result, serr := e.retrying(ctx, x, s, states, vars, f)
+	if serr == nil {
+		states["result"] = result
+		out, err := finishState(s.Assign, s.Output, s.hasOutput, states, vars, result)
+		if err == nil {
+			exited(out)
+			return out, s.Next, nil
+		}
+		serr = queryErr(s, "Output/Assign", err)
+	}
+	if serr.abort {
+		return nil, "", serr
+	}
+	for _, c := range s.Catch {
+		if !matches(c.ErrorEquals, serr.Error) {
+			continue
+		}
+		eo := map[string]any{"Error": serr.Error, "Cause": serr.Cause}
+		delete(states, "result")
+		states["errorOutput"] = eo
+		out, err := finishState(c.Assign, c.Output, c.hasOutput, states, vars, eo)
+		if err != nil {
+			return nil, "", queryErr(s, "Catch Output/Assign", err)
+		}
+		e.log.Info("error caught", "execution", x.meta.ExecutionArn, "state", s.Name, "error", serr.Error, "next", c.Next)
+		exited(out)
+		return out, c.Next, nil
+	}
+	return nil, "", serr
+}
+
+// finishState evaluates Output (default dflt) and Assign. Both see the
+// variables as they were before this state's assignments, as on AWS.
+func finishState(assign map[string]any, output any, hasOutput bool, states, vars map[string]any, dflt any) (any, error) {
+	out := dflt
+	if hasOutput {
+		v, err := evalTemplate(output, states, vars)
+		if err != nil {
+			return nil, fmt.Errorf("Output: %w", err)
+		}
+		out = v
+	}
+	if len(assign) > 0 {
+		vals := make(map[string]any, len(assign))
+		for k, tmpl := range assign {
+			v, err := evalTemplate(tmpl, states, vars)
+			if err != nil {
+				return nil, fmt.Errorf("Assign %q: %w", k, err)
+			}
+			vals[k] = v
+		}
+		for k, v := range vals {
+			vars[k] = v
+		}
+	}
+	return out, nil
+}
+
+func evalString(tmpl any, states, vars map[string]any) (string, error) {
+	if tmpl == nil {
+		return "", nil
+	}
+	v, err := evalTemplate(tmpl, states, vars)
+	if err != nil {
+		return "", err
+	}
+	if s, ok := v.(string); ok {
+		return s, nil
+	}
+	return mustJSON(v), nil
+}
+
+// evalSeconds evaluates TimeoutSeconds, HeartbeatSeconds or MaxConcurrency:
+// a number or an expression giving a non-negative integer.
+func evalSeconds(tmpl any, states, vars map[string]any) (int64, error) {
+	if tmpl == nil {
+		return 0, nil
+	}
+	v, err := evalTemplate(tmpl, states, vars)
+	if err != nil {
+		return 0, err
+	}
+	n, ok := v.(float64)
+	if !ok || n < 0 || n != math.Trunc(n) {
+		return 0, fmt.Errorf("evaluated to %s, not a non-negative integer", mustJSON(v))
+	}
+	return int64(n), nil
+}
+
+// matches reports whether an ErrorEquals list matches errName. As on AWS,
+// States.ALL matches everything, States.TaskFailed everything but timeouts,
+// and States.Timeout also matches a heartbeat timeout.
+func matches(names []string, errName string) bool {
+	for _, n := range names {
+		switch {
+		case n == errName, n == "States.ALL":
+			return true
+		case n == "States.TaskFailed" && errName != "States.Timeout" && errName != "States.HeartbeatTimeout":
+			return true
+		case n == "States.Timeout" && errName == "States.HeartbeatTimeout":
+			return true
+		}
+	}
+	return false
+}
+
+// retrying runs a Task or Map attempt, retrying as its Retry says.
+func (e *Engine) retrying(ctx context.Context, x *execution, s *state, states, vars map[string]any, f frame) (any, *stateErr) {
+	counts := make([]int, len(s.Retry))
+	for attempt := 0; ; attempt++ {
+		var res any
+		var serr *stateErr
+		if s.Type == "Map" {
+			res, serr = e.mapAttempt(ctx, x, s, states, vars)
+		} else {
+			res, serr = e.taskAttempt(ctx, x, s, states, vars, f)
+		}
+		f.resume = nil
+		if serr == nil || serr.abort {
+			return res, serr
+		}
+		idx := -1
+		for i, r := range s.Retry {
+			if matches(r.ErrorEquals, serr.Error) {
+				idx = i
+				break
+			}
+		}
+		if idx < 0 || counts[idx] >= s.Retry[idx].MaxAttempts {
+			return nil, serr
+		}
+		r := s.Retry[idx]
+		delay := r.IntervalSeconds * math.Pow(r.BackoffRate, float64(counts[idx]))
+		if r.MaxDelaySeconds > 0 && delay > r.MaxDelaySeconds {
+			delay = r.MaxDelaySeconds
+		}
+		if r.JitterStrategy == "FULL" {
+			delay *= e.jitter()
+		}
+		counts[idx]++
+		e.log.Info("retrying", "execution", x.meta.ExecutionArn, "state", s.Name, "error", serr.Error, "attempt", attempt+1, "delay_s", delay)
+		t := e.clock.NewTimer(time.Duration(delay * float64(time.Second)))
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+			t.Stop()
+			return nil, errAbort
+		}
+		if st, ok := states["context"].(map[string]any)["State"].(map[string]any); ok {
+			st["RetryCount"] = attempt + 1
+		}
+	}
+}
+
+type invokeResult struct {
+	out json.RawMessage
+	err *stateErr
+}
+
+// invoke calls h like Lambda would: the returned error's Go type name
+// becomes the error name, a panic is Lambda.Unknown.
+func invoke(ctx context.Context, h Handler, payload json.RawMessage) (res invokeResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = invokeResult{err: &stateErr{Error: "Lambda.Unknown", Cause: fmt.Sprintf("The cause could not be determined because Lambda did not return an error type. Returned payload: panic: %v", p)}}
+		}
+	}()
+	out, err := h(ctx, payload)
+	if err != nil {
+		name := lambdaErrorType(err)
+		return invokeResult{err: &stateErr{Error: name, Cause: mustJSON(map[string]string{"errorMessage": err.Error(), "errorType": name})}}
+	}
+	if len(out) == 0 {
+		out = json.RawMessage("null")
+	}
+	if !json.Valid(out) {
+		return invokeResult{err: &stateErr{Error: "Lambda.Unknown", Cause: "the function returned a payload that is not JSON"}}
+	}
+	return invokeResult{out: out}
+}
+
+// lambdaErrorType names err as aws-lambda-go does: the Go type name without
+// package, pointer dereferenced (*turn.LimitError → "LimitError",
+// errors.New → "errorString"). A messages.InvokeResponse_Error keeps its Type.
+func lambdaErrorType(err error) string {
+	var ire messages.InvokeResponse_Error
+	if errors.As(err, &ire) && ire.Type != "" {
+		return ire.Type
+	}
+	t := reflect.TypeOf(err)
+	if t.Kind() == reflect.Pointer {
+		return t.Elem().Name()
+	}
+	return t.Name()
+}
+
+// lambdaResult is the lambda:invoke task result as AWS shapes it.
+func lambdaResult(payload json.RawMessage) map[string]any {
+	var p any
+	_ = json.Unmarshal(payload, &p)
+	return map[string]any{
+		"ExecutedVersion": "$LATEST",
+		"Payload":         p,
+		"SdkHttpMetadata": map[string]any{
+			"AllHttpHeaders": map[string]any{"X-Amz-Executed-Version": []any{"$LATEST"}, "Content-Type": []any{"application/json"}},
+			"HttpHeaders":    map[string]any{"X-Amz-Executed-Version": "$LATEST", "Content-Type": "application/json"},
+			"HttpStatusCode": float64(200),
+		},
+		"SdkResponseMetadata": map[string]any{"RequestId": uuid.NewString()},
+		"StatusCode":          float64(200),
+	}
+}
+
+// taskAttempt runs one attempt of a lambda:invoke or
+// lambda:invoke.waitForTaskToken task.
+func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states, vars map[string]any, f frame) (any, *stateErr) {
+	td := func() *TaskDetails {
+		r := "invoke"
+		if s.waitForToken {
+			r = "invoke.waitForTaskToken"
+		}
+		return &TaskDetails{ResourceType: "lambda", Resource: r}
+	}
+	fail := func(typ string, serr *stateErr) (any, *stateErr) {
+		d := td()
+		d.Error, d.Cause = serr.Error, serr.Cause
+		ev := HistoryEvent{Type: typ}
+		if typ == "TaskTimedOut" {
+			ev.TaskTimedOutEventDetails = d
+		} else {
+			ev.TaskFailedEventDetails = d
+		}
+		x.event(e.clock, ev)
+		return nil, serr
+	}
+	ctxObj := states["context"].(map[string]any)
+	token := ""
+	if f.resume != nil {
+		token = f.resume.Token
+	} else if s.waitForToken {
+		token = newToken(x.meta.ExecutionArn)
+	}
+	if token != "" {
+		ctxObj["Task"] = map[string]any{"Token": token}
+	}
+	timeoutS, err := evalSeconds(s.TimeoutSeconds, states, vars)
+	if err != nil {
+		return nil, queryErr(s, "TimeoutSeconds", err)
+	}
+	heartbeatS, err := evalSeconds(s.HeartbeatSeconds, states, vars)
+	if err != nil {
+		return nil, queryErr(s, "HeartbeatSeconds", err)
+	}
+	now := e.clock.Now()
+	var timeoutAt time.Time
+	if timeoutS > 0 {
+		timeoutAt = now.Add(time.Duration(timeoutS) * time.Second)
+	}
+
+	var resC chan invokeResult
+	if f.resume != nil {
+		timeoutAt = f.resume.TimeoutAt
+		heartbeatS = f.resume.HeartbeatSeconds
+	} else {
+		argsV, err := evalTemplate(s.Arguments, states, vars)
+		if err != nil {
+			return nil, queryErr(s, "Arguments", err)
+		}
+		args, _ := argsV.(map[string]any)
+		fn, _ := args["FunctionName"].(string)
+		if fn == "" {
+			return nil, &stateErr{Error: "States.Runtime", Cause: fmt.Sprintf("state %q: Arguments must be an object with a string FunctionName, got %s", s.Name, mustJSON(argsV))}
+		}
+		for k := range args {
+			if !argFields[k] {
+				return nil, &stateErr{Error: "States.Runtime", Cause: fmt.Sprintf("state %q: Arguments field %q is not supported", s.Name, k)}
+			}
+		}
+		payload := json.RawMessage("{}")
+		if p, ok := args["Payload"]; ok {
+			payload = json.RawMessage(mustJSON(p))
+		}
+		d := td()
+		d.Region, d.Parameters, d.TimeoutInSeconds, d.HeartbeatInSeconds = e.region, mustJSON(args), timeoutS, heartbeatS
+		x.event(e.clock, HistoryEvent{Type: "TaskScheduled", TaskScheduledEventDetails: d})
+		x.event(e.clock, HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: td()})
+		h, ok := e.handler(fn)
+		if !ok {
+			return fail("TaskFailed", &stateErr{Error: "Lambda.ResourceNotFoundException",
+				Cause: fmt.Sprintf("Function not found: arn:aws:lambda:%s:%s:function:%s", e.region, e.account, functionName(fn))})
+		}
+		resC = make(chan invokeResult, 1)
+		hctx, hcancel := context.WithCancel(ctx)
+		defer hcancel()
+		if !timeoutAt.IsZero() {
+			var dcancel context.CancelFunc
+			hctx, dcancel = context.WithDeadline(hctx, timeoutAt)
+			defer dcancel()
+		}
+		var ot *openTask
+		if token != "" {
+			// Register before invoking: the handler may answer at once.
+			ot = x.openToken(token, nil)
+			_ = ot
+		}
+		go func() { resC <- invoke(hctx, h, payload) }()
+	}
+
+	var ot *openTask
+	if token != "" {
+		x.mu.Lock()
+		ot = x.open[token]
+		x.mu.Unlock()
+		if ot == nil { // resumed
+			ot = x.openToken(token, nil)
+		}
+		defer x.closeToken(token)
+		if f.top && f.onWait != nil {
+			f.onWait(&persistedWait{Token: token, TimeoutAt: timeoutAt, HeartbeatSeconds: heartbeatS})
+		}
+	}
+
+	var timeoutC, hbC <-chan time.Time
+	if !timeoutAt.IsZero() {
+		t := e.clock.NewTimer(timeoutAt.Sub(e.clock.Now()))
+		defer t.Stop()
+		timeoutC = t.C()
+	}
+	var hbTimer Timer
+	if heartbeatS > 0 {
+		hbTimer = e.clock.NewTimer(time.Duration(heartbeatS) * time.Second)
+		defer func() { hbTimer.Stop() }()
+		hbC = hbTimer.C()
+	}
+	var answerC <-chan taskAnswer
+	var beatC <-chan struct{}
+	if ot != nil {
+		answerC, beatC = ot.answer, ot.heartbeat
+	}
+	// closeOr closes the token; an answer that won the race is still taken.
+	closeOr := func() (taskAnswer, bool) {
+		if ot == nil {
+			return taskAnswer{}, false
+		}
+		x.mu.Lock()
+		answered := ot.answered
+		ot.answered = true
+		delete(x.open, token)
+		x.mu.Unlock()
+		if answered {
+			return <-ot.answer, true
+		}
+		return taskAnswer{}, false
+	}
+	succeed := func(out json.RawMessage) (any, *stateErr) {
+		d := td()
+		d.Output = string(out)
+		x.event(e.clock, HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: d})
+		var v any
+		if err := json.Unmarshal(out, &v); err != nil {
+			return nil, &stateErr{Error: "States.Runtime", Cause: err.Error()}
+		}
+		return v, nil
+	}
+	fromAnswer := func(a taskAnswer) (any, *stateErr) {
+		if a.err != nil {
+			return fail("TaskFailed", a.err)
+		}
+		return succeed(a.output)
+	}
+	for {
+		select {
+		case r := <-resC:
+			resC = nil
+			if r.err != nil {
+				if a, ok := closeOr(); ok {
+					return fromAnswer(a)
+				}
+				return fail("TaskFailed", r.err)
+			}
+			res := lambdaResult(r.out)
+			if ot == nil {
+				return succeed(json.RawMessage(mustJSON(res)))
+			}
+			d := td()
+			d.Output = mustJSON(res)
+			x.event(e.clock, HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: d})
+		case a := <-answerC:
+			x.closeToken(token)
+			return fromAnswer(a)
+		case <-beatC:
+			hbTimer.Stop()
+			hbTimer = e.clock.NewTimer(time.Duration(heartbeatS) * time.Second)
+			hbC = hbTimer.C()
+		case <-timeoutC:
+			if a, ok := closeOr(); ok {
+				return fromAnswer(a)
+			}
+			return fail("TaskTimedOut", &stateErr{Error: "States.Timeout", Cause: fmt.Sprintf("task %q ran longer than %d seconds", s.Name, timeoutS)})
+		case <-hbC:
+			if a, ok := closeOr(); ok {
+				return fromAnswer(a)
+			}
+			return fail("TaskTimedOut", &stateErr{Error: "States.HeartbeatTimeout", Cause: fmt.Sprintf("task %q sent no heartbeat for %d seconds", s.Name, heartbeatS)})
+		case <-ctx.Done():
+			closeOr()
+			return nil, errAbort
+		}
+	}
+}
+
+// mapAttempt runs an inline Map: one run of the ItemProcessor per item, at
+// most MaxConcurrency at once (0 = no limit), results in input order. The
+// first failed iteration stops the others and fails the Map.
+func (e *Engine) mapAttempt(ctx context.Context, x *execution, s *state, states, vars map[string]any) (any, *stateErr) {
+	items := states["input"]
+	if s.hasItems {
+		v, err := evalTemplate(s.Items, states, vars)
+		if err != nil {
+			return nil, queryErr(s, "Items", err)
+		}
+		items = v
+	}
+	arr, ok := items.([]any)
+	if !ok {
+		return nil, queryErr(s, "Items", fmt.Errorf("the items are %s, not an array", mustJSON(items)))
+	}
+	maxc, err := evalSeconds(s.MaxConcurrency, states, vars)
+	if err != nil {
+		return nil, queryErr(s, "MaxConcurrency", err)
+	}
+	if maxc == 0 || maxc > int64(len(arr)) {
+		maxc = int64(max(len(arr), 1))
+	}
+	x.event(e.clock, HistoryEvent{Type: "MapStateStarted", MapStateStartedEventDetails: &MapStartedDetails{Length: len(arr)}})
+
+	mctx, mcancel := context.WithCancel(ctx)
+	defer mcancel()
+	results := make([]any, len(arr))
+	var mu sync.Mutex
+	var first *stateErr
+	sem := make(chan struct{}, maxc)
+	var wg sync.WaitGroup
+loop:
+	for i, item := range arr {
+		select {
+		case sem <- struct{}{}:
+		case <-mctx.Done():
+			break loop
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			it := &MapIterationDetails{Name: s.Name, Index: i}
+			x.event(e.clock, HistoryEvent{Type: "MapIterationStarted", MapIterationStartedEventDetails: it})
+			out, serr := e.runIteration(mctx, x, s, states, vars, i, item)
+			if serr != nil {
+				if serr.abort {
+					x.event(e.clock, HistoryEvent{Type: "MapIterationAborted", MapIterationAbortedEventDetails: it})
+					return
+				}
+				x.event(e.clock, HistoryEvent{Type: "MapIterationFailed", MapIterationFailedEventDetails: it})
+				mu.Lock()
+				if first == nil {
+					first = serr
+					mcancel()
+				}
+				mu.Unlock()
+				return
+			}
+			results[i] = out
+			x.event(e.clock, HistoryEvent{Type: "MapIterationSucceeded", MapIterationSucceededEventDetails: it})
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		x.event(e.clock, HistoryEvent{Type: "MapStateFailed"})
+		return nil, first
+	}
+	if ctx.Err() != nil {
+		return nil, errAbort
+	}
+	x.event(e.clock, HistoryEvent{Type: "MapStateSucceeded"})
+	return results, nil
+}
+
+// runIteration runs the ItemProcessor for item i. ItemSelector sees the Map
+// state's input and $states.context.Map.Item; the iteration gets its own
+// copy of the variables, so it reads outer variables but its assignments
+// stay inside it.
+func (e *Engine) runIteration(ctx context.Context, x *execution, s *state, states, vars map[string]any, i int, item any) (any, *stateErr) {
+	input := item
+	if s.hasSelector {
+		ctxObj := map[string]any{}
+		for k, v := range states["context"].(map[string]any) {
+			ctxObj[k] = v
+		}
+		ctxObj["Map"] = map[string]any{"Item": map[string]any{"Index": float64(i), "Value": item}}
+		v, err := evalTemplate(s.ItemSelector, map[string]any{"input": states["input"], "context": ctxObj}, vars)
+		if err != nil {
+			return nil, queryErr(s, "ItemSelector", err)
+		}
+		input = v
+	}
+	ivars := make(map[string]any, len(vars))
+	for k, v := range vars {
+		ivars[k] = v
+	}
+	return e.runGraph(ctx, x, s.processor, &cursor{state: s.processor.StartAt, input: input, vars: ivars}, nil)
+}
