@@ -183,7 +183,7 @@ func check(e catalog.Entry, pc *record.PendingCall, env catalog.Env) {
 	}
 	for _, p := range e.Params {
 		if p.ArtifactRef && p.Required && isEmpty(args[p.Name]) {
-			*pc = invalid(*pc, fmt.Sprintf("missing required artifact reference %s for %s: pass the artifact_id of an existing conversation artifact (%s), or first call the skill that produces one and use the artifact_id from its result.", p.Name, pc.Tool, knownArtifacts(env)))
+			*pc = invalid(*pc, fmt.Sprintf("missing required artifact reference %s for %s: pass the artifact_id of an existing conversation artifact (known artifacts: %s), or first call the skill that produces one and use the artifact_id from its result.", p.Name, pc.Tool, knownArtifacts(env)))
 			return
 		}
 	}
@@ -382,6 +382,8 @@ func DescribeValidation(err error) string {
 		}
 	}
 	walk(ve)
+	// The validator walks properties in map order; sort for stable text.
+	sort.Strings(parts)
 	return strings.Join(parts, "; ")
 }
 
