@@ -1,0 +1,149 @@
+// Package api is the HTTP API of API.md: conversations, messages, turns,
+// form answers and approvals, artifacts and the catalog. It starts turns
+// and answers task tokens through the Step Functions API (the real SDK
+// client, locally pointed at our engine), and reads the conversation
+// record. It never runs the loop itself and never writes a running turn.
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/auth"
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// Executions is the part of the Step Functions API the API uses.
+type Executions interface {
+	StartExecution(ctx context.Context, in *sfn.StartExecutionInput, opts ...func(*sfn.Options)) (*sfn.StartExecutionOutput, error)
+	DescribeExecution(ctx context.Context, in *sfn.DescribeExecutionInput, opts ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error)
+	StopExecution(ctx context.Context, in *sfn.StopExecutionInput, opts ...func(*sfn.Options)) (*sfn.StopExecutionOutput, error)
+	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
+}
+
+// Server serves the API.
+type Server struct {
+	Store           record.Store
+	Artifacts       artifact.Store
+	Executions      Executions
+	StateMachineARN string
+	Catalogs        turn.Catalogs
+	Auth            auth.Authenticator
+	Limits          turn.Limits
+	// MaxUpload bounds an uploaded artifact (413 above it).
+	MaxUpload int64
+	// MaxText bounds a message's text in characters.
+	MaxText int
+	// RedirectArtifacts answers artifact downloads with a redirect to a
+	// presigned URL (S3) instead of streaming the bytes.
+	RedirectArtifacts bool
+	Now               func() time.Time
+	Logger            *slog.Logger
+}
+
+// Error is an API error: an HTTP status, a stable code and a message for
+// the caller. Anything else becomes "internal error" and is logged in full.
+type Error struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+func errorf(status int, code, msg string) *Error {
+	return &Error{Status: status, Code: code, Message: msg}
+}
+
+var errNotFound = errorf(http.StatusNotFound, "not_found", "no such conversation")
+
+// Handler returns the routes of API.md.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	h := func(pattern string, f func(w http.ResponseWriter, r *http.Request, user string) error) {
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			user, err := s.Auth.Subject(r)
+			if err != nil {
+				s.writeError(w, r, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+				return
+			}
+			if err := f(w, r, user); err != nil {
+				s.writeError(w, r, err)
+			}
+		})
+	}
+	h("POST /v1/conversations", s.createConversation)
+	h("GET /v1/conversations", s.listConversations)
+	h("GET /v1/conversations/{cid}", s.getConversation)
+	h("DELETE /v1/conversations/{cid}", s.deleteConversation)
+	h("POST /v1/conversations/{cid}/artifacts", s.uploadArtifact)
+	h("GET /v1/conversations/{cid}/artifacts/{aid}", s.getArtifact)
+	h("POST /v1/conversations/{cid}/messages", s.postMessage)
+	h("GET /v1/conversations/{cid}/turns/{tid}", s.getTurn)
+	h("POST /v1/conversations/{cid}/turns/{tid}/input", s.postInput)
+	h("GET /v1/catalog", s.getCatalog)
+	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route"))
+	})
+	return mux
+}
+
+func (s *Server) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (s *Server) log() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		s.log().ErrorContext(r.Context(), "api error", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		e = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// decode reads a JSON body of at most limit bytes into v.
+func decode(r *http.Request, limit int64, v any) error {
+	r.Body = http.MaxBytesReader(nil, r.Body, limit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is too large")
+		}
+		return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+	}
+	return nil
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 9)
+	_, _ = rand.Read(b)
+	return prefix + hex.EncodeToString(b)
+}

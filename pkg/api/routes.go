@@ -1,0 +1,503 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// conversation loads cid for user; someone else's conversation is 404,
+// exactly like a missing one.
+func (s *Server) conversation(ctx context.Context, user, cid, tid string) (*record.Conversation, map[string]record.CallOutcome, error) {
+	conv, outcomes, err := s.Store.Load(ctx, cid, tid)
+	if errors.Is(err, record.ErrNotFound) {
+		return nil, nil, errNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+	}
+	if conv.Meta.Owner != user {
+		return nil, nil, errNotFound
+	}
+	return conv, outcomes, nil
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user string) error {
+	var body struct {
+		Title string `json:"title"`
+	}
+	if r.ContentLength != 0 {
+		if err := decode(r, 4096, &body); err != nil && r.ContentLength > 0 {
+			return err
+		}
+	}
+	m := record.Meta{ID: newID("c_"), Owner: user, CreatedAt: s.now(), UpdatedAt: s.now(), Title: body.Title}
+	if err := s.Store.Create(r.Context(), m); err != nil {
+		return fmt.Errorf("create conversation: %w", err)
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"conversation_id": m.ID})
+	return nil
+}
+
+type conversationSummary struct {
+	ID        string `json:"conversation_id"`
+	Title     string `json:"title"`
+	UpdatedAt string `json:"updated_at"`
+	Status    string `json:"status"`
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, user string) error {
+	metas, err := s.Store.List(r.Context(), user)
+	if err != nil {
+		return fmt.Errorf("list conversations: %w", err)
+	}
+	out := make([]conversationSummary, 0, len(metas))
+	for _, m := range metas {
+		status := m.Status
+		if status == "" {
+			status = "idle"
+		}
+		out = append(out, conversationSummary{ID: m.ID, Title: m.Title, UpdatedAt: m.UpdatedAt.Format(time.RFC3339Nano), Status: status})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversations": out})
+	return nil
+}
+
+type historyEntry struct {
+	record.HistoryEntry
+	TurnID string `json:"turn_id"`
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, user string) error {
+	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
+	if err != nil {
+		return err
+	}
+	history := []historyEntry{}
+	turns := []turn.View{}
+	for _, t := range conv.Turns {
+		for _, e := range t.History {
+			history = append(history, historyEntry{HistoryEntry: e, TurnID: t.ID})
+		}
+		turns = append(turns, s.view(r.Context(), conv, t, nil))
+	}
+	arts := []artifact.Artifact{}
+	arts = append(arts, conv.Artifacts...)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"conversation_id": conv.Meta.ID,
+		"title":           conv.Meta.Title,
+		"history":         history,
+		"artifacts":       arts,
+		"turns":           turns,
+	})
+	return nil
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, user string) error {
+	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
+	if err != nil {
+		return err
+	}
+	for _, t := range conv.Turns {
+		if !t.Status.Final() {
+			_, _ = s.Executions.StopExecution(r.Context(), &sfn.StopExecutionInput{
+				ExecutionArn: aws.String(s.executionARN(t.ID)), Error: aws.String("ConversationDeleted"),
+			})
+		}
+	}
+	if err := s.Store.Delete(r.Context(), conv.Meta.ID); err != nil {
+		return fmt.Errorf("delete conversation: %w", err)
+	}
+	if err := s.Artifacts.DeleteConversation(r.Context(), conv.Meta.ID); err != nil {
+		s.log().WarnContext(r.Context(), "delete artifacts", "conversation", conv.Meta.ID, "error", err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) uploadArtifact(w http.ResponseWriter, r *http.Request, user string) error {
+	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
+	if err != nil {
+		return err
+	}
+	name := strings.TrimSpace(r.URL.Query().Get("name"))
+	if name == "" || len(name) > 200 || strings.ContainsAny(name, "/\\\x00") {
+		return errorf(http.StatusBadRequest, "invalid_name", "the query parameter name is required: a file name without slashes, at most 200 characters")
+	}
+	mime := r.Header.Get("Content-Type")
+	if mime == "" {
+		mime = "application/octet-stream"
+	}
+	if r.ContentLength > s.MaxUpload {
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("uploads are limited to %d bytes", s.MaxUpload))
+	}
+	body := http.MaxBytesReader(w, r.Body, s.MaxUpload)
+	id := artifact.NewID()
+	size, err := s.Artifacts.Put(r.Context(), conv.Meta.ID, id, mime, body)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("uploads are limited to %d bytes", s.MaxUpload))
+	}
+	if err != nil {
+		return fmt.Errorf("store upload: %w", err)
+	}
+	a := artifact.Artifact{ID: id, Name: name, MimeType: mime, Size: size, Description: "uploaded by the user", CreatedAt: s.now()}
+	if err := s.Store.PutArtifacts(r.Context(), conv.Meta.ID, a); err != nil {
+		return fmt.Errorf("catalog upload: %w", err)
+	}
+	writeJSON(w, http.StatusCreated, map[string]string{"artifact_id": a.ID, "name": a.Name, "mime_type": a.MimeType})
+	return nil
+}
+
+func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string) error {
+	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
+	if err != nil {
+		return err
+	}
+	aid := r.PathValue("aid")
+	var meta *artifact.Artifact
+	for i := range conv.Artifacts {
+		if conv.Artifacts[i].ID == aid {
+			meta = &conv.Artifacts[i]
+		}
+	}
+	if meta == nil {
+		return errorf(http.StatusNotFound, "not_found", "no such artifact")
+	}
+	if s.RedirectArtifacts {
+		u, err := s.Artifacts.URL(r.Context(), conv.Meta.ID, aid, 5*time.Minute)
+		if err != nil {
+			return fmt.Errorf("presign artifact: %w", err)
+		}
+		http.Redirect(w, r, u, http.StatusFound)
+		return nil
+	}
+	body, mime, err := s.Artifacts.Get(r.Context(), conv.Meta.ID, aid)
+	if errors.Is(err, artifact.ErrNotFound) {
+		return errorf(http.StatusNotFound, "not_found", "the artifact's bytes are gone")
+	}
+	if err != nil {
+		return fmt.Errorf("read artifact: %w", err)
+	}
+	defer body.Close()
+	if mime == "" {
+		mime = meta.MimeType
+	}
+	w.Header().Set("Content-Type", mime)
+	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", meta.Name))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if mime == "image/svg+xml" {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	}
+	_, err = io.Copy(w, body)
+	return err
+}
+
+// messageBody is POST …/messages.
+type messageBody struct {
+	Text     string                    `json:"text"`
+	Files    []string                  `json:"files"`
+	Workflow *record.WorkflowSelection `json:"workflow"`
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string) error {
+	var body messageBody
+	if err := decode(r, int64(s.MaxText)*4+64<<10, &body); err != nil {
+		return err
+	}
+	text := strings.TrimSpace(body.Text)
+	if text == "" && body.Workflow == nil {
+		return errorf(http.StatusBadRequest, "missing_text", "text is required (or a workflow selection)")
+	}
+	if n := len([]rune(text)); n > s.MaxText {
+		return errorf(http.StatusRequestEntityTooLarge, "text_too_long", fmt.Sprintf("text is %d characters; the limit is %d", n, s.MaxText))
+	}
+	if body.Workflow != nil && strings.TrimSpace(body.Workflow.ID) == "" {
+		return errorf(http.StatusBadRequest, "invalid_workflow", "workflow.id is required")
+	}
+	ctx := r.Context()
+	conv, _, err := s.conversation(ctx, user, r.PathValue("cid"), "")
+	if err != nil {
+		return err
+	}
+	files, err := uploads(conv, body.Files)
+	if err != nil {
+		return err
+	}
+	if body.Workflow != nil {
+		cat, err := s.Catalogs.Catalog(ctx)
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		if _, ok := cat.Lookup(catalog.WorkflowToolName(body.Workflow.ID)); !ok {
+			return errorf(http.StatusBadRequest, "unknown_workflow", "no workflow "+body.Workflow.ID)
+		}
+	}
+	owner := conv.PendingOwner()
+	if owner != nil && owner.Status == record.StatusAwaitingApproval && len(files) == 0 && body.Workflow == nil {
+		if decision, ok := yesNo(text); ok {
+			v, err := s.answer(ctx, conv, owner, turn.Reply{Approval: &turn.Decision{Decision: decision, Note: text}})
+			if err != nil {
+				return err
+			}
+			writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": v.TurnID, "status": v.Status})
+			return nil
+		}
+	}
+	// New free text supersedes every turn still waiting for the user.
+	for _, t := range conv.Turns {
+		if t.Status.Waiting() && t.TaskToken != "" {
+			if err := s.sendReply(ctx, t, turn.Reply{Superseded: true}); err != nil && !isConflict(err) {
+				return err
+			}
+		}
+	}
+	now := s.now()
+	t := &record.Turn{
+		ID:        newID("t_"),
+		StartedAt: now,
+		UpdatedAt: now,
+		Status:    record.StatusRunning,
+		Text:      text,
+		Files:     body.Files,
+		Workflow:  body.Workflow,
+	}
+	if text != "" {
+		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: catalog.UserMessage(text, files)}}
+		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: text, Artifacts: refs(files), At: now}}
+	} else {
+		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: "Run the workflow " + body.Workflow.ID + "."}}
+		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: "Run the workflow " + body.Workflow.ID, At: now}}
+	}
+	if err := s.Store.SaveTurn(ctx, conv.Meta.ID, t); err != nil {
+		return fmt.Errorf("store turn: %w", err)
+	}
+	input, _ := json.Marshal(map[string]any{
+		"conversation_id":       conv.Meta.ID,
+		"turn_id":               t.ID,
+		"await_timeout_seconds": int(s.Limits.AwaitTimeout / time.Second),
+		"max_concurrency":       s.Limits.MaxConcurrency,
+	})
+	if _, err := s.Executions.StartExecution(ctx, &sfn.StartExecutionInput{
+		StateMachineArn: aws.String(s.StateMachineARN),
+		Name:            aws.String(t.ID),
+		Input:           aws.String(string(input)),
+	}); err != nil {
+		t.Status, t.Error = record.StatusFailed, "The turn could not be started; please send the message again."
+		if serr := s.Store.SaveTurn(ctx, conv.Meta.ID, t); serr != nil {
+			s.log().ErrorContext(ctx, "mark unstarted turn failed", "turn", t.ID, "error", serr)
+		}
+		return fmt.Errorf("start execution %s: %w", t.ID, err)
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": t.ID, "status": t.Status})
+	return nil
+}
+
+func uploads(conv *record.Conversation, ids []string) ([]artifact.Artifact, error) {
+	var files []artifact.Artifact
+	for _, id := range ids {
+		found := false
+		for _, a := range conv.Artifacts {
+			if a.ID == id {
+				files, found = append(files, a), true
+				break
+			}
+		}
+		if !found {
+			return nil, errorf(http.StatusBadRequest, "unknown_file", "files names an artifact this conversation does not have: "+id)
+		}
+	}
+	return files, nil
+}
+
+func refs(as []artifact.Artifact) []artifact.Ref {
+	var out []artifact.Ref
+	for _, a := range as {
+		out = append(out, a.Ref())
+	}
+	return out
+}
+
+// yesNo reads a short reply to a pending approval as the decision.
+func yesNo(text string) (string, bool) {
+	t := strings.ToLower(strings.Trim(strings.TrimSpace(text), ".!? "))
+	if len(strings.Fields(t)) > 3 {
+		return "", false
+	}
+	switch t {
+	case "yes", "y", "ok", "okay", "approve", "approved", "sure", "go ahead", "do it", "yes please", "ja", "si", "sí", "yep", "yeah":
+		return "approve", true
+	case "no", "n", "nope", "reject", "rejected", "cancel", "stop", "don't", "do not", "no thanks", "nein":
+		return "reject", true
+	}
+	return "", false
+}
+
+func (s *Server) getTurn(w http.ResponseWriter, r *http.Request, user string) error {
+	tid := r.PathValue("tid")
+	conv, outcomes, err := s.conversation(r.Context(), user, r.PathValue("cid"), tid)
+	if err != nil {
+		return err
+	}
+	t, ok := conv.Turn(tid)
+	if !ok {
+		return errorf(http.StatusNotFound, "not_found", "no such turn")
+	}
+	writeJSON(w, http.StatusOK, s.view(r.Context(), conv, t, outcomes))
+	return nil
+}
+
+// view renders a turn; a turn the record still calls running whose
+// execution has ended abnormally (the step that would have recorded the
+// failure could not reach Valkey) is reported failed.
+func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) turn.View {
+	v := turn.NewView(conv, t, outcomes)
+	if t.Status != record.StatusRunning || outcomes == nil {
+		return v
+	}
+	out, err := s.Executions.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(s.executionARN(t.ID))})
+	if err != nil {
+		return v
+	}
+	switch out.Status {
+	case types.ExecutionStatusFailed, types.ExecutionStatusAborted, types.ExecutionStatusTimedOut:
+		v.Status = record.StatusFailed
+		v.Reply = "The turn failed because of an internal error; your conversation is intact and you can send the request again."
+	}
+	return v
+}
+
+// inputBody is POST …/turns/{tid}/input.
+type inputBody struct {
+	Answers  map[string]map[string]any `json:"answers"`
+	Approval *turn.Decision            `json:"approval"`
+}
+
+func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) error {
+	var body inputBody
+	if err := decode(r, 256<<10, &body); err != nil {
+		return err
+	}
+	if (len(body.Answers) == 0) == (body.Approval == nil) {
+		return errorf(http.StatusBadRequest, "invalid_input", "send either answers or approval")
+	}
+	if body.Approval != nil && body.Approval.Decision != "approve" && body.Approval.Decision != "reject" {
+		return errorf(http.StatusBadRequest, "invalid_decision", `approval.decision must be "approve" or "reject"`)
+	}
+	ctx := r.Context()
+	tid := r.PathValue("tid")
+	conv, _, err := s.conversation(ctx, user, r.PathValue("cid"), "")
+	if err != nil {
+		return err
+	}
+	t, ok := conv.Turn(tid)
+	if !ok {
+		return errorf(http.StatusNotFound, "not_found", "no such turn")
+	}
+	v, err := s.answer(ctx, conv, t, turn.Reply{Answers: body.Answers, Approval: body.Approval})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, v)
+	return nil
+}
+
+// answer checks a reply against what the turn waits for, validates form
+// answers like the model's arguments, and hands the reply to the paused
+// execution. Nothing runs here; the turn's ValidateBatch step applies it.
+func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *record.Turn, reply turn.Reply) (turn.View, error) {
+	conflict := errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input (already answered, expired or superseded)")
+	if t.TaskToken == "" {
+		return turn.View{}, conflict
+	}
+	switch {
+	case reply.Approval != nil && t.Status != record.StatusAwaitingApproval:
+		return turn.View{}, conflict
+	case len(reply.Answers) > 0:
+		if t.Status != record.StatusAwaitingInput {
+			return turn.View{}, conflict
+		}
+		cat, err := s.Catalogs.Catalog(ctx)
+		if err != nil {
+			return turn.View{}, fmt.Errorf("catalog: %w", err)
+		}
+		env := catalog.Env{Artifacts: map[string]artifact.Artifact{}, Context: map[string]any{"conversation_id": conv.Meta.ID, "user_id": conv.Meta.Owner, "turn_id": t.ID}}
+		for _, a := range conv.Artifacts {
+			env.Artifacts[a.ID] = a
+		}
+		for callID, ans := range reply.Answers {
+			var pc *record.PendingCall
+			for i := range t.Pending {
+				if t.Pending[i].CallID == callID && t.Pending[i].State == record.CallNeedsInput {
+					c := t.Pending[i]
+					pc = &c
+				}
+			}
+			if pc == nil {
+				return turn.View{}, errorf(http.StatusBadRequest, "unknown_call", "no open form for call "+callID)
+			}
+			if pc.A2A != nil {
+				continue // the specialist validates its own fields
+			}
+			if err := cat.ApplyAnswers(pc, ans, env); err != nil {
+				return turn.View{}, errorf(http.StatusBadRequest, "invalid_answer", fmt.Sprintf("call %s: %v", callID, err))
+			}
+		}
+	}
+	if err := s.sendReply(ctx, t, reply); err != nil {
+		return turn.View{}, err
+	}
+	v := turn.NewView(conv, t, nil)
+	v.Status, v.Form, v.Approval = record.StatusRunning, nil, nil
+	return v, nil
+}
+
+// sendReply answers the turn's task token. A token whose task has closed
+// (answered twice, expired) is a conflict.
+func (s *Server) sendReply(ctx context.Context, t *record.Turn, reply turn.Reply) error {
+	out, _ := json.Marshal(reply)
+	_, err := s.Executions.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(t.TaskToken), Output: aws.String(string(out))})
+	if err == nil {
+		return nil
+	}
+	var timedOut *types.TaskTimedOut
+	var invalid *types.InvalidToken
+	var doesNotExist *types.TaskDoesNotExist
+	if errors.As(err, &timedOut) || errors.As(err, &invalid) || errors.As(err, &doesNotExist) {
+		return errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input (already answered, expired or superseded)")
+	}
+	return fmt.Errorf("send task success for turn %s: %w", t.ID, err)
+}
+
+func isConflict(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusConflict
+}
+
+func (s *Server) executionARN(turnID string) string {
+	return strings.Replace(s.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + turnID
+}
+
+func (s *Server) getCatalog(w http.ResponseWriter, r *http.Request, user string) error {
+	cat, err := s.Catalogs.Catalog(r.Context())
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"skills": cat.Skills(), "workflows": cat.Workflows()})
+	return nil
+}

@@ -1,0 +1,119 @@
+// Package auth finds the calling user of an API request: on AWS the `sub`
+// the HTTP API's JWT authorizer already checked, on one machine a JWT the
+// local stack signed itself. It must not know about conversations.
+package auth
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// ErrUnauthenticated is returned when a request carries no valid identity.
+var ErrUnauthenticated = errors.New("auth: missing or invalid token")
+
+// Authenticator returns the user (JWT subject) a request acts for.
+type Authenticator interface {
+	Subject(r *http.Request) (string, error)
+}
+
+// Local verifies HS256 JWTs signed with a key of the local stack and mints
+// them for `clientagent token`.
+type Local struct {
+	Key    []byte
+	Issuer string
+	TTL    time.Duration
+}
+
+// LoadOrCreateKey reads the local signing key from path, creating a random
+// one (mode 0600) on first use, so tokens survive restarts of the stack.
+func LoadOrCreateKey(path string) ([]byte, error) {
+	if b, err := os.ReadFile(path); err == nil && len(b) >= 32 {
+		return b, nil
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("generate signing key: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create key dir: %w", err)
+	}
+	if err := os.WriteFile(path, key, 0o600); err != nil {
+		return nil, fmt.Errorf("write signing key: %w", err)
+	}
+	return key, nil
+}
+
+func (l *Local) issuer() string {
+	if l.Issuer != "" {
+		return l.Issuer
+	}
+	return "clientagent-local"
+}
+
+// Mint signs a token for user.
+func (l *Local) Mint(user string) (string, error) {
+	if user == "" {
+		return "", errors.New("auth: empty user")
+	}
+	ttl := l.TTL
+	if ttl == 0 {
+		ttl = 30 * 24 * time.Hour
+	}
+	now := time.Now()
+	claims := jwt.RegisteredClaims{
+		Subject:   user,
+		Issuer:    l.issuer(),
+		IssuedAt:  jwt.NewNumericDate(now),
+		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
+	}
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(l.Key)
+}
+
+// Subject verifies the request's bearer token.
+func (l *Local) Subject(r *http.Request) (string, error) {
+	tok, ok := bearer(r)
+	if !ok {
+		return "", ErrUnauthenticated
+	}
+	var claims jwt.RegisteredClaims
+	_, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return l.Key, nil },
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(l.issuer()), jwt.WithExpirationRequired())
+	if err != nil || claims.Subject == "" {
+		return "", ErrUnauthenticated
+	}
+	return claims.Subject, nil
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	const p = "Bearer "
+	if len(h) <= len(p) || !strings.EqualFold(h[:len(p)], p) {
+		return "", false
+	}
+	return strings.TrimSpace(h[len(p):]), true
+}
+
+// Claims reads the JWT claims the AWS HTTP API authorizer verified for a
+// request (supplied by the Lambda adapter).
+type Claims func(r *http.Request) (map[string]string, bool)
+
+// Gateway trusts the HTTP API JWT authorizer: API Gateway rejects a bad
+// token before the function runs, so the function only reads `sub`.
+type Gateway struct{ Claims Claims }
+
+// Subject returns the authorizer's `sub` claim.
+func (g Gateway) Subject(r *http.Request) (string, error) {
+	c, ok := g.Claims(r)
+	if !ok || c["sub"] == "" {
+		return "", ErrUnauthenticated
+	}
+	return c["sub"], nil
+}

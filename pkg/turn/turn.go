@@ -1,0 +1,212 @@
+// Package turn is the tool-calling loop of spec §2–§3, cut into the steps
+// the turn state machine (statemachine/turn.asl.json) sequences: LLMStep,
+// Validate, Await, Invoke and Append. Each handler reads the conversation
+// record once and writes it once; the state machine passes only ids and
+// status words. This package must not know about Step Functions or Lambda:
+// functions/* and the local stack adapt these handlers.
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// Ref names one turn of one conversation; every handler input carries it.
+type Ref struct {
+	ConversationID string `json:"conversation_id"`
+	TurnID         string `json:"turn_id"`
+}
+
+// Next words the handlers return for the state machine's Choice states.
+const (
+	NextTools  = "tools"  // LLMStep: the model called tools
+	NextDone   = "done"   // LLMStep: final answer stored
+	NextFailed = "failed" // LLMStep: the turn failed with a message
+	NextAwait  = "await"  // Validate/Append: pause for the user
+	NextInvoke = "invoke" // Validate: run the ready calls
+	NextAppend = "append" // Validate: nothing to run, append results
+	NextEnd    = "end"    // Validate: superseded or expired
+	NextLLM    = "llm"    // Append: back to the model
+)
+
+// Limits bound one turn (spec §3.6, seed 004).
+type Limits struct {
+	MaxLLMCalls int // at most this many LLM calls per turn (12)
+	TokenBudget int // input+output tokens per turn; 0 means unlimited
+	MaxRepeats  int // the same call with the same arguments this many times ends the turn (3)
+	Window      int // transcript window in entries (80)
+	// AwaitTimeout is how long a form or approval stays open.
+	AwaitTimeout time.Duration
+	// MaxConcurrency bounds the calls of one batch running at once.
+	MaxConcurrency int
+}
+
+// DefaultLimits are the spec's bounds.
+func DefaultLimits() Limits {
+	return Limits{MaxLLMCalls: 12, TokenBudget: 200_000, MaxRepeats: 3, Window: 80, AwaitTimeout: 24 * time.Hour, MaxConcurrency: 8}
+}
+
+// Catalogs gives the current tool catalogue (capabilities + workflows).
+type Catalogs interface {
+	Catalog(ctx context.Context) (*catalog.Catalog, error)
+}
+
+// Invoker runs one specialist skill call over A2A. It never fails: a
+// failing specialist is a failed outcome.
+type Invoker interface {
+	Invoke(ctx context.Context, c agents.Call) record.CallOutcome
+}
+
+// Handlers are the loop's steps. Build one per process and share it.
+type Handlers struct {
+	Store    record.Store
+	LLM      llm.Provider
+	Catalogs Catalogs
+	Invoker  Invoker
+	Limits   Limits
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// TransientError marks a failure worth retrying (Valkey unreachable, LLM
+// rate limited). The state machine retries it by this type name.
+type TransientError struct{ Err error }
+
+func (e *TransientError) Error() string { return e.Err.Error() }
+func (e *TransientError) Unwrap() error { return e.Err }
+
+// ProviderError is an LLM failure that retrying will not fix.
+type ProviderError struct{ Err error }
+
+func (e *ProviderError) Error() string { return e.Err.Error() }
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// NotFoundError is a turn or call the record does not have.
+type NotFoundError struct{ What string }
+
+func (e *NotFoundError) Error() string { return e.What + " not found" }
+
+func (h *Handlers) now() time.Time {
+	if h.Now != nil {
+		return h.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (h *Handlers) log() *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
+}
+
+// load reads the conversation, the turn and (for withOutcomes) its call
+// outcomes in one round trip.
+func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
+	tid := ""
+	if withOutcomes {
+		tid = r.TurnID
+	}
+	conv, outcomes, err := h.Store.Load(ctx, r.ConversationID, tid)
+	if errors.Is(err, record.ErrNotFound) {
+		return nil, nil, nil, &NotFoundError{What: "conversation " + r.ConversationID}
+	}
+	if err != nil {
+		return nil, nil, nil, &TransientError{Err: fmt.Errorf("load conversation %s: %w", r.ConversationID, err)}
+	}
+	t, ok := conv.Turn(r.TurnID)
+	if !ok {
+		return nil, nil, nil, &NotFoundError{What: "turn " + r.TurnID}
+	}
+	return conv, t, outcomes, nil
+}
+
+func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
+	t.UpdatedAt = h.now()
+	if err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...); err != nil {
+		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
+	}
+	return nil
+}
+
+func (h *Handlers) catalog(ctx context.Context) (*catalog.Catalog, error) {
+	c, err := h.Catalogs.Catalog(ctx)
+	if err != nil {
+		return nil, &TransientError{Err: fmt.Errorf("tool catalogue: %w", err)}
+	}
+	return c, nil
+}
+
+// env is what validation may consult: the artifact catalog known now and
+// the values the platform fills from context.
+func env(conv *record.Conversation, t *record.Turn) catalog.Env {
+	arts := make(map[string]artifact.Artifact, len(conv.Artifacts))
+	for _, a := range conv.Artifacts {
+		arts[a.ID] = a
+	}
+	return catalog.Env{
+		Artifacts: arts,
+		Context: map[string]any{
+			"conversation_id": conv.Meta.ID,
+			"user_id":         conv.Meta.Owner,
+			"turn_id":         t.ID,
+		},
+	}
+}
+
+// stepLog writes the structured line of one step (DESIGN §7).
+func (h *Handlers) stepLog(ctx context.Context, r Ref, step, tool, status string, started time.Time, tokens int, err error) {
+	attrs := []any{
+		slog.String("conversation", r.ConversationID),
+		slog.String("turn", r.TurnID),
+		slog.String("step", step),
+		slog.String("status", status),
+		slog.Int64("latency_ms", time.Since(started).Milliseconds()),
+	}
+	if tool != "" {
+		attrs = append(attrs, slog.String("tool", tool))
+	}
+	if tokens > 0 {
+		attrs = append(attrs, slog.Int("tokens", tokens))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+		h.log().ErrorContext(ctx, "step", attrs...)
+		return
+	}
+	h.log().InfoContext(ctx, "step", attrs...)
+}
+
+func lastMessage(t *record.Turn) (llm.Message, bool) {
+	if len(t.Messages) == 0 {
+		return llm.Message{}, false
+	}
+	return t.Messages[len(t.Messages)-1], true
+}
+
+func findCall(t *record.Turn, id string) *record.PendingCall {
+	for i := range t.Pending {
+		if t.Pending[i].CallID == id {
+			return &t.Pending[i]
+		}
+	}
+	return nil
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}

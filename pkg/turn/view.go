@@ -1,0 +1,121 @@
+package turn
+
+import (
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// View is a turn as the API reports it (API.md "Turn").
+type View struct {
+	TurnID    string         `json:"turn_id"`
+	Status    record.Status  `json:"status"`
+	Text      string         `json:"text"`
+	StartedAt string         `json:"started_at"`
+	Reply     string         `json:"reply,omitempty"`
+	Form      *FormView      `json:"form,omitempty"`
+	Approval  *ApprovalView  `json:"approval,omitempty"`
+	Artifacts []artifact.Ref `json:"artifacts"`
+	Steps     []record.Step  `json:"steps"`
+	LLMCalls  int            `json:"llm_calls"`
+	Tokens    int            `json:"tokens"`
+	ExpiresAt string         `json:"expires_at,omitempty"`
+}
+
+// FormView is the open form of a turn awaiting input.
+type FormView struct {
+	Calls []FormCall `json:"calls"`
+}
+
+// FormCall is one call's form.
+type FormCall struct {
+	CallID string              `json:"call_id"`
+	Tool   string              `json:"tool"`
+	Note   string              `json:"note,omitempty"`
+	Fields []catalog.FormField `json:"fields"`
+}
+
+// ApprovalView lists the calls waiting for approval with the exact
+// arguments that will run.
+type ApprovalView struct {
+	Calls []ApprovalCall `json:"calls"`
+}
+
+// ApprovalCall is one call waiting for approval.
+type ApprovalCall struct {
+	CallID    string         `json:"call_id"`
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// NewView renders turn t. outcomes are its stored call outcomes, so a
+// running batch shows each call as running or done while the Map runs.
+func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) View {
+	v := View{
+		TurnID:    t.ID,
+		Status:    t.Status,
+		Text:      t.Text,
+		StartedAt: t.StartedAt.Format(timeLayout),
+		LLMCalls:  t.LLMCalls,
+		Tokens:    t.Tokens,
+		Steps:     append([]record.Step{}, t.Steps...),
+		Artifacts: []artifact.Ref{},
+	}
+	switch t.Status {
+	case record.StatusSucceeded:
+		v.Reply = t.FinalReport
+	case record.StatusFailed, record.StatusExpired, record.StatusSuperseded:
+		v.Reply = t.Error
+	}
+	if !t.ExpiresAt.IsZero() && t.Status.Waiting() {
+		v.ExpiresAt = t.ExpiresAt.Format(timeLayout)
+	}
+	kind, idx := catalog.NextPause(t.Pending)
+	if t.Status == record.StatusAwaitingInput && kind == "input" {
+		v.Form = &FormView{}
+		for _, i := range idx {
+			pc := t.Pending[i]
+			v.Form.Calls = append(v.Form.Calls, FormCall{CallID: pc.CallID, Tool: pc.Tool, Note: pc.FormNote, Fields: pc.Form})
+		}
+	}
+	if t.Status == record.StatusAwaitingApproval && kind == "approval" {
+		v.Approval = &ApprovalView{}
+		for _, i := range idx {
+			pc := t.Pending[i]
+			v.Approval.Calls = append(v.Approval.Calls, ApprovalCall{CallID: pc.CallID, Tool: pc.Tool, Arguments: pc.Arguments})
+		}
+	}
+	if t.Status == record.StatusRunning {
+		for _, pc := range t.Pending {
+			if pc.State != record.CallReady {
+				continue
+			}
+			s := record.Step{Tool: pc.Tool, CallID: pc.CallID, Status: "running"}
+			if o, ok := outcomes[pc.CallID]; ok {
+				s.Status, s.StartedAt, s.EndedAt = outcomeStatus(o), o.StartedAt, o.EndedAt
+			}
+			v.Steps = append(v.Steps, s)
+		}
+	}
+	for _, a := range turnArtifacts(conv, t) {
+		v.Artifacts = append(v.Artifacts, a.Ref())
+	}
+	return v
+}
+
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// turnArtifacts lists the catalogued artifacts turn t produced, in order.
+func turnArtifacts(conv *record.Conversation, t *record.Turn) []artifact.Artifact {
+	byID := make(map[string]artifact.Artifact, len(conv.Artifacts))
+	for _, a := range conv.Artifacts {
+		byID[a.ID] = a
+	}
+	var out []artifact.Artifact
+	for _, id := range t.Produced {
+		if a, ok := byID[id]; ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
