@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -495,15 +496,17 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	}
 	if fp.from != nil {
 		a.Description = fp.from.Description
-		if a.Name == "" {
-			a.Name = fp.from.Name
-		}
-		if a.Description == "" && fp.from.Name != "" && fp.from.Name != a.Name {
-			a.Description = fp.from.Name
-		}
 	}
 	if a.MimeType == "" {
 		a.MimeType = "application/octet-stream"
+	}
+	if a.Name == "" && fp.from != nil && fp.from.Name != "" {
+		// A file without a name takes its artifact's, with an extension
+		// so the user's download opens.
+		a.Name = fp.from.Name
+		if path.Ext(a.Name) == "" {
+			a.Name += extensionFor(a.MimeType)
+		}
 	}
 	if a.Name == "" {
 		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, extensionFor(a.MimeType))
@@ -523,7 +526,17 @@ func fileLabel(name, uri string) string {
 	return uri
 }
 
+// preferredExt overrides mime.ExtensionsByType, whose first (sorted) answer
+// for some common types is surprising (".asc" for text/plain).
+var preferredExt = map[string]string{
+	"text/plain": ".txt", "image/jpeg": ".jpg", "image/svg+xml": ".svg", "text/html": ".html",
+	"application/json": ".json", "text/csv": ".csv", "text/markdown": ".md", "application/pdf": ".pdf",
+}
+
 func extensionFor(mimeType string) string {
+	if e, ok := preferredExt[mimeType]; ok {
+		return e
+	}
 	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
 		return exts[0]
 	}
