@@ -1,0 +1,348 @@
+// Package valkey stores conversation records (package record) in Valkey or
+// Redis with go-redis v9, laid out as DESIGN §3 so that concurrent turns
+// cannot lose each other's writes and every key of one conversation shares
+// one cluster slot:
+//
+//	conv:{<cid>}                  hash: meta (JSON Meta), updated, title, turn:<tid> (JSON Turn)
+//	conv:{<cid>}:artifacts        hash: artifact id → JSON artifact.Artifact
+//	conv:{<cid>}:results:<tid>    hash: call id → JSON CallOutcome, written once (HSETNX)
+//	user:{<sub>}:convs            sorted set: the owner's conversation ids
+//
+// Every method is one round trip. The merged view (turn order, title,
+// update time) is computed on read by record.Assemble. The package must not
+// interpret turns beyond that: the loop's rules live in package record and
+// in the step handlers.
+//
+// The owner index is written only by Create (score: creation time) and read
+// by List, which orders by each conversation's `updated` field and prunes
+// ids whose conversation is gone (expired or deleted). SaveTurn therefore
+// never needs the owner and touches only the conversation's own slot, so
+// it is one atomic MULTI/EXEC even on a cluster.
+package valkey
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// DefaultIdleTTL is how long a conversation's keys live after its last write.
+const DefaultIdleTTL = 30 * 24 * time.Hour
+
+// Options configures a Store.
+type Options struct {
+	// IdleTTL is how long keys live after the last SaveTurn / PutOutcome
+	// (operational context, not an archive). Zero means DefaultIdleTTL.
+	IdleTTL time.Duration
+}
+
+// Store is record.Store on a Valkey/Redis client.
+type Store struct {
+	rdb redis.UniversalClient
+	ttl time.Duration
+}
+
+var _ record.Store = (*Store)(nil)
+
+// New returns a Store using client. The client's timeouts bound every call
+// (see Open); callers also pass contexts with deadlines.
+func New(client redis.UniversalClient, opts Options) *Store {
+	if opts.IdleTTL <= 0 {
+		opts.IdleTTL = DefaultIdleTTL
+	}
+	return &Store{rdb: client, ttl: opts.IdleTTL}
+}
+
+// Hash fields of conv:{<cid>} besides the turns.
+const (
+	fieldMeta    = "meta"
+	fieldUpdated = "updated" // RFC 3339 time of the last SaveTurn, for List
+	fieldTitle   = "title"   // first saved non-empty turn text, for List
+	turnPrefix   = "turn:"
+)
+
+func convKey(cid string) string      { return "conv:{" + cid + "}" }
+func artifactsKey(cid string) string { return "conv:{" + cid + "}:artifacts" }
+func resultsKey(cid, tid string) string {
+	return "conv:{" + cid + "}:results:" + tid
+}
+func userKey(owner string) string { return "user:{" + owner + "}:convs" }
+
+// Create stores m (only if the conversation has no meta yet, so a retried
+// create is harmless) and adds it to its owner's index.
+func (s *Store) Create(ctx context.Context, m record.Meta) error {
+	if m.ID == "" || m.Owner == "" {
+		return fmt.Errorf("create conversation: id and owner are required")
+	}
+	if m.CreatedAt.IsZero() {
+		m.CreatedAt = time.Now().UTC()
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("create conversation %s: %w", m.ID, err)
+	}
+	ck := convKey(m.ID)
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSetNX(ctx, ck, fieldMeta, b)
+		p.HSetNX(ctx, ck, fieldUpdated, m.CreatedAt.Format(time.RFC3339Nano))
+		p.Expire(ctx, ck, s.ttl)
+		p.ZAdd(ctx, userKey(m.Owner), redis.Z{Score: float64(m.CreatedAt.UnixMilli()), Member: m.ID})
+		p.Expire(ctx, userKey(m.Owner), s.ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("create conversation %s: %w", m.ID, err)
+	}
+	return nil
+}
+
+// Load reads the conversation and, when turnID is set, that turn's stored
+// outcomes, in one MULTI/EXEC (a consistent snapshot). It returns
+// record.ErrNotFound (wrapped) when the conversation has no meta.
+func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversation, map[string]record.CallOutcome, error) {
+	var conv, arts, res *redis.MapStringStringCmd
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		conv = p.HGetAll(ctx, convKey(cid))
+		arts = p.HGetAll(ctx, artifactsKey(cid))
+		if turnID != "" {
+			res = p.HGetAll(ctx, resultsKey(cid, turnID))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+	}
+	fields := conv.Val()
+	metaJSON, ok := fields[fieldMeta]
+	if !ok {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
+	}
+	var m record.Meta
+	if err := json.Unmarshal([]byte(metaJSON), &m); err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: meta: %w", cid, err)
+	}
+	if m.Title == "" {
+		m.Title = record.Title(fields[fieldTitle])
+	}
+	var turns []*record.Turn
+	for f, v := range fields {
+		if !strings.HasPrefix(f, turnPrefix) {
+			continue
+		}
+		t := new(record.Turn)
+		if err := json.Unmarshal([]byte(v), t); err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: %s: %w", cid, f, err)
+		}
+		turns = append(turns, t)
+	}
+	var catalog []artifact.Artifact
+	for id, v := range arts.Val() {
+		var a artifact.Artifact
+		if err := json.Unmarshal([]byte(v), &a); err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: artifact %s: %w", cid, id, err)
+		}
+		catalog = append(catalog, a)
+	}
+	var outcomes map[string]record.CallOutcome
+	if res != nil {
+		outcomes = make(map[string]record.CallOutcome, len(res.Val()))
+		for id, v := range res.Val() {
+			var o record.CallOutcome
+			if err := json.Unmarshal([]byte(v), &o); err != nil {
+				return nil, nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, id, err)
+			}
+			outcomes[id] = o
+		}
+	}
+	return record.Assemble(m, turns, catalog), outcomes, nil
+}
+
+// SaveTurn writes t's own field (never another turn's), adds artifacts to
+// the catalog, records the update time and the first title, and refreshes
+// the idle expiry of every key of the conversation, in one MULTI/EXEC.
+// It does not check that the conversation exists: a turn only runs after
+// its conversation was loaded.
+func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts ...artifact.Artifact) error {
+	if t == nil || t.ID == "" {
+		return fmt.Errorf("save turn of %s: turn id is required", cid)
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
+	}
+	updated := t.UpdatedAt
+	if updated.IsZero() {
+		updated = time.Now().UTC()
+	}
+	artVals := make([]any, 0, 2*len(arts))
+	for _, a := range arts {
+		ab, err := json.Marshal(a)
+		if err != nil {
+			return fmt.Errorf("save turn %s of %s: artifact %s: %w", t.ID, cid, a.ID, err)
+		}
+		artVals = append(artVals, a.ID, ab)
+	}
+	ck := convKey(cid)
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, ck, turnPrefix+t.ID, b, fieldUpdated, updated.Format(time.RFC3339Nano))
+		if t.Text != "" {
+			p.HSetNX(ctx, ck, fieldTitle, t.Text)
+		}
+		if len(artVals) > 0 {
+			p.HSet(ctx, artifactsKey(cid), artVals...)
+		}
+		s.expire(ctx, p, cid, t.ID)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
+	}
+	return nil
+}
+
+// expire refreshes the idle expiry of the conversation's keys a turn
+// touches. EXPIRE on a key that does not exist yet is a no-op.
+func (s *Store) expire(ctx context.Context, p redis.Pipeliner, cid, tid string) {
+	p.Expire(ctx, convKey(cid), s.ttl)
+	p.Expire(ctx, artifactsKey(cid), s.ttl)
+	p.Expire(ctx, resultsKey(cid, tid), s.ttl)
+}
+
+// PutOutcome stores o under its call id unless an outcome is stored there
+// already (HSETNX), so a retried invoke keeps the first result; stored
+// reports whether this call wrote it. o's artifacts are not added to the
+// catalog here: the turn's SaveTurn does that when it appends the result.
+func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.CallOutcome) (bool, error) {
+	if o.CallID == "" || turnID == "" {
+		return false, fmt.Errorf("put outcome of %s: turn and call id are required", cid)
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+	}
+	var set *redis.BoolCmd
+	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		set = p.HSetNX(ctx, resultsKey(cid, turnID), o.CallID, b)
+		s.expire(ctx, p, cid, turnID)
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+	}
+	return set.Val(), nil
+}
+
+// DeleteOutcome removes a stored outcome so the call can run again (the
+// answer to a specialist's input-required).
+func (s *Store) DeleteOutcome(ctx context.Context, cid, turnID, callID string) error {
+	if err := s.rdb.HDel(ctx, resultsKey(cid, turnID), callID).Err(); err != nil {
+		return fmt.Errorf("delete outcome %s of %s/%s: %w", callID, cid, turnID, err)
+	}
+	return nil
+}
+
+// List returns the owner's conversations, newest update first. It takes
+// two round trips because the index lives in the owner's slot and each
+// conversation in its own, which no script may span on a cluster: one
+// reads the index (and refreshes its expiry), a second pipelined one
+// reads meta, updated and title of each. Ids whose conversation is gone are
+// pruned from the index (a third call, only when there are any).
+func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
+	uk := userKey(owner)
+	var ids *redis.StringSliceCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		ids = p.ZRevRange(ctx, uk, 0, -1)
+		p.Expire(ctx, uk, s.ttl)
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list conversations of %s: %w", owner, err)
+	}
+	if len(ids.Val()) == 0 {
+		return []record.Meta{}, nil
+	}
+	cmds := make([]*redis.SliceCmd, len(ids.Val()))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids.Val() {
+			cmds[i] = p.HMGet(ctx, convKey(id), fieldMeta, fieldUpdated, fieldTitle)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("list conversations of %s: %w", owner, err)
+	}
+	out := make([]record.Meta, 0, len(cmds))
+	var gone []any
+	for i, c := range cmds {
+		v := c.Val()
+		metaJSON, _ := v[0].(string)
+		if metaJSON == "" {
+			gone = append(gone, ids.Val()[i])
+			continue
+		}
+		var m record.Meta
+		if err := json.Unmarshal([]byte(metaJSON), &m); err != nil {
+			return nil, fmt.Errorf("list conversations of %s: meta of %s: %w", owner, ids.Val()[i], err)
+		}
+		if m.Owner != owner { // an index entry must never leak another user's conversation
+			gone = append(gone, ids.Val()[i])
+			continue
+		}
+		m.UpdatedAt = m.CreatedAt
+		if u, _ := v[1].(string); u != "" {
+			if ts, err := time.Parse(time.RFC3339Nano, u); err == nil {
+				m.UpdatedAt = ts
+			}
+		}
+		if m.Title == "" {
+			t, _ := v[2].(string)
+			m.Title = record.Title(t)
+		}
+		out = append(out, m)
+	}
+	slices.SortStableFunc(out, func(a, b record.Meta) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	if len(gone) > 0 {
+		if err := s.rdb.ZRem(ctx, uk, gone...).Err(); err != nil && !errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("list conversations of %s: prune: %w", owner, err)
+		}
+	}
+	return out, nil
+}
+
+// deleteScript removes every key of one conversation: the hash, the
+// catalog and the results hash of every turn named in the hash. The keys
+// all share the {cid} hash tag, so the script stays in one slot.
+var deleteScript = redis.NewScript(`
+local fields = redis.call('HKEYS', KEYS[1])
+local n = 0
+for _, f in ipairs(fields) do
+  if string.sub(f, 1, 5) == 'turn:' then
+    n = n + redis.call('DEL', KEYS[1] .. ':results:' .. string.sub(f, 6))
+  end
+end
+return n + redis.call('DEL', KEYS[1], KEYS[2])
+`)
+
+// Delete removes every key of the conversation in one script call (EVAL,
+// not EVALSHA, so it is one round trip even on a fresh server). The
+// owner's index entry is pruned by the next List. Results hashes of turns
+// never saved cannot be found; they expire on their own.
+func (s *Store) Delete(ctx context.Context, cid string) error {
+	if err := deleteScript.Eval(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid)}).Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("delete conversation %s: %w", cid, err)
+	}
+	return nil
+}
