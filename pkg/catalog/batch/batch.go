@@ -85,7 +85,7 @@ func validateCall(c *catalog.Catalog, tc llm.ToolCall, env catalog.Env) record.P
 	for k := range args {
 		pc.Sources[k] = SourceModel
 	}
-	check(e, &pc, env)
+	check(c, e, &pc, env)
 	return pc
 }
 
@@ -141,7 +141,7 @@ func jsonKind(v any) string {
 // check runs the rules after parsing on pc.Arguments/pc.Sources and sets
 // pc's state: the first problem the model must fix wins, then forms, then
 // approval (spec §3.3).
-func check(e catalog.Entry, pc *record.PendingCall, env catalog.Env) {
+func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env catalog.Env) {
 	pc.Error = ""
 	pc.Form = nil
 	if e.Kind == catalog.EntryAskUser {
@@ -191,6 +191,12 @@ func check(e catalog.Entry, pc *record.PendingCall, env catalog.Env) {
 		*pc = invalid(*pc, fmt.Sprintf("invalid arguments for %s: %s. Correct the arguments and call %s again.", pc.Tool, DescribeValidation(err), pc.Tool))
 		return
 	}
+	if e.Kind == catalog.EntryWorkflow {
+		if msg := checkSteps(c, e, args, env); msg != "" {
+			*pc = invalid(*pc, msg)
+			return
+		}
+	}
 	for _, p := range e.Params {
 		if !p.ArtifactRef {
 			continue
@@ -231,6 +237,41 @@ func check(e catalog.Entry, pc *record.PendingCall, env catalog.Env) {
 		return
 	}
 	pc.State = record.CallReady
+}
+
+// checkSteps checks what a workflow's inputs become in each step against
+// that step's skill schema, so a value the skill would refuse (holes: 2) is
+// an error for the model now rather than a failure halfway through the
+// workflow. Artifacts of earlier steps are stood in by placeholders, and
+// values still missing (user input, context) are not reported here.
+func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env catalog.Env) string {
+	placeholders := make([][]string, len(e.Workflow.Steps))
+	for i := range placeholders {
+		for j := range 8 {
+			placeholders[i] = append(placeholders[i], fmt.Sprintf("artifact-%d-of-step-%d", j, i))
+		}
+	}
+	for i, st := range e.Workflow.Steps {
+		se, ok := c.Lookup(st.Skill)
+		if !ok || se.Kind != catalog.EntrySkill {
+			return fmt.Sprintf("workflow %s cannot run: its step %d uses skill %s, which is not available. Use the skills directly instead.", e.Tool, i, st.Skill)
+		}
+		args, err := e.Workflow.StepArguments(i, inputs, placeholders)
+		if err != nil {
+			continue
+		}
+		for _, p := range se.Params {
+			if v, ok := env.Context[p.ContextKey]; ok && p.ContextKey != "" {
+				args[p.Name] = v
+			}
+		}
+		if err := se.Validate(args); err != nil {
+			if msg := describe(err, true); msg != "" {
+				return fmt.Sprintf("invalid inputs for %s: step %d (%s) would get %s. Correct the inputs and call %s again.", e.Tool, i, st.Skill, msg, e.Tool)
+			}
+		}
+	}
+	return ""
 }
 
 // checkAskUser validates an ask_user call and opens its questions as the form.
@@ -360,7 +401,10 @@ func levenshtein(a, b string) int {
 
 // DescribeValidation turns a jsonschema error into "field: reason" parts
 // the model can act on.
-func DescribeValidation(err error) string {
+func DescribeValidation(err error) string { return describe(err, false) }
+
+// describe lists the leaf errors; skipMissing leaves out missing properties.
+func describe(err error, skipMissing bool) string {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return err.Error()
@@ -370,6 +414,9 @@ func DescribeValidation(err error) string {
 	var walk func(v *jsonschema.ValidationError)
 	walk = func(v *jsonschema.ValidationError) {
 		if len(v.Causes) == 0 {
+			if skipMissing && strings.HasPrefix(v.Message, "missing propert") {
+				return
+			}
 			s := fieldPath(v.InstanceLocation) + ": " + v.Message
 			if !seen[s] {
 				seen[s] = true
@@ -489,7 +536,7 @@ func ApplyAnswers(c *catalog.Catalog, pc *record.PendingCall, answers map[string
 	if !ok {
 		return fmt.Errorf("answers for %s: %w: the tool is no longer in the catalog", pc.Tool, ErrInvalidAnswer)
 	}
-	check(e, &next, env)
+	check(c, e, &next, env)
 	switch next.State {
 	case record.CallInvalid:
 		return fmt.Errorf("answers for %s: %w: %s", pc.Tool, ErrInvalidAnswer, next.Error)

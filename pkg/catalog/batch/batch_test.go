@@ -210,6 +210,14 @@ func TestValidate_Rules(t *testing.T) {
 					Enum: []string{"steel", "stainless", "brass", "pvc"}}}},
 		},
 		{
+			name: "workflow: inputs checked against each step's skill schema",
+			call: call("c1", "workflow_flange_drawing", `{"drawing.holes":2,"drawing.outer_diameter_mm":120}`),
+			want: record.PendingCall{CallID: "c1", Tool: "workflow_flange_drawing", Kind: record.KindWorkflow, State: record.CallInvalid,
+				Arguments: map[string]any{"drawing.holes": 2.0, "drawing.outer_diameter_mm": 120.0},
+				Sources:   map[string]string{"drawing.holes": "model", "drawing.outer_diameter_mm": "model"}},
+			wantError: []string{"invalid inputs for workflow_flange_drawing: step 0 (design_valve_flange) would get holes: must be >= 3 but found 2"},
+		},
+		{
 			name: "workflow: ready",
 			call: call("c1", "workflow_word_to_png", `{"word":"Popelnase"}`),
 			want: record.PendingCall{CallID: "c1", Tool: "workflow_word_to_png", Kind: record.KindWorkflow, State: record.CallReady,
@@ -513,5 +521,17 @@ func TestValidate_ChainAfterMerge(t *testing.T) {
 	catalog.MergeArtifacts(env.Artifacts, artifact.Artifact{ID: "a2", Name: "p.svg", MimeType: "image/svg+xml"})
 	if pc := batch.Validate(c, []llm.ToolCall{next}, env)[0]; pc.State != record.CallReady {
 		t.Errorf("Validate() after merge state = %s (%s), want ready", pc.State, pc.Error)
+	}
+}
+
+// A workflow whose step skill is gone is an error the model can act on.
+func TestValidate_WorkflowMissingSkill(t *testing.T) {
+	t.Parallel()
+	wf := catalog.Workflow{ID: "gone", RequiredInputPaths: []catalog.WorkflowInput{{Path: "w", Type: "string"}},
+		Steps: []catalog.WorkflowStep{{Skill: "no_such_skill", Arguments: map[string]any{"w": "{{inputs.w}}"}}}}
+	c := catalog.New(nil, []catalog.Workflow{wf})
+	pc := batch.Validate(c, []llm.ToolCall{call("c1", "workflow_gone", `{"w":"x"}`)}, demoEnv())[0]
+	if pc.State != record.CallInvalid || !strings.Contains(pc.Error, "uses skill no_such_skill, which is not available") {
+		t.Errorf("Validate() = %s %q, want invalid naming the missing skill", pc.State, pc.Error)
 	}
 }
