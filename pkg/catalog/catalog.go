@@ -1,7 +1,10 @@
 // Package catalog turns what the platform can do into the tools the model
-// sees (spec §3.2) and checks a batch of tool calls before anything runs
-// (spec §3.3). It knows capabilities, workflow templates and ask_user; it
-// must not call specialists, Valkey or the LLM.
+// sees (spec §3.2), and writes the system prompt (spec §3.5). It knows
+// capabilities, workflow templates and ask_user, and what validation needs
+// of each tool (Entry); the checks of a batch of tool calls before anything
+// runs (spec §3.3) and the tool results live in the subpackage batch,
+// because package record imports this one. It must not call specialists,
+// Valkey or the LLM.
 package catalog
 
 import "encoding/json"
