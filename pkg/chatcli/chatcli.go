@@ -1,0 +1,532 @@
+// Package chatcli is the terminal client of clientagent (`clientagent chat`):
+// a line-oriented REPL over the HTTP API (API.md) that posts messages, shows
+// a turn's steps as they happen, asks form questions and approvals
+// interactively, prints the reply and saves new artifacts to a directory.
+// It only speaks the public HTTP API; it must not import the server's
+// packages or reach Valkey, S3 or the state machine directly.
+package chatcli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options configures Run.
+type Options struct {
+	BaseURL string // API origin, e.g. http://127.0.0.1:8080
+	Token   string // bearer token
+	In      io.Reader
+	Out     io.Writer
+	// OutDir receives the artifacts that turns produce ("." when empty).
+	OutDir string
+	// Conversation continues an existing conversation; empty creates one.
+	Conversation string
+	HTTPClient   *http.Client
+	// PollInterval is the pause between polls of a running turn (500ms when zero).
+	PollInterval time.Duration
+}
+
+// errQuit ends the REPL without an error (/quit or end of input).
+var errQuit = errors.New("quit")
+
+// Run runs the REPL until /quit, the end of In, or ctx ends. API errors of
+// one message are printed and the REPL goes on; Run returns an error only
+// when it cannot continue (no conversation, a broken writer, ctx ended).
+func Run(ctx context.Context, opts Options) error {
+	s := &session{
+		api:    &Client{BaseURL: opts.BaseURL, Token: opts.Token, HTTP: opts.HTTPClient},
+		out:    opts.Out,
+		outDir: opts.OutDir,
+		cid:    opts.Conversation,
+		poll:   opts.PollInterval,
+		saved:  map[string]bool{},
+		lines:  readLines(opts.In),
+	}
+	if s.out == nil {
+		s.out = io.Discard
+	}
+	if s.outDir == "" {
+		s.outDir = "."
+	}
+	if s.poll <= 0 {
+		s.poll = 500 * time.Millisecond
+	}
+	if s.cid == "" {
+		if err := s.newConversation(ctx); err != nil {
+			return err
+		}
+	} else {
+		s.printf("conversation %s\n", s.cid)
+	}
+	s.printf("Type a message. Commands: /new (new conversation), /upload PATH (attach a file), /quit.\n")
+	for {
+		s.printf("> ")
+		line, err := s.readLine(ctx)
+		if errors.Is(err, errQuit) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.handle(ctx, strings.TrimSpace(line)); err != nil {
+			if errors.Is(err, errQuit) {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			s.printf("error: %v\n", err)
+		}
+	}
+}
+
+type session struct {
+	api     *Client
+	out     io.Writer
+	outDir  string
+	cid     string
+	poll    time.Duration
+	saved   map[string]bool // artifact ids already written to outDir
+	pending []string        // uploads named in the next message
+	lines   <-chan lineOrErr
+}
+
+type lineOrErr struct {
+	line string
+	err  error
+}
+
+// readLines reads in on its own goroutine so that a blocked terminal read
+// never keeps Run from seeing ctx end.
+func readLines(in io.Reader) <-chan lineOrErr {
+	ch := make(chan lineOrErr)
+	go func() {
+		defer close(ch)
+		if in == nil {
+			return
+		}
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		for sc.Scan() {
+			ch <- lineOrErr{line: sc.Text()}
+		}
+		if err := sc.Err(); err != nil {
+			ch <- lineOrErr{err: fmt.Errorf("read input: %w", err)}
+		}
+	}()
+	return ch
+}
+
+func (s *session) readLine(ctx context.Context) (string, error) {
+	select {
+	case <-ctx.Done():
+		return "", ctx.Err()
+	case l, ok := <-s.lines:
+		if !ok {
+			s.printf("\n")
+			return "", errQuit
+		}
+		return l.line, l.err
+	}
+}
+
+func (s *session) printf(format string, args ...any) {
+	fmt.Fprintf(s.out, format, args...)
+}
+
+func (s *session) handle(ctx context.Context, line string) error {
+	switch {
+	case line == "":
+		return nil
+	case line == "/quit" || line == "/exit":
+		return errQuit
+	case line == "/new":
+		return s.newConversation(ctx)
+	case line == "/help":
+		s.printf("/new starts a conversation, /upload PATH attaches a file to the next message, /quit ends.\n")
+		return nil
+	case strings.HasPrefix(line, "/upload "):
+		return s.upload(ctx, strings.TrimSpace(strings.TrimPrefix(line, "/upload ")))
+	case strings.HasPrefix(line, "/"):
+		s.printf("unknown command %s (try /help)\n", strings.Fields(line)[0])
+		return nil
+	}
+	files := s.pending
+	s.pending = nil
+	tid, err := s.api.SendMessage(ctx, s.cid, line, files)
+	if err != nil {
+		return fmt.Errorf("send message: %w", err)
+	}
+	return s.follow(ctx, tid)
+}
+
+func (s *session) newConversation(ctx context.Context) error {
+	cid, err := s.api.CreateConversation(ctx)
+	if err != nil {
+		return fmt.Errorf("create conversation: %w", err)
+	}
+	s.cid, s.pending = cid, nil
+	s.printf("conversation %s\n", cid)
+	return nil
+}
+
+func (s *session) upload(ctx context.Context, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("upload: %w", err)
+	}
+	defer f.Close()
+	typ := mime.TypeByExtension(filepath.Ext(path))
+	if typ == "" {
+		typ = "application/octet-stream"
+	}
+	a, err := s.api.UploadArtifact(ctx, s.cid, filepath.Base(path), typ, f)
+	if err != nil {
+		return fmt.Errorf("upload %s: %w", path, err)
+	}
+	s.pending = append(s.pending, a.ID)
+	s.printf("attached %s (%s) to your next message\n", a.Name, a.ID)
+	return nil
+}
+
+// follow polls a turn until it ends, printing steps as they appear and
+// asking the user whenever the turn waits for input or approval.
+func (s *session) follow(ctx context.Context, tid string) error {
+	printed := map[string]string{} // step key → last printed status
+	failures := 0
+	for {
+		t, err := s.api.GetTurn(ctx, s.cid, tid)
+		if err != nil {
+			if ctx.Err() != nil || IsClientError(err) {
+				return fmt.Errorf("read turn %s: %w", tid, err)
+			}
+			// Transient (network, 5xx): retry a few times before giving up.
+			if failures++; failures > 3 {
+				return fmt.Errorf("read turn %s: %w", tid, err)
+			}
+			if err := sleep(ctx, s.poll*time.Duration(failures)); err != nil {
+				return err
+			}
+			continue
+		}
+		failures = 0
+		s.printSteps(t.Steps, printed)
+		switch t.Status {
+		case StatusAwaitingInput:
+			if err := s.answerForm(ctx, tid, t.Form); err != nil {
+				return err
+			}
+			continue
+		case StatusAwaitingApproval:
+			if err := s.answerApproval(ctx, tid, t.Approval); err != nil {
+				return err
+			}
+			continue
+		case StatusSucceeded:
+			s.printf("\n%s\n", t.Reply)
+			s.printf("(%d LLM calls)\n", t.LLMCalls)
+			s.saveArtifacts(ctx, t.Artifacts)
+			return nil
+		case StatusFailed, StatusExpired, StatusSuperseded:
+			msg := t.Reply
+			if msg == "" {
+				msg = "no details"
+			}
+			s.printf("\n✗ turn %s: %s\n", t.Status, msg)
+			s.saveArtifacts(ctx, t.Artifacts)
+			return nil
+		}
+		if err := sleep(ctx, s.poll); err != nil {
+			return err
+		}
+	}
+}
+
+var stepIcons = map[string]string{
+	"succeeded":    "✓",
+	"failed":       "✗",
+	"rejected":     "⊘",
+	"not_executed": "–",
+	"answered":     "✎",
+}
+
+// printSteps prints each tool step when it starts and when it ends. LLM
+// calls are left out of the lines; their count comes with the reply.
+func (s *session) printSteps(steps []Step, printed map[string]string) {
+	for i, st := range steps {
+		if st.Tool == "llm" {
+			continue
+		}
+		key := st.CallID
+		if key == "" {
+			key = strconv.Itoa(i)
+		}
+		if printed[key] == st.Status {
+			continue
+		}
+		printed[key] = st.Status
+		if st.Status == "running" {
+			s.printf("→ %s … running\n", st.Tool)
+			continue
+		}
+		icon := stepIcons[st.Status]
+		if icon == "" {
+			icon = "•"
+		}
+		s.printf("%s %s %s\n", icon, st.Tool, strings.ReplaceAll(st.Status, "_", " "))
+	}
+}
+
+// answerForm asks every field of every paused call, sends the answers and
+// asks again, showing the server's message, while the server rejects them.
+func (s *session) answerForm(ctx context.Context, tid string, form *Form) error {
+	if form == nil || len(form.Calls) == 0 {
+		return fmt.Errorf("turn %s waits for input but shows no form", tid)
+	}
+	for {
+		answers := map[string]map[string]any{}
+		for _, call := range form.Calls {
+			s.printf("%s needs some input:\n", call.Tool)
+			answers[call.CallID] = map[string]any{}
+			for _, f := range call.Fields {
+				v, ok, err := s.askField(ctx, f)
+				if err != nil {
+					return err
+				}
+				if ok {
+					answers[call.CallID][f.Name] = v
+				}
+			}
+		}
+		_, err := s.api.SendInput(ctx, s.cid, tid, Input{Answers: answers})
+		var ae *APIError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+			s.printf("(%s)\n", ae.Message)
+			return nil // the caller re-reads the turn and shows what happened
+		case IsClientError(err):
+			s.printf("server: %s — please answer again.\n", ae.Message)
+		default:
+			return fmt.Errorf("send answers: %w", err)
+		}
+	}
+}
+
+// askField asks one field until the answer parses; ok is false when an
+// optional field was left empty.
+func (s *session) askField(ctx context.Context, f FormField) (v any, ok bool, err error) {
+	hint := f.Type
+	if len(f.Enum) > 0 {
+		hint += ", one of " + strings.Join(f.Enum, "|")
+	}
+	if f.Type == "boolean" {
+		hint += ", y/n"
+	}
+	if f.Required {
+		hint += ", required"
+	}
+	prompt := fmt.Sprintf("  %s (%s)", f.Name, hint)
+	if f.Description != "" {
+		prompt += " — " + f.Description
+	}
+	for {
+		s.printf("%s: ", prompt)
+		line, err := s.readLine(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			if !f.Required {
+				return nil, false, nil
+			}
+			s.printf("  %s is required\n", f.Name)
+			continue
+		}
+		v, err := parseField(f, line)
+		if err != nil {
+			s.printf("  %v\n", err)
+			continue
+		}
+		return v, true, nil
+	}
+}
+
+func parseField(f FormField, in string) (any, error) {
+	switch f.Type {
+	case "integer":
+		n, err := strconv.ParseInt(in, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be a whole number", f.Name)
+		}
+		return n, nil
+	case "number":
+		x, err := strconv.ParseFloat(in, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s must be a number", f.Name)
+		}
+		return x, nil
+	case "boolean":
+		switch strings.ToLower(in) {
+		case "y", "yes", "true", "1":
+			return true, nil
+		case "n", "no", "false", "0":
+			return false, nil
+		}
+		return nil, fmt.Errorf("%s: answer y or n", f.Name)
+	}
+	if len(f.Enum) > 0 && !slices.Contains(f.Enum, in) {
+		return nil, fmt.Errorf("%s must be one of %s", f.Name, strings.Join(f.Enum, ", "))
+	}
+	return in, nil
+}
+
+// answerApproval shows the exact arguments of the batch and asks y/N; text
+// after the answer ("n too expensive") becomes the note.
+func (s *session) answerApproval(ctx context.Context, tid string, ap *Approval) error {
+	if ap == nil || len(ap.Calls) == 0 {
+		return fmt.Errorf("turn %s waits for approval but shows no calls", tid)
+	}
+	var prompt string
+	if len(ap.Calls) == 1 {
+		prompt = fmt.Sprintf("Approve %s %s? [y/N] ", ap.Calls[0].Tool, compact(ap.Calls[0].Arguments))
+	} else {
+		for _, c := range ap.Calls {
+			s.printf("  %s %s\n", c.Tool, compact(c.Arguments))
+		}
+		prompt = fmt.Sprintf("Approve these %d calls? [y/N] ", len(ap.Calls))
+	}
+	s.printf("%s", prompt)
+	line, err := s.readLine(ctx)
+	if err != nil {
+		return err
+	}
+	word, note, _ := strings.Cut(strings.TrimSpace(line), " ")
+	d := Decision{Decision: "reject", Note: strings.TrimSpace(note)}
+	if w := strings.ToLower(word); w == "y" || w == "yes" {
+		d.Decision = "approve"
+	}
+	_, err = s.api.SendInput(ctx, s.cid, tid, Input{Approval: &d})
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
+		s.printf("(%s)\n", ae.Message)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("send approval: %w", err)
+	}
+	if d.Decision == "approve" {
+		s.printf("approved\n")
+	} else {
+		s.printf("rejected\n")
+	}
+	return nil
+}
+
+func compact(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+// saveArtifacts writes every artifact not saved before into outDir and
+// prints its path; a failed download is reported and the rest go on.
+func (s *session) saveArtifacts(ctx context.Context, arts []ArtifactRef) {
+	for _, a := range arts {
+		if s.saved[a.ID] {
+			continue
+		}
+		path, err := s.saveArtifact(ctx, a)
+		if err != nil {
+			s.printf("could not save %s: %v\n", a.Name, err)
+			continue
+		}
+		s.saved[a.ID] = true
+		s.printf("saved %s (%s) to %s\n", a.Name, a.MimeType, path)
+	}
+}
+
+func (s *session) saveArtifact(ctx context.Context, a ArtifactRef) (string, error) {
+	if err := os.MkdirAll(s.outDir, 0o755); err != nil {
+		return "", fmt.Errorf("create %s: %w", s.outDir, err)
+	}
+	f, path, err := createUnique(s.outDir, safeName(a.Name, a.ID))
+	if err != nil {
+		return "", err
+	}
+	if err := s.api.DownloadArtifact(ctx, s.cid, a.ID, f); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("download artifact %s: %w", a.ID, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return path, nil
+}
+
+// safeName keeps an artifact's name a plain file name: the server's name is
+// data, and must not steer the write outside outDir.
+func safeName(name, id string) string {
+	name = filepath.Base(strings.ReplaceAll(name, "\\", "/"))
+	if name == "." || name == "/" || name == ".." || strings.TrimSpace(name) == "" {
+		name = id
+	}
+	if name == "" {
+		name = "artifact"
+	}
+	return name
+}
+
+// createUnique creates dir/name, or dir/base-2.ext, dir/base-3.ext … when
+// the name is taken, so an earlier file is never overwritten.
+func createUnique(dir, name string) (*os.File, string, error) {
+	ext := filepath.Ext(name)
+	base := strings.TrimSuffix(name, ext)
+	for i := 1; i < 10000; i++ {
+		cand := name
+		if i > 1 {
+			cand = fmt.Sprintf("%s-%d%s", base, i, ext)
+		}
+		path := filepath.Join(dir, cand)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if err == nil {
+			return f, path, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, "", fmt.Errorf("create %s: %w", path, err)
+		}
+	}
+	return nil, "", fmt.Errorf("no free file name for %s in %s", name, dir)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

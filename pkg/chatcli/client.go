@@ -1,0 +1,248 @@
+package chatcli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Turn statuses of the API contract (API.md, Turn.status).
+const (
+	StatusRunning          = "running"
+	StatusAwaitingInput    = "awaiting_input"
+	StatusAwaitingApproval = "awaiting_approval"
+	StatusSucceeded        = "succeeded"
+	StatusFailed           = "failed"
+	StatusExpired          = "expired"
+	StatusSuperseded       = "superseded"
+)
+
+// Turn is the API's view of one user turn (API.md "Turn").
+type Turn struct {
+	ID        string        `json:"turn_id"`
+	Status    string        `json:"status"`
+	Text      string        `json:"text,omitempty"`
+	Reply     string        `json:"reply,omitempty"`
+	Form      *Form         `json:"form,omitempty"`
+	Approval  *Approval     `json:"approval,omitempty"`
+	Artifacts []ArtifactRef `json:"artifacts,omitempty"`
+	Steps     []Step        `json:"steps,omitempty"`
+	LLMCalls  int           `json:"llm_calls"`
+}
+
+// Form is the open questions of a turn that waits for input.
+type Form struct {
+	Calls []FormCall `json:"calls"`
+}
+
+// FormCall is one paused call and the fields it needs.
+type FormCall struct {
+	CallID string      `json:"call_id"`
+	Tool   string      `json:"tool"`
+	Fields []FormField `json:"fields"`
+}
+
+// FormField is one typed question (type string, integer, number or boolean).
+type FormField struct {
+	Name        string   `json:"name"`
+	Type        string   `json:"type"`
+	Description string   `json:"description,omitempty"`
+	Required    bool     `json:"required"`
+	Enum        []string `json:"enum,omitempty"`
+}
+
+// Approval is the batch of calls a turn waits to have approved.
+type Approval struct {
+	Calls []ApprovalCall `json:"calls"`
+}
+
+// ApprovalCall is one call with the exact arguments the approval covers.
+type ApprovalCall struct {
+	CallID    string          `json:"call_id"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ArtifactRef names an artifact of the conversation.
+type ArtifactRef struct {
+	ID          string `json:"artifact_id"`
+	Name        string `json:"name"`
+	MimeType    string `json:"mime_type"`
+	Description string `json:"description,omitempty"`
+}
+
+// Step is one entry of a turn's progress ("llm" is an LLM call).
+type Step struct {
+	Tool      string `json:"tool"`
+	CallID    string `json:"call_id,omitempty"`
+	Status    string `json:"status"`
+	StartedAt string `json:"started_at,omitempty"`
+	EndedAt   string `json:"ended_at,omitempty"`
+}
+
+// Input is the body of POST …/turns/{tid}/input.
+type Input struct {
+	Answers  map[string]map[string]any `json:"answers,omitempty"`
+	Approval *Decision                 `json:"approval,omitempty"`
+}
+
+// Decision answers a pending approval.
+type Decision struct {
+	Decision string `json:"decision"` // approve or reject
+	Note     string `json:"note,omitempty"`
+}
+
+// APIError is an error answer of the API ({"error": {"code", "message"}}).
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%s (HTTP %d %s)", e.Message, e.Status, e.Code)
+}
+
+// IsClientError reports whether err is a 4xx answer of the API.
+func IsClientError(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500
+}
+
+// Client calls the clientagent HTTP API with a bearer token.
+type Client struct {
+	BaseURL string
+	Token   string
+	HTTP    *http.Client
+	// Timeout bounds each request; zero means 30s.
+	Timeout time.Duration
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 400 {
+		var e struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		ae := &APIError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Message: fmt.Sprintf("%s %s failed", method, path)}
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			ae.Code, ae.Message = e.Error.Code, e.Error.Message
+		}
+		return ae
+	}
+	switch o := out.(type) {
+	case nil:
+		return nil
+	case io.Writer:
+		if _, err := io.Copy(o, res.Body); err != nil {
+			return fmt.Errorf("%s %s: read body: %w", method, path, err)
+		}
+		return nil
+	default:
+		if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+			return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+		}
+		return nil
+	}
+}
+
+func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	ct := ""
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return fmt.Errorf("%s %s: encode body: %w", method, path, err)
+		}
+		body, ct = bytes.NewReader(b), "application/json"
+	}
+	return c.do(ctx, method, path, body, ct, out)
+}
+
+// CreateConversation starts a conversation and returns its id.
+func (c *Client) CreateConversation(ctx context.Context) (string, error) {
+	var out struct {
+		ID string `json:"conversation_id"`
+	}
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations", struct{}{}, &out); err != nil {
+		return "", err
+	}
+	if out.ID == "" {
+		return "", errors.New("create conversation: empty conversation_id")
+	}
+	return out.ID, nil
+}
+
+// SendMessage posts a user message and returns the started turn's id.
+func (c *Client) SendMessage(ctx context.Context, cid, text string, files []string) (string, error) {
+	in := struct {
+		Text  string   `json:"text"`
+		Files []string `json:"files,omitempty"`
+	}{text, files}
+	var out struct {
+		ID string `json:"turn_id"`
+	}
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/messages", in, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// GetTurn reads a turn's current state.
+func (c *Client) GetTurn(ctx context.Context, cid, tid string) (Turn, error) {
+	var t Turn
+	err := c.doJSON(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid), nil, &t)
+	return t, err
+}
+
+// SendInput answers a waiting turn (form answers or an approval decision).
+func (c *Client) SendInput(ctx context.Context, cid, tid string, in Input) (Turn, error) {
+	var t Turn
+	err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid)+"/input", in, &t)
+	return t, err
+}
+
+// UploadArtifact stores a file for the next message and returns its id.
+func (c *Client) UploadArtifact(ctx context.Context, cid, name, mimeType string, body io.Reader) (ArtifactRef, error) {
+	var a ArtifactRef
+	err := c.do(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/artifacts?name="+url.QueryEscape(name), body, mimeType, &a)
+	return a, err
+}
+
+// DownloadArtifact copies an artifact's bytes to w.
+func (c *Client) DownloadArtifact(ctx context.Context, cid, aid string, w io.Writer) error {
+	return c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(cid)+"/artifacts/"+url.PathEscape(aid), nil, "", w)
+}
