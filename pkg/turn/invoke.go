@@ -49,14 +49,14 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	switch {
 	case !ok:
 		o = failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool))
-	case entry.Workflow != nil:
-		o = h.runWorkflow(ctx, conv, t, pc, cat, *entry.Workflow, arts)
-	case entry.Capability != nil:
+	case entry.Kind == catalog.EntryWorkflow:
+		o = h.runWorkflow(ctx, conv, t, pc, cat, entry.Workflow, arts)
+	case entry.Kind == catalog.EntrySkill:
 		o = h.Invoker.Invoke(ctx, agents.Call{
 			ConversationID: conv.Meta.ID,
 			TurnID:         t.ID,
 			CallID:         pc.CallID,
-			Capability:     *entry.Capability,
+			Capability:     entry.Capability,
 			Arguments:      pc.Arguments,
 			Sources:        pc.Sources,
 			Files:          referencedFiles(pc.Arguments, arts),
@@ -135,14 +135,14 @@ func (h *Handlers) runWorkflow(ctx context.Context, conv *record.Conversation, t
 			return failedOutcome(fmt.Sprintf("workflow %s step %d (%s): %v", wf.ID, i+1, st.Skill, err))
 		}
 		entry, ok := cat.Lookup(st.Skill)
-		if !ok || entry.Capability == nil {
+		if !ok || entry.Kind != catalog.EntrySkill {
 			return failedOutcome(fmt.Sprintf("workflow %s step %d: skill %s is not available", wf.ID, i+1, st.Skill))
 		}
 		o := h.Invoker.Invoke(ctx, agents.Call{
 			ConversationID: conv.Meta.ID,
 			TurnID:         t.ID,
 			CallID:         fmt.Sprintf("%s.%d", pc.CallID, i),
-			Capability:     *entry.Capability,
+			Capability:     entry.Capability,
 			Arguments:      args,
 			Sources:        pc.Sources,
 			Files:          referencedFiles(args, arts),

@@ -1,0 +1,47 @@
+# clientagent — the two commands: `make run` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+FUNCTIONS := api llmstep validate invoke append await demoagents
+
+.PHONY: run test test-go test-race deps npm build lint fuzz bench clean
+
+run: ## the local stack: API + web page, local Step Functions engine, embedded Valkey, demo agents
+	$(GO) run ./cmd/clientagent dev
+
+test: deps ## every test (Go unit + embedded integration + node checks + browser tests when Chromium is installed)
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 15m ./...
+
+test-race:
+	$(GO) test -race -count=1 -timeout 20m ./...
+
+deps: npm
+	$(GO) mod download
+
+# node packages for the checks that use node (asl-validator, jsonata 2.0.6,
+# @a2a-js/sdk, playwright-core). Skipped, with a message, without npm.
+npm:
+	@if command -v npm >/dev/null 2>&1; then \
+		if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund; fi; \
+	else echo "npm not found: the node-based checks will be skipped (install Node.js 20 and npm)"; fi
+
+build: ## Lambda bootstraps (arm64, provided.al2023) under bin/<function>/bootstrap, and the CLI
+	@for f in $(FUNCTIONS); do \
+		echo "build $$f"; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+	$(GO) build -o bin/clientagent ./cmd/clientagent
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+	$(GO) vet ./...
+
+fuzz: ## each fuzz target for FUZZTIME (default 5m)
+	$(GO) test -run='^$$' -fuzz=FuzzLLMView -fuzztime=$${FUZZTIME:-5m} ./pkg/record/
+	$(GO) test -run='^$$' -fuzz=FuzzMergeTurns -fuzztime=$${FUZZTIME:-5m} ./pkg/record/
+
+bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per turn)
+	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/devstack/
+
+clean:
+	rm -rf bin .data

@@ -1,0 +1,20 @@
+// Command await is the Lambda function of the turn state machine's Await step
+// (statemachine/turn.asl.json); the logic is turn.Handlers.Await.
+package main
+
+import (
+	"context"
+	"log"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/clientagent/clientagent/pkg/platform"
+)
+
+func main() {
+	p, err := platform.FromEnv(context.Background())
+	if err != nil {
+		log.Fatal(err)
+	}
+	lambda.Start(p.Handlers.Await)
+}

@@ -1,0 +1,227 @@
+// Package devstack runs the whole product on one machine (`make run`,
+// `clientagent dev`, end-to-end tests): the HTTP API and web page, the
+// local Step Functions engine executing statemachine/turn.asl.json with the
+// step handlers in process (and answering the Step Functions JSON API, so
+// the API uses the real SDK client), an embedded or real Valkey, a local
+// artifact directory and the demo specialists. It wires; it decides nothing.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+
+	clientagent "github.com/clientagent/clientagent"
+	"github.com/clientagent/clientagent/pkg/api"
+	"github.com/clientagent/clientagent/pkg/artifact/localstore"
+	"github.com/clientagent/clientagent/pkg/auth"
+	"github.com/clientagent/clientagent/pkg/demoagents"
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/scripted"
+	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/sfnlocal"
+	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/web"
+)
+
+// Function names the local engine registers the step handlers under; the
+// same placeholders CDK substitutes with the deployed functions' ARNs.
+var functionNames = map[string]string{
+	"LLMStepFunction":  "clientagent-llmstep",
+	"ValidateFunction": "clientagent-validate",
+	"AwaitFunction":    "clientagent-await",
+	"InvokeFunction":   "clientagent-invoke",
+	"AppendFunction":   "clientagent-append",
+}
+
+// Config configures a local stack. Every field is optional.
+type Config struct {
+	// Addr is where the API, page, demo agents and engine listen (default 127.0.0.1:8080).
+	Addr string
+	// DataDir holds the signing key and artifacts (default ./.data).
+	DataDir string
+	// ValkeyURL points at a real Valkey/Redis; empty starts an embedded one.
+	ValkeyURL string
+	// LLM is the model; nil means the scripted demo model.
+	LLM llm.Provider
+	// LLMName describes the model in the start banner.
+	LLMName string
+	// Agents are extra specialist base URLs beside the demo ones.
+	Agents []string
+	// Limits bound each turn (zero: the spec's defaults).
+	Limits turn.Limits
+	// Clock drives the engine's timers (tests use a fake clock for expiry).
+	Clock  sfnlocal.Clock
+	Logger *slog.Logger
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	url      string
+	srv      *http.Server
+	engine   *sfnlocal.Engine
+	auth     *auth.Local
+	closeRDB func()
+	// Platform is the wired object graph (tests inspect its store).
+	Platform *platform.Platform
+	// Engine is the local Step Functions engine (tests read histories).
+	Engine *sfnlocal.Engine
+	// StateMachineARN is the turn state machine's ARN on Engine.
+	StateMachineARN string
+	// Publications is what the demo publish_artifact skill published.
+	Publications *demoagents.Ledger
+}
+
+// Start builds and starts a stack; Close stops it.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:8080"
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = ".data"
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	model := cfg.LLM
+	if model == nil {
+		model = scripted.Demo()
+	}
+	limits := cfg.Limits
+	if limits.MaxLLMCalls == 0 {
+		limits = turn.DefaultLimits()
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	url := "http://" + ln.Addr().String()
+	st := &Stack{url: url}
+	ok := false
+	defer func() {
+		if !ok {
+			ln.Close()
+			st.Close()
+		}
+	}()
+
+	rdb, closeRDB, err := valkey.Open(ctx, cfg.ValkeyURL)
+	if err != nil {
+		return nil, fmt.Errorf("valkey: %w", err)
+	}
+	st.closeRDB = closeRDB
+	key, err := auth.LoadOrCreateKey(filepath.Join(cfg.DataDir, "signing.key"))
+	if err != nil {
+		return nil, err
+	}
+	st.auth = &auth.Local{Key: key}
+	arts, err := localstore.New(filepath.Join(cfg.DataDir, "artifacts"), url, key)
+	if err != nil {
+		return nil, fmt.Errorf("artifact directory: %w", err)
+	}
+	st.Publications = &demoagents.Ledger{}
+	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
+	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Logger: log}, rdb, arts, model)
+	if err != nil {
+		return nil, err
+	}
+	st.Platform = p
+
+	st.engine = sfnlocal.New(sfnlocal.Options{Clock: cfg.Clock, Persist: &sfnlocal.RedisPersister{Client: rdb}, Logger: log})
+	st.Engine = st.engine
+	h := p.Handlers
+	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turn.JSON(h.LLMStep))
+	st.engine.RegisterFunction(functionNames["ValidateFunction"], turn.JSON(h.Validate))
+	st.engine.RegisterFunction(functionNames["AwaitFunction"], turn.JSON(h.Await))
+	st.engine.RegisterFunction(functionNames["InvokeFunction"], turn.JSON(h.Invoke))
+	st.engine.RegisterFunction(functionNames["AppendFunction"], turn.JSON(h.Append))
+	smARN, err := st.engine.CreateStateMachine("clientagent-turn", sfnlocal.Substitute(clientagent.TurnStateMachine, functionNames))
+	if err != nil {
+		return nil, fmt.Errorf("load the turn state machine: %w", err)
+	}
+	st.StateMachineARN = smARN
+
+	// The API talks to the engine through the real Step Functions SDK client.
+	sfnClient := sfn.New(sfn.Options{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		BaseEndpoint: aws.String(url + "/sfn/"),
+	})
+	server := &api.Server{
+		Store:           p.Store,
+		Artifacts:       arts,
+		Executions:      sfnClient,
+		StateMachineARN: smARN,
+		Catalogs:        p.Catalogs,
+		Auth:            st.auth,
+		Limits:          limits,
+		MaxUpload:       20 << 20,
+		MaxText:         16000,
+		Logger:          log,
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", server.Handler())
+	mux.Handle("/files/", arts.Handler())
+	mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Logger: log}))
+	mux.Handle("/sfn/", http.StripPrefix("/sfn", st.engine.HTTPHandler()))
+	mux.Handle("/", web.Handler())
+	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := st.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("http server", "error", err)
+		}
+	}()
+	if err := st.engine.Resume(ctx); err != nil {
+		return nil, fmt.Errorf("resume waiting turns: %w", err)
+	}
+	ok = true
+	return st, nil
+}
+
+// URL is the base URL of the API and page.
+func (s *Stack) URL() string { return s.url }
+
+// Token mints a token for user.
+func (s *Stack) Token(user string) (string, error) { return s.auth.Mint(user) }
+
+// Close stops the server, the engine and the embedded Valkey.
+func (s *Stack) Close() error {
+	if s.srv != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = s.srv.Shutdown(ctx)
+		cancel()
+	}
+	if s.engine != nil {
+		s.engine.Close()
+	}
+	if s.closeRDB != nil {
+		s.closeRDB()
+	}
+	return nil
+}
+
+// Banner is what `clientagent dev` prints at start.
+func (s *Stack) Banner(model string) string {
+	tok, _ := s.Token("dev")
+	var b strings.Builder
+	fmt.Fprintf(&b, "clientagent is running.\n")
+	fmt.Fprintf(&b, "  web page:  %s/#token=%s\n", s.url, tok)
+	fmt.Fprintf(&b, "  API:       %s/v1/\n", s.url)
+	fmt.Fprintf(&b, "  model:     %s\n", model)
+	fmt.Fprintf(&b, "  try:       Create a PNG image with the word Popelnase\n")
+	fmt.Fprintf(&b, "token for the user dev:\n%s\n", tok)
+	return b.String()
+}

@@ -1,0 +1,461 @@
+package devstack
+
+// End-to-end tests of issue 4: every one goes through the HTTP API, the
+// turn state machine on the local engine, Valkey and A2A specialists.
+
+import (
+	"bytes"
+	"encoding/json"
+	"image"
+	"image/png"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// Scenario 1 (spec §2): "Create a PNG image with the word Popelnase" chains
+// create_svg_artifact → convert_svg_to_png → answer in exactly 3 LLM calls.
+func TestPopelnase(t *testing.T) {
+	t.Parallel()
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		for _, r := range toolResults(req) {
+			arts, _ := r["artifacts"].([]any)
+			if len(arts) == 0 {
+				return answer("failed: " + r["error"].(string))
+			}
+			a := arts[0].(map[string]any)
+			if a["mime_type"] == "image/svg+xml" {
+				return calls(call("c2", "convert_svg_to_png", map[string]any{"artifact_id": a["artifact_id"]}))
+			}
+			return answer("Here is the PNG image with the word Popelnase: " + a["artifact_id"].(string))
+		}
+		return calls(call("c1", "create_svg_artifact", map[string]any{"word": "Popelnase"}))
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	v := c.wait(cid, c.send(cid, "Create a PNG image with the word Popelnase"))
+	if v.Status != "succeeded" {
+		t.Fatalf("status = %s (%s), want succeeded", v.Status, v.Reply)
+	}
+	if v.LLMCalls != 3 || len(m.requests()) != 3 {
+		t.Errorf("llm_calls = %d (provider saw %d), want 3", v.LLMCalls, len(m.requests()))
+	}
+	var pngRef string
+	for _, a := range v.Artifacts {
+		if a.MimeType == "image/png" {
+			pngRef = a.ID
+		}
+	}
+	if pngRef == "" {
+		t.Fatalf("artifacts = %+v, want a PNG", v.Artifacts)
+	}
+	img := c.downloadPNG(cid, pngRef)
+	if ink := inkFraction(img); ink < 0.02 || ink > 0.6 {
+		t.Errorf("ink fraction = %.3f, want the word drawn (between 2%% and 60%%)", ink)
+	}
+}
+
+func (c *client) downloadPNG(cid, aid string) image.Image {
+	c.t.Helper()
+	req, _ := http.NewRequest("GET", c.base+"/v1/conversations/"+cid+"/artifacts/"+aid, nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" {
+		c.t.Fatalf("GET artifact = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		c.t.Fatalf("decode PNG: %v", err)
+	}
+	return img
+}
+
+// inkFraction is the share of pixels noticeably darker than the background.
+func inkFraction(img image.Image) float64 {
+	b := img.Bounds()
+	bg := lum(img, b.Min.X, b.Min.Y)
+	var ink, all int
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			all++
+			if d := lum(img, x, y) - bg; d > 0.3 || d < -0.3 {
+				ink++
+			}
+		}
+	}
+	return float64(ink) / float64(all)
+}
+
+func lum(img image.Image, x, y int) float64 {
+	r, g, b, a := img.At(x, y).RGBA()
+	if a == 0 {
+		return 1 // transparent counts as a white background
+	}
+	return (0.299*float64(r) + 0.587*float64(g) + 0.114*float64(b)) / 65535
+}
+
+// Scenario 2 (spec §3.3): three independent calls in one assistant message
+// run concurrently and their results come back in call order; a failing
+// specialist is a failed result, not a failed turn.
+func TestParallelCallsInCallOrder(t *testing.T) {
+	t.Parallel()
+	agent, url := startSlowAgent(t, 400*time.Millisecond)
+	var order []string
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == llm.RoleTool {
+			for _, msg := range req.Messages {
+				if msg.Role == llm.RoleTool {
+					order = append(order, msg.ToolCallID)
+				}
+			}
+			return answer("done")
+		}
+		return calls(call("a", "slow_echo", map[string]any{"text": "one"}), call("b", "slow_echo", map[string]any{"text": "boom"}), call("c", "slow_echo", map[string]any{"text": "three"}))
+	}}
+	_, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{url} })
+	cid := c.newConversation()
+	v := c.wait(cid, c.send(cid, "echo three things"))
+	if v.Status != "succeeded" {
+		t.Fatalf("status = %s (%s), want succeeded", v.Status, v.Reply)
+	}
+	if strings.Join(order, ",") != "a,b,c" {
+		t.Errorf("result order = %v, want a,b,c", order)
+	}
+	results := toolResults(m.requests()[1])
+	if results["b"]["status"] != "failed" || !strings.Contains(results["b"]["error"].(string), "echo chamber collapsed") {
+		t.Errorf("result b = %v, want failed with the agent's message", results["b"])
+	}
+	agent.mu.Lock()
+	runs := append([]span(nil), agent.runs...)
+	agent.mu.Unlock()
+	if len(runs) != 3 {
+		t.Fatalf("agent ran %d times, want 3", len(runs))
+	}
+	latestStart, earliestEnd := runs[0].start, runs[0].end
+	for _, r := range runs[1:] {
+		if r.start.After(latestStart) {
+			latestStart = r.start
+		}
+		if r.end.Before(earliestEnd) {
+			earliestEnd = r.end
+		}
+	}
+	if !latestStart.Before(earliestEnd) {
+		t.Errorf("the three calls did not overlap: they ran one after another")
+	}
+}
+
+// flangeModel asks for a flange without the user-input field material.
+func flangeModel() *model {
+	return &model{decide: func(req llm.Request) *llm.Response {
+		for _, r := range toolResults(req) {
+			return answer("Flange result: " + r["status"].(string))
+		}
+		return calls(call("f1", "design_valve_flange", map[string]any{"holes": 4, "outer_diameter_mm": 120}))
+	}}
+}
+
+// Scenario 3 (spec §3.3): a missing user-input field pauses with a typed
+// form; the answer is validated and the call runs; a second answer is 409.
+func TestFormRoundTrip(t *testing.T) {
+	t.Parallel()
+	m := flangeModel()
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	tid := c.send(cid, "Design a valve flange with 4 holes")
+	v := c.wait(cid, tid)
+	if v.Status != "awaiting_input" || v.Form == nil || len(v.Form.Calls) != 1 {
+		t.Fatalf("turn = %+v, want awaiting_input with one form", v)
+	}
+	f := v.Form.Calls[0]
+	if f.Tool != "design_valve_flange" || len(f.Fields) != 1 || f.Fields[0].Name != "material" || len(f.Fields[0].Enum) == 0 {
+		t.Fatalf("form = %+v, want the material field with its enum", f)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "unobtainium"}}}); code != http.StatusBadRequest {
+		t.Errorf("invalid answer = %d, want 400", code)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "steel"}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d, want 202", code)
+	}
+	v = c.wait(cid, tid)
+	if v.Status != "succeeded" || len(v.Artifacts) == 0 {
+		t.Fatalf("turn = %s %q, artifacts %v; want succeeded with a drawing", v.Status, v.Reply, v.Artifacts)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "brass"}}}); code != http.StatusConflict {
+		t.Errorf("second answer = %d, want 409", code)
+	}
+	// spec §3.5: the result tells the model the user supplied material.
+	r := toolResults(m.requests()[1])["f1"]
+	if src, _ := r["input_sources"].(map[string]any); src["material"] != "user" {
+		t.Errorf("input_sources = %v, want material from the user", r["input_sources"])
+	}
+}
+
+// publishModel creates an SVG, then publishes it (requires approval).
+func publishModel() *model {
+	return &model{decide: func(req llm.Request) *llm.Response {
+		res := toolResults(req)
+		if r, ok := res["p1"]; ok {
+			return answer("publish: " + r["status"].(string))
+		}
+		if r, ok := res["s1"]; ok {
+			a := r["artifacts"].([]any)[0].(map[string]any)
+			return calls(call("p1", "publish_artifact", map[string]any{"artifact_id": a["artifact_id"], "channel": "web"}))
+		}
+		return calls(call("s1", "create_svg_artifact", map[string]any{"word": "Hello"}))
+	}}
+}
+
+// Scenario 4 (spec §3.3, DESIGN §7): approve runs the call once; reject
+// sends a rejected result to the model and nothing runs; another user's
+// approval is 404.
+func TestApproval(t *testing.T) {
+	t.Parallel()
+	for _, decision := range []string{"approve", "reject"} {
+		t.Run(decision, func(t *testing.T) {
+			t.Parallel()
+			m := publishModel()
+			st, c := stack(t, m)
+			cid := c.newConversation()
+			tid := c.send(cid, "Make a Hello SVG and publish it to web")
+			v := c.wait(cid, tid)
+			if v.Status != "awaiting_approval" || v.Approval == nil || v.Approval.Calls[0].Arguments["channel"] != "web" {
+				t.Fatalf("turn = %+v, want awaiting_approval showing the arguments", v)
+			}
+			if code := c.as("mallory", st).input(cid, tid, map[string]any{"approval": map[string]any{"decision": "approve"}}); code != http.StatusNotFound {
+				t.Errorf("another user's approval = %d, want 404", code)
+			}
+			if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": decision}}); code != http.StatusAccepted {
+				t.Fatalf("decision = %d, want 202", code)
+			}
+			v = c.wait(cid, tid)
+			if v.Status != "succeeded" {
+				t.Fatalf("status = %s (%s), want succeeded", v.Status, v.Reply)
+			}
+			want, wantReply := 1, "publish: succeeded"
+			if decision == "reject" {
+				want, wantReply = 0, "publish: rejected"
+			}
+			if got := len(st.Publications.List()); got != want {
+				t.Errorf("publications = %d, want %d", got, want)
+			}
+			if v.Reply != wantReply {
+				t.Errorf("reply = %q, want %q", v.Reply, wantReply)
+			}
+		})
+	}
+}
+
+// A short yes to a pending approval is the decision (API.md).
+func TestYesRepliesToApproval(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, publishModel())
+	cid := c.newConversation()
+	tid := c.send(cid, "Make a Hello SVG and publish it to web")
+	if v := c.wait(cid, tid); v.Status != "awaiting_approval" {
+		t.Fatalf("status = %s, want awaiting_approval", v.Status)
+	}
+	if got := c.send(cid, "yes"); got != tid {
+		t.Errorf("yes started turn %s, want it to answer %s", got, tid)
+	}
+	if v := c.wait(cid, tid); v.Status != "succeeded" || len(st.Publications.List()) != 1 {
+		t.Errorf("status = %s, publications %d; want succeeded and 1", v.Status, len(st.Publications.List()))
+	}
+}
+
+// Scenario 5 (API.md, spec §3.4): new free text while a form waits
+// supersedes the waiting turn; the new turn runs.
+func TestSupersede(t *testing.T) {
+	t.Parallel()
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if strings.Contains(lastUser(req), "flange") {
+			if len(toolResults(req)) > 0 {
+				return answer("flange done")
+			}
+			return calls(call("f1", "design_valve_flange", map[string]any{"holes": 4, "outer_diameter_mm": 120}))
+		}
+		return answer("hello there")
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	t1 := c.send(cid, "Design a valve flange with 4 holes")
+	if v := c.wait(cid, t1); v.Status != "awaiting_input" {
+		t.Fatalf("status = %s, want awaiting_input", v.Status)
+	}
+	t2 := c.send(cid, "never mind, just say hello")
+	if v := c.wait(cid, t2); v.Status != "succeeded" || v.Reply != "hello there" {
+		t.Fatalf("new turn = %s %q, want succeeded", v.Status, v.Reply)
+	}
+	if v := c.wait(cid, t1); v.Status != "superseded" {
+		t.Errorf("old turn = %s, want superseded", v.Status)
+	}
+	if code := c.input(cid, t1, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "steel"}}}); code != http.StatusConflict {
+		t.Errorf("answer to superseded turn = %d, want 409", code)
+	}
+	// The superseded call reaches the model as not_executed (spec §3.4a).
+	reqs := m.requests()
+	assertProviderValid(t, reqs[len(reqs)-1].Messages)
+	found := false
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		if msg.Role == llm.RoleTool && msg.ToolCallID == "f1" && strings.Contains(msg.Content, "not_executed") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("transcript lacks the not_executed result of f1")
+	}
+}
+
+// Scenario 6 (seed 003, DESIGN §7): a pending approval left alone expires.
+func TestApprovalExpires(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, publishModel(), func(cfg *Config) {
+		cfg.Limits = turn.DefaultLimits()
+		cfg.Limits.AwaitTimeout = time.Second
+	})
+	cid := c.newConversation()
+	tid := c.send(cid, "Make a Hello SVG and publish it to web")
+	v := c.wait(cid, tid)
+	if v.Status != "awaiting_approval" {
+		t.Fatalf("status = %s, want awaiting_approval", v.Status)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for v.Status == "awaiting_approval" && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+		v = c.turn(cid, tid)
+	}
+	if v.Status != "expired" || !strings.Contains(v.Reply, "expired") {
+		t.Fatalf("turn = %s %q, want expired with a message", v.Status, v.Reply)
+	}
+	if n := len(st.Publications.List()); n != 0 {
+		t.Errorf("publications = %d, want 0", n)
+	}
+	if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": "approve"}}); code != http.StatusConflict {
+		t.Errorf("late approval = %d, want 409", code)
+	}
+}
+
+// Scenario 7 (spec §3.6, seed 004): a model that never stops fails the turn
+// after 12 LLM calls; the same call repeated is stopped earlier.
+func TestLimits(t *testing.T) {
+	t.Parallel()
+	n := 0
+	endless := &model{decide: func(req llm.Request) *llm.Response {
+		n++
+		return calls(call("w", "create_svg_artifact", map[string]any{"word": "again" + strings.Repeat("!", n)}))
+	}}
+	_, c := stack(t, endless)
+	cid := c.newConversation()
+	v := c.wait(cid, c.send(cid, "loop forever"))
+	if v.Status != "failed" || v.LLMCalls != 12 || !strings.Contains(v.Reply, "12") {
+		t.Errorf("endless: status %s, llm_calls %d, reply %q; want failed after 12 with a message", v.Status, v.LLMCalls, v.Reply)
+	}
+
+	same := &model{decide: func(req llm.Request) *llm.Response {
+		return calls(call("s", "create_svg_artifact", map[string]any{"word": "same"}))
+	}}
+	_, c2 := stack(t, same)
+	cid2 := c2.newConversation()
+	v = c2.wait(cid2, c2.send(cid2, "repeat yourself"))
+	if v.Status != "failed" || v.LLMCalls != 3 || !strings.Contains(v.Reply, "no progress") {
+		t.Errorf("repeat: status %s, llm_calls %d, reply %q; want failed by no-progress at the third call", v.Status, v.LLMCalls, v.Reply)
+	}
+
+	empty := &model{decide: func(llm.Request) *llm.Response { return answer("   ") }}
+	_, c3 := stack(t, empty)
+	cid3 := c3.newConversation()
+	v = c3.wait(cid3, c3.send(cid3, "say nothing"))
+	if v.Status != "failed" || !strings.Contains(v.Reply, "empty") {
+		t.Errorf("empty answer: status %s reply %q, want failed", v.Status, v.Reply)
+	}
+}
+
+// Scenario 8 (spec §3.3): unknown tool, malformed JSON, schema violation and
+// unknown artifact id become error results; the model corrects itself.
+func TestBadCallsBecomeErrorResults(t *testing.T) {
+	t.Parallel()
+	var errs map[string]map[string]any
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		res := toolResults(req)
+		switch {
+		case res["ok"] != nil:
+			return answer("fixed it")
+		case len(res) > 0:
+			errs = res
+			return calls(call("ok", "create_svg_artifact", map[string]any{"word": "fixed"}))
+		}
+		return calls(
+			call("u", "make_coffee", map[string]any{}),
+			llm.ToolCall{ID: "j", Name: "create_svg_artifact", Arguments: `{"word": "bro`, ArgumentsError: "unexpected end of JSON input"},
+			call("s", "create_svg_artifact", map[string]any{"word": 42}),
+			call("a", "convert_svg_to_png", map[string]any{"artifact_id": "art_doesnotexist"}),
+		)
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	v := c.wait(cid, c.send(cid, "do four wrong things"))
+	if v.Status != "succeeded" || v.Reply != "fixed it" {
+		t.Fatalf("status = %s %q, want succeeded", v.Status, v.Reply)
+	}
+	for _, id := range []string{"u", "j", "s", "a"} {
+		if errs[id]["status"] != "failed" || errs[id]["error"] == nil {
+			t.Errorf("result %s = %v, want a failed result with an error", id, errs[id])
+		}
+	}
+	if !strings.Contains(errs["u"]["error"].(string), "make_coffee") || !strings.Contains(errs["a"]["error"].(string), "art_doesnotexist") {
+		t.Errorf("errors do not name what was wrong: %v / %v", errs["u"]["error"], errs["a"]["error"])
+	}
+}
+
+// Scenario 9 (spec §3.4a, DESIGN §3): two turns started back to back on one
+// conversation both succeed, and a third turn's transcript is valid.
+func TestConcurrentTurns(t *testing.T) {
+	t.Parallel()
+	_, url := startSlowAgent(t, 200*time.Millisecond)
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		u := lastUser(req)
+		if len(toolResults(req)) > 0 || strings.Contains(u, "third") {
+			return answer("ok: " + u)
+		}
+		return calls(call("e-"+strings.Fields(u)[0], "slow_echo", map[string]any{"text": u}))
+	}}
+	_, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{url} })
+	cid := c.newConversation()
+	t1 := c.send(cid, "first request")
+	t2 := c.send(cid, "second request")
+	for _, tid := range []string{t1, t2} {
+		if v := c.wait(cid, tid); v.Status != "succeeded" {
+			t.Fatalf("turn %s = %s %q, want succeeded", tid, v.Status, v.Reply)
+		}
+	}
+	t3 := c.send(cid, "third request")
+	if v := c.wait(cid, t3); v.Status != "succeeded" {
+		t.Fatalf("third = %s", v.Status)
+	}
+	for _, req := range m.requests() {
+		assertProviderValid(t, req.Messages)
+	}
+	reqs := m.requests()
+	last := reqs[len(reqs)-1].Messages
+	if len(last) != 9 || last[len(last)-1].Content != "third request" {
+		t.Errorf("third turn's view = %d messages ending %q; want both earlier turns (4 each) then its own request", len(last), last[len(last)-1].Content)
+	}
+	var conv struct {
+		History []json.RawMessage `json:"history"`
+	}
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if len(conv.History) < 7 {
+		t.Errorf("history has %d entries, want every turn's messages", len(conv.History))
+	}
+}

@@ -1,0 +1,286 @@
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// model is a scripted LLM for one test: decide sees each request and
+// answers it; every request is recorded so tests count LLM calls and check
+// the transcripts the provider got.
+type model struct {
+	mu     sync.Mutex
+	reqs   []llm.Request
+	decide func(req llm.Request) *llm.Response
+}
+
+func (m *model) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
+	m.mu.Lock()
+	m.reqs = append(m.reqs, req)
+	m.mu.Unlock()
+	r := m.decide(req)
+	r.Usage = llm.Usage{InputTokens: 100, OutputTokens: 10}
+	return r, nil
+}
+
+func (m *model) requests() []llm.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]llm.Request(nil), m.reqs...)
+}
+
+func call(id, name string, args any) llm.ToolCall {
+	b, _ := json.Marshal(args)
+	return llm.ToolCall{ID: id, Name: name, Arguments: string(b)}
+}
+
+func calls(cs ...llm.ToolCall) *llm.Response { return &llm.Response{ToolCalls: cs} }
+func answer(text string) *llm.Response      { return &llm.Response{Text: text} }
+
+// toolResults are the tool messages after the last assistant message of
+// the current turn's block, by call id.
+func toolResults(req llm.Request) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != llm.RoleTool {
+			break
+		}
+		var v map[string]any
+		_ = json.Unmarshal([]byte(m.Content), &v)
+		out[m.ToolCallID] = v
+	}
+	return out
+}
+
+// lastUser is the newest user message of the request.
+func lastUser(req llm.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == llm.RoleUser {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+// assertProviderValid checks the provider invariant on a transcript: every
+// assistant tool call is answered by exactly one tool message right after
+// it, and no tool message stands without its call (spec §3.3, §3.4a).
+func assertProviderValid(t *testing.T, msgs []llm.Message) {
+	t.Helper()
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == llm.RoleTool {
+			t.Fatalf("message %d: tool result %s without its call", i, m.ToolCallID)
+		}
+		if m.Role != llm.RoleAssistant || len(m.ToolCalls) == 0 {
+			continue
+		}
+		want := map[string]bool{}
+		for _, c := range m.ToolCalls {
+			want[c.ID] = true
+		}
+		j := i + 1
+		for ; j < len(msgs) && msgs[j].Role == llm.RoleTool; j++ {
+			if !want[msgs[j].ToolCallID] {
+				t.Fatalf("message %d: result %s is not for the calls of message %d", j, msgs[j].ToolCallID, i)
+			}
+			delete(want, msgs[j].ToolCallID)
+		}
+		if len(want) > 0 {
+			t.Fatalf("message %d: calls without results: %v", i, want)
+		}
+		i = j - 1
+	}
+}
+
+// stack starts a local stack with model m (nil: the demo model).
+func stack(t *testing.T, m llm.Provider, mutate ...func(*Config)) (*Stack, *client) {
+	t.Helper()
+	cfg := Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), LLM: m}
+	for _, f := range mutate {
+		f(&cfg)
+	}
+	st, err := Start(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("Start() error = %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tok, err := st.Token("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, &client{t: t, base: st.URL(), token: tok}
+}
+
+// client speaks API.md over real HTTP.
+type client struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+func (c *client) as(user string, st *Stack) *client {
+	tok, err := st.Token(user)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return &client{t: c.t, base: c.base, token: tok}
+}
+
+func (c *client) do(method, path string, body any, out any) int {
+	c.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, c.base+path, rd)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if out != nil && len(b) > 0 {
+		if err := json.Unmarshal(b, out); err != nil {
+			c.t.Fatalf("%s %s: decode %q: %v", method, path, b, err)
+		}
+	}
+	return resp.StatusCode
+}
+
+func (c *client) newConversation() string {
+	c.t.Helper()
+	var out struct {
+		ID string `json:"conversation_id"`
+	}
+	if code := c.do("POST", "/v1/conversations", nil, &out); code != http.StatusCreated {
+		c.t.Fatalf("POST /v1/conversations = %d, want 201", code)
+	}
+	return out.ID
+}
+
+func (c *client) send(cid, text string) string {
+	c.t.Helper()
+	var out struct {
+		TurnID string `json:"turn_id"`
+		Status string `json:"status"`
+	}
+	if code := c.do("POST", "/v1/conversations/"+cid+"/messages", map[string]any{"text": text}, &out); code != http.StatusAccepted {
+		c.t.Fatalf("POST messages = %d, want 202", code)
+	}
+	return out.TurnID
+}
+
+func (c *client) turn(cid, tid string) turn.View {
+	c.t.Helper()
+	var v turn.View
+	if code := c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v); code != http.StatusOK {
+		c.t.Fatalf("GET turn = %d, want 200", code)
+	}
+	return v
+}
+
+// wait polls the turn until its status leaves running.
+func (c *client) wait(cid, tid string) turn.View {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		v := c.turn(cid, tid)
+		if v.Status != "running" {
+			return v
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.t.Fatalf("turn %s still running after 30s", tid)
+	return turn.View{}
+}
+
+func (c *client) input(cid, tid string, body any) int {
+	c.t.Helper()
+	return c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/input", body, nil)
+}
+
+// slowAgent is an A2A specialist (a2a-go server) whose skill sleeps, so a
+// test can see calls of one batch overlap.
+type slowAgent struct {
+	delay time.Duration
+	mu    sync.Mutex
+	runs  []span
+}
+
+type span struct{ start, end time.Time }
+
+func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	start := time.Now()
+	var args map[string]any
+	for _, p := range rc.Message.Parts {
+		if d, ok := p.(a2a.DataPart); ok {
+			args = d.Data
+		}
+	}
+	select {
+	case <-time.After(a.delay):
+	case <-ctx.Done():
+	}
+	a.mu.Lock()
+	a.runs = append(a.runs, span{start, time.Now()})
+	a.mu.Unlock()
+	task := &a2a.Task{ID: rc.TaskID, ContextID: rc.ContextID}
+	task.Status = a2a.TaskStatus{State: a2a.TaskStateCompleted, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: fmt.Sprintf("echo %v", args["text"])})}
+	if args["text"] == "boom" {
+		task.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: "the echo chamber collapsed"})}
+	}
+	return q.Write(ctx, task)
+}
+
+func (a *slowAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error { return nil }
+
+// startSlowAgent serves slowAgent with a card carrying our schema extension.
+func startSlowAgent(t *testing.T, delay time.Duration) (*slowAgent, string) {
+	t.Helper()
+	ag := &slowAgent{delay: delay}
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	card := a2a.AgentCard{
+		Name: "echo", Description: "Echoes text slowly", URL: srv.URL + "/", Version: "1",
+		ProtocolVersion: "0.3.0", PreferredTransport: a2a.TransportProtocolJSONRPC,
+		DefaultInputModes: []string{"application/json"}, DefaultOutputModes: []string{"text/plain"},
+		Capabilities: a2a.AgentCapabilities{Extensions: []a2a.AgentExtension{{
+			URI: catalog.ExtensionURI,
+			Params: map[string]any{"skills": map[string]any{"slow_echo": catalog.SkillExtension{
+				InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+			}}},
+		}}},
+		Skills: []a2a.AgentSkill{{ID: "slow_echo", Name: "slow echo", Description: "Echoes the text back.", Tags: []string{"echo"}}},
+	}
+	mux.HandleFunc("/.well-known/agent-card.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(card)
+	})
+	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ag)))
+	return ag, srv.URL
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }

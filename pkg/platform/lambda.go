@@ -1,0 +1,70 @@
+package platform
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/artifact/s3store"
+	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
+)
+
+// Lambda is what every Lambda function of the platform builds once, at
+// cold start, from its environment:
+//
+//	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
+//	ARTIFACT_BUCKET      the S3 bucket of artifacts (required)
+//	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated
+//	CLIENTAGENT_LLM, CLIENTAGENT_MODEL, OPENAI_BASE_URL …  the model (pkg/llm/llmconfig)
+//	CLIENTAGENT_MAX_LLM_CALLS …                            the turn limits (LimitsFromEnv)
+type Lambda struct {
+	*Platform
+	Artifacts artifact.Store
+	Logger    *slog.Logger
+}
+
+// FromEnv builds the platform for a Lambda function.
+func FromEnv(ctx context.Context) (*Lambda, error) {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	url := os.Getenv("VALKEY_URL")
+	bucket := os.Getenv("ARTIFACT_BUCKET")
+	if url == "" || bucket == "" {
+		return nil, errors.New("VALKEY_URL and ARTIFACT_BUCKET must be set")
+	}
+	rdb, _, err := valkey.Open(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("valkey: %w", err)
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	arts := s3store.New(s3.NewFromConfig(awsCfg), bucket, os.Getenv("ARTIFACT_PREFIX"))
+	model, _, err := llmconfig.FromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	limits, err := LimitsFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	p, err := New(Config{
+		Agents:        agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
+		Limits:        limits,
+		InvokeTimeout: 5 * time.Minute,
+		Logger:        log,
+	}, rdb, arts, model)
+	if err != nil {
+		return nil, err
+	}
+	return &Lambda{Platform: p, Artifacts: arts, Logger: log}, nil
+}

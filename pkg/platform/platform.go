@@ -1,0 +1,141 @@
+// Package platform wires the pieces of clientagent together from
+// configuration: the conversation store, the specialist registry and
+// invoker, the tool catalogue, the loop's step handlers and the HTTP API.
+// Lambda mains and the local stack both build from here, so they run the
+// same objects. It holds no logic of its own beyond wiring.
+package platform
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	clientagent "github.com/clientagent/clientagent"
+	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// Config is what a process needs to build the platform.
+type Config struct {
+	// Agents are the specialists' base URLs.
+	Agents []string
+	// Limits bound each turn.
+	Limits turn.Limits
+	// IdleTTL is how long a conversation's keys live after its last write.
+	IdleTTL time.Duration
+	// CardTTL is how long a fetched agent card counts as fresh.
+	CardTTL time.Duration
+	// CatalogTTL is how long one process reuses a built tool catalogue.
+	CatalogTTL time.Duration
+	// InvokeTimeout bounds one specialist call.
+	InvokeTimeout time.Duration
+	Logger        *slog.Logger
+}
+
+// LimitsFromEnv reads the turn limits, starting from the spec's defaults:
+// CLIENTAGENT_MAX_LLM_CALLS, CLIENTAGENT_TOKEN_BUDGET, CLIENTAGENT_MAX_REPEATS,
+// CLIENTAGENT_AWAIT_TIMEOUT (a Go duration), CLIENTAGENT_MAX_CONCURRENCY.
+func LimitsFromEnv(getenv func(string) string) (turn.Limits, error) {
+	l := turn.DefaultLimits()
+	ints := map[string]*int{
+		"CLIENTAGENT_MAX_LLM_CALLS":   &l.MaxLLMCalls,
+		"CLIENTAGENT_TOKEN_BUDGET":    &l.TokenBudget,
+		"CLIENTAGENT_MAX_REPEATS":     &l.MaxRepeats,
+		"CLIENTAGENT_MAX_CONCURRENCY": &l.MaxConcurrency,
+	}
+	for k, p := range ints {
+		if v := getenv(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return l, fmt.Errorf("%s=%q: want a non-negative integer", k, v)
+			}
+			*p = n
+		}
+	}
+	if v := getenv("CLIENTAGENT_AWAIT_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second {
+			return l, fmt.Errorf("CLIENTAGENT_AWAIT_TIMEOUT=%q: want a duration of at least 1s, e.g. 30m", v)
+		}
+		l.AwaitTimeout = d
+	}
+	return l, nil
+}
+
+// Platform is the built object graph.
+type Platform struct {
+	Store    *valkey.Store
+	Registry *agents.Registry
+	Invoker  *agents.Invoker
+	Catalogs *Catalogs
+	Handlers *turn.Handlers
+}
+
+// New builds the platform on a Valkey client, an artifact store and a model.
+func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.Provider) (*Platform, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	workflows, err := catalog.LoadWorkflows(clientagent.Workflows, clientagent.WorkflowsDir)
+	if err != nil {
+		return nil, fmt.Errorf("load workflow templates: %w", err)
+	}
+	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL})
+	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, Logger: log})
+	inv := agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, Timeout: cfg.InvokeTimeout, Logger: log})
+	cats := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL}
+	limits := cfg.Limits
+	if limits.MaxLLMCalls == 0 {
+		limits = turn.DefaultLimits()
+	}
+	return &Platform{
+		Store:    store,
+		Registry: reg,
+		Invoker:  inv,
+		Catalogs: cats,
+		Handlers: &turn.Handlers{Store: store, LLM: model, Catalogs: cats, Invoker: inv, Limits: limits, Logger: log},
+	}, nil
+}
+
+// Catalogs builds the tool catalogue from the registry's capabilities and
+// the workflow templates, and reuses it for TTL so a step does not
+// recompile schemas it compiled a moment ago.
+type Catalogs struct {
+	Registry  *agents.Registry
+	Workflows []catalog.Workflow
+	TTL       time.Duration
+
+	mu    sync.Mutex
+	built *catalog.Catalog
+	at    time.Time
+}
+
+// Catalog returns the current catalogue.
+func (c *Catalogs) Catalog(ctx context.Context) (*catalog.Catalog, error) {
+	ttl := c.TTL
+	if ttl == 0 {
+		ttl = 10 * time.Second
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.built != nil && time.Since(c.at) < ttl {
+		return c.built, nil
+	}
+	caps, err := c.Registry.Capabilities(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("capabilities: %w", err)
+	}
+	c.built, c.at = catalog.New(caps, c.Workflows), time.Now()
+	return c.built, nil
+}
