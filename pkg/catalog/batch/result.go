@@ -44,7 +44,8 @@ func Truncate(s string, n int) string {
 // cannot see in its own tool call: when anything other than the model
 // supplied an argument, "inputs" holds those arguments (or their JSON,
 // truncated, when over the limit) and "input_sources" names the source of
-// every argument. When the model supplied everything, neither is added.
+// every argument. When the model supplied everything, neither is added;
+// nor for ask_user, whose answers are its result.
 func Compact(pc record.PendingCall, r record.ToolResult) record.ToolResult {
 	r.Summary = Truncate(r.Summary, MaxSummary)
 	r.Result = Truncate(r.Result, MaxResult)
@@ -52,6 +53,10 @@ func Compact(pc record.PendingCall, r record.ToolResult) record.ToolResult {
 	r.Inputs = nil
 	r.InputSources = nil
 
+	if pc.Kind == record.KindAskUser {
+		// Its user-supplied value is the answer, already the result.
+		return r
+	}
 	sources := make(map[string]string, len(pc.Arguments))
 	supplied := map[string]any{}
 	for k, v := range pc.Arguments {

@@ -143,4 +143,13 @@ func TestResultFor(t *testing.T) {
 			t.Errorf("%s: Content(ResultFor()) = %s, want %s", tt.name, got, tt.want)
 		}
 	}
+	// The loop compacts every result; an answered ask_user must not repeat
+	// its answers as inputs.
+	answered := record.PendingCall{Kind: record.KindAskUser, State: record.CallAnswered,
+		Arguments: map[string]any{"questions": []any{}, "answers": map[string]any{"count": 3.0}},
+		Sources:   map[string]string{"questions": "model", "answers": "user"}}
+	want := `{"status":"answered","result":"{\"count\":3}"}`
+	if got := batch.Content(batch.Compact(answered, batch.ResultFor(answered))); got != want {
+		t.Errorf("Content(Compact(ResultFor(answered))) = %s, want %s", got, want)
+	}
 }
