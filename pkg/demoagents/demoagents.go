@@ -1,0 +1,153 @@
+// Package demoagents runs the demo specialists as real A2A servers
+// (a2a-go, JSON-RPC): create_svg_artifact, convert_svg_to_png,
+// design_valve_flange and publish_artifact. Each agent card carries the
+// platform's skill-schema extension (catalog.ExtensionURI), so the
+// orchestrator sees typed tools. The agents read input artifacts only
+// through the file URIs they are sent and return produced files as A2A
+// artifacts with inline bytes; they must not know about conversations,
+// the artifact store, Valkey or the LLM.
+package demoagents
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2asrv"
+
+	"github.com/clientagent/clientagent/pkg/catalog"
+)
+
+// Options configures the demo specialists.
+type Options struct {
+	// HTTPClient fetches input files from FilePart URIs. Default: a client
+	// with a 30 s timeout.
+	HTTPClient *http.Client
+	// Publications records what publish_artifact published. Default: a new
+	// in-memory Ledger.
+	Publications *Ledger
+	// MaxInputBytes bounds one fetched input file. Default 20 MiB.
+	MaxInputBytes int64
+	// Logger receives one line per task. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Agent paths under the handler; each is one A2A agent with one skill.
+const (
+	PathSVG     = "/agents/svg"
+	PathPNG     = "/agents/png"
+	PathFlange  = "/agents/flange"
+	PathPublish = "/agents/publish"
+)
+
+var agentPaths = []string{PathSVG, PathPNG, PathFlange, PathPublish}
+
+// AgentURLs lists the base URLs of the four demo agents under
+// publicBaseURL; the agent card of each is at <url>/.well-known/agent-card.json.
+func AgentURLs(publicBaseURL string) []string {
+	base := strings.TrimRight(publicBaseURL, "/")
+	out := make([]string, len(agentPaths))
+	for i, p := range agentPaths {
+		out[i] = base + p
+	}
+	return out
+}
+
+// Handler serves the demo agents: for each agent path P, the card at
+// GET P/.well-known/agent-card.json and the JSON-RPC endpoint at POST P
+// (and P/); plus GET /agents/publish/publications, the publication ledger
+// as a JSON list. publicBaseURL is the externally visible base of this
+// handler (card.URL = publicBaseURL + P); when empty it is derived from
+// each request's Host and X-Forwarded-Proto.
+func Handler(publicBaseURL string, opts Options) http.Handler {
+	if opts.HTTPClient == nil {
+		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+	}
+	if opts.Publications == nil {
+		opts.Publications = NewMemoryLedger()
+	}
+	if opts.MaxInputBytes <= 0 {
+		opts.MaxInputBytes = 20 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	base := strings.TrimRight(publicBaseURL, "/")
+	mux := http.NewServeMux()
+	for _, sk := range skills(opts) {
+		ex := &executor{skill: sk, opts: opts}
+		rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ex))
+		mux.Handle("POST "+sk.path, rpc)
+		mux.Handle("POST "+sk.path+"/{$}", rpc)
+		mux.Handle(sk.path+a2asrv.WellKnownAgentCardPath, cardHandler(base, sk))
+	}
+	mux.HandleFunc("GET "+PathPublish+"/publications", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(opts.Publications.List())
+	})
+	return mux
+}
+
+// cardHandler serves the agent card of sk, built per request so that its
+// URL follows the request when no public base URL is configured.
+func cardHandler(base string, sk *skill) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			return
+		}
+		b := base
+		if b == "" {
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+				scheme = p
+			}
+			b = scheme + "://" + r.Host
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(sk.card(b))
+	})
+}
+
+// card builds the A2A agent card of the agent serving sk.
+func (sk *skill) card(base string) *a2a.AgentCard {
+	return &a2a.AgentCard{
+		Name:               sk.agentName,
+		Description:        sk.agentDescription,
+		URL:                base + sk.path,
+		PreferredTransport: a2a.TransportProtocolJSONRPC,
+		ProtocolVersion:    "0.3.0",
+		Version:            "1.0.0",
+		DefaultInputModes:  []string{"application/json", "text/plain"},
+		DefaultOutputModes: sk.outputModes,
+		Capabilities: a2a.AgentCapabilities{
+			Extensions: []a2a.AgentExtension{{
+				URI:         catalog.ExtensionURI,
+				Description: "Input schemas, approval and user-input fields of this agent's skills.",
+				Params: map[string]any{
+					"skills": map[string]catalog.SkillExtension{sk.id: sk.ext},
+				},
+			}},
+		},
+		Skills: []a2a.AgentSkill{{
+			ID:          sk.id,
+			Name:        sk.name,
+			Description: sk.description,
+			Tags:        sk.tags,
+			Examples:    sk.examples,
+			InputModes:  []string{"application/json"},
+			OutputModes: sk.outputModes,
+		}},
+	}
+}
