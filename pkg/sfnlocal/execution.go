@@ -26,11 +26,10 @@ type execution struct {
 
 // openTask is a task waiting for SendTaskSuccess/Failure.
 type openTask struct {
-	token     string
-	answered  bool
-	answer    chan taskAnswer // capacity 1
-	heartbeat chan struct{}   // capacity 1
-	wait      *persistedWait  // non-nil for a top-level task (persisted)
+	token    string
+	answered bool
+	answer   chan taskAnswer // capacity 1
+	lastBeat time.Time       // start of the task or last SendTaskHeartbeat
 }
 
 type taskAnswer struct {
@@ -120,8 +119,8 @@ func tokenExecution(token string) (string, bool) {
 }
 
 // openToken registers a task token of x.
-func (x *execution) openToken(token string, wait *persistedWait) *openTask {
-	ot := &openTask{token: token, answer: make(chan taskAnswer, 1), heartbeat: make(chan struct{}, 1), wait: wait}
+func (x *execution) openToken(token string, now time.Time) *openTask {
+	ot := &openTask{token: token, answer: make(chan taskAnswer, 1), lastBeat: now}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.open[token] = ot
@@ -190,14 +189,13 @@ func (e *Engine) answer(token string, a taskAnswer) error {
 // SendTaskHeartbeat tells the task waiting on token that work goes on,
 // restarting its HeartbeatSeconds timer; errors as for SendTaskSuccess.
 func (e *Engine) SendTaskHeartbeat(_ context.Context, token string) error {
-	_, ot, err := e.taskFor(token)
+	x, ot, err := e.taskFor(token)
 	if err != nil {
 		return err
 	}
-	select {
-	case ot.heartbeat <- struct{}{}:
-	default: // one pending beat is enough
-	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	ot.lastBeat = e.clock.Now()
 	return nil
 }
 

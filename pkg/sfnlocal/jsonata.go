@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 
 	jsonata "github.com/blues/jsonata-go"
 )
@@ -20,6 +21,11 @@ import (
 
 // jsonataNull is the value blues/jsonata-go uses for JSON null.
 var jsonataNull *interface{}
+
+// evalMu serializes evaluation: blues/jsonata-go mutates its shared
+// built-in function objects (name, context) during a call, which races
+// when two executions evaluate at once.
+var evalMu sync.Mutex
 
 // errUndefined reports an expression whose value is JSONata's undefined.
 var errUndefined = errors.New("expression evaluated to undefined")
@@ -36,6 +42,8 @@ func isExpr(s string) (string, bool) {
 // compileCheck parses expr so that a definition with a bad expression is
 // rejected at load.
 func compileCheck(expr string) error {
+	evalMu.Lock()
+	defer evalMu.Unlock()
 	_, err := jsonata.Compile(expr)
 	return err
 }
@@ -43,6 +51,8 @@ func compileCheck(expr string) error {
 // evalExpr evaluates one JSONata expression with $states and the workflow
 // variables bound. It returns errUndefined when the result is undefined.
 func evalExpr(expr string, states map[string]any, vars map[string]any) (any, error) {
+	evalMu.Lock()
+	defer evalMu.Unlock()
 	e, err := jsonata.Compile(expr)
 	if err != nil {
 		return nil, fmt.Errorf("compile %q: %w", expr, err)

@@ -103,6 +103,11 @@ func (e *Engine) Resume(ctx context.Context) error {
 		if vars == nil {
 			vars = map[string]any{}
 		}
+		if s.Wait != nil {
+			// Open the token before Resume returns, so an answer sent right
+			// after Resume finds it.
+			x.openToken(s.Wait.Token, e.clock.Now())
+		}
 		e.mu.Lock()
 		e.execs[s.Execution.ExecutionArn] = x
 		e.mu.Unlock()

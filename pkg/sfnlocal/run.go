@@ -424,16 +424,11 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 		resC = make(chan invokeResult, 1)
 		hctx, hcancel := context.WithCancel(ctx)
 		defer hcancel()
-		if !timeoutAt.IsZero() {
-			var dcancel context.CancelFunc
-			hctx, dcancel = context.WithDeadline(hctx, timeoutAt)
-			defer dcancel()
-		}
-		var ot *openTask
+		// The handler's context ends when the attempt ends (timeout
+		// included); the deadline is on the engine's clock, not the context's.
 		if token != "" {
 			// Register before invoking: the handler may answer at once.
-			ot = x.openToken(token, nil)
-			_ = ot
+			x.openToken(token, e.clock.Now())
 		}
 		go func() { resC <- invoke(hctx, h, payload) }()
 	}
@@ -443,8 +438,8 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 		x.mu.Lock()
 		ot = x.open[token]
 		x.mu.Unlock()
-		if ot == nil { // resumed
-			ot = x.openToken(token, nil)
+		if ot == nil { // resumed: the heartbeat timer restarts now
+			ot = x.openToken(token, e.clock.Now())
 		}
 		defer x.closeToken(token)
 		if f.top && f.onWait != nil {
@@ -458,16 +453,16 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 		defer t.Stop()
 		timeoutC = t.C()
 	}
+	hbEvery := time.Duration(heartbeatS) * time.Second
 	var hbTimer Timer
 	if heartbeatS > 0 {
-		hbTimer = e.clock.NewTimer(time.Duration(heartbeatS) * time.Second)
+		hbTimer = e.clock.NewTimer(hbEvery)
 		defer func() { hbTimer.Stop() }()
 		hbC = hbTimer.C()
 	}
 	var answerC <-chan taskAnswer
-	var beatC <-chan struct{}
 	if ot != nil {
-		answerC, beatC = ot.answer, ot.heartbeat
+		answerC = ot.answer
 	}
 	// closeOr closes the token; an answer that won the race is still taken.
 	closeOr := func() (taskAnswer, bool) {
@@ -520,16 +515,24 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 		case a := <-answerC:
 			x.closeToken(token)
 			return fromAnswer(a)
-		case <-beatC:
-			hbTimer.Stop()
-			hbTimer = e.clock.NewTimer(time.Duration(heartbeatS) * time.Second)
-			hbC = hbTimer.C()
 		case <-timeoutC:
 			if a, ok := closeOr(); ok {
 				return fromAnswer(a)
 			}
 			return fail("TaskTimedOut", &stateErr{Error: "States.Timeout", Cause: fmt.Sprintf("task %q ran longer than %d seconds", s.Name, timeoutS)})
-		case <-hbC:
+		case now := <-hbC:
+			// SendTaskHeartbeat records the beat time synchronously, so a
+			// beat counts from the moment it was accepted.
+			if ot != nil {
+				x.mu.Lock()
+				due := ot.lastBeat.Add(hbEvery)
+				x.mu.Unlock()
+				if now.Before(due) {
+					hbTimer = e.clock.NewTimer(due.Sub(now))
+					hbC = hbTimer.C()
+					continue
+				}
+			}
 			if a, ok := closeOr(); ok {
 				return fromAnswer(a)
 			}
