@@ -233,7 +233,9 @@ func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
 	}
 	msg := a2a.NewMessage(a2a.MessageRoleUser, parts...)
 	msg.ID = c.CallID
-	msg.Metadata = map[string]any{"inputSources": sources}
+	// skillId is ours, beyond the brief's inputSources: an A2A message does
+	// not name the skill, and a multi-skill agent may need it to route.
+	msg.Metadata = map[string]any{"inputSources": sources, "skillId": c.Capability.SkillID}
 	if c.Continue != nil {
 		msg.TaskID = a2a.TaskID(c.Continue.TaskID)
 		msg.ContextID = c.Continue.ContextID

@@ -296,7 +296,7 @@ func TestInvokeCompletedWithFiles(t *testing.T) {
 	if m.ID != "call_1" {
 		t.Errorf("message id = %q, want call_1", m.ID)
 	}
-	wantMeta := map[string]any{"inputSources": map[string]any{"mode": "model", "artifact_id": "context"}}
+	wantMeta := map[string]any{"inputSources": map[string]any{"mode": "model", "artifact_id": "context"}, "skillId": "paint"}
 	if diff := cmp.Diff(wantMeta, m.Metadata); diff != "" {
 		t.Errorf("message metadata mismatch (-want +got):\n%s", diff)
 	}
