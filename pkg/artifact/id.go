@@ -1,0 +1,47 @@
+package artifact
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+)
+
+// NewID returns a fresh opaque artifact id: "art_" and 16 random hex digits.
+func NewID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
+	return "art_" + hex.EncodeToString(b[:])
+}
+
+// ErrInvalidName is returned for a conversation or artifact id that is not
+// a safe path segment.
+var ErrInvalidName = errors.New("artifact: invalid id")
+
+// ValidName reports whether s may be used as a conversation or artifact id
+// in a store: 1 to 128 characters of [A-Za-z0-9_-]. Stores check it so
+// that an id can never address another conversation's objects (no "/",
+// "..", or empty segments).
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckNames returns ErrInvalidName (wrapped with the bad value) unless
+// every name is ValidName.
+func CheckNames(names ...string) error {
+	for _, n := range names {
+		if !ValidName(n) {
+			return fmt.Errorf("%w: %q", ErrInvalidName, n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,200 @@
+// Package localstore keeps artifacts in a local directory for the
+// one-machine stack: <dir>/<cid>/<id> plus a <id>.type sidecar holding the
+// content type. It hands out short-lived HMAC-signed URLs and serves them
+// with Handler. It must not be used where several machines share
+// artifacts (use s3store) and must not trust ids: every cid and id is
+// checked to be a single safe path segment.
+package localstore
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+)
+
+// FilesPath is where the local stack mounts Handler.
+const FilesPath = "/files/"
+
+// Store is an artifact.Store on a local directory.
+type Store struct {
+	dir  string
+	base string // public base URL, no trailing slash
+	key  []byte
+	now  func() time.Time
+}
+
+var _ artifact.Store = (*Store)(nil)
+
+// New returns a Store under dir (created if missing) whose URLs start with
+// publicBaseURL + "/files/". key signs the URLs; an empty key gets a random
+// one, so URLs are valid only for this process.
+func New(dir, publicBaseURL string, key []byte) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create artifact dir %s: %w", dir, err)
+	}
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
+	return &Store{dir: dir, base: strings.TrimRight(publicBaseURL, "/"), key: key, now: time.Now}, nil
+}
+
+func (s *Store) paths(cid, id string) (data, typ string, err error) {
+	if err := artifact.CheckNames(cid, id); err != nil {
+		return "", "", err
+	}
+	d := filepath.Join(s.dir, cid)
+	return filepath.Join(d, id), filepath.Join(d, id+".type"), nil
+}
+
+// Put stores body under cid/id with its content type, replacing any
+// earlier object atomically.
+func (s *Store) Put(ctx context.Context, cid, id, mimeType string, body io.Reader) (int64, error) {
+	data, typ, err := s.paths(cid, id)
+	if err != nil {
+		return 0, err
+	}
+	if err := os.MkdirAll(filepath.Dir(data), 0o755); err != nil {
+		return 0, fmt.Errorf("put artifact %s/%s: %w", cid, id, err)
+	}
+	n, err := writeAtomic(data, body)
+	if err != nil {
+		return 0, fmt.Errorf("put artifact %s/%s: %w", cid, id, err)
+	}
+	if _, err := writeAtomic(typ, strings.NewReader(mimeType)); err != nil {
+		return 0, fmt.Errorf("put artifact type %s/%s: %w", cid, id, err)
+	}
+	return n, nil
+}
+
+func writeAtomic(path string, r io.Reader) (int64, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return 0, err
+	}
+	return n, nil
+}
+
+// Get opens cid/id; artifact.ErrNotFound if absent.
+func (s *Store) Get(ctx context.Context, cid, id string) (io.ReadCloser, string, error) {
+	data, typ, err := s.paths(cid, id)
+	if err != nil {
+		return nil, "", err
+	}
+	f, err := os.Open(data)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("get artifact %s/%s: %w", cid, id, artifact.ErrNotFound)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("get artifact %s/%s: %w", cid, id, err)
+	}
+	mt := "application/octet-stream"
+	if b, err := os.ReadFile(typ); err == nil && len(b) > 0 {
+		mt = string(b)
+	}
+	return f, mt, nil
+}
+
+// URL returns <publicBaseURL>/files/<cid>/<id>?exp=<unix>&sig=<hex>, valid
+// for ttl. It does not check that the object exists.
+func (s *Store) URL(ctx context.Context, cid, id string, ttl time.Duration) (string, error) {
+	if err := artifact.CheckNames(cid, id); err != nil {
+		return "", err
+	}
+	exp := s.now().Add(ttl).Unix()
+	q := url.Values{"exp": {strconv.FormatInt(exp, 10)}, "sig": {s.sign(cid, id, exp)}}
+	return s.base + FilesPath + cid + "/" + id + "?" + q.Encode(), nil
+}
+
+func (s *Store) sign(cid, id string, exp int64) string {
+	m := hmac.New(sha256.New, s.key)
+	fmt.Fprintf(m, "%s/%s\n%d", cid, id, exp)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// DeleteConversation removes every object of cid; a conversation without
+// objects is not an error.
+func (s *Store) DeleteConversation(ctx context.Context, cid string) error {
+	if err := artifact.CheckNames(cid); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(s.dir, cid)); err != nil {
+		return fmt.Errorf("delete conversation %s artifacts: %w", cid, err)
+	}
+	return nil
+}
+
+// Handler serves the URLs made by URL: GET/HEAD /files/<cid>/<id> (or
+// /<cid>/<id> behind http.StripPrefix). A bad or expired signature is 403,
+// a missing object 404. Responses forbid sniffing and scripts, since an
+// uploaded SVG or HTML file must not run in the stack's origin.
+func (s *Store) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		p := strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/"), strings.Trim(FilesPath, "/")+"/")
+		cid, id, ok := strings.Cut(p, "/")
+		if !ok || artifact.CheckNames(cid, id) != nil {
+			http.NotFound(w, r)
+			return
+		}
+		exp, err := strconv.ParseInt(r.URL.Query().Get("exp"), 10, 64)
+		sig, herr := hex.DecodeString(r.URL.Query().Get("sig"))
+		want, _ := hex.DecodeString(s.sign(cid, id, exp))
+		if err != nil || herr != nil || !hmac.Equal(sig, want) || s.now().Unix() > exp {
+			http.Error(w, "forbidden: invalid or expired link", http.StatusForbidden)
+			return
+		}
+		body, mt, err := s.Get(r.Context(), cid, id)
+		if errors.Is(err, artifact.ErrNotFound) {
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		defer body.Close()
+		h := w.Header()
+		h.Set("Content-Type", mt)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+		h.Set("Cache-Control", "private, max-age=60")
+		if f, ok := body.(*os.File); ok {
+			if st, err := f.Stat(); err == nil {
+				http.ServeContent(w, r, "", st.ModTime(), f)
+				return
+			}
+		}
+		_, _ = io.Copy(w, body)
+	})
+}

@@ -1,0 +1,103 @@
+package localstore
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/artifact/artifacttest"
+)
+
+func newServed(t *testing.T) (*Store, *httptest.Server) {
+	t.Helper()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s, err := New(t.TempDir(), srv.URL, []byte("test key"))
+	if err != nil {
+		t.Fatalf("New() error = %v", err)
+	}
+	mux.Handle(FilesPath, s.Handler())
+	return s, srv
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	s, _ := newServed(t)
+	artifacttest.Run(t, s)
+}
+
+func TestSignedURLs(t *testing.T) {
+	t.Parallel()
+	s, srv := newServed(t)
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "c1", "a1", "image/svg+xml", strings.NewReader("<svg/>")); err != nil {
+		t.Fatalf("Put() error = %v", err)
+	}
+	good, err := s.URL(ctx, "c1", "a1", time.Minute)
+	if err != nil {
+		t.Fatalf("URL() error = %v", err)
+	}
+	if !strings.HasPrefix(good, srv.URL+"/files/c1/a1?") {
+		t.Fatalf("URL() = %q, want %s/files/c1/a1?...", good, srv.URL)
+	}
+	u, _ := url.Parse(good)
+	q := u.Query()
+	tamper := func(k, v string) string {
+		u2 := *u
+		q2 := url.Values{}
+		for kk, vv := range q {
+			q2[kk] = vv
+		}
+		q2.Set(k, v)
+		u2.RawQuery = q2.Encode()
+		return u2.String()
+	}
+	past, _ := New(t.TempDir(), srv.URL, []byte("test key"))
+	past.now = func() time.Time { return time.Now().Add(-time.Hour) }
+	expired, _ := past.URL(ctx, "c1", "a1", time.Minute) // same key, expired an hour ago
+	otherKey, _ := New(t.TempDir(), srv.URL, []byte("other key"))
+	forged, _ := otherKey.URL(ctx, "c1", "a1", time.Minute)
+	missing, _ := s.URL(ctx, "c1", "a2", time.Minute)
+	otherObj := strings.Replace(good, "/c1/a1?", "/c1/a2?", 1)
+
+	tests := []struct {
+		name string
+		url  string
+		want int
+	}{
+		{"valid", good, http.StatusOK},
+		{"expired", expired, http.StatusForbidden},
+		{"other key", forged, http.StatusForbidden},
+		{"signature of another object", otherObj, http.StatusForbidden},
+		{"exp changed", tamper("exp", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10)), http.StatusForbidden},
+		{"no signature", tamper("sig", ""), http.StatusForbidden},
+		{"missing object", missing, http.StatusNotFound},
+		{"traversal", srv.URL + "/files/../c1/a1", http.StatusNotFound},
+	}
+	for _, tt := range tests {
+		resp, err := http.Get(tt.url)
+		if err != nil {
+			t.Fatalf("%s: GET error = %v", tt.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.want {
+			t.Errorf("%s: GET status = %d, want %d", tt.name, resp.StatusCode, tt.want)
+		}
+		if tt.want == http.StatusOK {
+			if !bytes.Equal(body, []byte("<svg/>")) || resp.Header.Get("Content-Type") != "image/svg+xml" {
+				t.Errorf("%s: GET = %q %q, want the SVG", tt.name, body, resp.Header.Get("Content-Type"))
+			}
+			if !strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
+				t.Errorf("%s: no sandboxing CSP on served artifact", tt.name)
+			}
+		}
+	}
+}
