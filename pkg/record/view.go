@@ -20,7 +20,7 @@ const TitleLimit = 80
 // Placeholder results for a call without a stored result (spec §3.4a,
 // DESIGN §3). They are compact ToolResult JSON like every other result.
 var (
-	notExecutedResult = mustJSON(ToolResult{Status: ResultNotExecuted, Summary: "This call was not executed."})
+	notExecutedResult  = mustJSON(ToolResult{Status: ResultNotExecuted, Summary: "This call was not executed."})
 	stillRunningResult = mustJSON(ToolResult{Status: ResultNotExecuted,
 		Summary: "This call is still running in another turn; its result will appear later."})
 )
