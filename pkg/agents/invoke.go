@@ -14,6 +14,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"path"
 	"strings"
 	"time"
@@ -564,6 +566,9 @@ func decodeBase64(s string) ([]byte, error) {
 
 // download opens a file URL the agent returned, within the call deadline.
 func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, string, error) {
+	if err := checkFileURL(uri); err != nil {
+		return nil, "", err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
 	if err != nil {
 		return nil, "", err
@@ -680,4 +685,24 @@ func capRaw(raw []byte) json.RawMessage {
 		}
 		head = head[:len(head)*3/4]
 	}
+}
+
+// checkFileURL refuses file URLs a specialist must not make us fetch: other
+// schemes than http(s), and link-local hosts such as the cloud metadata
+// endpoint (169.254.169.254), whose answer would become a user-visible
+// artifact. Names resolving to such addresses are not caught here.
+func checkFileURL(uri string) error {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return fmt.Errorf("bad URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("unsupported URL scheme %q", u.Scheme)
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip == netip.MustParseAddr("fd00:ec2::254") {
+			return fmt.Errorf("refusing to fetch from %s", ip)
+		}
+	}
+	return nil
 }

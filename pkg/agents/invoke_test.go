@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,6 +187,10 @@ func (e *testExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q
 		} else {
 			status(a2a.TaskStateCompleted, a2a.TextPart{Text: fmt.Sprintf("Painted it %v.", args["color"])})
 		}
+	case "badfile":
+		task.Artifacts = []*a2a.Artifact{{ID: "a1", Parts: a2a.ContentParts{
+			a2a.FilePart{File: a2a.FileURI{FileMeta: a2a.FileMeta{Name: "gone.png"}, URI: e.baseURL + "/missing.png"}}}}}
+		status(a2a.TaskStateCompleted)
 	case "ask_plain":
 		status(a2a.TaskStateInputRequired, a2a.TextPart{Text: "Tell me more."})
 	case "fail":
@@ -427,6 +432,7 @@ func TestInvokeFailures(t *testing.T) {
 		{name: "JSON-RPC error with HTTP 500", path: "/rpcerror500", mode: "x", want: []string{"500", "Internal error", "stack overflow in planner"}},
 		{name: "HTML 502", path: "/bad502", mode: "x", want: []string{"HTTP 502 Bad Gateway", "<title>502 Bad Gateway</title>", "nginx/1.25.3"}},
 		{name: "HTML 200", path: "/html200", mode: "x", want: []string{"text/html", "Please log in to the proxy"}},
+		{name: "returned file not fetchable", path: "/rpc", mode: "badfile", want: []string{"gone.png", "404"}},
 		{name: "timeout", path: "/rpc", mode: "slow", timeout: 300 * time.Millisecond, want: []string{"did not answer within 300ms"}},
 		{name: "connection refused", url: deadURL, mode: "x", want: []string{"connection refused"}},
 	}
@@ -437,7 +443,7 @@ func TestInvokeFailures(t *testing.T) {
 			if url == "" {
 				url = srv.URL + tt.path
 			}
-			inv := NewInvoker(InvokerOptions{Timeout: tt.timeout})
+			inv := NewInvoker(InvokerOptions{Timeout: tt.timeout, Artifacts: newMemStore(t)})
 			out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_f",
 				Capability: testCapability(url), Arguments: map[string]any{"mode": tt.mode}})
 			if out.Result.Status != record.ResultFailed {
@@ -540,5 +546,60 @@ func TestCapRaw(t *testing.T) {
 	}
 	if err := json.Unmarshal(got, &v); err != nil || !v.Truncated || v.Size != len(big) {
 		t.Errorf("capRaw(big) = truncated %v size %d, want true %d", v.Truncated, v.Size, len(big))
+	}
+}
+
+// An agent may answer a blocking send with a task still "working"; the
+// invoker polls tasks/get until it settles.
+func TestInvokePollsWorkingTask(t *testing.T) {
+	t.Parallel()
+	var polls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     any    `json:"id"`
+			Method string `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		state := "working"
+		var parts []any
+		if req.Method == "tasks/get" && polls.Add(1) >= 2 {
+			state = "completed"
+			parts = []any{map[string]any{"kind": "text", "text": "finally"}}
+		}
+		task := map[string]any{"kind": "task", "id": "task-1", "contextId": "ctx-1", "status": map[string]any{"state": state}}
+		if parts != nil {
+			task["artifacts"] = []any{map[string]any{"artifactId": "r", "parts": parts}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": task})
+	}))
+	t.Cleanup(srv.Close)
+	inv := NewInvoker(InvokerOptions{PollInterval: 5 * time.Millisecond})
+	out := inv.Invoke(t.Context(), Call{CallID: "w", Capability: testCapability(srv.URL), Arguments: map[string]any{}})
+	if out.Result.Status != record.ResultSucceeded || out.Result.Summary != "finally" {
+		t.Errorf("Invoke() = %+v, want succeeded 'finally'", out.Result)
+	}
+	if got := polls.Load(); got != 2 {
+		t.Errorf("tasks/get polls = %d, want 2", got)
+	}
+}
+
+func TestCheckFileURL(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		uri string
+		ok  bool
+	}{
+		{"http://127.0.0.1:8080/f.png", true},
+		{"https://bucket.s3.amazonaws.com/x?sig=1", true},
+		{"http://169.254.169.254/latest/meta-data/", false},
+		{"http://[fd00:ec2::254]/latest/", false},
+		{"file:///etc/passwd", false},
+		{"gopher://x", false},
+	}
+	for _, tt := range tests {
+		if err := checkFileURL(tt.uri); (err == nil) != tt.ok {
+			t.Errorf("checkFileURL(%q) = %v, want ok=%v", tt.uri, err, tt.ok)
+		}
 	}
 }
