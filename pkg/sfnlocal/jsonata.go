@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 
@@ -67,6 +68,15 @@ func evalExpr(expr string, states map[string]any, vars map[string]any) (any, err
 	}
 	v, err := e.Eval(nil)
 	if errors.Is(err, jsonata.ErrUndefined) {
+		// blues/jsonata-go reads a field holding [] as undefined; jsonata-js
+		// 2.0.6 returns []. Fix it up for plain paths ($states.input.calls).
+		if pathRe.MatchString(expr) {
+			if v, ok := walkPath(expr, states, vars); ok {
+				if a, ok := v.([]any); ok && len(a) == 0 {
+					return []any{}, nil
+				}
+			}
+		}
 		return nil, errUndefined
 	}
 	if err != nil {
@@ -186,4 +196,32 @@ func fromJSONata(v any) (any, error) {
 		return nil, fmt.Errorf("decode result: %w", err)
 	}
 	return out, nil
+}
+
+// pathRe matches a plain variable path such as $states.input.calls.
+var pathRe = regexp.MustCompile(`^\$[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// walkPath resolves a plain path over the bindings.
+func walkPath(expr string, states, vars map[string]any) (any, bool) {
+	parts := strings.Split(expr[1:], ".")
+	var cur any
+	if parts[0] == "states" {
+		cur = states
+	} else {
+		v, ok := vars[parts[0]]
+		if !ok {
+			return nil, false
+		}
+		cur = v
+	}
+	for _, p := range parts[1:] {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }

@@ -514,6 +514,20 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 			x.event(e.clock, HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: d})
 		case a := <-answerC:
 			x.closeToken(token)
+			if resC != nil {
+				// Answered before the invoke returned (the handler sent the
+				// token on): record the invoke first, as AWS orders it.
+				select {
+				case r := <-resC:
+					if r.err == nil {
+						d := td()
+						d.Output = mustJSON(lambdaResult(r.out))
+						x.event(e.clock, HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: d})
+					}
+				case <-ctx.Done():
+					return nil, errAbort
+				}
+			}
 			return fromAnswer(a)
 		case <-timeoutC:
 			if a, ok := closeOr(); ok {
