@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"log"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -33,7 +34,7 @@ func main() {
 		Executions:        sfn.NewFromConfig(cfg),
 		StateMachineARN:   os.Getenv("STATE_MACHINE_ARN"),
 		Catalogs:          p.Catalogs,
-		Auth:              auth.Gateway{Claims: lambdahttp.JWTClaims},
+		Auth:              auth.Gateway{Claims: jwtClaims},
 		Limits:            p.Handlers.Limits,
 		MaxUpload:         6 << 20, // the Lambda request payload limit
 		MaxText:           16000,
@@ -41,4 +42,13 @@ func main() {
 		Logger:            p.Logger,
 	}
 	lambda.Start(lambdahttp.New(server.Handler()).Handle)
+}
+
+// jwtClaims reads the claims the HTTP API's JWT authorizer verified.
+func jwtClaims(r *http.Request) (map[string]string, bool) {
+	ev, ok := lambdahttp.Event(r.Context())
+	if !ok || ev.RequestContext.Authorizer == nil || ev.RequestContext.Authorizer.JWT == nil {
+		return nil, false
+	}
+	return ev.RequestContext.Authorizer.JWT.Claims, true
 }

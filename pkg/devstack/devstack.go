@@ -132,7 +132,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
-	st.Publications = &demoagents.Ledger{}
+	st.Publications = demoagents.NewMemoryLedger()
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
 	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Logger: log}, rdb, arts, model)
 	if err != nil {

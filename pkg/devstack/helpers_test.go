@@ -52,7 +52,7 @@ func call(id, name string, args any) llm.ToolCall {
 }
 
 func calls(cs ...llm.ToolCall) *llm.Response { return &llm.Response{ToolCalls: cs} }
-func answer(text string) *llm.Response      { return &llm.Response{Text: text} }
+func answer(text string) *llm.Response       { return &llm.Response{Text: text} }
 
 // toolResults are the tool messages after the last assistant message of
 // the current turn's block, by call id.
@@ -254,7 +254,9 @@ func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q ev
 	return q.Write(ctx, task)
 }
 
-func (a *slowAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error { return nil }
+func (a *slowAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error {
+	return nil
+}
 
 // startSlowAgent serves slowAgent with a card carrying our schema extension.
 func startSlowAgent(t *testing.T, delay time.Duration) (*slowAgent, string) {
