@@ -16,6 +16,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -454,7 +455,7 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 			if pc.A2A != nil {
 				continue // the specialist validates its own fields
 			}
-			if err := cat.ApplyAnswers(pc, ans, env); err != nil {
+			if err := batch.ApplyAnswers(cat, pc, ans, env); err != nil {
 				return turn.View{}, errorf(http.StatusBadRequest, "invalid_answer", fmt.Sprintf("call %s: %v", callID, err))
 			}
 		}

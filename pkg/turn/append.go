@@ -6,6 +6,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 )
@@ -97,10 +98,10 @@ func (h *Handlers) appendResults(cat *catalog.Catalog, t *record.Turn, outcomes 
 				t.Produced = append(t.Produced, a.ID)
 			}
 		} else {
-			r = catalog.ResultFor(pc)
+			r = batch.ResultFor(pc)
 		}
-		r = catalog.Compact(pc, r)
-		content := catalog.Content(r)
+		r = batch.Compact(pc, r)
+		content := batch.Content(r)
 		if raw == nil {
 			raw = json.RawMessage(content)
 		}

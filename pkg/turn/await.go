@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -35,7 +35,7 @@ func (h *Handlers) Await(ctx context.Context, in AwaitInput) (AwaitOutput, error
 	if t.Status.Final() {
 		return AwaitOutput{Status: string(t.Status)}, nil
 	}
-	kind, idx := catalog.NextPause(t.Pending)
+	kind, idx := batch.NextPause(t.Pending)
 	var (
 		status  record.Status
 		entry   string
@@ -72,7 +72,7 @@ func (h *Handlers) Await(ctx context.Context, in AwaitInput) (AwaitOutput, error
 	if !alreadyOpen {
 		e := record.HistoryEntry{Role: "assistant", Kind: entry, Content: content, At: h.now()}
 		t.History = append(t.History, e)
-		record.StampTurnArtifacts(t, turnArtifacts(conv, t))
+		t.History = record.StampTurnArtifacts(t.History, turnArtifacts(conv, t), false)
 	}
 	if err := h.save(ctx, in.Ref, t); err != nil {
 		return AwaitOutput{}, err

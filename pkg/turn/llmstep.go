@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -89,7 +88,8 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 			return h.endFailed(ctx, in.Ref, t, "The model returned an empty answer. Please try again or rephrase the request.")
 		}
 		t.Messages = append(t.Messages, resp.AssistantMessage())
-		t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "message", Content: text, Artifacts: producedRefs(conv, t), At: h.now()})
+		t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "message", Content: text, At: h.now()})
+		t.History = record.StampTurnArtifacts(t.History, turnArtifacts(conv, t), true)
 		t.FinalReport = text
 		t.Status = record.StatusSucceeded
 		if err := h.save(ctx, in.Ref, t); err != nil {
@@ -206,13 +206,4 @@ func (h *Handlers) startWorkflow(ctx context.Context, r Ref, t *record.Turn) (St
 		return StepOutput{}, err
 	}
 	return StepOutput{Next: NextTools}, nil
-}
-
-// producedRefs lists the artifacts turn t produced, for its history entry.
-func producedRefs(conv *record.Conversation, t *record.Turn) []artifact.Ref {
-	var refs []artifact.Ref
-	for _, a := range turnArtifacts(conv, t) {
-		refs = append(refs, a.Ref())
-	}
-	return refs
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -66,7 +67,7 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 			if !ok || len(last.ToolCalls) == 0 {
 				return ValidateOutput{Next: NextAppend}, nil
 			}
-			t.Pending = cat.ValidateBatch(last.ToolCalls, e)
+			t.Pending = batch.Validate(cat, last.ToolCalls, e)
 		}
 	case r.Superseded:
 		h.closeBatch(t, record.StatusSuperseded, "Not executed: the user sent a new message instead of answering.", "")
@@ -83,7 +84,7 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		t.Status = record.StatusRunning
 	}
 	out := ValidateOutput{Next: NextAppend}
-	if kind, _ := catalog.NextPause(t.Pending); kind != "" {
+	if kind, _ := batch.NextPause(t.Pending); kind != "" {
 		out.Next = NextAwait
 	} else {
 		for _, pc := range t.Pending {
@@ -122,14 +123,14 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, t *record.Turn, r *Reply, e 
 				pc.Form = nil
 				continue
 			}
-			if err := cat.ApplyAnswers(pc, ans, e); err != nil {
+			if err := batch.ApplyAnswers(cat, pc, ans, e); err != nil {
 				h.log().Warn("form answer rejected", "call", pc.CallID, "error", err)
 			}
 		case record.CallNeedsApproval:
 			if r.Approval == nil {
 				continue
 			}
-			if err := catalog.ApplyDecision(pc, r.Approval.Decision == "approve", r.Approval.Note); err != nil {
+			if err := batch.ApplyDecision(pc, r.Approval.Decision == "approve", r.Approval.Note); err != nil {
 				h.log().Warn("approval rejected", "call", pc.CallID, "error", err)
 			}
 		}
@@ -183,7 +184,7 @@ func (h *Handlers) endBatch(ctx context.Context, r Ref, t *record.Turn) (Validat
 }
 
 func pauseWord(t *record.Turn) string {
-	if kind, _ := catalog.NextPause(t.Pending); kind == "approval" {
+	if kind, _ := batch.NextPause(t.Pending); kind == "approval" {
 		return "approval"
 	}
 	return "form"

@@ -3,6 +3,7 @@ package turn
 import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -70,7 +71,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 	if !t.ExpiresAt.IsZero() && t.Status.Waiting() {
 		v.ExpiresAt = t.ExpiresAt.Format(timeLayout)
 	}
-	kind, idx := catalog.NextPause(t.Pending)
+	kind, idx := batch.NextPause(t.Pending)
 	if t.Status == record.StatusAwaitingInput && kind == "input" {
 		v.Form = &FormView{}
 		for _, i := range idx {
