@@ -50,6 +50,8 @@ type Meta struct {
 	// Title and UpdatedAt are derived on read (first user text, newest turn update).
 	Title     string    `json:"title,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Status is the status of the turn saved last (List only).
+	Status Status `json:"status,omitempty"`
 }
 
 // Conversation is everything stored for one conversation, as read in one
@@ -243,6 +245,9 @@ type Store interface {
 	// SaveTurn writes turn t's field, adds artifacts to the catalog and
 	// bumps the conversation's update time, in one transaction.
 	SaveTurn(ctx context.Context, cid string, t *Turn, artifacts ...artifact.Artifact) error
+	// PutArtifacts adds artifacts to the catalog (uploads, which belong to
+	// no turn yet).
+	PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error
 	// PutOutcome stores a call's outcome unless one is stored already; it
 	// reports whether this call stored it.
 	PutOutcome(ctx context.Context, cid, turnID string, o CallOutcome) (stored bool, err error)

@@ -68,6 +68,7 @@ const (
 	fieldMeta    = "meta"
 	fieldUpdated = "updated" // RFC 3339 time of the last SaveTurn, for List
 	fieldTitle   = "title"   // first saved non-empty turn text, for List
+	fieldStatus  = "status"  // status of the turn saved last, for List
 	turnPrefix   = "turn:"
 )
 
@@ -194,7 +195,7 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	}
 	ck := convKey(cid)
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, ck, turnPrefix+t.ID, b, fieldUpdated, updated.Format(time.RFC3339Nano))
+		p.HSet(ctx, ck, turnPrefix+t.ID, b, fieldUpdated, updated.Format(time.RFC3339Nano), fieldStatus, string(t.Status))
 		if t.Text != "" {
 			p.HSetNX(ctx, ck, fieldTitle, t.Text)
 		}
@@ -212,6 +213,31 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 
 // expire refreshes the idle expiry of the conversation's keys a turn
 // touches. EXPIRE on a key that does not exist yet is a no-op.
+// PutArtifacts adds artifacts to the conversation's catalog in one
+// transaction (uploads, which belong to no turn yet).
+func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error {
+	if len(arts) == 0 {
+		return nil
+	}
+	vals := make([]any, 0, 2*len(arts))
+	for _, a := range arts {
+		ab, err := json.Marshal(a)
+		if err != nil {
+			return fmt.Errorf("put artifact %s of %s: %w", a.ID, cid, err)
+		}
+		vals = append(vals, a.ID, ab)
+	}
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, artifactsKey(cid), vals...)
+		s.expire(ctx, p, cid, "")
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put artifacts of %s: %w", cid, err)
+	}
+	return nil
+}
+
 func (s *Store) expire(ctx context.Context, p redis.Pipeliner, cid, tid string) {
 	p.Expire(ctx, convKey(cid), s.ttl)
 	p.Expire(ctx, artifactsKey(cid), s.ttl)
@@ -273,7 +299,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 	cmds := make([]*redis.SliceCmd, len(ids.Val()))
 	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids.Val() {
-			cmds[i] = p.HMGet(ctx, convKey(id), fieldMeta, fieldUpdated, fieldTitle)
+			cmds[i] = p.HMGet(ctx, convKey(id), fieldMeta, fieldUpdated, fieldTitle, fieldStatus)
 		}
 		return nil
 	}); err != nil {
@@ -305,6 +331,9 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 		if m.Title == "" {
 			t, _ := v[2].(string)
 			m.Title = record.Title(t)
+		}
+		if st, _ := v[3].(string); st != "" {
+			m.Status = record.Status(st)
 		}
 		out = append(out, m)
 	}
