@@ -1,0 +1,177 @@
+// Package scripted is a deterministic llm.Provider: a fixed list of steps or
+// a function for tests, and Demo, the rule-based offline demo model that
+// drives the documented demo prompts without a real LLM. Every request is
+// recorded so tests can count LLM calls and inspect transcripts. It must not
+// do I/O or depend on anything but pkg/llm: it stands in for a model, not for
+// the platform.
+package scripted
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/clientagent/clientagent/pkg/llm"
+)
+
+// ErrExhausted is returned (wrapped) when a New provider is called more
+// often than it has steps.
+var ErrExhausted = errors.New("scripted: no steps left")
+
+// Step is one scripted answer: Response, or Err when set.
+type Step struct {
+	Response *llm.Response
+	Err      error
+}
+
+// Text is a step answering with final text.
+func Text(text string) Step { return Step{Response: &llm.Response{Text: text}} }
+
+// Calls is a step answering with tool calls in one assistant message. Calls
+// without an ID get a deterministic one.
+func Calls(calls ...llm.ToolCall) Step {
+	return Step{Response: &llm.Response{ToolCalls: calls}}
+}
+
+// Call is a tool call with name and raw JSON arguments, for Calls.
+func Call(name, arguments string) llm.ToolCall {
+	return llm.ToolCall{Name: name, Arguments: arguments}
+}
+
+// Fail is a step answering with err.
+func Fail(err error) Step { return Step{Err: err} }
+
+// Provider is a deterministic llm.Provider. It is safe for concurrent use.
+type Provider struct {
+	answer func(req llm.Request) (*llm.Response, error)
+
+	mu       sync.Mutex
+	requests []llm.Request
+}
+
+var _ llm.Provider = (*Provider)(nil)
+
+// New returns a provider answering the n-th call with steps[n]; calls past
+// the end fail with ErrExhausted.
+func New(steps ...Step) *Provider {
+	var mu sync.Mutex
+	next := 0
+	return Func(func(llm.Request) (*llm.Response, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if next >= len(steps) {
+			return nil, fmt.Errorf("call %d of %d: %w", next+1, len(steps), ErrExhausted)
+		}
+		s := steps[next]
+		next++
+		if s.Err != nil {
+			return nil, s.Err
+		}
+		if s.Response == nil {
+			return nil, fmt.Errorf("scripted: step %d has neither response nor error", next)
+		}
+		return s.Response, nil
+	})
+}
+
+// Func returns a provider answering with f. f gets a copy of the request.
+func Func(f func(req llm.Request) (*llm.Response, error)) *Provider {
+	return &Provider{answer: f}
+}
+
+// Complete records req and answers it. The response is a copy the caller may
+// keep; tool calls without an ID get a deterministic one derived from the
+// transcript, and zero usage is replaced by an estimate of len(text)/4 so
+// token budgets work.
+func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("scripted: %w", err)
+	}
+	req = cloneRequest(req)
+	p.mu.Lock()
+	p.requests = append(p.requests, cloneRequest(req))
+	p.mu.Unlock()
+
+	res, err := p.answer(req)
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, errors.New("scripted: answer returned no response")
+	}
+	out := *res
+	out.ToolCalls = slices.Clone(res.ToolCalls)
+	prefix := callIDPrefix(req)
+	for i := range out.ToolCalls {
+		if out.ToolCalls[i].ID == "" {
+			out.ToolCalls[i].ID = fmt.Sprintf("%s_%d", prefix, i)
+		}
+	}
+	if out.Usage == (llm.Usage{}) {
+		out.Usage = estimateUsage(req, &out)
+	}
+	if out.Model == "" {
+		out.Model = "scripted"
+	}
+	return &out, nil
+}
+
+// Requests returns a copy of every request received, in order.
+func (p *Provider) Requests() []llm.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]llm.Request, len(p.requests))
+	for i, r := range p.requests {
+		out[i] = cloneRequest(r)
+	}
+	return out
+}
+
+// Calls returns how many requests the provider received.
+func (p *Provider) Calls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.requests)
+}
+
+func cloneRequest(r llm.Request) llm.Request {
+	r.Messages = slices.Clone(r.Messages)
+	for i := range r.Messages {
+		r.Messages[i].ToolCalls = slices.Clone(r.Messages[i].ToolCalls)
+	}
+	r.Tools = slices.Clone(r.Tools)
+	return r
+}
+
+// callIDPrefix is "call_" plus a short hash of the transcript, so ids are
+// the same for the same transcript and differ between turns.
+func callIDPrefix(req llm.Request) string {
+	h := sha256.New()
+	// Encoding a Request cannot fail: it holds only strings and raw JSON.
+	_ = json.NewEncoder(h).Encode(req.Messages)
+	return "call_" + hex.EncodeToString(h.Sum(nil))[:10]
+}
+
+// estimateUsage counts roughly four characters per token.
+func estimateUsage(req llm.Request, res *llm.Response) llm.Usage {
+	in := len(req.System)
+	for _, m := range req.Messages {
+		in += len(m.Content)
+		for _, c := range m.ToolCalls {
+			in += len(c.Name) + len(c.Arguments)
+		}
+	}
+	for _, t := range req.Tools {
+		in += len(t.Name) + len(t.Description) + len(t.Parameters)
+	}
+	out := len(res.Text)
+	for _, c := range res.ToolCalls {
+		out += len(c.Name) + len(c.Arguments)
+	}
+	return llm.Usage{InputTokens: in/4 + 1, OutputTokens: out/4 + 1}
+}
