@@ -207,7 +207,7 @@ func (st *demoState) word(word string, wantPNG bool) *llm.Response {
 		return text(fmt.Sprintf("%s succeeded but returned no artifact.", toolCreateSVG))
 	}
 	if !wantPNG {
-		return text(fmt.Sprintf("Here is the SVG image with the word %s: %s.", word, describe(svgArt)))
+		return text(fmt.Sprintf("Here is the SVG image with the word %s. Artifact: %s.", word, describe(svgArt)))
 	}
 	png := st.find(toolConvertPNG)
 	if png == nil {
@@ -220,7 +220,7 @@ func (st *demoState) word(word string, wantPNG bool) *llm.Response {
 	if !ok {
 		return text(fmt.Sprintf("%s succeeded but returned no artifact.", toolConvertPNG))
 	}
-	return text(fmt.Sprintf("Here is the PNG image with the word %s: %s.", word, describe(pngArt)))
+	return text(fmt.Sprintf("Here is the PNG image with the word %s. Artifact: %s.", word, describe(pngArt)))
 }
 
 // pictures drives "Make three pictures: A, B and C": independent calls go
