@@ -379,6 +379,25 @@ func (s *stack) send(t *testing.T, token, cid, text string) string {
 // validated against the document.
 func (s *stack) wait(t *testing.T, token, cid, tid string) turnView {
 	t.Helper()
+	return s.waitUntil(t, token, cid, tid, func(v turnView) bool { return v.Status != "running" })
+}
+
+// waitFinal polls the turn until it has ended. After a reply to a form or
+// approval the turn keeps reporting its waiting status until the paused
+// execution has taken the reply, so "not running" is not enough there.
+func (s *stack) waitFinal(t *testing.T, token, cid, tid string) turnView {
+	t.Helper()
+	return s.waitUntil(t, token, cid, tid, func(v turnView) bool {
+		switch v.Status {
+		case "succeeded", "failed", "expired", "superseded":
+			return true
+		}
+		return false
+	})
+}
+
+func (s *stack) waitUntil(t *testing.T, token, cid, tid string, done func(turnView) bool) turnView {
+	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		out := s.expect(t, req{method: "GET", path: "/v1/conversations/" + cid + "/turns/" + tid, token: token}, http.StatusOK, "")
@@ -386,13 +405,13 @@ func (s *stack) wait(t *testing.T, token, cid, tid string) turnView {
 		if v.TurnID != tid {
 			t.Fatalf("GET turn %s: turn_id = %q", tid, v.TurnID)
 		}
-		if v.Status != "running" {
+		if done(v) {
 			return v
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("turn %s still running after 90s: %s", tid, out)
+			t.Fatalf("turn %s not done after 90s: %s", tid, out)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -840,6 +859,12 @@ func testMessages(t *testing.T, s *stack, fx fixture) {
 				return map[string]any{"text": "Convert this to a PNG", "files": []string{up.ID}}
 			}, cid},
 			{"16000 two-byte characters", func(string) any { return map[string]any{"text": strings.Repeat("é", 16000)} }, other},
+			// The limit counts characters, however a client encodes them:
+			// ASCII-only JSON (Python's json.dumps default) spends 12 bytes on
+			// one emoji.
+			{"16000 emoji as JSON escapes", func(string) any {
+				return json.RawMessage(`{"text":"` + strings.Repeat(`\ud83d\ude00`, 16000) + `"}`)
+			}, ""},
 			{"workflow", func(string) any {
 				return map[string]any{"workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{"word": "Hi"}}}
 			}, ""},
@@ -935,7 +960,7 @@ func testFormRoundTrip(t *testing.T, s *stack) {
 	if got := decodeInto[turnView](t, out); got.TurnID != tid || got.Status != "running" || got.Form != nil {
 		t.Errorf("answer = %+v, want turn %s running without a form", got, tid)
 	}
-	v = s.wait(t, s.dev, cid, tid)
+	v = s.waitFinal(t, s.dev, cid, tid)
 	if v.Status != "succeeded" || v.Form != nil {
 		t.Fatalf("after the answer the turn = %+v, want succeeded", v)
 	}
@@ -974,7 +999,7 @@ func testApproval(t *testing.T, s *stack) {
 			if got := decodeInto[turnView](t, out); got.Status != "running" || got.Approval != nil {
 				t.Errorf("approval answer = %+v, want running without approval", got)
 			}
-			v := s.wait(t, s.dev, cid, tid)
+			v := s.waitFinal(t, s.dev, cid, tid)
 			if v.Status != "succeeded" {
 				t.Errorf("after %s the turn = %+v, want succeeded", decision, v)
 			}
@@ -991,7 +1016,7 @@ func testYesReply(t *testing.T, s *stack) {
 	if got := decodeInto[started](t, out); got.TurnID != tid {
 		t.Errorf("yes reply answered turn %q, want the waiting turn %q", got.TurnID, tid)
 	}
-	if v := s.wait(t, s.dev, cid, tid); v.Status != "succeeded" {
+	if v := s.waitFinal(t, s.dev, cid, tid); v.Status != "succeeded" {
 		t.Errorf("after yes the turn = %+v, want succeeded", v)
 	}
 	out = s.expect(t, req{method: "GET", path: "/v1/conversations/" + cid, token: s.dev}, http.StatusOK, "")
@@ -1019,14 +1044,7 @@ func testSupersede(t *testing.T, s *stack) {
 	if v := s.wait(t, s.dev, cid, next); v.Status != "succeeded" {
 		t.Errorf("new turn = %+v, want succeeded", v)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		v = s.wait(t, s.dev, cid, old)
-		if v.Status == "superseded" || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	v = s.waitFinal(t, s.dev, cid, old)
 	if v.Status != "superseded" || v.Form != nil {
 		t.Errorf("old turn = %+v, want superseded without a form", v)
 	}
