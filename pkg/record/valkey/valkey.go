@@ -3,7 +3,8 @@
 // cannot lose each other's writes and every key of one conversation shares
 // one cluster slot:
 //
-//	conv:{<cid>}                  hash: meta (JSON Meta), updated, title, turn:<tid> (JSON Turn)
+//	conv:{<cid>}                  hash: meta (JSON Meta), updated, title, turn:<tid> (JSON Turn),
+//	                              results:<tid> (marker: that turn has a results hash)
 //	conv:{<cid>}:artifacts        hash: artifact id → JSON artifact.Artifact
 //	conv:{<cid>}:results:<tid>    hash: call id → JSON CallOutcome, written once (HSETNX)
 //	user:{<sub>}:convs            sorted set: the owner's conversation ids
@@ -69,7 +70,10 @@ const (
 	fieldUpdated = "updated" // RFC 3339 time of the last SaveTurn, for List
 	fieldTitle   = "title"   // first saved non-empty turn text, for List
 	fieldStatus  = "status"  // status of the turn saved last, for List
-	turnPrefix   = "turn:"
+	// answeredPrefix+<tid> holds the task token the API answered last.
+	answeredPrefix = "answered:"
+	turnPrefix     = "turn:"
+	resultsPrefix  = "results:" // marks a turn with a results hash
 )
 
 func convKey(cid string) string      { return "conv:{" + cid + "}" }
@@ -144,6 +148,7 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 		if err := json.Unmarshal([]byte(v), t); err != nil {
 			return nil, nil, fmt.Errorf("load conversation %s: %s: %w", cid, f, err)
 		}
+		t.AnsweredToken = fields[answeredPrefix+t.ID]
 		turns = append(turns, t)
 	}
 	var catalog []artifact.Artifact
@@ -238,6 +243,15 @@ func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.A
 	return nil
 }
 
+// MarkAnswered stores the answered token beside the turn's own field, so
+// the API never writes a turn its execution owns.
+func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) error {
+	if err := s.rdb.HSet(ctx, convKey(cid), answeredPrefix+turnID, token).Err(); err != nil {
+		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, err)
+	}
+	return nil
+}
+
 func (s *Store) expire(ctx context.Context, p redis.Pipeliner, cid, tid string) {
 	p.Expire(ctx, convKey(cid), s.ttl)
 	p.Expire(ctx, artifactsKey(cid), s.ttl)
@@ -259,6 +273,9 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	var set *redis.BoolCmd
 	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		set = p.HSetNX(ctx, resultsKey(cid, turnID), o.CallID, b)
+		// Name the results hash in the conversation hash, so Delete finds it
+		// even when the turn's own field was never saved.
+		p.HSet(ctx, convKey(cid), resultsPrefix+turnID, 1)
 		s.expire(ctx, p, cid, turnID)
 		return nil
 	})
@@ -352,7 +369,8 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 }
 
 // deleteScript removes every key of one conversation: the hash, the
-// catalog and the results hash of every turn named in the hash. The keys
+// catalog and the results hash of every turn named in the hash (by its
+// turn:<tid> field or the results:<tid> marker PutOutcome writes). The keys
 // all share the {cid} hash tag, so the script stays in one slot.
 var deleteScript = redis.NewScript(`
 local fields = redis.call('HKEYS', KEYS[1])
@@ -360,6 +378,8 @@ local n = 0
 for _, f in ipairs(fields) do
   if string.sub(f, 1, 5) == 'turn:' then
     n = n + redis.call('DEL', KEYS[1] .. ':results:' .. string.sub(f, 6))
+  elseif string.sub(f, 1, 8) == 'results:' then
+    n = n + redis.call('DEL', KEYS[1] .. ':' .. f)
   end
 end
 return n + redis.call('DEL', KEYS[1], KEYS[2])
@@ -367,8 +387,7 @@ return n + redis.call('DEL', KEYS[1], KEYS[2])
 
 // Delete removes every key of the conversation in one script call (EVAL,
 // not EVALSHA, so it is one round trip even on a fresh server). The
-// owner's index entry is pruned by the next List. Results hashes of turns
-// never saved cannot be found; they expire on their own.
+// owner's index entry is pruned by the next List.
 func (s *Store) Delete(ctx context.Context, cid string) error {
 	if err := deleteScript.Eval(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid)}).Err(); err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("delete conversation %s: %w", cid, err)

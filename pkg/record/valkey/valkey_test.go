@@ -29,7 +29,10 @@ func create(t *testing.T, s *valkey.Store, owner string) string {
 		t.Fatalf("Create() = %v", err)
 	}
 	// t.Context is done during cleanup; a real server must not keep test keys.
-	t.Cleanup(func() { _ = s.Delete(context.Background(), cid) })
+	t.Cleanup(func() {
+		_ = s.Delete(context.Background(), cid)
+		_, _ = s.List(context.Background(), owner) // prunes the owner index
+	})
 	return cid
 }
 
@@ -218,7 +221,10 @@ func TestDeleteRemovesEveryKey(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		keys := []string{"conv:{" + cid + "}", "conv:{" + cid + "}:artifacts", "conv:{" + cid + "}:results:t00", "conv:{" + cid + "}:results:t02"}
+		if _, err := s.PutOutcome(t.Context(), cid, "never-saved", record.CallOutcome{CallID: "c"}); err != nil {
+			t.Fatal(err)
+		}
+		keys := []string{"conv:{" + cid + "}", "conv:{" + cid + "}:artifacts", "conv:{" + cid + "}:results:t00", "conv:{" + cid + "}:results:t02", "conv:{" + cid + "}:results:never-saved"}
 		if n := c.Exists(t.Context(), keys...).Val(); n != int64(len(keys)) {
 			t.Fatalf("before Delete: %d of %d keys exist", n, len(keys))
 		}
@@ -301,8 +307,16 @@ func TestOpenReal(t *testing.T) {
 	}
 	defer closeFn()
 	s := valkey.New(c, valkey.Options{})
-	cid := create(t, s, valkeytest.ID(t, "u"))
+	owner := valkeytest.ID(t, "u")
+	cid := create(t, s, owner)
 	if _, _, err := s.Load(ctx, cid, ""); err != nil {
 		t.Errorf("Load() through Open's client = %v", err)
+	}
+	// Clean up before closeFn: the cleanup would find the client closed.
+	if err := s.Delete(ctx, cid); err != nil {
+		t.Errorf("Delete() = %v", err)
+	}
+	if got, err := s.List(ctx, owner); err != nil || len(got) != 0 {
+		t.Errorf("List() after Delete = %v, %v; want empty", got, err)
 	}
 }
