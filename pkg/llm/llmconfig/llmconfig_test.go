@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/bedrock"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/llm/openai"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
@@ -55,6 +56,8 @@ func TestFromEnvChoosesProvider(t *testing.T) {
 				gotType = "scripted"
 			case *openai.Provider:
 				gotType = "openai"
+			case *bedrock.Provider:
+				gotType = "bedrock"
 			default:
 				gotType = "other"
 			}
@@ -104,5 +107,23 @@ func TestFromEnvOpenAIWiring(t *testing.T) {
 		if s.auth != "Bearer sk-env" || s.model != tc.model || res.Text != "hi" {
 			t.Errorf("flavour %s: server saw %+v and answered %q, want bearer sk-env and model %s", tc.flavour, s, res.Text, tc.model)
 		}
+	}
+}
+
+// Bedrock reads its region from the environment the AWS SDK reads, so this
+// test sets process variables and cannot run in parallel.
+func TestFromEnvBedrock(t *testing.T) {
+	t.Setenv("AWS_REGION", "eu-central-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "SECRETTEST")
+	p, desc, err := llmconfig.FromEnv(env(map[string]string{"CLIENTAGENT_LLM": "bedrock", "CLIENTAGENT_MODEL": "amazon.nova-pro-v1:0"}))
+	if err != nil {
+		t.Fatalf("FromEnv() error = %v", err)
+	}
+	if _, ok := p.(*bedrock.Provider); !ok {
+		t.Errorf("FromEnv() provider = %T, want *bedrock.Provider", p)
+	}
+	if want := "bedrock amazon.nova-pro-v1:0 in eu-central-1"; desc != want {
+		t.Errorf("FromEnv() description = %q, want %q", desc, want)
 	}
 }
