@@ -216,8 +216,6 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	return nil
 }
 
-// expire refreshes the idle expiry of the conversation's keys a turn
-// touches. EXPIRE on a key that does not exist yet is a no-op.
 // PutArtifacts adds artifacts to the conversation's catalog in one
 // transaction (uploads, which belong to no turn yet).
 func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error {
@@ -252,6 +250,8 @@ func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) err
 	return nil
 }
 
+// expire refreshes the idle expiry of the conversation's keys a turn
+// touches. EXPIRE on a key that does not exist yet is a no-op.
 func (s *Store) expire(ctx context.Context, p redis.Pipeliner, cid, tid string) {
 	p.Expire(ctx, convKey(cid), s.ttl)
 	p.Expire(ctx, artifactsKey(cid), s.ttl)
