@@ -73,7 +73,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, user 
 		if status == "" {
 			status = "idle"
 		}
-		out = append(out, conversationSummary{ID: m.ID, Title: m.Title, UpdatedAt: m.UpdatedAt.Format(time.RFC3339Nano), Status: status})
+		out = append(out, conversationSummary{ID: m.ID, Title: m.Title, UpdatedAt: m.UpdatedAt.Format(time.RFC3339Nano), Status: string(status)})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"conversations": out})
 	return nil
@@ -218,7 +218,7 @@ type messageBody struct {
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string) error {
 	var body messageBody
-	if err := decode(r, int64(s.MaxText)*4+64<<10, &body); err != nil {
+	if err := decode(r, int64(s.MaxText)*12+64<<10, &body); err != nil {
 		return err
 	}
 	text := strings.TrimSpace(body.Text)
@@ -262,8 +262,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	}
 	// New free text supersedes every turn still waiting for the user.
 	for _, t := range conv.Turns {
-		if t.Status.Waiting() && t.TaskToken != "" {
-			if err := s.sendReply(ctx, t, turn.Reply{Superseded: true}); err != nil && !isConflict(err) {
+		if t.Status.Waiting() && t.TaskToken != "" && !t.Answered() {
+			if err := s.sendReply(ctx, conv.Meta.ID, t, turn.Reply{Superseded: true}); err != nil && !isConflict(err) {
 				return err
 			}
 		}
@@ -423,7 +423,7 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 // execution. Nothing runs here; the turn's ValidateBatch step applies it.
 func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *record.Turn, reply turn.Reply) (turn.View, error) {
 	conflict := errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input (already answered, expired or superseded)")
-	if t.TaskToken == "" {
+	if t.TaskToken == "" || t.Answered() {
 		return turn.View{}, conflict
 	}
 	switch {
@@ -460,7 +460,7 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 			}
 		}
 	}
-	if err := s.sendReply(ctx, t, reply); err != nil {
+	if err := s.sendReply(ctx, conv.Meta.ID, t, reply); err != nil {
 		return turn.View{}, err
 	}
 	v := turn.NewView(conv, t, nil)
@@ -470,7 +470,10 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 
 // sendReply answers the turn's task token. A token whose task has closed
 // (answered twice, expired) is a conflict.
-func (s *Server) sendReply(ctx context.Context, t *record.Turn, reply turn.Reply) error {
+func (s *Server) sendReply(ctx context.Context, cid string, t *record.Turn, reply turn.Reply) error {
+	if err := s.Store.MarkAnswered(ctx, cid, t.ID, t.TaskToken); err != nil {
+		return err
+	}
 	out, _ := json.Marshal(reply)
 	_, err := s.Executions.SendTaskSuccess(ctx, &sfn.SendTaskSuccessInput{TaskToken: aws.String(t.TaskToken), Output: aws.String(string(out))})
 	if err == nil {

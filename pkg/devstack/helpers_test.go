@@ -132,7 +132,7 @@ func stack(t *testing.T, m llm.Provider, mutate ...func(*Config)) (*Stack, *clie
 
 // client speaks API.md over real HTTP.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	base  string
 	token string
 }

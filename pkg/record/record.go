@@ -107,7 +107,15 @@ type Turn struct {
 	// await handler together with the waiting status, cleared on resume.
 	TaskToken string    `json:"task_token,omitempty"`
 	ExpiresAt time.Time `json:"expires_at,omitempty"`
+
+	// AnsweredToken is the token the API has answered (MarkAnswered), kept
+	// beside the turn's field: until the execution applies the reply, a turn
+	// whose TaskToken equals it is running, and a second answer is refused.
+	AnsweredToken string `json:"-"`
 }
+
+// Answered reports whether the open pause's token has been answered.
+func (t *Turn) Answered() bool { return t.TaskToken != "" && t.AnsweredToken == t.TaskToken }
 
 // Step is one visible step of a turn (API.md Turn.steps): an LLM call
 // (Tool "llm") or a tool call.
@@ -248,6 +256,9 @@ type Store interface {
 	// PutArtifacts adds artifacts to the catalog (uploads, which belong to
 	// no turn yet).
 	PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error
+	// MarkAnswered records that the API answered turnID's task token, so
+	// the turn reads as running until its execution applies the reply.
+	MarkAnswered(ctx context.Context, cid, turnID, token string) error
 	// PutOutcome stores a call's outcome unless one is stored already; it
 	// reports whether this call stored it.
 	PutOutcome(ctx context.Context, cid, turnID string, o CallOutcome) (stored bool, err error)

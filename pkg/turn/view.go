@@ -71,15 +71,19 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 	if !t.ExpiresAt.IsZero() && t.Status.Waiting() {
 		v.ExpiresAt = t.ExpiresAt.Format(timeLayout)
 	}
+	if t.Answered() {
+		// The API answered the pause; the execution has not applied it yet.
+		v.Status = record.StatusRunning
+	}
 	kind, idx := batch.NextPause(t.Pending)
-	if t.Status == record.StatusAwaitingInput && kind == "input" {
+	if v.Status == record.StatusAwaitingInput && kind == "input" {
 		v.Form = &FormView{}
 		for _, i := range idx {
 			pc := t.Pending[i]
 			v.Form.Calls = append(v.Form.Calls, FormCall{CallID: pc.CallID, Tool: pc.Tool, Note: pc.FormNote, Fields: pc.Form})
 		}
 	}
-	if t.Status == record.StatusAwaitingApproval && kind == "approval" {
+	if v.Status == record.StatusAwaitingApproval && kind == "approval" {
 		v.Approval = &ApprovalView{}
 		for _, i := range idx {
 			pc := t.Pending[i]

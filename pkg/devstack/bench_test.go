@@ -1,0 +1,91 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/clientagent/clientagent/pkg/sfnlocal"
+)
+
+// TurnCounts are the figures of one turn read from its execution history.
+type TurnCounts struct {
+	Transitions int // states entered (AWS bills STANDARD per state transition)
+	Lambdas     int // Lambda invocations (TaskScheduled)
+	Events      int // history events
+}
+
+func countHistory(h []sfnlocal.HistoryEvent) TurnCounts {
+	var c TurnCounts
+	c.Events = len(h)
+	for _, e := range h {
+		switch {
+		case strings.HasSuffix(e.Type, "StateEntered"):
+			c.Transitions++
+		case e.Type == "TaskScheduled":
+			c.Lambdas++
+		}
+	}
+	return c
+}
+
+func (s *Stack) history(ctx context.Context, turnID string) ([]sfnlocal.HistoryEvent, error) {
+	arn := strings.Replace(s.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + turnID
+	if _, err := s.Engine.Wait(ctx, arn); err != nil {
+		return nil, err
+	}
+	return s.Engine.History(ctx, arn)
+}
+
+// TestPopelnaseCounts pins the cost of the reference turn (issue 4 #10,
+// docs/benchmarks.md): 3 LLM calls, and the state transitions and Lambda
+// invocations its execution history shows.
+func TestPopelnaseCounts(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, nil)
+	cid := c.newConversation()
+	tid := c.send(cid, "Create a PNG image with the word Popelnase")
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.LLMCalls != 3 {
+		t.Fatalf("turn = %s with %d LLM calls (%s), want succeeded with 3", v.Status, v.LLMCalls, v.Reply)
+	}
+	h, err := st.history(t.Context(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := countHistory(h)
+	// Init, then per tool round LLMStep, Choice, ValidateBatch, Choice, Map,
+	// InvokeCall, AppendResults, Choice (8) twice, then LLMStep, Choice, Done.
+	want := TurnCounts{Transitions: 1 + 2*8 + 3, Lambdas: 2*4 + 1}
+	if got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
+		t.Errorf("counts = %+v, want transitions %d and lambdas %d", got, want.Transitions, want.Lambdas)
+	}
+	t.Logf("Popelnase turn: %d LLM calls, %d state transitions, %d Lambda invocations, %d history events", v.LLMCalls, got.Transitions, got.Lambdas, got.Events)
+}
+
+// BenchmarkPopelnaseTurn measures one whole turn through the API, the local
+// engine, the embedded Valkey and the demo A2A agents, with the scripted
+// demo model (so the figure is our overhead, not a model's latency).
+func BenchmarkPopelnaseTurn(b *testing.B) {
+	st, err := Start(b.Context(), Config{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	tok, _ := st.Token("dev")
+	c := &client{t: b, base: st.URL(), token: tok}
+	var counts TurnCounts
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cid := c.newConversation()
+		tid := c.send(cid, fmt.Sprintf("Create a PNG image with the word Popelnase%d", i))
+		h, err := st.history(b.Context(), tid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		counts = countHistory(h)
+	}
+	b.ReportMetric(float64(counts.Transitions), "transitions/turn")
+	b.ReportMetric(float64(counts.Lambdas), "lambdas/turn")
+}
