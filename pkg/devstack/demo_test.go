@@ -1,0 +1,88 @@
+package devstack
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/clientagent/clientagent/pkg/llm"
+)
+
+// historyOf returns the conversation's history entries.
+func (c *client) historyOf(cid string) []map[string]any {
+	c.t.Helper()
+	var conv struct {
+		History []map[string]any `json:"history"`
+	}
+	if code := c.do("GET", "/v1/conversations/"+cid, nil, &conv); code != http.StatusOK {
+		c.t.Fatalf("GET conversation = %d", code)
+	}
+	return conv.History
+}
+
+// Spec §3.5: "redo the valve with 6 holes" starts from the newest successful
+// inputs of design_valve_flange (recent_skill_inputs), so the material the
+// user gave in the first turn is not asked again. Demo model, demo agents.
+func TestRedoValveFromRecentInputs(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, nil)
+	cid := c.newConversation()
+	t1 := c.send(cid, "Design a valve flange with 4 holes")
+	v := c.wait(cid, t1)
+	if v.Status != "awaiting_input" || v.Form == nil {
+		t.Fatalf("first turn = %s, want awaiting_input", v.Status)
+	}
+	callID := v.Form.Calls[0].CallID
+	if code := c.input(cid, t1, map[string]any{"answers": map[string]any{callID: map[string]any{"material": "brass"}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d", code)
+	}
+	if v = c.wait(cid, t1); v.Status != "succeeded" {
+		t.Fatalf("first turn = %s %q", v.Status, v.Reply)
+	}
+	t2 := c.send(cid, "Redo the valve with 6 holes")
+	if v = c.wait(cid, t2); v.Status != "succeeded" {
+		t.Fatalf("redo turn = %s %q (form %+v), want succeeded without asking again", v.Status, v.Reply, v.Form)
+	}
+	var inputs map[string]any
+	for _, e := range c.historyOf(cid) {
+		if e["turn_id"] == t2 && e["tool"] == "design_valve_flange" && e["status"] == "succeeded" {
+			inputs, _ = e["tool_inputs"].(map[string]any)
+		}
+	}
+	if inputs["material"] != "brass" || inputs["holes"] != float64(6) {
+		t.Errorf("redo inputs = %v, want material brass and 6 holes", inputs)
+	}
+}
+
+// Issue 5: a specialist's input-required becomes a form; its answer
+// continues the same A2A task, which then completes (demo flange agent).
+func TestSpecialistInputRequired(t *testing.T) {
+	t.Parallel()
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if r, ok := toolResults(req)["g1"]; ok {
+			return answer("flange: " + r["status"].(string))
+		}
+		return calls(call("g1", "design_valve_flange", map[string]any{"holes": 24, "outer_diameter_mm": 60, "material": "steel"}))
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	tid := c.send(cid, "a tiny flange with 24 holes in steel")
+	v := c.wait(cid, tid)
+	if v.Status != "awaiting_input" || v.Form == nil || v.Form.Calls[0].Note == "" {
+		t.Fatalf("turn = %s form %+v, want the agent's input-required as a form with its message", v.Status, v.Form)
+	}
+	var field string
+	for _, f := range v.Form.Calls[0].Fields {
+		if f.Name == "outer_diameter_mm" {
+			field = f.Name
+		}
+	}
+	if field == "" {
+		t.Fatalf("fields = %+v, want outer_diameter_mm", v.Form.Calls[0].Fields)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"g1": map[string]any{"outer_diameter_mm": 1200}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d", code)
+	}
+	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "flange: succeeded" || len(v.Artifacts) != 1 {
+		t.Fatalf("turn = %s %q artifacts %d form %+v; want succeeded with the drawing", v.Status, v.Reply, len(v.Artifacts), v.Form)
+	}
+}
