@@ -382,9 +382,8 @@ func (s *stack) wait(t *testing.T, token, cid, tid string) turnView {
 	return s.waitUntil(t, token, cid, tid, func(v turnView) bool { return v.Status != "running" })
 }
 
-// waitFinal polls the turn until it has ended. After a reply to a form or
-// approval the turn keeps reporting its waiting status until the paused
-// execution has taken the reply, so "not running" is not enough there.
+// waitFinal polls the turn until it has ended (it may pause again on the
+// way, so "not running" is not enough after a reply).
 func (s *stack) waitFinal(t *testing.T, token, cid, tid string) turnView {
 	t.Helper()
 	return s.waitUntil(t, token, cid, tid, func(v turnView) bool {
@@ -586,6 +585,7 @@ func testAuth(t *testing.T, s *stack, fx fixture) {
 			for _, tok := range tokens {
 				t.Run(r.method+" "+r.path+"/"+tok.name, func(t *testing.T) {
 					t.Parallel()
+					r := r // a copy per subtest: r is shared by the token loop
 					r.header, r.noAuth = tok.header, tok.noAuth
 					s.expect(t, r, http.StatusUnauthorized, "unauthorized")
 				})
@@ -607,11 +607,13 @@ func testIsolation(t *testing.T, s *stack, fx fixture) {
 			}
 			t.Run("mallory "+r.method+" "+r.path, func(t *testing.T) {
 				t.Parallel()
+				r := r // a copy per subtest: r is shared by both subtests
 				r.token = s.mallory
 				s.expect(t, r, http.StatusNotFound, "not_found")
 			})
 			t.Run("missing conversation "+r.method+" "+r.path, func(t *testing.T) {
 				t.Parallel()
+				r := r
 				r.token = s.dev
 				r.path = strings.Replace(r.path, fx.cid, "c_doesnotexist", 1)
 				s.expect(t, r, http.StatusNotFound, "not_found")
@@ -687,7 +689,25 @@ func testConversations(t *testing.T, s *stack, fx fixture) {
 			t.Errorf("status of a conversation without turns = %q, want idle", got)
 		}
 		out = s.expect(t, req{method: "GET", path: "/v1/conversations", token: s.dev}, http.StatusOK, "")
-		if !bytes.Contains(out.Body, []byte(fx.cid)) {
+		devList := decodeInto[struct {
+			Conversations []struct {
+				ID     string `json:"conversation_id"`
+				Title  string `json:"title"`
+				Status string `json:"status"`
+			} `json:"conversations"`
+		}](t, out)
+		found := false
+		for _, c := range devList.Conversations {
+			if c.ID != fx.cid {
+				continue
+			}
+			found = true
+			// The title comes from the first message; the status is the last turn's.
+			if !strings.Contains(c.Title, "Popelnase") || c.Status != "succeeded" {
+				t.Errorf("dev's list entry %+v, want a title from the first message and status succeeded", c)
+			}
+		}
+		if !found {
 			t.Errorf("dev's list %s does not name %s", out, fx.cid)
 		}
 	})
@@ -960,6 +980,12 @@ func testFormRoundTrip(t *testing.T, s *stack) {
 	if got := decodeInto[turnView](t, out); got.TurnID != tid || got.Status != "running" || got.Form != nil {
 		t.Errorf("answer = %+v, want turn %s running without a form", got, tid)
 	}
+	// The answered form is gone at once: a client polling right after the
+	// 202 must not be shown the form again.
+	now := decodeInto[turnView](t, s.expect(t, req{method: "GET", path: "/v1/conversations/" + cid + "/turns/" + tid, token: s.dev}, http.StatusOK, ""))
+	if now.Status == "awaiting_input" || now.Form != nil {
+		t.Errorf("GET right after the answer = %+v, want running (or ended) without the form", now)
+	}
 	v = s.waitFinal(t, s.dev, cid, tid)
 	if v.Status != "succeeded" || v.Form != nil {
 		t.Fatalf("after the answer the turn = %+v, want succeeded", v)
@@ -968,6 +994,17 @@ func testFormRoundTrip(t *testing.T, s *stack) {
 		t.Errorf("artifacts = %+v, want the steel flange SVG", v.Artifacts)
 	}
 	s.expect(t, req{method: "POST", path: input, token: s.dev, body: answer}, http.StatusConflict, "not_waiting")
+
+	// The SVG downloads as SVG, under a policy that keeps its scripts from running.
+	for _, a := range v.Artifacts {
+		out := s.expect(t, req{method: "GET", path: "/v1/conversations/" + cid + "/artifacts/" + a.ID, token: s.dev}, http.StatusOK, "")
+		if ct := out.Header.Get("Content-Type"); ct != a.MimeType {
+			t.Errorf("download %s Content-Type = %q, want %q", a.Name, ct, a.MimeType)
+		}
+		if a.MimeType == "image/svg+xml" && (!bytes.Contains(out.Body, []byte("<svg")) || !strings.Contains(out.Header.Get("Content-Security-Policy"), "default-src 'none'")) {
+			t.Errorf("SVG download %s: CSP %q, body %q", a.Name, out.Header.Get("Content-Security-Policy"), trim(string(out.Body)))
+		}
+	}
 }
 
 // approvalTurn makes a Hello SVG, then asks to publish it: the publish
@@ -999,6 +1036,10 @@ func testApproval(t *testing.T, s *stack) {
 			if got := decodeInto[turnView](t, out); got.Status != "running" || got.Approval != nil {
 				t.Errorf("approval answer = %+v, want running without approval", got)
 			}
+			now := decodeInto[turnView](t, s.expect(t, req{method: "GET", path: "/v1/conversations/" + cid + "/turns/" + tid, token: s.dev}, http.StatusOK, ""))
+			if now.Status == "awaiting_approval" || now.Approval != nil {
+				t.Errorf("GET right after the decision = %+v, want running (or ended) without the approval", now)
+			}
 			v := s.waitFinal(t, s.dev, cid, tid)
 			if v.Status != "succeeded" {
 				t.Errorf("after %s the turn = %+v, want succeeded", decision, v)
@@ -1015,6 +1056,10 @@ func testYesReply(t *testing.T, s *stack) {
 	out := s.expect(t, req{method: "POST", path: "/v1/conversations/" + cid + "/messages", token: s.dev, body: []byte(`{"text":"Yes"}`)}, http.StatusAccepted, "")
 	if got := decodeInto[started](t, out); got.TurnID != tid {
 		t.Errorf("yes reply answered turn %q, want the waiting turn %q", got.TurnID, tid)
+	}
+	now := decodeInto[turnView](t, s.expect(t, req{method: "GET", path: "/v1/conversations/" + cid + "/turns/" + tid, token: s.dev}, http.StatusOK, ""))
+	if now.Status == "awaiting_approval" || now.Approval != nil {
+		t.Errorf("GET right after the yes reply = %+v, want running (or ended) without the approval", now)
 	}
 	if v := s.waitFinal(t, s.dev, cid, tid); v.Status != "succeeded" {
 		t.Errorf("after yes the turn = %+v, want succeeded", v)
