@@ -1,0 +1,78 @@
+package devstack
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// A Valkey outage in the middle of a turn fails that turn cleanly: the
+// execution ends, the turn reads as failed with a message once Valkey is
+// back, the conversation is intact, and the next turn works.
+func TestValkeyOutageFailsTurnCleanly(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if strings.Contains(lastUser(req), "again") {
+			return answer("back to normal")
+		}
+		return calls(call("x1", "slow_echo", map[string]any{"text": "hold on"}))
+	}}
+	st, c := stack(t, m, func(cfg *Config) {
+		cfg.ValkeyURL = "redis://" + mr.Addr()
+		cfg.Agents = []string{agentURL}
+	})
+	cid := c.newConversation()
+	tid := c.send(cid, "echo slowly")
+	deadline := time.Now().Add(10 * time.Second)
+	for running := false; !running; {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+		for _, s := range c.turn(cid, tid).Steps {
+			running = running || (s.Tool == "slow_echo" && s.Status == "running")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	mr.Close() // Valkey goes away while the specialist works
+
+	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	ex, err := st.Engine.Wait(ctx, arn)
+	if err != nil {
+		t.Fatalf("Wait() = %v", err)
+	}
+	if ex.Status != "FAILED" {
+		t.Errorf("execution status = %s, want FAILED", ex.Status)
+	}
+	if err := mr.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	// go-redis redials in the background once the server is back.
+	var v turn.View
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK {
+			break
+		}
+	}
+	if v.Status != "failed" || !strings.Contains(v.Reply, "intact") {
+		t.Errorf("turn = %s %q, want failed with a message", v.Status, v.Reply)
+	}
+	h := c.historyOf(cid)
+	if len(h) == 0 || h[0]["content"] != "echo slowly" {
+		t.Errorf("history = %v, want the user's message kept", h)
+	}
+	t2 := c.send(cid, "try again")
+	if v := c.wait(cid, t2); v.Status != "succeeded" || v.Reply != "back to normal" {
+		t.Errorf("next turn = %s %q, want succeeded", v.Status, v.Reply)
+	}
+}
