@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -65,6 +66,9 @@ func errorf(status int, code, msg string) *Error {
 	return &Error{Status: status, Code: code, Message: msg}
 }
 
+// errEmptyBody is a request without a body where one was expected.
+var errEmptyBody = errorf(http.StatusBadRequest, "invalid_json", "the body is empty; send a JSON object")
+
 var errNotFound = errorf(http.StatusNotFound, "not_found", "no such conversation")
 
 // Handler returns the routes of API.md.
@@ -74,6 +78,7 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 			user, err := s.Auth.Subject(r)
 			if err != nil {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="clientagent"`)
 				s.writeError(w, r, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
 				return
 			}
@@ -133,6 +138,9 @@ func decode(r *http.Request, limit int64, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return errEmptyBody
+		}
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is too large")

@@ -43,7 +43,8 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user
 		Title string `json:"title"`
 	}
 	if r.ContentLength != 0 {
-		if err := decode(r, 4096, &body); err != nil && r.ContentLength > 0 {
+		// An empty body is fine (a chunked request may be empty too).
+		if err := decode(r, 4096, &body); err != nil && !errors.Is(err, errEmptyBody) {
 			return err
 		}
 	}

@@ -255,7 +255,7 @@ func (c *Catalog) Names() []string {
 // Skills lists the skills for GET /v1/catalog; InputSchema is the plain
 // schema the model sees.
 func (c *Catalog) Skills() []SkillInfo {
-	var out []SkillInfo
+	out := []SkillInfo{}
 	for _, e := range c.entries {
 		if e.Kind != EntrySkill {
 			continue
@@ -273,7 +273,7 @@ func (c *Catalog) Skills() []SkillInfo {
 
 // Workflows lists the workflow templates for GET /v1/catalog.
 func (c *Catalog) Workflows() []WorkflowInfo {
-	var out []WorkflowInfo
+	out := []WorkflowInfo{}
 	for _, e := range c.entries {
 		if e.Kind != EntryWorkflow {
 			continue

@@ -124,7 +124,7 @@ type Step struct {
 	CallID    string    `json:"call_id,omitempty"`
 	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered
 	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at,omitempty"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
 }
 
 // HistoryEntry is one conversation_history entry: what a chat UI shows,

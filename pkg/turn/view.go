@@ -95,7 +95,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 			if pc.State != record.CallReady {
 				continue
 			}
-			s := record.Step{Tool: pc.Tool, CallID: pc.CallID, Status: "running"}
+			s := record.Step{Tool: pc.Tool, CallID: pc.CallID, Status: "running", StartedAt: t.UpdatedAt}
 			if o, ok := outcomes[pc.CallID]; ok {
 				s.Status, s.StartedAt, s.EndedAt = outcomeStatus(o), o.StartedAt, o.EndedAt
 			}
