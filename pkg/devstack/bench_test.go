@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 )
@@ -64,6 +67,18 @@ func TestPopelnaseCounts(t *testing.T) {
 	t.Logf("Popelnase turn: %d LLM calls, %d state transitions, %d Lambda invocations, %d history events", v.LLMCalls, got.Transitions, got.Lambdas, got.Events)
 }
 
+// roundTrips counts Valkey round trips: one per command sent alone, one
+// per pipeline or transaction.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
+}
+
 // BenchmarkPopelnaseTurn measures one whole turn through the API, the local
 // engine, the embedded Valkey and the demo A2A agents, with the scripted
 // demo model (so the figure is our overhead, not a model's latency).
@@ -75,6 +90,8 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 	defer st.Close()
 	tok, _ := st.Token("dev")
 	c := &client{t: b, base: st.URL(), token: tok}
+	rt := &roundTrips{}
+	st.Redis.AddHook(rt)
 	var counts TurnCounts
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -86,6 +103,7 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 		}
 		counts = countHistory(h)
 	}
+	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
 	b.ReportMetric(float64(counts.Transitions), "transitions/turn")
 	b.ReportMetric(float64(counts.Lambdas), "lambdas/turn")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/redis/go-redis/v9"
 
 	clientagent "github.com/clientagent/clientagent"
 	"github.com/clientagent/clientagent/pkg/api"
@@ -80,6 +81,8 @@ type Stack struct {
 	Engine *sfnlocal.Engine
 	// StateMachineARN is the turn state machine's ARN on Engine.
 	StateMachineARN string
+	// Redis is the platform's Valkey client (tests add hooks to count round trips).
+	Redis redis.UniversalClient
 	// Publications is what the demo publish_artifact skill published.
 	Publications *demoagents.Ledger
 }
@@ -140,7 +143,18 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	st.Platform = p
 
-	st.engine = sfnlocal.New(sfnlocal.Options{Clock: cfg.Clock, Persist: &sfnlocal.RedisPersister{Client: rdb}, Logger: log})
+	// The engine persists its executions on a client of its own, so the
+	// platform's Valkey traffic can be measured alone (docs/benchmarks.md).
+	engineRDB := rdb
+	if c, ok := rdb.(*redis.Client); ok {
+		o := c.Options()
+		engineRDB = redis.NewClient(&redis.Options{Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout})
+		prev := st.closeRDB
+		st.closeRDB = func() { engineRDB.Close(); prev() }
+	}
+	st.Redis = rdb
+	st.engine = sfnlocal.New(sfnlocal.Options{Clock: cfg.Clock, Persist: &sfnlocal.RedisPersister{Client: engineRDB}, Logger: log})
 	st.Engine = st.engine
 	h := p.Handlers
 	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turn.JSON(h.LLMStep))
