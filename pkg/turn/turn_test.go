@@ -1,9 +1,13 @@
 package turn_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"os"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -202,5 +206,91 @@ func TestAwaitRetryKeepsOnePause(t *testing.T) {
 	_ = json.Unmarshal([]byte(last.Content), &r)
 	if last.ToolCallID != "p1" || r.Status != record.ResultRejected || f.inv.n.Load() != 0 {
 		t.Errorf("last message = %+v (status %s), invocations %d; want p1 rejected and nothing run", last, r.Status, f.inv.n.Load())
+	}
+}
+
+// Seed 004 §2, issue 2 item 7: the token budget ends the turn with a
+// message before the next LLM call; it is never reported as success.
+func TestTokenBudgetFailsTheTurn(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: fmt.Sprintf("b%d", len(req.Messages)), Name: "create_svg_artifact", Arguments: fmt.Sprintf(`{"word":"w%d"}`, len(req.Messages))}},
+			Usage: llm.Usage{InputTokens: 600, OutputTokens: 100}}
+	})
+	f.h.Limits.TokenBudget = 1000
+	ctx := t.Context()
+	for round := 0; round < 2; round++ {
+		if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextTools {
+			t.Fatalf("round %d: LLMStep() = %+v, %v; want tools", round, out, err)
+		}
+		out, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range out.Calls {
+			if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.h.Append(ctx, f.ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
+	if err != nil || out.Next != turn.NextFailed {
+		t.Fatalf("LLMStep() over budget = %+v, %v; want failed", out, err)
+	}
+	tr := f.turn(t)
+	if tr.Status != record.StatusFailed || !strings.Contains(tr.Error, "budget of 1000 tokens") || f.llm.Load() != 2 {
+		t.Errorf("turn = %s %q after %d LLM calls; want failed naming the budget after 2", tr.Status, tr.Error, f.llm.Load())
+	}
+}
+
+// DESIGN §7, issue 4: one structured log line per step with the
+// conversation, turn, step, tool, status, latency and tokens.
+func TestStepLogLines(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return &llm.Response{Text: "done", Usage: llm.Usage{InputTokens: 5, OutputTokens: 2}}
+		}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "k1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 3}}
+	})
+	var buf bytes.Buffer
+	f.h.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
+	ctx := t.Context()
+	_, _ = f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
+	_, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	_, _ = f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "k1"})
+	_, _ = f.h.Append(ctx, f.ref)
+	_, _ = f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
+
+	type line struct {
+		Msg          string `json:"msg"`
+		Conversation string `json:"conversation"`
+		Turn         string `json:"turn"`
+		Step         string `json:"step"`
+		Tool         string `json:"tool"`
+		Status       string `json:"status"`
+		Tokens       int    `json:"tokens"`
+		LatencyMS    *int64 `json:"latency_ms"`
+	}
+	var steps []string
+	for _, raw := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		var l line
+		if err := json.Unmarshal([]byte(raw), &l); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", raw, err)
+		}
+		if l.Msg != "step" {
+			continue
+		}
+		if l.Conversation != "c1" || l.Turn != "t1" || l.Status == "" || l.LatencyMS == nil {
+			t.Errorf("log line %s lacks ids, status or latency", raw)
+		}
+		steps = append(steps, fmt.Sprintf("%s/%s/%d", l.Step, l.Tool, l.Tokens))
+	}
+	want := []string{"llm//13", "validate//0", "invoke/create_svg_artifact/0", "append//0", "llm//7"}
+	if diff := cmp.Diff(want, steps); diff != "" {
+		t.Errorf("step lines (-want +got):\n%s", diff)
 	}
 }
