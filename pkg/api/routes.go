@@ -369,7 +369,7 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request, user string) er
 // failure could not reach Valkey) is reported failed.
 func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) turn.View {
 	v := turn.NewView(conv, t, outcomes)
-	if t.Status != record.StatusRunning || outcomes == nil {
+	if v.Status != record.StatusRunning {
 		return v
 	}
 	out, err := s.Executions.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(s.executionARN(t.ID))})

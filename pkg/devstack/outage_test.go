@@ -2,8 +2,10 @@ package devstack
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,5 +76,25 @@ func TestValkeyOutageFailsTurnCleanly(t *testing.T) {
 	t2 := c.send(cid, "try again")
 	if v := c.wait(cid, t2); v.Status != "succeeded" || v.Reply != "back to normal" {
 		t.Errorf("next turn = %s %q, want succeeded", v.Status, v.Reply)
+	}
+}
+
+// Issue 2 item 6 / DESIGN §1: an LLM step that hits a rate-limited model is
+// retried by the state machine on its own (validation is not re-run), and
+// the turn goes on once the model answers.
+func TestRateLimitedModelIsRetried(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int32
+	m := llm.ProviderFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+		if n.Add(1) <= 2 {
+			return nil, fmt.Errorf("HTTP 429 after 4 attempts: %w", llm.ErrRateLimited)
+		}
+		return &llm.Response{Text: "finally"}, nil
+	})
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	v := c.wait(cid, c.send(cid, "hello"))
+	if v.Status != "succeeded" || v.Reply != "finally" || v.LLMCalls != 1 || n.Load() != 3 {
+		t.Errorf("turn = %s %q with %d recorded LLM calls after %d attempts; want succeeded on the third attempt", v.Status, v.Reply, v.LLMCalls, n.Load())
 	}
 }

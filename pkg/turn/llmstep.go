@@ -72,7 +72,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	if err != nil {
 		h.stepLog(ctx, in.Ref, "llm", "", "failed", started, 0, err)
 		if errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
-			return StepOutput{}, &TransientError{Err: err}
+			return StepOutput{}, &ModelUnavailableError{Err: err}
 		}
 		return StepOutput{}, &ProviderError{Err: err}
 	}
@@ -184,8 +184,12 @@ func (h *Handlers) failTurn(ctx context.Context, in StepInput) (StepOutput, erro
 	var cause struct {
 		ErrorMessage string `json:"errorMessage"`
 	}
-	if json.Unmarshal([]byte(e.Cause), &cause) == nil && e.Error == "ProviderError" && cause.ErrorMessage != "" {
-		msg = "The model could not be reached: " + cause.ErrorMessage
+	_ = json.Unmarshal([]byte(e.Cause), &cause)
+	switch e.Error {
+	case "ProviderError":
+		msg = "The model refused the request: " + cause.ErrorMessage
+	case "ModelUnavailableError":
+		msg = "The model is unavailable or rate limited right now, so this request stopped; your conversation is intact. Please try again in a minute."
 	}
 	h.log().ErrorContext(ctx, "turn failed", "conversation", in.ConversationID, "turn", in.TurnID, "error", e.Error, "cause", e.Cause)
 	_, err = h.endFailed(ctx, in.Ref, t, msg)

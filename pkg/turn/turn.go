@@ -85,6 +85,14 @@ type TransientError struct{ Err error }
 func (e *TransientError) Error() string { return e.Err.Error() }
 func (e *TransientError) Unwrap() error { return e.Err }
 
+// ModelUnavailableError is an LLM provider that kept answering 429 or 5xx
+// through its own retries; the state machine retries the step by this name,
+// and a turn that still cannot reach the model says so.
+type ModelUnavailableError struct{ Err error }
+
+func (e *ModelUnavailableError) Error() string { return e.Err.Error() }
+func (e *ModelUnavailableError) Unwrap() error { return e.Err }
+
 // ProviderError is an LLM failure that retrying will not fix.
 type ProviderError struct{ Err error }
 

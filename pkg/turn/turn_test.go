@@ -294,3 +294,31 @@ func TestStepLogLines(t *testing.T) {
 		t.Errorf("step lines (-want +got):\n%s", diff)
 	}
 }
+
+// Spec §3.6: a model that stays unreachable after the state machine's
+// retries ends the turn with a message the user can act on, and a
+// provider's refusal carries the provider's own words.
+func TestFailTurnMessages(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, errName, cause, want string
+	}{
+		{"unavailable", "ModelUnavailableError", `{"errorMessage":"llm: rate limited","errorType":"ModelUnavailableError"}`, "unavailable or rate limited"},
+		{"refused", "ProviderError", `{"errorMessage":"HTTP 400: context too long","errorType":"ProviderError"}`, "HTTP 400: context too long"},
+		{"internal", "TransientError", `{"errorMessage":"save turn: dial tcp: refused","errorType":"TransientError"}`, "internal error; your conversation is intact"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, nil)
+			fail, _ := json.Marshal(map[string]string{"Error": tc.errName, "Cause": tc.cause})
+			out, err := f.h.LLMStep(t.Context(), turn.StepInput{Ref: f.ref, Fail: fail})
+			if err != nil || out.Next != turn.NextFailed {
+				t.Fatalf("LLMStep(fail) = %+v, %v", out, err)
+			}
+			if tr := f.turn(t); tr.Status != record.StatusFailed || !strings.Contains(tr.Error, tc.want) {
+				t.Errorf("turn = %s %q, want failed containing %q", tr.Status, tr.Error, tc.want)
+			}
+		})
+	}
+}
