@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -67,4 +68,16 @@ func FromEnv(ctx context.Context) (*Lambda, error) {
 		return nil, err
 	}
 	return &Lambda{Platform: p, Artifacts: arts, Logger: log}, nil
+}
+
+// StartLambda builds the platform from the environment once, at cold start,
+// and serves the handler handler picks from it (a turn.Handlers method).
+// It does not return.
+func StartLambda(handler func(*Lambda) any) {
+	p, err := FromEnv(context.Background())
+	if err != nil {
+		slog.Error("cold start", "error", err)
+		os.Exit(1)
+	}
+	lambda.Start(handler(p))
 }
