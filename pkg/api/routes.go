@@ -280,7 +280,14 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		Workflow:  body.Workflow,
 	}
 	if text != "" {
-		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: catalog.UserMessage(text, files)}}
+		content := catalog.UserMessage(text, files)
+		if body.Workflow != nil {
+			// spec §3.4: a workflow chosen with free text is a hint; the model
+			// fills the workflow's inputs from the message.
+			content += fmt.Sprintf("\n\n(The user chose the workflow %q: call the tool %s, taking its inputs from this message.)",
+				body.Workflow.ID, catalog.WorkflowToolName(body.Workflow.ID))
+		}
+		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: content}}
 		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: text, Artifacts: refs(files), At: now}}
 	} else {
 		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: "Run the workflow " + body.Workflow.ID + "."}}
