@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"log"
-	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -34,7 +33,7 @@ func main() {
 		Executions:        sfn.NewFromConfig(cfg),
 		StateMachineARN:   os.Getenv("STATE_MACHINE_ARN"),
 		Catalogs:          p.Catalogs,
-		Auth:              auth.Gateway{Claims: jwtClaims},
+		Auth:              auth.Gateway{Claims: lambdahttp.JWTClaims},
 		Limits:            p.Handlers.Limits,
 		MaxUpload:         6 << 20, // the Lambda request payload limit
 		MaxText:           16000,
@@ -44,11 +43,3 @@ func main() {
 	lambda.Start(lambdahttp.New(server.Handler()).Handle)
 }
 
-// jwtClaims reads the claims the HTTP API's JWT authorizer verified.
-func jwtClaims(r *http.Request) (map[string]string, bool) {
-	ev, ok := lambdahttp.Event(r.Context())
-	if !ok || ev.RequestContext.Authorizer == nil || ev.RequestContext.Authorizer.JWT == nil {
-		return nil, false
-	}
-	return ev.RequestContext.Authorizer.JWT.Claims, true
-}

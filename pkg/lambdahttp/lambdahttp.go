@@ -149,3 +149,13 @@ func isText(contentType string, body []byte) bool {
 	}
 	return false
 }
+
+// JWTClaims returns the claims the HTTP API's JWT authorizer verified for
+// the request (API Gateway checked the token before the function ran).
+func JWTClaims(r *http.Request) (map[string]string, bool) {
+	ev, ok := Event(r.Context())
+	if !ok || ev.RequestContext.Authorizer == nil || ev.RequestContext.Authorizer.JWT == nil {
+		return nil, false
+	}
+	return ev.RequestContext.Authorizer.JWT.Claims, true
+}
