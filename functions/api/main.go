@@ -42,4 +42,3 @@ func main() {
 	}
 	lambda.Start(lambdahttp.New(server.Handler()).Handle)
 }
-
