@@ -4,12 +4,18 @@
 // Environment:
 //
 //	PUBLIC_URL              external base URL of this function (agent card URLs); empty: taken from each request's Host
-//	PUBLICATIONS_FILE       optional JSONL file for the publish ledger (on Lambda only /tmp is writable)
+//	VALKEY_URL              optional redis:// or rediss:// URL (cluster=true for a cluster); when set, A2A tasks
+//	                        and the publish ledger live in Valkey, so an input-required task may be continued on
+//	                        any instance and a call id publishes once across instances
+//	TASK_TTL                how long a task stays in Valkey after its last change (Go duration, default 24h)
+//	PUBLICATIONS_FILE       optional JSONL file for the publish ledger without VALKEY_URL (on Lambda only /tmp is
+//	                        writable; it holds per instance only)
 //	ARTIFACT_FETCH_TIMEOUT  timeout for fetching input artifacts from their signed URLs (Go duration, default 30s)
 //	ARTIFACT_MAX_BYTES      largest input artifact fetched (default 20 MiB)
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"os"
@@ -17,9 +23,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
 )
 
 func main() {
@@ -44,8 +52,27 @@ func main() {
 		}
 		maxBytes = n
 	}
+	var taskTTL time.Duration
+	if v := os.Getenv("TASK_TTL"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			logger.Error("bad TASK_TTL", "value", v, "error", err)
+			os.Exit(1)
+		}
+		taskTTL = d
+	}
 	ledger := demoagents.NewMemoryLedger()
-	if p := os.Getenv("PUBLICATIONS_FILE"); p != "" {
+	var rdb redis.UniversalClient
+	if u := os.Getenv("VALKEY_URL"); u != "" {
+		// The client lives as long as the Lambda instance; it is never closed.
+		c, _, err := valkey.Open(context.Background(), u)
+		if err != nil {
+			logger.Error("open valkey", "error", err)
+			os.Exit(1)
+		}
+		rdb = c
+		ledger = demoagents.NewRedisLedger(rdb)
+	} else if p := os.Getenv("PUBLICATIONS_FILE"); p != "" {
 		l, err := demoagents.NewLedger(p)
 		if err != nil {
 			logger.Error("open publications file", "error", err)
@@ -56,6 +83,8 @@ func main() {
 	h := demoagents.Handler(os.Getenv("PUBLIC_URL"), demoagents.Options{
 		HTTPClient:    &http.Client{Timeout: timeout},
 		Publications:  ledger,
+		Redis:         rdb,
+		TaskTTL:       taskTTL,
 		MaxInputBytes: maxBytes,
 		Logger:        logger,
 	})

@@ -5,7 +5,9 @@
 // orchestrator sees typed tools. The agents read input artifacts only
 // through the file URIs they are sent and return produced files as A2A
 // artifacts with inline bytes; they must not know about conversations,
-// the artifact store, Valkey or the LLM.
+// the artifact store or the LLM. Valkey, when given, only holds their own
+// A2A tasks and publication ledger, so that several instances (Lambda)
+// act as one server.
 package demoagents
 
 import (
@@ -17,7 +19,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
+	"github.com/redis/go-redis/v9"
 
+	"github.com/clientagent/clientagent/pkg/a2astore"
 	"github.com/clientagent/clientagent/pkg/catalog"
 )
 
@@ -26,9 +30,17 @@ type Options struct {
 	// HTTPClient fetches input files from FilePart URIs. Default: a client
 	// with a 30 s timeout.
 	HTTPClient *http.Client
-	// Publications records what publish_artifact published. Default: a new
-	// in-memory Ledger.
+	// Publications records what publish_artifact published. Default:
+	// NewRedisLedger(Redis) when Redis is set, else a new in-memory Ledger.
 	Publications *Ledger
+	// Redis, when set, keeps the A2A tasks in Valkey (pkg/a2astore), so
+	// that a task continued after input-required may reach any instance.
+	// Nil: a2a-go's in-memory task store, which keeps every task of the
+	// process for its lifetime.
+	Redis redis.UniversalClient
+	// TaskTTL is how long a task stays in Valkey after its last change.
+	// Default a2astore.DefaultTTL (24 h).
+	TaskTTL time.Duration
 	// MaxInputBytes bounds one fetched input file. Default 20 MiB.
 	MaxInputBytes int64
 	// Logger receives one line per task. Default slog.Default().
@@ -68,6 +80,9 @@ func Handler(publicBaseURL string, opts Options) http.Handler {
 	}
 	if opts.Publications == nil {
 		opts.Publications = NewMemoryLedger()
+		if opts.Redis != nil {
+			opts.Publications = NewRedisLedger(opts.Redis)
+		}
 	}
 	if opts.MaxInputBytes <= 0 {
 		opts.MaxInputBytes = 20 << 20
@@ -76,17 +91,28 @@ func Handler(publicBaseURL string, opts Options) http.Handler {
 		opts.Logger = slog.Default()
 	}
 	base := strings.TrimRight(publicBaseURL, "/")
+	var handlerOpts []a2asrv.RequestHandlerOption
+	if opts.Redis != nil {
+		// One store for all four agents: task ids are unique across them.
+		handlerOpts = append(handlerOpts, a2asrv.WithTaskStore(a2astore.New(opts.Redis, a2astore.Options{TTL: opts.TaskTTL})))
+	}
 	mux := http.NewServeMux()
 	for _, sk := range skills(opts) {
 		ex := &executor{skill: sk, opts: opts}
-		rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ex))
+		rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ex, handlerOpts...))
 		mux.Handle("POST "+sk.path, rpc)
 		mux.Handle("POST "+sk.path+"/{$}", rpc)
 		mux.Handle(sk.path+a2asrv.WellKnownAgentCardPath, cardHandler(base, sk))
 	}
 	mux.HandleFunc("GET "+PathPublish+"/publications", func(w http.ResponseWriter, r *http.Request) {
+		list, err := opts.Publications.ListContext(r.Context())
+		if err != nil {
+			opts.Logger.Error("list publications", "error", err.Error())
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(opts.Publications.List())
+		_ = json.NewEncoder(w).Encode(list)
 	})
 	return mux
 }

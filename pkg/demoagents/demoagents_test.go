@@ -35,11 +35,24 @@ type stack struct {
 
 func newStack(t *testing.T) *stack {
 	t.Helper()
-	s := &stack{ledger: NewMemoryLedger(), blobs: map[string][]byte{}}
+	return newStackWith(t, Options{})
+}
+
+// newStackWith is newStack with opts; a nil Publications becomes a Redis
+// ledger when opts.Redis is set, else an in-memory one.
+func newStackWith(t *testing.T, opts Options) *stack {
+	t.Helper()
+	if opts.Publications == nil {
+		opts.Publications = NewMemoryLedger()
+		if opts.Redis != nil {
+			opts.Publications = NewRedisLedger(opts.Redis)
+		}
+	}
+	s := &stack{ledger: opts.Publications, blobs: map[string][]byte{}}
 	var h http.Handler
 	s.agents = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
 	t.Cleanup(s.agents.Close)
-	h = Handler(s.agents.URL, Options{Publications: s.ledger})
+	h = Handler(s.agents.URL, opts)
 	s.files = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		b, ok := s.blobs[strings.TrimPrefix(r.URL.Path, "/")]
@@ -519,7 +532,7 @@ func TestLedgerFile(t *testing.T) {
 	if err != nil {
 		t.Fatalf("NewLedger() error = %v", err)
 	}
-	if _, err := l.record(Publication{ID: "pub_1", CallID: "c1", Channel: "print"}); err != nil {
+	if _, err := l.record(t.Context(), Publication{ID: "pub_1", CallID: "c1", Channel: "print"}); err != nil {
 		t.Fatalf("record() error = %v", err)
 	}
 	if err := l.Close(); err != nil {
@@ -530,7 +543,7 @@ func TestLedgerFile(t *testing.T) {
 		t.Fatalf("NewLedger(reopen) error = %v", err)
 	}
 	defer l2.Close()
-	if _, err := l2.record(Publication{ID: "pub_2", CallID: "c1"}); err != errAlreadyPublished {
+	if _, err := l2.record(t.Context(), Publication{ID: "pub_2", CallID: "c1"}); err != errAlreadyPublished {
 		t.Errorf("record(same call id after reopen) error = %v, want errAlreadyPublished", err)
 	}
 	if diff := cmp.Diff([]Publication{{ID: "pub_1", CallID: "c1", Channel: "print"}}, l2.List()); diff != "" {

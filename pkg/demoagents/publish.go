@@ -1,7 +1,6 @@
 package demoagents
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -9,8 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"sync"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -70,7 +67,7 @@ func runPublish(ctx context.Context, in *callInput, ledger *Ledger) (*callOutput
 	sum := sha256.Sum256(f.data)
 	var rnd [8]byte
 	_, _ = rand.Read(rnd[:])
-	p, err := ledger.record(Publication{
+	p, err := ledger.record(ctx, Publication{
 		ID: "pub_" + hex.EncodeToString(rnd[:]), ArtifactID: id, Name: f.name, MimeType: f.mimeType,
 		Size: len(f.data), SHA256: hex.EncodeToString(sum[:]), Channel: channel,
 		CallID: in.messageID, TaskID: in.taskID, PublishedAt: time.Now().UTC(),
