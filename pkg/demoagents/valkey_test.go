@@ -81,8 +81,8 @@ func TestInputRequiredContinuesOnAnotherInstance(t *testing.T) {
 
 	// Finished tasks expire instead of piling up.
 	mr.FastForward(24*time.Hour + time.Second)
-	if _, err := cb.GetTask(t.Context(), &a2a.TaskQueryParams{ID: first.ID}); err == nil {
-		t.Errorf("GetTask(after TTL) error = nil, want task not found")
+	if _, err := cb.GetTask(t.Context(), &a2a.TaskQueryParams{ID: first.ID}); err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("GetTask(after TTL) error = %v, want task not found", err)
 	}
 }
 
