@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/devstack"
+	"github.com/clientagent/clientagent/pkg/turn"
 )
 
 const chromium = "/usr/bin/chromium"
@@ -46,11 +47,63 @@ func needBrowser(t *testing.T, root string) string {
 	return node
 }
 
+// script is one browser check and the stack it needs.
+type script struct {
+	file   string
+	expiry bool // run against the stack whose pauses expire after 2 s
+}
+
 func TestBrowser(t *testing.T) {
 	root := repoRoot(t)
 	node := needBrowser(t, root)
 
-	st, err := devstack.Start(t.Context(), devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
+	stack := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
+	// A second stack whose forms and approvals expire quickly, so the
+	// expiry is seen in the browser without waiting the default 24 h.
+	short := devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Limits: turn.DefaultLimits()}
+	short.Limits.AwaitTimeout = 2 * time.Second
+	expiring := startStack(t, short)
+
+	// Sequential on purpose: each script starts its own Chromium, and the
+	// machine is shared.
+	for _, sc := range []script{
+		{file: "popelnase.mjs"},            // spec §1/§2: svg → png chain, PNG shown inline
+		{file: "approval.mjs"},             // spec §3.3: approval shows the exact arguments, Approve resumes
+		{file: "form.mjs"},                 // spec §3.3/§3.4: typed form for a user-input field, empty/invalid answers refused inline
+		{file: "reject.mjs"},               // spec §3.3: Reject with a note runs nothing, the reply says so
+		{file: "supersede.mjs"},            // spec §3.3, API.md: free text supersedes a waiting turn
+		{file: "restore.mjs"},              // spec §3.1: a reload restores the conversation from the record
+		{file: "expire.mjs", expiry: true}, // spec §3.3: an unanswered approval expires, nothing runs
+	} {
+		t.Run(sc.file, func(t *testing.T) {
+			st := stack
+			if sc.expiry {
+				st = expiring
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, filepath.Join(root, "e2e", "browser", sc.file))
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CLIENTAGENT_URL="+st.url, "CLIENTAGENT_TOKEN="+st.token)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			cmd.WaitDelay = 5 * time.Second
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("node %s: %v\n%s", sc.file, err, out.String())
+			}
+			t.Logf("node %s:\n%s", sc.file, out.String())
+		})
+	}
+}
+
+// runningStack is a started local stack and a token for the user dev.
+type runningStack struct {
+	url, token string
+}
+
+func startStack(t *testing.T, cfg devstack.Config) runningStack {
+	t.Helper()
+	st, err := devstack.Start(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("devstack.Start() = %v", err)
 	}
@@ -63,26 +116,5 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stack.Token(dev) = %v", err)
 	}
-
-	// Sequential on purpose: each script starts its own Chromium, and the
-	// machine is shared.
-	for _, script := range []string{
-		"popelnase.mjs", // spec §1/§2: svg → png chain, PNG shown inline
-		"approval.mjs",  // spec §3.3: approval shows the exact arguments, Approve resumes
-	} {
-		t.Run(script, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, filepath.Join(root, "e2e", "browser", script))
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "CLIENTAGENT_URL="+st.URL(), "CLIENTAGENT_TOKEN="+tok)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			cmd.WaitDelay = 5 * time.Second
-			if err := cmd.Run(); err != nil {
-				t.Fatalf("node %s: %v\n%s", script, err, out.String())
-			}
-			t.Logf("node %s:\n%s", script, out.String())
-		})
-	}
+	return runningStack{url: st.URL(), token: tok}
 }

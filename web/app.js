@@ -75,7 +75,6 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---- token -----------------------------------------------------------------
 
@@ -243,7 +242,8 @@ function renderConversation(conv) {
     clearEmpty();
     els.messages.append(view.el);
     view.update(turn);
-    if (turn.status === "running") pollTurn(view);
+    // Waiting turns are followed too: they can expire or be answered elsewhere.
+    if (!TERMINAL.has(turn.status)) pollTurn(view);
   };
 
   for (const e of history) {
@@ -359,9 +359,10 @@ async function send() {
     view.update({ turn_id: res.turn_id, status: res.status || "running" });
     scrollDown();
     pollTurn(view);
-    // Free text supersedes a turn that waited for input: show it.
+    // Free text supersedes a turn that waited for input: follow it until
+    // it shows that (it reads as running until its execution applies it).
     for (const other of state.views.values()) {
-      if (other !== view && WAITING.has(other.status)) refreshTurn(other);
+      if (other !== view && WAITING.has(other.status)) pollTurn(other);
     }
     refreshConversations();
   } catch (err) {
@@ -375,17 +376,20 @@ async function send() {
 
 // ---- turns -----------------------------------------------------------------
 
-async function refreshTurn(view) {
-  try {
-    view.update(await api.getTurn(state.cid, view.id));
-  } catch (err) {
-    showError(err);
-  }
-}
 
-/** pollTurn follows a turn while it runs (every pollIntervalMs) and stops when it waits or ends. */
+/**
+ * pollTurn follows a turn until it ends: every pollIntervalMs while it runs,
+ * and while it waits for the user every waitPollIntervalMs (and just after
+ * its expires_at), because a pause can expire or be answered elsewhere.
+ * Called for a turn it already follows, it polls at once and ignores an
+ * answer that was in flight (it predates what the caller just did).
+ */
 async function pollTurn(view) {
-  if (view.polling) return;
+  if (view.polling) {
+    view.seq++;
+    view.wake();
+    return;
+  }
   view.polling = true;
   const gen = state.gen;
   const cid = state.cid;
@@ -393,6 +397,7 @@ async function pollTurn(view) {
   try {
     while (gen === state.gen) {
       let turn;
+      const seq = view.seq;
       try {
         turn = await api.getTurn(cid, view.id);
         failures = 0;
@@ -401,26 +406,54 @@ async function pollTurn(view) {
         showError(err);
         if (err instanceof APIError && err.status >= 400 && err.status < 500) return;
         failures++;
-        await sleep(Math.min(8000, 1000 * 2 ** failures));
+        await nap(view, Math.min(8000, 1000 * 2 ** failures));
         continue;
       }
       if (gen !== state.gen) return;
+      if (seq !== view.seq) continue;
       const was = view.status;
       view.update(turn);
       if (turn.status !== was) scrollDown();
       if (WAITING.has(turn.status)) {
-        loadNotes(view, cid, gen);
-        return;
+        if (view.notesKey !== view.interactionKey) {
+          view.notesKey = view.interactionKey;
+          loadNotes(view, cid, gen);
+        }
+        await nap(view, waitingDelay(turn));
+        continue;
       }
       if (turn.status !== "running") {
         refreshConversations();
         return;
       }
-      await sleep(config.pollIntervalMs || 500);
+      await nap(view, config.pollIntervalMs || 500);
     }
   } finally {
     view.polling = false;
   }
+}
+
+/** waitingDelay is how long to wait before re-reading a paused turn. */
+function waitingDelay(turn) {
+  const base = config.waitPollIntervalMs || 5000;
+  const left = turn.expires_at ? Date.parse(turn.expires_at) - Date.now() : NaN;
+  if (!Number.isFinite(left)) return base;
+  // Just after the deadline, then every 2 s until the expiry shows.
+  if (left > 0) return Math.min(base, left + 250);
+  return Math.min(base, 2000);
+}
+
+/** nap sleeps ms, or less when the turn's poller is woken (view.wake). */
+function nap(view, ms) {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      view.wake = () => {};
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    view.wake = done;
+  });
 }
 
 /** loadNotes shows the text a paused turn stored with its form or plan (history kinds followup_questions / plan). */
@@ -442,7 +475,10 @@ class TurnView {
     this.id = id;
     this.status = "";
     this.polling = false;
+    this.seq = 0; // bumped when the page acted on the turn; older poll answers are dropped
+    this.wake = () => {}; // cuts the poller's current nap short
     this.interactionKey = "";
+    this.notesKey = "";
     this.notes = new Set();
     this.artifactEls = new Map();
 
@@ -612,7 +648,8 @@ class TurnView {
       errorEl.hidden = false;
       buttons.forEach((b) => (b.disabled = false));
       // 409: nothing waits any more (answered elsewhere, expired, superseded).
-      if (err instanceof APIError && err.status === 409) refreshTurn(this);
+      // Follow the turn: it may read as running until the other answer is applied.
+      if (err instanceof APIError && err.status === 409) pollTurn(this);
       else if (!(err instanceof APIError) || err.status === 0 || err.status >= 500) showError(err);
     }
   }

@@ -7,6 +7,9 @@ export const config = {
   apiBase: "",
   // pollIntervalMs is how often a running turn is polled.
   pollIntervalMs: 500,
+  // waitPollIntervalMs is how often a turn waiting for a form or an
+  // approval is re-read (it can expire or be answered in another tab).
+  waitPollIntervalMs: 5000,
   // tokenStorageKey is the localStorage key that remembers the token.
   tokenStorageKey: "clientagent.token",
 };

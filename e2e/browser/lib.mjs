@@ -67,13 +67,17 @@ export async function open(name) {
   return { page, close, problems };
 }
 
-/** send types a message into the composer and presses Enter; it returns the new turn's locator. */
+/**
+ * send types a message into the composer and presses Enter; it returns the
+ * new turn's locator, pinned to its turn id (a later turn does not move it).
+ */
 export async function send(page, text) {
   const before = await page.getByTestId("turn").count();
   await page.getByTestId("composer").fill(text);
   await page.getByTestId("composer").press("Enter");
   await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
-  return page.getByTestId("turn").last();
+  const id = await page.getByTestId("turn").last().getAttribute("data-turn-id");
+  return page.locator(`[data-testid="turn"][data-turn-id="${id}"]`);
 }
 
 /** waitStatus waits until the turn shows one of want; a terminal status outside want fails at once. */
