@@ -135,7 +135,6 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err != nil {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
-	st.Publications = demoagents.NewMemoryLedger()
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
 	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Logger: log}, rdb, arts, model)
 	if err != nil {
@@ -143,17 +142,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	st.Platform = p
 
-	// The engine persists its executions on a client of its own, so the
-	// platform's Valkey traffic can be measured alone (docs/benchmarks.md).
-	engineRDB := rdb
-	if c, ok := rdb.(*redis.Client); ok {
-		o := c.Options()
-		engineRDB = redis.NewClient(&redis.Options{Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
-			DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout})
-		prev := st.closeRDB
-		st.closeRDB = func() { engineRDB.Close(); prev() }
-	}
 	st.Redis = rdb
+	// The engine (which on AWS is Step Functions itself) and the demo agents
+	// (which are other services) get clients of their own, so the platform's
+	// Valkey traffic can be measured alone (docs/benchmarks.md).
+	engineRDB, agentsRDB := st.sibling(rdb), st.sibling(rdb)
 	st.engine = sfnlocal.New(sfnlocal.Options{Clock: cfg.Clock, Persist: &sfnlocal.RedisPersister{Client: engineRDB}, Logger: log})
 	st.Engine = st.engine
 	h := p.Handlers
@@ -189,7 +182,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", server.Handler())
 	mux.Handle("/files/", arts.Handler())
-	mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Logger: log}))
+	st.Publications = demoagents.NewRedisLedger(agentsRDB)
+	mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, Logger: log}))
 	mux.Handle("/sfn/", http.StripPrefix("/sfn", st.engine.HTTPHandler()))
 	mux.Handle("/", web.Handler())
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -203,6 +197,20 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	ok = true
 	return st, nil
+}
+
+// sibling opens another client to the server rdb talks to, closed with the stack.
+func (s *Stack) sibling(rdb redis.UniversalClient) redis.UniversalClient {
+	c, ok := rdb.(*redis.Client)
+	if !ok {
+		return rdb
+	}
+	o := c.Options()
+	sib := redis.NewClient(&redis.Options{Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout})
+	prev := s.closeRDB
+	s.closeRDB = func() { sib.Close(); prev() }
+	return sib
 }
 
 // URL is the base URL of the API and page.
