@@ -464,7 +464,12 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 				continue // the specialist validates its own fields
 			}
 			if err := batch.ApplyAnswers(cat, pc, ans, env); err != nil {
-				return turn.View{}, errorf(http.StatusBadRequest, "invalid_answer", fmt.Sprintf("call %s: %v", callID, err))
+				// Keep what the user can act on: the field and the reason.
+				msg := err.Error()
+				if _, detail, ok := strings.Cut(msg, batch.ErrInvalidAnswer.Error()+": "); ok {
+					msg = detail
+				}
+				return turn.View{}, errorf(http.StatusBadRequest, "invalid_answer", fmt.Sprintf("The answer for %s was not accepted: %s", pc.Tool, msg))
 			}
 		}
 	}
