@@ -459,3 +459,33 @@ func TestConcurrentTurns(t *testing.T) {
 		t.Errorf("history has %d entries, want every turn's messages", len(conv.History))
 	}
 }
+
+// Issue 4: the Map's concurrency comes from configuration
+// (CLIENTAGENT_MAX_CONCURRENCY): with 1, the calls of a batch run one at a
+// time, still in call order.
+func TestMaxConcurrencyFromConfig(t *testing.T) {
+	t.Parallel()
+	agent, url := startSlowAgent(t, 150*time.Millisecond)
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if len(toolResults(req)) > 0 {
+			return answer("done")
+		}
+		return calls(call("a", "slow_echo", map[string]any{"text": "1"}), call("b", "slow_echo", map[string]any{"text": "2"}), call("c", "slow_echo", map[string]any{"text": "3"}))
+	}}
+	_, c := stack(t, m, func(cfg *Config) {
+		cfg.Agents = []string{url}
+		cfg.Limits = turn.DefaultLimits()
+		cfg.Limits.MaxConcurrency = 1
+	})
+	cid := c.newConversation()
+	if v := c.wait(cid, c.send(cid, "one at a time")); v.Status != "succeeded" {
+		t.Fatalf("status = %s", v.Status)
+	}
+	agent.mu.Lock()
+	defer agent.mu.Unlock()
+	for i := 1; i < len(agent.runs); i++ {
+		if agent.runs[i].start.Before(agent.runs[i-1].end) {
+			t.Errorf("call %d started before call %d ended: MaxConcurrency 1 not honoured", i, i-1)
+		}
+	}
+}
