@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/clientagent/clientagent/pkg/llm"
+
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 )
 
@@ -106,4 +108,47 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
 	b.ReportMetric(float64(counts.Transitions), "transitions/turn")
 	b.ReportMetric(float64(counts.Lambdas), "lambdas/turn")
+}
+
+// benchTurns runs b.N turns of one prompt on a stack with model m and
+// returns nothing; b reports ns per whole turn (API start to execution end).
+func benchTurns(b *testing.B, m llm.Provider, agents []string) {
+	st, err := Start(b.Context(), Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	tok, _ := st.Token("dev")
+	c := &client{t: b, base: st.URL(), token: tok}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cid := c.newConversation()
+		tid := c.send(cid, "hello")
+		if _, err := st.history(b.Context(), tid); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkTextTurn is the floor: one LLM call that answers at once
+// (execution start, Init, LLMStep, Choice, Done, two Valkey round trips).
+func BenchmarkTextTurn(b *testing.B) {
+	benchTurns(b, llm.ProviderFunc(func(context.Context, llm.Request) (*llm.Response, error) {
+		return &llm.Response{Text: "hi"}, nil
+	}), nil)
+}
+
+// BenchmarkOneToolTurn adds one tool round with a specialist that answers
+// at once over A2A: the difference to BenchmarkTextTurn is the
+// orchestration overhead of one step (validate, Map, invoke over HTTP,
+// append, the second LLM step).
+func BenchmarkOneToolTurn(b *testing.B) {
+	ag := &slowAgent{}
+	url := serveAgent(b, ag)
+	benchTurns(b, llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return &llm.Response{Text: "done"}, nil
+		}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "e1", Name: "slow_echo", Arguments: `{"text":"x"}`}}}, nil
+	}), []string{url})
 }

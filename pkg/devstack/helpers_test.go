@@ -262,6 +262,12 @@ func (a *slowAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Q
 func startSlowAgent(t *testing.T, delay time.Duration) (*slowAgent, string) {
 	t.Helper()
 	ag := &slowAgent{delay: delay}
+	return ag, serveAgent(t, ag)
+}
+
+// serveAgent serves ag over A2A in an httptest server and returns its URL.
+func serveAgent(t testing.TB, ag *slowAgent) string {
+	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -282,7 +288,7 @@ func startSlowAgent(t *testing.T, delay time.Duration) (*slowAgent, string) {
 		_ = json.NewEncoder(w).Encode(card)
 	})
 	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ag)))
-	return ag, srv.URL
+	return srv.URL
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
