@@ -11,6 +11,7 @@ run: ## the local stack: API + web page, local Step Functions engine, embedded V
 test: deps ## every test (Go unit + embedded integration + node checks + browser tests when Chromium is installed)
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
+	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...
@@ -45,3 +46,23 @@ bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per 
 
 clean:
 	rm -rf bin .data
+
+# ---- AWS (infra/, a separate Go module: the CDK app; see infra/README.md) ----
+.PHONY: synth deploy test-infra
+ENV ?= dev
+# jsii reads this before any Go code runs, so it is set here: node 20 works.
+JSII_QUIET := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=18,20
+# Extra context, e.g. INFRA_CONTEXT='-c llm=openai -c webOrigins=https://chat.example.com'
+INFRA_CONTEXT ?=
+
+test-infra: ## synthesize the CDK stack and check it (no AWS account needed)
+	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
+
+synth: build ## the CloudFormation template under infra/cdk.out (offline; placeholder JWT settings unless given)
+	cd infra && $(JSII_QUIET) $(GO) run . -c env=$(ENV) \
+		-c jwtIssuer=$(or $(JWT_ISSUER),https://issuer.invalid/) -c jwtAudience=$(or $(JWT_AUDIENCE),clientagent) $(INFRA_CONTEXT)
+
+deploy: build ## make deploy ENV=dev JWT_ISSUER=https://… JWT_AUDIENCE=… (needs AWS credentials, a bootstrapped account)
+	@test -n "$(JWT_ISSUER)" -a -n "$(JWT_AUDIENCE)" || { echo "deploy needs JWT_ISSUER and JWT_AUDIENCE (see infra/README.md)"; exit 2; }
+	cd infra && $(JSII_QUIET) npx --yes aws-cdk@2 deploy -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE) \
+		$(INFRA_CONTEXT) --app "$(GO) run ." --require-approval broadening

@@ -1,0 +1,1044 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/google/go-cmp/cmp"
+)
+
+// The tests synthesize the stack (no AWS account needed) and read the
+// CloudFormation template. Each configuration is synthesized once and shared:
+// one synthesis costs seconds of node time.
+
+const (
+	testIssuer = "https://issuer.example.com/"
+	testOrigin = "https://chat.example.com"
+	aslPath    = "../statemachine/turn.asl.json"
+)
+
+var testBinDir string
+
+func TestMain(m *testing.M) {
+	if _, err := exec.LookPath("node"); err != nil {
+		fmt.Fprintln(os.Stderr, "the infra tests need Node.js 20+ on PATH: jsii runs the CDK's JavaScript in node:", err)
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "clientagent-infra-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// Dummy bootstraps, each with its own content so that a test can tell
+	// which directory an asset came from.
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err == nil {
+			err = os.WriteFile(filepath.Join(dir, name, "bootstrap"), []byte("#!/bin/sh\n# fake "+name+"\n"), 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	testBinDir = dir
+	code := m.Run()
+	jsii.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// synthesized is one configuration's synthesized stack.
+type synthesized struct {
+	props    StackProps
+	tpl      assertions.Template
+	json     map[string]any
+	assembly string // cloud assembly directory (cdk.out)
+}
+
+func baseProps() StackProps {
+	return StackProps{
+		EnvName:            "test",
+		BinDir:             testBinDir,
+		ASLFile:            aslPath,
+		JWTIssuer:          testIssuer,
+		JWTAudience:        []string{"clientagent-web", "clientagent-cli"},
+		WebOrigins:         []string{testOrigin},
+		DemoAgents:         true,
+		ArtifactExpiryDays: 14,
+	}
+}
+
+var configs = map[string]func() StackProps{
+	// The default: Bedrock, demo specialists.
+	"bedrock": baseProps,
+	// An OpenAI-compatible model, no demo specialists, external agents.
+	"openai": func() StackProps {
+		p := baseProps()
+		p.LLM = LLMOpenAI
+		p.Model = "gpt-4o-mini"
+		p.OpenAIBaseURL = "https://llm.example.com/v1"
+		p.DemoAgents = false
+		p.Agents = []string{"https://a.example.com/agents/x", "https://b.example.com"}
+		return p
+	},
+}
+
+var (
+	synthMu    sync.Mutex
+	synthCache = map[string]*synthesized{}
+)
+
+// synth returns the shared synthesis of a configuration.
+func synth(t *testing.T, config string) *synthesized {
+	t.Helper()
+	synthMu.Lock()
+	defer synthMu.Unlock()
+	if s, ok := synthCache[config]; ok {
+		return s
+	}
+	props := configs[config]()
+	outdir, err := os.MkdirTemp("", "clientagent-cdk-out-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s *synthesized
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				t.Fatalf("synth %s: %v", config, r)
+			}
+		}()
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir)})
+		p := props
+		stack := NewClientAgentStack(app, "clientagent-test", &p)
+		tpl := assertions.Template_FromStack(stack, nil)
+		asm := app.Synth(nil)
+		s = &synthesized{props: props, tpl: tpl, json: *tpl.ToJSON(), assembly: *asm.Directory()}
+	}()
+	synthCache[config] = s
+	return s
+}
+
+// assertTemplate runs an assertions.Template check, which panics on failure.
+func assertTemplate(t *testing.T, what string, check func()) {
+	t.Helper()
+	// jsii-runtime-go's channel to node is not safe for concurrent calls.
+	synthMu.Lock()
+	defer synthMu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	check()
+}
+
+// resources returns the logical ids and properties of every resource of a type.
+func (s *synthesized) resources(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range s.json["Resources"].(map[string]any) {
+		rm := r.(map[string]any)
+		if rm["Type"] == typ {
+			props, _ := rm["Properties"].(map[string]any)
+			out[id] = props
+		}
+	}
+	return out
+}
+
+// one returns the single resource of a type.
+func (s *synthesized) one(t *testing.T, typ string) (string, map[string]any) {
+	t.Helper()
+	rs := s.resources(typ)
+	if len(rs) != 1 {
+		t.Fatalf("%d resources of type %s, want 1", len(rs), typ)
+	}
+	for id, p := range rs {
+		return id, p
+	}
+	return "", nil
+}
+
+// function returns the logical id and properties of a function by name.
+func (s *synthesized) function(t *testing.T, name string) (string, map[string]any) {
+	t.Helper()
+	want := "clientagent-" + s.props.EnvName + "-" + name
+	for id, p := range s.resources("AWS::Lambda::Function") {
+		if p["FunctionName"] == want {
+			return id, p
+		}
+	}
+	t.Fatalf("no function named %s", want)
+	return "", nil
+}
+
+func envOf(fn map[string]any) map[string]any {
+	env, _ := fn["Environment"].(map[string]any)
+	vars, _ := env["Variables"].(map[string]any)
+	return vars
+}
+
+// roleStatements returns every policy statement attached to the role that a
+// resource's property (Role or RoleArn) names.
+func (s *synthesized) roleStatements(t *testing.T, props map[string]any, roleProp string) []map[string]any {
+	t.Helper()
+	roleID := getAttTarget(props[roleProp])
+	if roleID == "" {
+		t.Fatalf("%s = %v: want an Fn::GetAtt of a role", roleProp, props[roleProp])
+	}
+	var out []map[string]any
+	for _, p := range s.resources("AWS::IAM::Policy") {
+		attached := false
+		for _, r := range p["Roles"].([]any) {
+			if ref, ok := r.(map[string]any); ok && ref["Ref"] == roleID {
+				attached = true
+			}
+		}
+		if !attached {
+			continue
+		}
+		doc := p["PolicyDocument"].(map[string]any)
+		for _, st := range doc["Statement"].([]any) {
+			out = append(out, st.(map[string]any))
+		}
+	}
+	return out
+}
+
+func getAttTarget(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	ga, ok := m["Fn::GetAtt"].([]any)
+	if !ok || len(ga) == 0 {
+		return ""
+	}
+	id, _ := ga[0].(string)
+	return id
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	return []any{v}
+}
+
+func actionsOf(st map[string]any) []string {
+	var out []string
+	for _, a := range asList(st["Action"]) {
+		out = append(out, a.(string))
+	}
+	return out
+}
+
+// allowed returns the resources (as JSON) of the Allow statements that
+// grant an action.
+func allowed(stmts []map[string]any, action string) []string {
+	var out []string
+	for _, st := range stmts {
+		if st["Effect"] != "Allow" || !slices.Contains(actionsOf(st), action) {
+			continue
+		}
+		for _, r := range asList(st["Resource"]) {
+			b, _ := json.Marshal(r)
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+// refsIn returns the logical ids that a value references (Ref, Fn::GetAtt).
+func refsIn(v any) []string {
+	var out []string
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, e := range x {
+				switch k {
+				case "Ref":
+					if s, ok := e.(string); ok {
+						out = append(out, s)
+					}
+				case "Fn::GetAtt":
+					if l, ok := e.([]any); ok && len(l) > 0 {
+						if s, ok := l[0].(string); ok {
+							out = append(out, s)
+						}
+					}
+				}
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// DESIGN §6: arm64 provided.al2023 Lambdas with handler bootstrap, JSON logs.
+func TestLambdaFunctions(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	assertTemplate(t, "function count", func() {
+		s.tpl.ResourcePropertiesCountIs(jsii.String("AWS::Lambda::Function"),
+			map[string]any{"Runtime": "provided.al2023"}, jsii.Number(7))
+	})
+	tests := []struct {
+		name    string
+		memory  float64
+		timeout float64
+		inVPC   bool
+	}{
+		{FnAPI, 512, 29, true},
+		{FnLLMStep, 512, 120, true},
+		{FnValidate, 256, 60, true},
+		{FnInvoke, 1024, 360, true},
+		{FnAppend, 256, 60, true},
+		{FnAwait, 256, 30, true},
+		{FnDemoAgents, 512, 120, false},
+	}
+	var maxTimeout float64
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, fn := s.function(t, tt.name)
+			got := map[string]any{
+				"Runtime":       fn["Runtime"],
+				"Architectures": fn["Architectures"],
+				"Handler":       fn["Handler"],
+				"LogFormat":     fn["LoggingConfig"].(map[string]any)["LogFormat"],
+				"MemorySize":    fn["MemorySize"],
+				"Timeout":       fn["Timeout"],
+				"InVPC":         fn["VpcConfig"] != nil,
+			}
+			want := map[string]any{
+				"Runtime":       "provided.al2023",
+				"Architectures": []any{"arm64"},
+				"Handler":       "bootstrap",
+				"LogFormat":     "JSON",
+				"MemorySize":    tt.memory,
+				"Timeout":       tt.timeout,
+				"InVPC":         tt.inVPC,
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("function %s (-want +got):\n%s", tt.name, diff)
+			}
+		})
+		maxTimeout = max(maxTimeout, tt.timeout)
+	}
+	_, invoke := s.function(t, FnInvoke)
+	if invoke["Timeout"] != maxTimeout || maxTimeout < 300 {
+		t.Errorf("invoke Timeout = %v, want the longest (%v) and at least 5 minutes", invoke["Timeout"], maxTimeout)
+	}
+}
+
+// Each function's code is the asset of BinDir/<name>, i.e. `make build`'s bootstrap.
+func TestLambdaCodeFromBinDir(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		_, fn := s.function(t, name)
+		key, _ := fn["Code"].(map[string]any)["S3Key"].(string)
+		hash, ok := strings.CutSuffix(key, ".zip")
+		if !ok {
+			t.Errorf("%s Code.S3Key = %q, want <asset hash>.zip", name, key)
+			continue
+		}
+		got, err := os.ReadFile(filepath.Join(s.assembly, "asset."+hash, "bootstrap"))
+		if err != nil {
+			t.Errorf("%s: asset bootstrap: %v", name, err)
+			continue
+		}
+		if want := "#!/bin/sh\n# fake " + name + "\n"; string(got) != want {
+			t.Errorf("%s asset bootstrap = %q, want %q (from %s/%s)", name, got, want, testBinDir, name)
+		}
+	}
+}
+
+// DESIGN §1/§6: the STANDARD state machine runs the repository's ASL file,
+// with the step functions' ARNs substituted.
+func TestStateMachineDefinition(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+	if got := sm["StateMachineType"]; got != "STANDARD" {
+		t.Errorf("StateMachineType = %v, want STANDARD", got)
+	}
+	if diff := cmp.Diff(map[string]any{"Enabled": true}, sm["TracingConfiguration"]); diff != "" {
+		t.Errorf("TracingConfiguration (-want +got):\n%s", diff)
+	}
+	logCfg, _ := sm["LoggingConfiguration"].(map[string]any)
+	if logCfg["Level"] != "ALL" || len(asList(logCfg["Destinations"])) != 1 {
+		t.Errorf("LoggingConfiguration = %v, want level ALL with one log group", mustJSON(logCfg))
+	}
+
+	asl, err := os.ReadFile(aslPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, ok := sm["DefinitionString"].(string)
+	if !ok {
+		t.Fatalf("DefinitionString = %s, want the file's text", mustJSON(sm["DefinitionString"]))
+	}
+	if def != string(asl) {
+		t.Errorf("DefinitionString differs from %s", aslPath)
+	}
+	subs, _ := sm["DefinitionSubstitutions"].(map[string]any)
+	var keys []string
+	for k := range subs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	// Every key the ASL uses is provided, and nothing else.
+	if diff := cmp.Diff(ASLPlaceholders(string(asl)), keys); diff != "" {
+		t.Errorf("DefinitionSubstitutions keys (-used in ASL +provided):\n%s", diff)
+	}
+	// What CloudFormation will deploy: no ${…Function} left.
+	resolved := def
+	for k := range subs {
+		resolved = strings.ReplaceAll(resolved, "${"+k+"}", "arn:aws:lambda:eu-west-1:123456789012:function:x")
+	}
+	if left := regexp.MustCompile(`\$\{[A-Za-z0-9_]*Function\}`).FindAllString(resolved, -1); len(left) > 0 {
+		t.Errorf("after substitution the definition still holds %v", left)
+	}
+	if !json.Valid([]byte(resolved)) {
+		t.Errorf("the substituted definition is not JSON")
+	}
+	for key, name := range StepFunctionKeys {
+		id, _ := s.function(t, name)
+		want := map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
+		if diff := cmp.Diff(want, subs[key]); diff != "" {
+			t.Errorf("DefinitionSubstitutions[%s] (-want +got):\n%s", key, diff)
+		}
+	}
+}
+
+// The state machine's role may invoke exactly the five step functions; api is
+// not among them (DESIGN §6: the function answering task tokens is not the
+// one the state machine invokes for the pause).
+func TestStateMachineInvokesExactlyStepFunctions(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	smID, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+	stmts := s.roleStatements(t, sm, "RoleArn")
+	var got []string
+	for _, st := range stmts {
+		if slices.Contains(actionsOf(st), "lambda:InvokeFunction") {
+			got = append(got, refsIn(st["Resource"])...)
+		}
+	}
+	slices.Sort(got)
+	got = slices.Compact(got)
+	var want []string
+	for _, name := range StepFunctionKeys {
+		id, _ := s.function(t, name)
+		want = append(want, id)
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("functions the state machine may invoke (-want +got):\n%s", diff)
+	}
+	apiID, _ := s.function(t, FnAPI)
+	if slices.Contains(refsIn(sm), apiID) || slices.Contains(refsIn(stmts), apiID) {
+		t.Errorf("state machine %s references the api function %s: the template would be cyclic", smID, apiID)
+	}
+}
+
+// The api function starts, inspects and stops turns and answers task tokens.
+func TestAPIFunctionDrivesExecutions(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+	_, api := s.function(t, FnAPI)
+	if diff := cmp.Diff(map[string]any{"Ref": smID}, envOf(api)["STATE_MACHINE_ARN"]); diff != "" {
+		t.Errorf("api STATE_MACHINE_ARN (-want +got):\n%s", diff)
+	}
+	stmts := s.roleStatements(t, api, "Role")
+	onMachine := mustJSON(map[string]any{"Ref": smID})
+	for _, action := range []string{"states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"} {
+		if got := allowed(stmts, action); !slices.Contains(got, onMachine) {
+			t.Errorf("api may %s on %v, want %s", action, got, onMachine)
+		}
+	}
+	for _, action := range []string{"states:DescribeExecution", "states:StopExecution"} {
+		got := allowed(stmts, action)
+		if len(got) != 1 || !strings.Contains(got[0], ":execution:") || !strings.Contains(got[0], smID) {
+			t.Errorf("api may %s on %v, want the executions of %s", action, got, smID)
+		}
+	}
+	// The step functions need none of it.
+	for _, name := range []string{FnLLMStep, FnValidate, FnInvoke, FnAppend, FnAwait} {
+		_, fn := s.function(t, name)
+		for _, st := range s.roleStatements(t, fn, "Role") {
+			for _, a := range actionsOf(st) {
+				if strings.HasPrefix(a, "states:") {
+					t.Errorf("%s may %s, want no Step Functions permission", name, a)
+				}
+			}
+		}
+	}
+}
+
+// DESIGN §6: HTTP API with a JWT authorizer on every route to the api function.
+func TestHTTPAPIJWTOnEveryRoute(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	_, httpAPI := s.one(t, "AWS::ApiGatewayV2::Api")
+	if httpAPI["ProtocolType"] != "HTTP" {
+		t.Errorf("ProtocolType = %v, want HTTP", httpAPI["ProtocolType"])
+	}
+	cors, _ := httpAPI["CorsConfiguration"].(map[string]any)
+	if diff := cmp.Diff([]any{testOrigin}, cors["AllowOrigins"]); diff != "" {
+		t.Errorf("CORS AllowOrigins (-want +got):\n%s", diff)
+	}
+	if !slices.Contains(asList(cors["AllowHeaders"]), any("authorization")) {
+		t.Errorf("CORS AllowHeaders = %v, want authorization", cors["AllowHeaders"])
+	}
+	authID, auth := s.one(t, "AWS::ApiGatewayV2::Authorizer")
+	wantAuth := map[string]any{
+		"AuthorizerType":   "JWT",
+		"IdentitySource":   []any{"$request.header.Authorization"},
+		"JwtConfiguration": map[string]any{"Issuer": testIssuer, "Audience": []any{"clientagent-web", "clientagent-cli"}},
+	}
+	gotAuth := map[string]any{"AuthorizerType": auth["AuthorizerType"], "IdentitySource": auth["IdentitySource"], "JwtConfiguration": auth["JwtConfiguration"]}
+	if diff := cmp.Diff(wantAuth, gotAuth); diff != "" {
+		t.Errorf("authorizer (-want +got):\n%s", diff)
+	}
+	integID, integ := s.one(t, "AWS::ApiGatewayV2::Integration")
+	apiFnID, _ := s.function(t, FnAPI)
+	if diff := cmp.Diff(map[string]any{"Fn::GetAtt": []any{apiFnID, "Arn"}}, integ["IntegrationUri"]); diff != "" {
+		t.Errorf("integration target (-want +got):\n%s", diff)
+	}
+	routes := s.resources("AWS::ApiGatewayV2::Route")
+	var methods []string
+	for id, r := range routes {
+		method, path, _ := strings.Cut(r["RouteKey"].(string), " ")
+		methods = append(methods, method)
+		if path != "/v1/{proxy+}" {
+			t.Errorf("route %s path = %q, want /v1/{proxy+}", id, path)
+		}
+		if r["AuthorizationType"] != "JWT" || mustJSON(r["AuthorizerId"]) != mustJSON(map[string]any{"Ref": authID}) {
+			t.Errorf("route %s authorization = %v %v, want JWT by %s", id, r["AuthorizationType"], r["AuthorizerId"], authID)
+		}
+		if !slices.Contains(refsIn(r["Target"]), integID) {
+			t.Errorf("route %s target = %v, want integration %s", id, mustJSON(r["Target"]), integID)
+		}
+	}
+	slices.Sort(methods)
+	// No OPTIONS (or ANY) route: API Gateway answers CORS preflights itself,
+	// so they never meet the authorizer.
+	if diff := cmp.Diff([]string{"DELETE", "GET", "PATCH", "POST", "PUT"}, methods); diff != "" {
+		t.Errorf("route methods (-want +got):\n%s", diff)
+	}
+}
+
+// DESIGN §3/§6: ElastiCache Serverless Valkey reachable only from the Lambdas.
+func TestValkey(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	cacheID, cache := s.one(t, "AWS::ElastiCache::ServerlessCache")
+	if cache["Engine"] != "valkey" {
+		t.Errorf("Engine = %v, want valkey", cache["Engine"])
+	}
+	subnets := s.resources("AWS::EC2::Subnet")
+	cacheSubnets := refsIn(cache["SubnetIds"])
+	if len(cacheSubnets) < 2 {
+		t.Errorf("cache subnets = %v, want at least two", cacheSubnets)
+	}
+	for _, id := range cacheSubnets {
+		if sub, ok := subnets[id]; !ok || sub["MapPublicIpOnLaunch"] != false {
+			t.Errorf("cache subnet %s: want a private subnet, got %s", id, mustJSON(sub))
+		}
+	}
+	cacheSG := refsIn(cache["SecurityGroupIds"])
+	if len(cacheSG) != 1 {
+		t.Fatalf("cache security groups = %v, want one", cacheSG)
+	}
+	_, api := s.function(t, FnAPI)
+	fnSG := refsIn(api["VpcConfig"].(map[string]any)["SecurityGroupIds"])
+	if len(fnSG) != 1 {
+		t.Fatalf("api security groups = %v, want one", fnSG)
+	}
+	ingress := s.resources("AWS::EC2::SecurityGroupIngress")
+	var rules []string
+	for _, r := range ingress {
+		if slices.Contains(refsIn(r["GroupId"]), cacheSG[0]) {
+			rules = append(rules, fmt.Sprintf("%v %v-%v from %v", r["IpProtocol"], r["FromPort"], r["ToPort"], refsIn(r["SourceSecurityGroupId"])))
+		}
+	}
+	if diff := cmp.Diff([]string{fmt.Sprintf("tcp 6379-6380 from [%s]", fnSG[0])}, rules); diff != "" {
+		t.Errorf("ingress to the cache (-want +got):\n%s", diff)
+	}
+	wantURL := map[string]any{"Fn::Join": []any{"", []any{"rediss://", map[string]any{"Fn::GetAtt": []any{cacheID, "Endpoint.Address"}}, ":6379"}}}
+	for _, name := range functionNames() {
+		_, fn := s.function(t, name)
+		if diff := cmp.Diff(wantURL, envOf(fn)["VALKEY_URL"]); diff != "" {
+			t.Errorf("%s VALKEY_URL (-want +got):\n%s", name, diff)
+		}
+		vpc, _ := fn["VpcConfig"].(map[string]any)
+		if diff := cmp.Diff(fnSG, refsIn(vpc["SecurityGroupIds"])); diff != "" {
+			t.Errorf("%s security groups (-want +got):\n%s", name, diff)
+		}
+		for _, id := range refsIn(vpc["SubnetIds"]) {
+			if subnets[id]["MapPublicIpOnLaunch"] != false {
+				t.Errorf("%s subnet %s is public, want private", name, id)
+			}
+		}
+	}
+	_, demo := s.function(t, FnDemoAgents)
+	if _, ok := envOf(demo)["VALKEY_URL"]; ok {
+		t.Errorf("demoagents has VALKEY_URL, want none (it holds no platform state)")
+	}
+	// The private subnets reach the LLM and the specialists through NAT.
+	if n := len(s.resources("AWS::EC2::NatGateway")); n != 1 {
+		t.Errorf("%d NAT gateways, want 1", n)
+	}
+}
+
+// The artifact bucket: private, encrypted, TLS only, expiring; api and invoke
+// read and write it, the other steps do not touch it.
+func TestArtifactBucket(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	bucketID, bucket := s.one(t, "AWS::S3::Bucket")
+	wantBlock := map[string]any{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true}
+	if diff := cmp.Diff(wantBlock, bucket["PublicAccessBlockConfiguration"]); diff != "" {
+		t.Errorf("PublicAccessBlockConfiguration (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(mustJSON(bucket["BucketEncryption"]), `"SSEAlgorithm":"AES256"`) {
+		t.Errorf("BucketEncryption = %s, want SSE-S3", mustJSON(bucket["BucketEncryption"]))
+	}
+	var expiry []any
+	for _, r := range bucket["LifecycleConfiguration"].(map[string]any)["Rules"].([]any) {
+		rule := r.(map[string]any)
+		if rule["Status"] == "Enabled" && rule["ExpirationInDays"] != nil {
+			expiry = append(expiry, rule["ExpirationInDays"])
+		}
+	}
+	if diff := cmp.Diff([]any{float64(14)}, expiry); diff != "" {
+		t.Errorf("expiry days (-want +got):\n%s", diff)
+	}
+	_, policy := s.one(t, "AWS::S3::BucketPolicy")
+	if doc := mustJSON(policy["PolicyDocument"]); !strings.Contains(doc, `"Effect":"Deny"`) || !strings.Contains(doc, `"aws:SecureTransport":"false"`) {
+		t.Errorf("bucket policy = %s, want a Deny without TLS", doc)
+	}
+
+	for _, name := range functionNames() {
+		_, fn := s.function(t, name)
+		if diff := cmp.Diff(map[string]any{"Ref": bucketID}, envOf(fn)["ARTIFACT_BUCKET"]); diff != "" {
+			t.Errorf("%s ARTIFACT_BUCKET (-want +got):\n%s", name, diff)
+		}
+		stmts := s.roleStatements(t, fn, "Role")
+		var got []string
+		for _, action := range []string{"s3:PutObject", "s3:GetObject*"} {
+			for _, r := range allowed(stmts, action) {
+				if strings.Contains(r, bucketID) {
+					got = append(got, action)
+					break
+				}
+			}
+		}
+		var want []string
+		if name == FnAPI || name == FnInvoke {
+			want = []string{"s3:PutObject", "s3:GetObject*"}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s artifact permissions (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// The default model: Bedrock Converse through the llmstep role, no keys.
+func TestLLMBedrock(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	if n := len(s.resources("AWS::SecretsManager::Secret")); n != 0 {
+		t.Errorf("%d secrets, want none with bedrock", n)
+	}
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		_, fn := s.function(t, name)
+		grants := allowed(s.roleStatements(t, fn, "Role"), "bedrock:InvokeModel")
+		if want := name == FnLLMStep; (len(grants) > 0) != want {
+			t.Errorf("%s may bedrock:InvokeModel on %v, want %v", name, grants, want)
+		}
+		if name == FnDemoAgents {
+			continue
+		}
+		env := envOf(fn)
+		got := map[string]any{"CLIENTAGENT_LLM": env["CLIENTAGENT_LLM"], "CLIENTAGENT_MODEL": env["CLIENTAGENT_MODEL"]}
+		want := map[string]any{"CLIENTAGENT_LLM": "bedrock", "CLIENTAGENT_MODEL": DefaultBedrockModel}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s model env (-want +got):\n%s", name, diff)
+		}
+	}
+	_, llm := s.function(t, FnLLMStep)
+	// With demo specialists on, every platform function lists them.
+	agents := mustJSON(envOf(llm)["CLIENTAGENT_AGENTS"])
+	for _, path := range []string{"agents/svg", "agents/png", "agents/flange", "agents/publish"} {
+		if !strings.Contains(agents, path) || !strings.Contains(agents, "FunctionUrl") {
+			t.Errorf("CLIENTAGENT_AGENTS = %s, want the demo URL's %s", agents, path)
+		}
+	}
+}
+
+// An OpenAI-compatible model: its key in Secrets Manager, read by llmstep only.
+func TestLLMOpenAI(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "openai")
+	secretID, _ := s.one(t, "AWS::SecretsManager::Secret")
+	llmID, llm := s.function(t, FnLLMStep)
+	env := envOf(llm)
+	if diff := cmp.Diff(map[string]any{"Ref": secretID}, env["OPENAI_API_KEY_SECRET_ARN"]); diff != "" {
+		t.Errorf("OPENAI_API_KEY_SECRET_ARN (-want +got):\n%s", diff)
+	}
+	// llmconfig reads OPENAI_API_KEY: CloudFormation resolves it at deploy.
+	if key := mustJSON(env["OPENAI_API_KEY"]); !strings.Contains(key, "{{resolve:secretsmanager:") || !strings.Contains(key, secretID) {
+		t.Errorf("OPENAI_API_KEY = %s, want a dynamic reference to %s", key, secretID)
+	}
+	got := map[string]any{"CLIENTAGENT_LLM": env["CLIENTAGENT_LLM"], "CLIENTAGENT_MODEL": env["CLIENTAGENT_MODEL"], "OPENAI_BASE_URL": env["OPENAI_BASE_URL"], "CLIENTAGENT_AGENTS": env["CLIENTAGENT_AGENTS"]}
+	want := map[string]any{"CLIENTAGENT_LLM": "openai", "CLIENTAGENT_MODEL": "gpt-4o-mini", "OPENAI_BASE_URL": "https://llm.example.com/v1", "CLIENTAGENT_AGENTS": "https://a.example.com/agents/x,https://b.example.com"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("llmstep env (-want +got):\n%s", diff)
+	}
+	for _, name := range functionNames() {
+		id, fn := s.function(t, name)
+		stmts := s.roleStatements(t, fn, "Role")
+		reads := allowed(stmts, "secretsmanager:GetSecretValue")
+		if wantRead := id == llmID; (len(reads) > 0) != wantRead {
+			t.Errorf("%s may read secrets %v, want %v", name, reads, wantRead)
+		}
+		if g := allowed(stmts, "bedrock:InvokeModel"); len(g) > 0 {
+			t.Errorf("%s may bedrock:InvokeModel with llm=openai", name)
+		}
+		if _, ok := envOf(fn)["OPENAI_API_KEY"]; ok && id != llmID {
+			t.Errorf("%s has OPENAI_API_KEY, want it on llmstep only", name)
+		}
+	}
+	// Without demo specialists: six functions, no Function URL.
+	assertTemplate(t, "no demo", func() {
+		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(6))
+		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Url"), jsii.Number(0))
+	})
+}
+
+// The demo specialists answer on a public Function URL outside the VPC.
+func TestDemoAgentsFunctionURL(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	demoID, demo := s.function(t, FnDemoAgents)
+	_, url := s.one(t, "AWS::Lambda::Url")
+	got := map[string]any{"AuthType": url["AuthType"], "Target": url["TargetFunctionArn"]}
+	want := map[string]any{"AuthType": "NONE", "Target": map[string]any{"Fn::GetAtt": []any{demoID, "Arn"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Function URL (-want +got):\n%s", diff)
+	}
+	if demo["VpcConfig"] != nil {
+		t.Errorf("demoagents VpcConfig = %v, want none", demo["VpcConfig"])
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+	bucketID, _ := s.one(t, "AWS::S3::Bucket")
+	apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api")
+	outputs := s.json["Outputs"].(map[string]any)
+	want := map[string]string{
+		"ApiUrl":             apiID,
+		"StateMachineArn":    smID,
+		"ArtifactBucketName": bucketID,
+	}
+	for name, ref := range want {
+		out, ok := outputs[name].(map[string]any)
+		if !ok {
+			t.Errorf("output %s missing", name)
+			continue
+		}
+		if !slices.Contains(refsIn(out["Value"]), ref) {
+			t.Errorf("output %s = %s, want a reference to %s", name, mustJSON(out["Value"]), ref)
+		}
+	}
+}
+
+// CloudFormation rejects a template whose resources depend on each other in
+// a circle (DESIGN §6); synthesis alone does not catch it, so walk the graph.
+func TestTemplateHasNoCycle(t *testing.T) {
+	t.Parallel()
+	for config := range configs {
+		s := synth(t, config)
+		if cycle := findCycle(s.json); cycle != nil {
+			t.Errorf("%s: dependency cycle %v", config, cycle)
+		}
+	}
+}
+
+func TestFindCycleDetectsCycles(t *testing.T) {
+	t.Parallel()
+	parse := func(s string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	tests := []struct {
+		name  string
+		tpl   string
+		cycle bool
+	}{
+		{"chain", `{"Resources":{"A":{"Properties":{"X":{"Ref":"B"}}},"B":{"Properties":{"Y":{"Fn::GetAtt":["C","Arn"]}}},"C":{}}}`, false},
+		{"getatt cycle", `{"Resources":{"A":{"Properties":{"X":{"Fn::GetAtt":["B","Arn"]}}},"B":{"Properties":{"Y":{"Fn::Join":["",[{"Ref":"A"}]]}}}}}`, true},
+		{"dependson cycle", `{"Resources":{"A":{"DependsOn":["B"]},"B":{"Properties":{"Y":{"Fn::Sub":"x${A.Arn}"}}}}}`, true},
+		{"parameter refs", `{"Parameters":{"P":{}},"Resources":{"A":{"Properties":{"X":{"Ref":"P"}}}}}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := findCycle(parse(tt.tpl)); (got != nil) != tt.cycle {
+				t.Errorf("findCycle() = %v, want a cycle: %v", got, tt.cycle)
+			}
+		})
+	}
+}
+
+var subRefRE = regexp.MustCompile(`\$\{([A-Za-z0-9]+)(\.[A-Za-z0-9.]+)?\}`)
+
+// findCycle returns a dependency cycle among a template's resources (Ref,
+// Fn::GetAtt, Fn::Sub and DependsOn), or nil.
+func findCycle(tpl map[string]any) []string {
+	resources, _ := tpl["Resources"].(map[string]any)
+	edges := map[string][]string{}
+	for id, r := range resources {
+		rm, _ := r.(map[string]any)
+		deps := refsIn(rm["Properties"])
+		for _, d := range asList(rm["DependsOn"]) {
+			if s, ok := d.(string); ok {
+				deps = append(deps, s)
+			}
+		}
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case map[string]any:
+				for k, e := range x {
+					if k == "Fn::Sub" {
+						s, _ := e.(string)
+						if l, ok := e.([]any); ok && len(l) > 0 {
+							s, _ = l[0].(string)
+						}
+						for _, m := range subRefRE.FindAllStringSubmatch(s, -1) {
+							deps = append(deps, m[1])
+						}
+					}
+					walk(e)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(rm["Properties"])
+		for _, d := range deps {
+			if _, ok := resources[d]; ok {
+				edges[id] = append(edges[id], d)
+			}
+		}
+	}
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var path []string
+	var visit func(string) []string
+	visit = func(n string) []string {
+		state[n] = onPath
+		path = append(path, n)
+		for _, m := range edges[n] {
+			switch state[m] {
+			case onPath:
+				i := slices.Index(path, m)
+				return append(slices.Clone(path[i:]), m)
+			case unseen:
+				if c := visit(m); c != nil {
+					return c
+				}
+			}
+		}
+		path = path[:len(path)-1]
+		state[n] = done
+		return nil
+	}
+	ids := make([]string, 0, len(resources))
+	for id := range resources {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if state[id] == unseen {
+			if c := visit(id); c != nil {
+				return c
+			}
+		}
+	}
+	return nil
+}
+
+// An ASL key the stack does not provide stops the synthesis.
+func TestUnknownASLKeyPanics(t *testing.T) {
+	t.Parallel()
+	asl := filepath.Join(t.TempDir(), "turn.asl.json")
+	if err := os.WriteFile(asl, []byte(`{"StartAt":"X","States":{"X":{"Type":"Task","Resource":"${OtherFunction}","End":true}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := baseProps()
+	p.ASLFile = asl
+	p.DemoAgents = false
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), "${OtherFunction}") {
+			t.Errorf("NewClientAgentStack() panic = %v, want one naming ${OtherFunction}", r)
+		}
+	}()
+	synthMu.Lock() // jsii calls must not overlap
+	defer synthMu.Unlock()
+	NewClientAgentStack(awscdk.NewApp(nil), "clientagent-bad", &p)
+}
+
+func TestASLPlaceholders(t *testing.T) {
+	t.Parallel()
+	got := ASLPlaceholders(`{"a":"${LLMStepFunction}","b":"${LLMStepFunction}","c":"${AwaitFunction}","d":"{% $x %}"}`)
+	if diff := cmp.Diff([]string{"AwaitFunction", "LLMStepFunction"}, got); diff != "" {
+		t.Errorf("ASLPlaceholders() (-want +got):\n%s", diff)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		edit    func(*StackProps)
+		wantErr string
+	}{
+		{"valid", func(*StackProps) {}, ""},
+		{"bad env name", func(p *StackProps) { p.EnvName = "Prod_1" }, "env"},
+		{"no issuer", func(p *StackProps) { p.JWTIssuer = "" }, "jwtIssuer is required"},
+		{"http issuer", func(p *StackProps) { p.JWTIssuer = "http://issuer" }, "https://"},
+		{"no audience", func(p *StackProps) { p.JWTAudience = nil }, "jwtAudience"},
+		{"no origins outside dev", func(p *StackProps) { p.WebOrigins = nil }, "webOrigins"},
+		{"dev defaults origins", func(p *StackProps) { p.WebOrigins = nil; p.EnvName = "dev" }, ""},
+		{"unknown llm", func(p *StackProps) { p.LLM = "gpt" }, "llm"},
+		{"missing bootstrap", func(p *StackProps) { p.BinDir = t.TempDir() }, "make build"},
+		{"missing asl", func(p *StackProps) { p.ASLFile = "nope.json" }, "state machine definition"},
+		{"too many NAT gateways", func(p *StackProps) { p.NATGateways = 9 }, "natGateways"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := baseProps()
+			tt.edit(&p)
+			err := p.Validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Errorf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("Validate() = %v, want an error mentioning %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestPropsFromContext(t *testing.T) {
+	t.Parallel()
+	ctx := map[string]any{
+		CtxEnv: "prod", CtxJWTIssuer: testIssuer, CtxJWTAudience: "web, cli",
+		CtxWebOrigins: []any{"https://a.example", "https://b.example"}, CtxLLM: "OpenAI",
+		CtxDemoAgents: "false", CtxArtifactExpiryDays: "7", CtxNATGateways: float64(2),
+		CtxAgents: "https://x.example/a,https://y.example",
+	}
+	got, err := PropsFromContext(func(k string) any { return ctx[k] })
+	if err != nil {
+		t.Fatalf("PropsFromContext() error = %v", err)
+	}
+	want := &StackProps{
+		EnvName: "prod", BinDir: filepath.Join("..", "bin"), ASLFile: filepath.Join("..", "statemachine", "turn.asl.json"),
+		JWTIssuer: testIssuer, JWTAudience: []string{"web", "cli"},
+		WebOrigins: []string{"https://a.example", "https://b.example"}, LLM: LLMOpenAI,
+		Agents:     []string{"https://x.example/a", "https://y.example"},
+		DemoAgents: false, ArtifactExpiryDays: 7, NATGateways: 2,
+	}
+	if diff := cmp.Diff(want, got, cmp.FilterPath(func(p cmp.Path) bool { return p.String() == "StackProps" }, cmp.Ignore())); diff != "" {
+		t.Errorf("PropsFromContext() (-want +got):\n%s", diff)
+	}
+
+	dflt, err := PropsFromContext(func(string) any { return nil })
+	if err != nil {
+		t.Fatalf("PropsFromContext(empty) error = %v", err)
+	}
+	if dflt.EnvName != "dev" || dflt.LLM != LLMBedrock || dflt.Model != DefaultBedrockModel || !dflt.DemoAgents || dflt.ArtifactExpiryDays != 30 {
+		t.Errorf("PropsFromContext(empty) = %+v, want dev, bedrock %s, demo agents, 30 days", dflt, DefaultBedrockModel)
+	}
+	for _, bad := range []map[string]any{{CtxDemoAgents: "maybe"}, {CtxArtifactExpiryDays: "-1"}, {CtxNATGateways: "x"}} {
+		if _, err := PropsFromContext(func(k string) any { return bad[k] }); err == nil {
+			t.Errorf("PropsFromContext(%v) error = nil, want one", bad)
+		}
+	}
+}
+
+func TestContextFromArgs(t *testing.T) {
+	t.Parallel()
+	got, err := ContextFromArgs([]string{"-c", "env=prod", "--context", "jwtIssuer=https://i.example/?a=b"})
+	if err != nil {
+		t.Fatalf("ContextFromArgs() error = %v", err)
+	}
+	if diff := cmp.Diff(map[string]any{"env": "prod", "jwtIssuer": "https://i.example/?a=b"}, got); diff != "" {
+		t.Errorf("ContextFromArgs() (-want +got):\n%s", diff)
+	}
+	for _, bad := range [][]string{{"env=prod"}, {"-c"}, {"-c", "noequals"}} {
+		if _, err := ContextFromArgs(bad); err == nil {
+			t.Errorf("ContextFromArgs(%q) error = nil, want one", bad)
+		}
+	}
+}
+
+// The same configuration synthesizes the same template, so that `cdk diff`
+// shows only real changes (Go's map order must not leak into it).
+func TestTemplateIsStable(t *testing.T) {
+	t.Parallel()
+	first := mustJSON(synth(t, "bedrock").json)
+	synthMu.Lock()
+	defer synthMu.Unlock()
+	p := baseProps()
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	again := mustJSON(*assertions.Template_FromStack(NewClientAgentStack(app, "clientagent-test", &p), nil).ToJSON())
+	if first != again {
+		t.Errorf("a second synthesis differs from the first")
+	}
+}
