@@ -322,3 +322,59 @@ func TestFailTurnMessages(t *testing.T) {
 		})
 	}
 }
+
+// DESIGN §7: an approved call whose specialist then asks for more input
+// runs the changed arguments only after a new approval.
+func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "p1", Name: "publish_artifact", Arguments: `{"artifact_id":"art_x","channel":"web"}`}}}
+	})
+	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+		if c.Continue == nil {
+			return record.CallOutcome{InputRequired: &record.InputRequired{Message: "which channel really?",
+				Fields: []catalog.FormField{{Name: "channel", Type: "string", Required: true}}, Task: record.A2ATask{TaskID: "task1", ContextID: "ctx1"}}}
+		}
+		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultSucceeded, Summary: "published to " + c.Arguments["channel"].(string)}}
+	}
+	ctx := t.Context()
+	if err := f.store.PutArtifacts(ctx, "c1", artifact.Artifact{ID: "art_x", Name: "x.png", MimeType: "image/png"}); err != nil {
+		t.Fatal(err)
+	}
+	mustNext := func(got, want string) {
+		t.Helper()
+		if got != want {
+			t.Fatalf("next = %s, want %s", got, want)
+		}
+	}
+	out, _ := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
+	mustNext(out.Next, turn.NextTools)
+	v, _ := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	mustNext(v.Next, turn.NextAwait)
+	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{Decision: "approve"}}})
+	mustNext(v.Next, turn.NextInvoke)
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := f.h.Append(ctx, f.ref)
+	mustNext(a.Next, turn.NextAwait)
+	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Answers: map[string]map[string]any{"p1": {"channel": "print"}}}})
+	mustNext(v.Next, turn.NextAwait)
+	if tr := f.turn(t); tr.Pending[0].State != record.CallNeedsApproval || tr.Pending[0].Arguments["channel"] != "print" {
+		t.Fatalf("after the answer: %+v, want a new approval of channel print", tr.Pending[0])
+	}
+	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{Decision: "approve"}}})
+	mustNext(v.Next, turn.NextInvoke)
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = f.h.Append(ctx, f.ref)
+	mustNext(a.Next, turn.NextLLM)
+	if n := f.inv.n.Load(); n != 2 {
+		t.Errorf("specialist called %d times, want 2 (ask, then continue)", n)
+	}
+	tr := f.turn(t)
+	if last := tr.Messages[len(tr.Messages)-1]; !strings.Contains(last.Content, "published to print") {
+		t.Errorf("result = %s, want the continued task's result", last.Content)
+	}
+}

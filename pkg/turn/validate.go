@@ -117,10 +117,15 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, t *record.Turn, r *Reply, e 
 			}
 			if pc.A2A != nil {
 				// A specialist's input-required: its own fields, continued on the
-				// same A2A task; the specialist validates them.
+				// same A2A task; the specialist validates them. Changed arguments
+				// of a skill that needs approval need a new approval (DESIGN §7).
 				mergeUser(pc, ans)
+				pc.Form, pc.FormNote = nil, ""
 				pc.State = record.CallReady
-				pc.Form = nil
+				if entry, ok := cat.Lookup(pc.Tool); ok && entry.RequiresApproval {
+					pc.State, pc.Approved = record.CallNeedsApproval, false
+					pc.ApprovalHash = catalog.ArgumentsHash(pc.Arguments)
+				}
 				continue
 			}
 			if err := batch.ApplyAnswers(cat, pc, ans, e); err != nil {
