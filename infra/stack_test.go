@@ -394,6 +394,14 @@ func TestStateMachineDefinition(t *testing.T) {
 		t.Errorf("LoggingConfiguration = %v, want level ALL with one log group", mustJSON(logCfg))
 	}
 
+	// The role may write what logging and tracing need.
+	stmts := s.roleStatements(t, sm, "RoleArn")
+	for _, action := range []string{"logs:CreateLogDelivery", "xray:PutTraceSegments"} {
+		if len(allowed(stmts, action)) == 0 {
+			t.Errorf("state machine role may not %s", action)
+		}
+	}
+
 	asl, err := os.ReadFile(aslPath)
 	if err != nil {
 		t.Fatal(err)
