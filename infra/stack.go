@@ -294,9 +294,10 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		SubnetIds:           &subnetIDs,
 		SecurityGroupIds:    &[]interface{}{cacheSG.SecurityGroupId()},
 	})
-	// TLS is always on for ElastiCache Serverless, hence rediss.
+	// TLS is always on for ElastiCache Serverless, hence rediss; it is cluster
+	// mode, hence pkg/record/valkey's cluster=true (a cluster client).
 	valkeyURL := awscdk.Fn_Join(jsii.String(""), &[]*string{
-		jsii.String("rediss://"), cache.AttrEndpointAddress(), jsii.String(":" + strconv.Itoa(valkeyPort)),
+		jsii.String("rediss://"), cache.AttrEndpointAddress(), jsii.String(":" + strconv.Itoa(valkeyPort) + "?cluster=true"),
 	})
 
 	// Artifacts.

@@ -599,7 +599,7 @@ func TestValkey(t *testing.T) {
 	if diff := cmp.Diff([]string{fmt.Sprintf("tcp 6379-6380 from [%s]", fnSG[0])}, rules); diff != "" {
 		t.Errorf("ingress to the cache (-want +got):\n%s", diff)
 	}
-	wantURL := map[string]any{"Fn::Join": []any{"", []any{"rediss://", map[string]any{"Fn::GetAtt": []any{cacheID, "Endpoint.Address"}}, ":6379"}}}
+	wantURL := map[string]any{"Fn::Join": []any{"", []any{"rediss://", map[string]any{"Fn::GetAtt": []any{cacheID, "Endpoint.Address"}}, ":6379?cluster=true"}}}
 	for _, name := range functionNames() {
 		_, fn := s.function(t, name)
 		if diff := cmp.Diff(wantURL, envOf(fn)["VALKEY_URL"]); diff != "" {
