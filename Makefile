@@ -29,7 +29,7 @@ npm:
 build: ## Lambda bootstraps (arm64, provided.al2023) under bin/<function>/bootstrap, and the CLI
 	@for f in $(FUNCTIONS); do \
 		echo "build $$f"; \
-		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -tags lambda.norpc -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
 	done
 	$(GO) build -o bin/clientagent ./cmd/clientagent
 
