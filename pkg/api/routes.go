@@ -445,10 +445,7 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 		if err != nil {
 			return turn.View{}, fmt.Errorf("catalog: %w", err)
 		}
-		env := catalog.Env{Artifacts: map[string]artifact.Artifact{}, Context: map[string]any{"conversation_id": conv.Meta.ID, "user_id": conv.Meta.Owner, "turn_id": t.ID}}
-		for _, a := range conv.Artifacts {
-			env.Artifacts[a.ID] = a
-		}
+		env := turn.Env(conv, t)
 		for callID, ans := range reply.Answers {
 			var pc *record.PendingCall
 			for i := range t.Pending {

@@ -43,7 +43,7 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if err != nil {
 		return InvokeOutput{}, err
 	}
-	arts := env(conv, t).Artifacts
+	arts := Env(conv, t).Artifacts
 	var o record.CallOutcome
 	entry, ok := cat.Lookup(pc.Tool)
 	switch {

@@ -155,21 +155,15 @@ func (h *Handlers) catalog(ctx context.Context) (*catalog.Catalog, error) {
 	return c, nil
 }
 
-// env is what validation may consult: the artifact catalog known now and
-// the values the platform fills from context.
-func env(conv *record.Conversation, t *record.Turn) catalog.Env {
-	arts := make(map[string]artifact.Artifact, len(conv.Artifacts))
-	for _, a := range conv.Artifacts {
-		arts[a.ID] = a
-	}
-	return catalog.Env{
-		Artifacts: arts,
-		Context: map[string]any{
-			"conversation_id": conv.Meta.ID,
-			"user_id":         conv.Meta.Owner,
-			"turn_id":         t.ID,
-		},
-	}
+// Env is what validation of turn t may consult: the artifact catalog known
+// now and the values the platform fills from context. The API validates
+// form answers with the same Env before handing them to the execution.
+func Env(conv *record.Conversation, t *record.Turn) catalog.Env {
+	return catalog.NewEnv(conv.Artifacts, map[string]any{
+		"conversation_id": conv.Meta.ID,
+		"user_id":         conv.Meta.Owner,
+		"turn_id":         t.ID,
+	})
 }
 
 // stepLog writes the structured line of one step (DESIGN §7).

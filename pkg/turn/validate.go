@@ -59,7 +59,7 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	if err != nil {
 		return ValidateOutput{}, err
 	}
-	e := env(conv, t)
+	e := Env(conv, t)
 	switch r := in.Reply; {
 	case r == nil:
 		if len(t.Pending) == 0 {
