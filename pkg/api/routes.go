@@ -380,6 +380,14 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 		return v
 	}
 	out, err := s.Executions.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(s.executionARN(t.ID))})
+	var missing *types.ExecutionDoesNotExist
+	if errors.As(err, &missing) && s.now().Sub(t.StartedAt) > time.Minute {
+		// The API stored the turn but never started its execution (it
+		// crashed in between): nothing will run it.
+		v.Status = record.StatusFailed
+		v.Reply = "The turn was never started; your message is kept. Please send it again."
+		return v
+	}
 	if err != nil {
 		return v
 	}

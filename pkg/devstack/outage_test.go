@@ -12,6 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -96,5 +97,22 @@ func TestRateLimitedModelIsRetried(t *testing.T) {
 	v := c.wait(cid, c.send(cid, "hello"))
 	if v.Status != "succeeded" || v.Reply != "finally" || v.LLMCalls != 1 || n.Load() != 3 {
 		t.Errorf("turn = %s %q with %d recorded LLM calls after %d attempts; want succeeded on the third attempt", v.Status, v.Reply, v.LLMCalls, n.Load())
+	}
+}
+
+// A turn stored by the API whose execution never started (the API died in
+// between) reads as failed after a minute instead of running forever.
+func TestUnstartedTurnReadsFailed(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, &model{decide: func(llm.Request) *llm.Response { return answer("hi") }})
+	cid := c.newConversation()
+	old := time.Now().Add(-2 * time.Minute).UTC()
+	tr := &record.Turn{ID: "t_orphan", StartedAt: old, UpdatedAt: old, Status: record.StatusRunning, Text: "lost?",
+		Messages: []llm.Message{{Role: llm.RoleUser, Content: "lost?"}}}
+	if err := st.Platform.Store.SaveTurn(t.Context(), cid, tr); err != nil {
+		t.Fatal(err)
+	}
+	if v := c.turn(cid, "t_orphan"); v.Status != "failed" || !strings.Contains(v.Reply, "never started") {
+		t.Errorf("turn = %s %q, want failed: never started", v.Status, v.Reply)
 	}
 }
