@@ -122,3 +122,22 @@ func TestWorkflowSelection(t *testing.T) {
 		t.Errorf("user message %q does not name the workflow", u)
 	}
 }
+
+// Issue 5: an agent that is down never breaks a turn: its skills are just
+// absent (or marked unavailable once it was seen), and the other agents work.
+func TestDeadAgentDoesNotBreakTurns(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, nil, func(cfg *Config) { cfg.Agents = []string{"http://127.0.0.1:1"} })
+	cid := c.newConversation()
+	if v := c.wait(cid, c.send(cid, "Create a PNG image with the word Alive")); v.Status != "succeeded" || len(v.Artifacts) != 2 {
+		t.Fatalf("turn = %s %q, want succeeded with the SVG and PNG", v.Status, v.Reply)
+	}
+	var cat struct {
+		Skills []struct {
+			Name string `json:"name"`
+		} `json:"skills"`
+	}
+	if code := c.do("GET", "/v1/catalog", nil, &cat); code != http.StatusOK || len(cat.Skills) != 4 {
+		t.Errorf("catalog = %d with %d skills, want the 4 demo skills", code, len(cat.Skills))
+	}
+}
