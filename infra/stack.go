@@ -323,15 +323,17 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 
-	// Demo specialists: public A2A endpoints outside the VPC (they fetch
-	// input artifacts by presigned URL and hold no state but a memory ledger).
+	// Demo specialists: public A2A endpoints (a Function URL) in the VPC, so
+	// their tasks and publication ledger live in Valkey: an input-required
+	// answer may reach another instance than the question, and a retried
+	// publish must not publish twice. They fetch inputs by presigned URL.
 	agentURLs := slices.Clone(p.Agents)
 	var demoURL awslambda.FunctionUrl
 	if p.DemoAgents {
-		demo := newFunction(stack, p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, nil)
+		demo := newFunction(stack, p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, &vpcPlacement{vpc: vpc, sg: fnSG})
 		// PUBLIC_URL stays empty: the function takes its base URL from each
 		// request's Host, since its own URL in its environment would be a cycle.
-		demo.AddEnvironment(jsii.String("PUBLICATIONS_FILE"), jsii.String("/tmp/publications.jsonl"), nil)
+		demo.AddEnvironment(jsii.String("VALKEY_URL"), valkeyURL, nil)
 		demoURL = demo.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_NONE})
 		for _, path := range []string{"agents/svg", "agents/png", "agents/flange", "agents/publish"} {
 			// The URL attribute ends with "/".

@@ -318,7 +318,7 @@ func TestLambdaFunctions(t *testing.T) {
 		{FnInvoke, 1024, 360, true},
 		{FnAppend, 256, 60, true},
 		{FnAwait, 256, 30, true},
-		{FnDemoAgents, 512, 120, false},
+		{FnDemoAgents, 512, 120, true},
 	}
 	var maxTimeout float64
 	for _, tt := range tests {
@@ -616,8 +616,8 @@ func TestValkey(t *testing.T) {
 		}
 	}
 	_, demo := s.function(t, FnDemoAgents)
-	if _, ok := envOf(demo)["VALKEY_URL"]; ok {
-		t.Errorf("demoagents has VALKEY_URL, want none (it holds no platform state)")
+	if _, ok := envOf(demo)["VALKEY_URL"]; !ok {
+		t.Errorf("demoagents has no VALKEY_URL, want its tasks and ledger shared across instances")
 	}
 	// The private subnets reach the LLM and the specialists through NAT.
 	if n := len(s.resources("AWS::EC2::NatGateway")); n != 1 {
@@ -751,7 +751,8 @@ func TestLLMOpenAI(t *testing.T) {
 	})
 }
 
-// The demo specialists answer on a public Function URL outside the VPC.
+// The demo specialists answer on a public Function URL, from the VPC (their
+// A2A tasks and ledger are in Valkey).
 func TestDemoAgentsFunctionURL(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
@@ -762,8 +763,8 @@ func TestDemoAgentsFunctionURL(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Function URL (-want +got):\n%s", diff)
 	}
-	if demo["VpcConfig"] != nil {
-		t.Errorf("demoagents VpcConfig = %v, want none", demo["VpcConfig"])
+	if demo["VpcConfig"] == nil {
+		t.Errorf("demoagents has no VpcConfig, want it in the VPC to reach Valkey")
 	}
 }
 
