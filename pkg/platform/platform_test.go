@@ -1,0 +1,42 @@
+package platform
+
+import (
+	"testing"
+	"time"
+)
+
+func TestLimitsFromEnv(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		check   func(t *testing.T, maxCalls, budget, conc int, await time.Duration)
+		wantErr bool
+	}{
+		{"defaults are the spec's", nil, func(t *testing.T, maxCalls, budget, conc int, await time.Duration) {
+			if maxCalls != 12 || await != 24*time.Hour {
+				t.Errorf("defaults = %d calls, await %s; want 12 and 24h", maxCalls, await)
+			}
+		}, false},
+		{"overrides", map[string]string{"CLIENTAGENT_MAX_LLM_CALLS": "5", "CLIENTAGENT_TOKEN_BUDGET": "9000", "CLIENTAGENT_MAX_CONCURRENCY": "2", "CLIENTAGENT_AWAIT_TIMEOUT": "30m"},
+			func(t *testing.T, maxCalls, budget, conc int, await time.Duration) {
+				if maxCalls != 5 || budget != 9000 || conc != 2 || await != 30*time.Minute {
+					t.Errorf("LimitsFromEnv() = %d %d %d %s, want 5 9000 2 30m", maxCalls, budget, conc, await)
+				}
+			}, false},
+		{"not a number", map[string]string{"CLIENTAGENT_MAX_LLM_CALLS": "many"}, nil, true},
+		{"negative", map[string]string{"CLIENTAGENT_TOKEN_BUDGET": "-1"}, nil, true},
+		{"bad duration", map[string]string{"CLIENTAGENT_AWAIT_TIMEOUT": "soon"}, nil, true},
+		{"too short", map[string]string{"CLIENTAGENT_AWAIT_TIMEOUT": "10ms"}, nil, true},
+	}
+	for _, tc := range tests {
+		l, err := LimitsFromEnv(func(k string) string { return tc.env[k] })
+		if (err != nil) != tc.wantErr {
+			t.Errorf("%s: LimitsFromEnv() error = %v, want error %v", tc.name, err, tc.wantErr)
+			continue
+		}
+		if tc.check != nil {
+			tc.check(t, l.MaxLLMCalls, l.TokenBudget, l.MaxConcurrency, l.AwaitTimeout)
+		}
+	}
+}
