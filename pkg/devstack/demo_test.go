@@ -1,7 +1,9 @@
 package devstack
 
 import (
+	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -139,5 +141,54 @@ func TestDeadAgentDoesNotBreakTurns(t *testing.T) {
 	}
 	if code := c.do("GET", "/v1/catalog", nil, &cat); code != http.StatusOK || len(cat.Skills) != 4 {
 		t.Errorf("catalog = %d with %d skills, want the 4 demo skills", code, len(cat.Skills))
+	}
+}
+
+// Spec §3.5: files uploaded for a turn are named in its user message; the
+// model passes the upload's artifact id on, and the specialist fetches the
+// bytes by a signed URL of the local stack.
+func TestUploadedFileFeedsASkill(t *testing.T) {
+	t.Parallel()
+	idRe := regexp.MustCompile(`artifact_id=(art_[0-9a-f]+)`)
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if r, ok := toolResults(req)["u1"]; ok {
+			return answer("png: " + r["status"].(string))
+		}
+		id := idRe.FindStringSubmatch(lastUser(req))
+		if id == nil {
+			return answer("no file named")
+		}
+		return calls(call("u1", "convert_svg_to_png", map[string]any{"artifact_id": id[1]}))
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" width="100" height="50"><rect width="100" height="50" fill="#fff"/><path d="M10 10 L90 10 L90 40 L10 40 Z" fill="#000"/></svg>`
+	req, _ := http.NewRequest("POST", c.base+"/v1/conversations/"+cid+"/artifacts?name=box.svg", strings.NewReader(svg))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "image/svg+xml")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var up struct {
+		ID string `json:"artifact_id"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&up)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || up.ID == "" {
+		t.Fatalf("upload = %d %+v", resp.StatusCode, up)
+	}
+	var out struct {
+		TurnID string `json:"turn_id"`
+	}
+	if code := c.do("POST", "/v1/conversations/"+cid+"/messages", map[string]any{"text": "convert this to png", "files": []string{up.ID}}, &out); code != http.StatusAccepted {
+		t.Fatalf("POST message = %d", code)
+	}
+	v := c.wait(cid, out.TurnID)
+	if v.Status != "succeeded" || v.Reply != "png: succeeded" || len(v.Artifacts) != 1 || v.Artifacts[0].MimeType != "image/png" {
+		t.Fatalf("turn = %s %q artifacts %+v; want succeeded with a PNG", v.Status, v.Reply, v.Artifacts)
+	}
+	if ink := inkFraction(c.downloadPNG(cid, v.Artifacts[0].ID)); ink < 0.3 {
+		t.Errorf("ink = %.2f, want the black box of the uploaded SVG", ink)
 	}
 }
