@@ -40,11 +40,11 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	if err != nil {
 		return StepOutput{}, err
 	}
-	switch t.Status {
-	case record.StatusSucceeded:
-		return StepOutput{Next: NextDone}, nil
-	case record.StatusFailed:
+	switch {
+	case t.Status == record.StatusFailed:
 		return StepOutput{Next: NextFailed}, nil
+	case t.Status.Final():
+		return StepOutput{Next: NextDone}, nil
 	}
 	if last, ok := lastMessage(t); ok && last.Role == llm.RoleAssistant {
 		if len(last.ToolCalls) > 0 {
