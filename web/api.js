@@ -1,5 +1,5 @@
 // API client for the clientagent HTTP API (docs/api/openapi.yaml,
-// /work/shared/API.md). It only speaks HTTP; it never touches the DOM.
+// docs/api/openapi.yaml). It only speaks HTTP; it never touches the DOM.
 
 /** APIError is a failed call: status 0 means the network failed. */
 export class APIError extends Error {

@@ -1,5 +1,5 @@
 // fake-api.mjs: a small scripted stand-in for the clientagent HTTP API
-// (/work/shared/API.md) that serves ../../web as well, for working on the
+// (docs/api/openapi.yaml) that serves ../../web as well, for working on the
 // page without the local stack. It is NOT the product: the real checks run
 // against pkg/devstack (e2e/browser_test.go).
 //
