@@ -1,0 +1,50 @@
+package devstack
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/chatcli"
+)
+
+// Issue 6: `clientagent chat` against the real local stack: a form asked at
+// the prompt, an approval answered y, progress lines, artifacts saved.
+func TestChatCLIAgainstStack(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, nil)
+	dir := t.TempDir()
+	in := strings.NewReader(strings.Join([]string{
+		"Create a PNG image with the word Popelnase",
+		"Design a valve flange with 4 holes",
+		"brass",
+		"Publish it to web",
+		"y",
+		"/quit",
+	}, "\n") + "\n")
+	var out bytes.Buffer
+	err := chatcli.Run(t.Context(), chatcli.Options{BaseURL: c.base, Token: c.token, In: in, Out: &out, OutDir: dir, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("Run() = %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"create_svg_artifact succeeded", "convert_svg_to_png succeeded", "material", "Approve publish_artifact", "publish_artifact succeeded"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	f, err := os.Open(filepath.Join(dir, "Popelnase.png"))
+	if err != nil {
+		t.Fatalf("the PNG was not saved: %v", err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("saved PNG does not decode: %v", err)
+	}
+	if n := len(st.Publications.List()); n != 1 {
+		t.Errorf("publications = %d, want 1", n)
+	}
+}
