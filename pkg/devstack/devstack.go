@@ -26,6 +26,7 @@ import (
 	clientagent "github.com/clientagent/clientagent"
 	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/artifact/localstore"
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -51,7 +52,7 @@ var functionNames = map[string]string{
 type Config struct {
 	// Addr is where the API, page, demo agents and engine listen (default 127.0.0.1:8080).
 	Addr string
-	// DataDir holds the signing key and artifacts (default ./.data).
+	// DataDir holds the signing key, artifacts and the audit log (default ./.data).
 	DataDir string
 	// ValkeyURL points at a real Valkey/Redis; empty starts an embedded one.
 	ValkeyURL string
@@ -136,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}

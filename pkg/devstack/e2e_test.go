@@ -10,10 +10,14 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
@@ -226,7 +230,8 @@ func TestApproval(t *testing.T) {
 		t.Run(decision, func(t *testing.T) {
 			t.Parallel()
 			m := publishModel()
-			st, c := stack(t, m)
+			dir := t.TempDir()
+			st, c := stack(t, m, func(cfg *Config) { cfg.DataDir = dir })
 			cid := c.newConversation()
 			tid := c.send(cid, "Make a Hello SVG and publish it to web")
 			v := c.wait(cid, tid)
@@ -252,6 +257,14 @@ func TestApproval(t *testing.T) {
 			}
 			if v.Reply != wantReply {
 				t.Errorf("reply = %q, want %q", v.Reply, wantReply)
+			}
+			// DESIGN §7: the decision, and what ran, are in the durable audit log.
+			wantEvents := []string{"publish_artifact/approved", "publish_artifact/call"}
+			if decision == "reject" {
+				wantEvents = []string{"publish_artifact/rejected"}
+			}
+			if got := auditEvents(t, dir, "publish_artifact"); strings.Join(got, ",") != strings.Join(wantEvents, ",") {
+				t.Errorf("audit = %v, want %v", got, wantEvents)
 			}
 		})
 	}
@@ -488,4 +501,23 @@ func TestMaxConcurrencyFromConfig(t *testing.T) {
 			t.Errorf("call %d started before call %d ended: MaxConcurrency 1 not honoured", i, i-1)
 		}
 	}
+}
+
+// auditEvents lists the audit log's "tool/kind" entries for tool, sorted.
+func auditEvents(t *testing.T, dataDir, tool string) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(filepath.Join(dataDir, "audit"), func(p string, d os.DirEntry, _ error) error {
+		if d == nil || d.IsDir() {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		var e audit.Event
+		if json.Unmarshal(b, &e) == nil && e.Tool == tool {
+			out = append(out, e.Tool+"/"+e.Kind)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/artifact/s3store"
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 )
@@ -24,6 +25,7 @@ import (
 //
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
 //	ARTIFACT_BUCKET      the S3 bucket of artifacts (required)
+//	AUDIT_BUCKET         the S3 bucket of the audit log (versioned, never expires)
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated
 //	CLIENTAGENT_LLM, CLIENTAGENT_MODEL, OPENAI_BASE_URL …  the model (pkg/llm/llmconfig)
 //	CLIENTAGENT_MAX_LLM_CALLS …                            the turn limits (LimitsFromEnv)
@@ -49,7 +51,12 @@ func FromEnv(ctx context.Context) (*Lambda, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	arts := s3store.New(s3.NewFromConfig(awsCfg), bucket, os.Getenv("ARTIFACT_PREFIX"))
+	s3c := s3.NewFromConfig(awsCfg)
+	arts := s3store.New(s3c, bucket, os.Getenv("ARTIFACT_PREFIX"))
+	var auditLog audit.Log
+	if b := os.Getenv("AUDIT_BUCKET"); b != "" {
+		auditLog = audit.S3{API: s3c, Bucket: b}
+	}
 	model, _, err := llmconfig.FromEnv(os.Getenv)
 	if err != nil {
 		return nil, err
@@ -62,6 +69,7 @@ func FromEnv(ctx context.Context) (*Lambda, error) {
 		Agents:        agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
 		Limits:        limits,
 		InvokeTimeout: 5 * time.Minute,
+		Audit:         auditLog,
 		Logger:        log,
 	}, rdb, arts, model)
 	if err != nil {

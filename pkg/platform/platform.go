@@ -19,6 +19,7 @@ import (
 	clientagent "github.com/clientagent/clientagent"
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
@@ -39,7 +40,9 @@ type Config struct {
 	CatalogTTL time.Duration
 	// InvokeTimeout bounds one specialist call.
 	InvokeTimeout time.Duration
-	Logger        *slog.Logger
+	// Audit keeps approvals and executed calls durably (nil: none).
+	Audit  audit.Log
+	Logger *slog.Logger
 }
 
 // LimitsFromEnv reads the turn limits, starting from the spec's defaults:
@@ -104,7 +107,7 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 		Registry: reg,
 		Invoker:  inv,
 		Catalogs: cats,
-		Handlers: &turn.Handlers{Store: store, LLM: model, Catalogs: cats, Invoker: inv, Limits: limits, Logger: log},
+		Handlers: &turn.Handlers{Store: store, LLM: model, Catalogs: cats, Invoker: inv, Audit: cfg.Audit, Limits: limits, Logger: log},
 	}, nil
 }
 

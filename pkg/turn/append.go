@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -23,7 +24,7 @@ type AppendOutput struct {
 // with it (batch rule). Idempotent: an appended batch is not appended twice.
 func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	started := h.now()
-	_, t, outcomes, err := h.load(ctx, in, true)
+	conv, t, outcomes, err := h.load(ctx, in, true)
 	if err != nil {
 		return AppendOutput{}, err
 	}
@@ -63,6 +64,15 @@ func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	}
 	cat, err := h.catalog(ctx)
 	if err != nil {
+		return AppendOutput{}, err
+	}
+	var ran []audit.Event
+	for _, pc := range t.Pending {
+		if o, ok := outcomes[pc.CallID]; ok && pc.State == record.CallReady {
+			ran = append(ran, h.event(conv, t, pc, audit.KindCall, o.Result.Status))
+		}
+	}
+	if err := h.audit(ctx, ran); err != nil {
 		return AppendOutput{}, err
 	}
 	arts := h.appendResults(cat, t, outcomes)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -73,9 +74,11 @@ type Handlers struct {
 	LLM      llm.Provider
 	Catalogs Catalogs
 	Invoker  Invoker
-	Limits   Limits
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// Audit keeps decisions and executed calls durably (nil: none).
+	Audit  audit.Log
+	Limits Limits
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // TransientError marks a failure worth retrying (Valkey unreachable, LLM

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -63,6 +66,33 @@ type fixture struct {
 	inv   *countingInvoker
 	llm   atomic.Int32
 	ref   turn.Ref
+	audit audit.Dir
+}
+
+// events lists the audit log as "call_id/kind/status" lines, sorted.
+func (f *fixture) events(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	_ = filepath.WalkDir(f.audit.Path, func(p string, d os.DirEntry, _ error) error {
+		if d == nil || d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var e audit.Event
+		if err := json.Unmarshal(b, &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.User != "dev" || e.ArgumentsHash == "" {
+			t.Errorf("audit event %+v lacks the user or the arguments hash", e)
+		}
+		out = append(out, e.CallID+"/"+e.Kind+"/"+e.Status)
+		return nil
+	})
+	sort.Strings(out)
+	return out
 }
 
 func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixture {
@@ -70,7 +100,7 @@ func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixtu
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	f := &fixture{store: valkey.New(rdb, valkey.Options{})}
+	f := &fixture{store: valkey.New(rdb, valkey.Options{}), audit: audit.Dir{Path: t.TempDir()}}
 	f.inv = &countingInvoker{invoke: func(c agents.Call) record.CallOutcome {
 		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultSucceeded, Summary: "drew it",
 			Artifacts: []artifact.Ref{{ID: "art_1", Name: "w.svg", MimeType: "image/svg+xml"}}},
@@ -81,6 +111,7 @@ func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixtu
 		LLM:      llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) { f.llm.Add(1); return decide(req), nil }),
 		Catalogs: staticCatalogs{demoCatalog(t)},
 		Invoker:  f.inv,
+		Audit:    f.audit,
 		Limits:   turn.DefaultLimits(),
 	}
 	ctx := t.Context()
@@ -157,6 +188,10 @@ func TestRetriedStepsDuplicateNothing(t *testing.T) {
 	if tr.Status != record.StatusSucceeded || tr.LLMCalls != 2 || len(tr.Produced) != 1 {
 		t.Errorf("turn = %s, %d LLM calls, produced %v; want succeeded, 2, one artifact", tr.Status, tr.LLMCalls, tr.Produced)
 	}
+	// DESIGN §7: the call that ran is in the durable audit log, once.
+	if diff := cmp.Diff([]string{"k1/call/succeeded"}, f.events(t)); diff != "" {
+		t.Errorf("audit events (-want +got):\n%s", diff)
+	}
 }
 
 // Spec §3.3, DESIGN §7: an approval covers exactly the arguments shown; a
@@ -206,6 +241,10 @@ func TestAwaitRetryKeepsOnePause(t *testing.T) {
 	_ = json.Unmarshal([]byte(last.Content), &r)
 	if last.ToolCallID != "p1" || r.Status != record.ResultRejected || f.inv.n.Load() != 0 {
 		t.Errorf("last message = %+v (status %s), invocations %d; want p1 rejected and nothing run", last, r.Status, f.inv.n.Load())
+	}
+	// DESIGN §7: the rejection is audited with the hash of what was shown.
+	if diff := cmp.Diff([]string{"p1/rejected/"}, f.events(t)); diff != "" {
+		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
 }
 
@@ -372,6 +411,11 @@ func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	mustNext(a.Next, turn.NextLLM)
 	if n := f.inv.n.Load(); n != 2 {
 		t.Errorf("specialist called %d times, want 2 (ask, then continue)", n)
+	}
+	// Two approvals of two different argument sets are two events; the run
+	// is audited once.
+	if diff := cmp.Diff([]string{"p1/approved/", "p1/approved/", "p1/call/succeeded"}, f.events(t)); diff != "" {
+		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
 	tr := f.turn(t)
 	if last := tr.Messages[len(tr.Messages)-1]; !strings.Contains(last.Content, "published to print") {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -60,6 +61,7 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		return ValidateOutput{}, err
 	}
 	e := Env(conv, t)
+	before := callStates(t)
 	switch r := in.Reply; {
 	case r == nil:
 		if len(t.Pending) == 0 {
@@ -71,11 +73,11 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		}
 	case r.Superseded:
 		h.closeBatch(t, record.StatusSuperseded, "Not executed: the user sent a new message instead of answering.", "")
-		return h.endBatch(ctx, in.Ref, t)
+		return h.endBatch(ctx, in.Ref, t, h.decisions(conv, t, before))
 	case r.Expired:
 		msg := fmt.Sprintf("This request expired: the %s was not answered within %s, so nothing was run. Send the request again to retry.", pauseWord(t), h.Limits.AwaitTimeout.Round(time.Second))
 		h.closeBatch(t, record.StatusExpired, "Not executed: the request for the user's input expired.", msg)
-		return h.endBatch(ctx, in.Ref, t)
+		return h.endBatch(ctx, in.Ref, t, h.decisions(conv, t, before))
 	default:
 		h.applyReply(cat, t, r, e)
 	}
@@ -95,6 +97,9 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		if len(out.Calls) > 0 {
 			out.Next = NextInvoke
 		}
+	}
+	if err := h.audit(ctx, h.decisions(conv, t, before)); err != nil {
+		return ValidateOutput{}, err
 	}
 	if err := h.save(ctx, in.Ref, t); err != nil {
 		return ValidateOutput{}, err
@@ -172,9 +177,12 @@ func (h *Handlers) closeBatch(t *record.Turn, status record.Status, note, msg st
 }
 
 // endBatch appends the closed batch's results and ends the turn.
-func (h *Handlers) endBatch(ctx context.Context, r Ref, t *record.Turn) (ValidateOutput, error) {
+func (h *Handlers) endBatch(ctx context.Context, r Ref, t *record.Turn, events []audit.Event) (ValidateOutput, error) {
 	cat, err := h.catalog(ctx)
 	if err != nil {
+		return ValidateOutput{}, err
+	}
+	if err := h.audit(ctx, events); err != nil {
 		return ValidateOutput{}, err
 	}
 	h.appendResults(cat, t, nil)

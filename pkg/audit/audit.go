@@ -1,0 +1,135 @@
+// Package audit keeps a durable record of what users decided and what ran
+// (DESIGN §7): every approval and rejection with the hash of the exact
+// arguments it covered, every call with its result status, and every batch
+// that expired or was superseded. The conversation record in Valkey is
+// expiring operational context; this is the record that stays.
+//
+// Each event has a deterministic name (conversation, turn, call, kind), so a
+// step retried by Step Functions writes the same object again instead of a
+// second one. The package must not read events back into the loop.
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+)
+
+// Kinds of events.
+const (
+	KindApproved   = "approved"
+	KindRejected   = "rejected"
+	KindCall       = "call"
+	KindExpired    = "expired"
+	KindSuperseded = "superseded"
+)
+
+// Event is one audited fact about one call.
+type Event struct {
+	At           time.Time `json:"at"`
+	Conversation string    `json:"conversation_id"`
+	Turn         string    `json:"turn_id"`
+	User         string    `json:"user"`
+	Kind         string    `json:"kind"`
+	CallID       string    `json:"call_id"`
+	Tool         string    `json:"tool"`
+	// ArgumentsHash is catalog.ArgumentsHash of the arguments decided on or run.
+	ArgumentsHash string `json:"arguments_hash"`
+	Status        string `json:"status,omitempty"` // a call's result status
+	Note          string `json:"note,omitempty"`   // the user's note on a decision
+}
+
+// Log records events durably.
+type Log interface {
+	// Record stores events; it returns only when all are stored.
+	Record(ctx context.Context, events ...Event) error
+}
+
+var safe = regexp.MustCompile(`[^A-Za-z0-9_.-]`)
+
+// Name is an event's deterministic relative name: a retried step
+// overwrites its own event rather than adding one, while a decision on
+// other arguments (a call re-approved after the specialist asked for more
+// input) is an event of its own.
+func (e Event) Name() string {
+	clean := func(s string) string {
+		if s == "" {
+			return "_"
+		}
+		return safe.ReplaceAllString(s, "_")
+	}
+	h := e.ArgumentsHash
+	if len(h) > 12 {
+		h = h[:12]
+	}
+	return fmt.Sprintf("%s/%s/%s-%s-%s.json", clean(e.Conversation), clean(e.Turn), clean(e.CallID), clean(e.Kind), clean(h))
+}
+
+// Dir is a Log in a local directory (the local stack): one JSON file per
+// event, written atomically.
+type Dir struct{ Path string }
+
+// Record writes each event to its file.
+func (d Dir) Record(_ context.Context, events ...Event) error {
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("audit %s: %w", e.Name(), err)
+		}
+		path := filepath.Join(d.Path, filepath.FromSlash(e.Name()))
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return fmt.Errorf("audit %s: %w", e.Name(), err)
+		}
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			return fmt.Errorf("audit %s: %w", e.Name(), err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("audit %s: %w", e.Name(), err)
+		}
+	}
+	return nil
+}
+
+// PutAPI is the one S3 call the S3 log makes.
+type PutAPI interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+}
+
+// S3 is a Log in an S3 bucket (AWS): one object per event under Prefix.
+// The bucket is meant to be versioned and never expire (infra/).
+type S3 struct {
+	API    PutAPI
+	Bucket string
+	Prefix string
+}
+
+// Record puts each event's object.
+func (s S3) Record(ctx context.Context, events ...Event) error {
+	var errs []error
+	for _, e := range events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("audit %s: %w", e.Name(), err)
+		}
+		_, err = s.API.PutObject(ctx, &s3.PutObjectInput{
+			Bucket:      aws.String(s.Bucket),
+			Key:         aws.String(s.Prefix + e.Name()),
+			Body:        bytes.NewReader(b),
+			ContentType: aws.String("application/json"),
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("audit %s: %w", e.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
+}

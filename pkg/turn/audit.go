@@ -1,0 +1,73 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/clientagent/clientagent/pkg/audit"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// callStates remembers each pending call's state before a step changes it.
+func callStates(t *record.Turn) map[string]record.CallState {
+	m := make(map[string]record.CallState, len(t.Pending))
+	for _, pc := range t.Pending {
+		m[pc.CallID] = pc.State
+	}
+	return m
+}
+
+// decisions are the audit events of what the user's reply (or its
+// absence) did to the batch: approvals and rejections of the exact
+// arguments shown, and calls that will never run because the batch expired
+// or was superseded.
+func (h *Handlers) decisions(conv *record.Conversation, t *record.Turn, before map[string]record.CallState) []audit.Event {
+	var events []audit.Event
+	for _, pc := range t.Pending {
+		was := before[pc.CallID]
+		kind := ""
+		switch {
+		case was == record.CallNeedsApproval && pc.State == record.CallReady && pc.Approved:
+			kind = audit.KindApproved
+		case was == record.CallNeedsApproval && pc.State == record.CallRejected:
+			kind = audit.KindRejected
+		case was != record.CallNotExecuted && pc.State == record.CallNotExecuted && t.Status == record.StatusExpired:
+			kind = audit.KindExpired
+		case was != record.CallNotExecuted && pc.State == record.CallNotExecuted:
+			kind = audit.KindSuperseded
+		default:
+			continue
+		}
+		events = append(events, h.event(conv, t, pc, kind, ""))
+	}
+	return events
+}
+
+func (h *Handlers) event(conv *record.Conversation, t *record.Turn, pc record.PendingCall, kind, status string) audit.Event {
+	return audit.Event{
+		At:            h.now(),
+		Conversation:  conv.Meta.ID,
+		Turn:          t.ID,
+		User:          conv.Meta.Owner,
+		Kind:          kind,
+		CallID:        pc.CallID,
+		Tool:          pc.Tool,
+		ArgumentsHash: catalog.ArgumentsHash(pc.Arguments),
+		Status:        status,
+		Note:          pc.Note,
+	}
+}
+
+// audit records events before the step saves the turn, so nothing the
+// user decided or the platform ran is ever missing from the audit log; a
+// retried step rewrites the same events.
+func (h *Handlers) audit(ctx context.Context, events []audit.Event) error {
+	if h.Audit == nil || len(events) == 0 {
+		return nil
+	}
+	if err := h.Audit.Record(ctx, events...); err != nil {
+		return &TransientError{Err: fmt.Errorf("audit: %w", err)}
+	}
+	return nil
+}
