@@ -323,6 +323,17 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 
+	// The audit log (DESIGN §7, pkg/audit): what users approved or rejected
+	// and what ran. Versioned, never expires, kept when the stack goes.
+	auditBucket := awss3.NewBucket(stack, jsii.String("Audit"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		EnforceSSL:        jsii.Bool(true),
+		Versioned:         jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
+
 	// Demo specialists: public A2A endpoints (a Function URL) in the VPC, so
 	// their tasks and publication ledger live in Valkey: an input-required
 	// answer may reach another instance than the question, and a retried
@@ -345,6 +356,7 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		"CLIENTAGENT_ENV": jsii.String(p.EnvName),
 		"VALKEY_URL":      valkeyURL,
 		"ARTIFACT_BUCKET": bucket.BucketName(),
+		"AUDIT_BUCKET":    auditBucket.BucketName(),
 		"CLIENTAGENT_LLM": jsii.String(p.LLM),
 	}
 	if len(agentURLs) > 0 {
@@ -374,6 +386,10 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	// downloads) and invoke (specialists' inputs and outputs).
 	bucket.GrantReadWrite(fns[FnAPI], nil)
 	bucket.GrantReadWrite(fns[FnInvoke], nil)
+	// Only the steps that record decisions (validate) and executed calls
+	// (append) write the audit log, and they cannot read or delete it.
+	auditBucket.GrantPut(fns[FnValidate], nil)
+	auditBucket.GrantPut(fns[FnAppend], nil)
 
 	// The model: only llmstep calls it (pkg/turn's LLMStep).
 	llmFn := fns[FnLLMStep]
@@ -495,6 +511,9 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("ArtifactBucketName"), &awscdk.CfnOutputProps{
 		Value: bucket.BucketName(), Description: jsii.String("the artifact bucket"),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("AuditBucketName"), &awscdk.CfnOutputProps{
+		Value: auditBucket.BucketName(), Description: jsii.String("the audit log of approvals and executed calls"),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("ValkeyEndpoint"), &awscdk.CfnOutputProps{
 		Value: cache.AttrEndpointAddress(), Description: jsii.String("ElastiCache Serverless Valkey (TLS, port 6379)"),

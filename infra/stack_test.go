@@ -171,6 +171,25 @@ func (s *synthesized) one(t *testing.T, typ string) (string, map[string]any) {
 	return "", nil
 }
 
+// named returns the single resource of a type whose logical id starts with prefix.
+func (s *synthesized) named(t *testing.T, typ, prefix string) (string, map[string]any) {
+	t.Helper()
+	var id string
+	var props map[string]any
+	for rid, p := range s.resources(typ) {
+		if strings.HasPrefix(rid, prefix) {
+			if id != "" {
+				t.Fatalf("two %s resources named %s*", typ, prefix)
+			}
+			id, props = rid, p
+		}
+	}
+	if id == "" {
+		t.Fatalf("no %s resource named %s*", typ, prefix)
+	}
+	return id, props
+}
+
 // function returns the logical id and properties of a function by name.
 func (s *synthesized) function(t *testing.T, name string) (string, map[string]any) {
 	t.Helper()
@@ -630,7 +649,7 @@ func TestValkey(t *testing.T) {
 func TestArtifactBucket(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	bucketID, bucket := s.one(t, "AWS::S3::Bucket")
+	bucketID, bucket := s.named(t, "AWS::S3::Bucket", "Artifacts")
 	wantBlock := map[string]any{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true}
 	if diff := cmp.Diff(wantBlock, bucket["PublicAccessBlockConfiguration"]); diff != "" {
 		t.Errorf("PublicAccessBlockConfiguration (-want +got):\n%s", diff)
@@ -648,7 +667,7 @@ func TestArtifactBucket(t *testing.T) {
 	if diff := cmp.Diff([]any{float64(14)}, expiry); diff != "" {
 		t.Errorf("expiry days (-want +got):\n%s", diff)
 	}
-	_, policy := s.one(t, "AWS::S3::BucketPolicy")
+	_, policy := s.named(t, "AWS::S3::BucketPolicy", "ArtifactsPolicy")
 	if doc := mustJSON(policy["PolicyDocument"]); !strings.Contains(doc, `"Effect":"Deny"`) || !strings.Contains(doc, `"aws:SecureTransport":"false"`) {
 		t.Errorf("bucket policy = %s, want a Deny without TLS", doc)
 	}
@@ -772,13 +791,15 @@ func TestOutputs(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
 	smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
-	bucketID, _ := s.one(t, "AWS::S3::Bucket")
+	bucketID, _ := s.named(t, "AWS::S3::Bucket", "Artifacts")
+	auditID, _ := s.named(t, "AWS::S3::Bucket", "Audit")
 	apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api")
 	outputs := s.json["Outputs"].(map[string]any)
 	want := map[string]string{
 		"ApiUrl":             apiID,
 		"StateMachineArn":    smID,
 		"ArtifactBucketName": bucketID,
+		"AuditBucketName":    auditID,
 	}
 	for name, ref := range want {
 		out, ok := outputs[name].(map[string]any)
@@ -1049,5 +1070,49 @@ func TestTemplateIsStable(t *testing.T) {
 	again := mustJSON(*assertions.Template_FromStack(NewClientAgentStack(app, "clientagent-test", &p), nil).ToJSON())
 	if first != again {
 		t.Errorf("a second synthesis differs from the first")
+	}
+}
+
+// DESIGN §7: the audit log outlives the operational record: versioned,
+// never expiring, retained, TLS only; validate and append may only put.
+func TestAuditBucket(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	auditID, bucket := s.named(t, "AWS::S3::Bucket", "Audit")
+	if v := mustJSON(bucket["VersioningConfiguration"]); v != `{"Status":"Enabled"}` {
+		t.Errorf("VersioningConfiguration = %s, want enabled", v)
+	}
+	if bucket["LifecycleConfiguration"] != nil {
+		t.Errorf("LifecycleConfiguration = %s, want none (the audit never expires)", mustJSON(bucket["LifecycleConfiguration"]))
+	}
+	if r := s.json["Resources"].(map[string]any)[auditID].(map[string]any)["DeletionPolicy"]; r != "Retain" {
+		t.Errorf("DeletionPolicy = %v, want Retain", r)
+	}
+	_, policy := s.named(t, "AWS::S3::BucketPolicy", "AuditPolicy")
+	if doc := mustJSON(policy["PolicyDocument"]); !strings.Contains(doc, `"aws:SecureTransport":"false"`) {
+		t.Errorf("audit bucket policy = %s, want a Deny without TLS", doc)
+	}
+	for _, name := range functionNames() {
+		_, fn := s.function(t, name)
+		if diff := cmp.Diff(map[string]any{"Ref": auditID}, envOf(fn)["AUDIT_BUCKET"]); diff != "" {
+			t.Errorf("%s AUDIT_BUCKET (-want +got):\n%s", name, diff)
+		}
+		stmts := s.roleStatements(t, fn, "Role")
+		var got []string
+		for _, action := range []string{"s3:PutObject", "s3:GetObject*", "s3:DeleteObject*"} {
+			for _, r := range allowed(stmts, action) {
+				if strings.Contains(r, auditID) {
+					got = append(got, action)
+					break
+				}
+			}
+		}
+		var want []string
+		if name == FnValidate || name == FnAppend {
+			want = []string{"s3:PutObject"}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s audit permissions (-want +got):\n%s", name, diff)
+		}
 	}
 }
