@@ -90,7 +90,10 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer st.Close()
+	defer func() {
+		b.StopTimer()
+		st.Close()
+	}()
 	tok, _ := st.Token("dev")
 	c := &client{t: b, base: st.URL(), token: tok}
 	rt := &roundTrips{}
