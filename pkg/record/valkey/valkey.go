@@ -84,7 +84,10 @@ func resultsKey(cid, tid string) string {
 func userKey(owner string) string { return "user:{" + owner + "}:convs" }
 
 // Create stores m (only if the conversation has no meta yet, so a retried
-// create is harmless) and adds it to its owner's index.
+// create is harmless) and adds it to its owner's index. The two live in
+// different cluster slots, so they go in one pipeline, not one transaction
+// (a cluster refuses a cross-slot MULTI); a create that fails between them
+// is retried by the caller and repeats nothing.
 func (s *Store) Create(ctx context.Context, m record.Meta) error {
 	if m.ID == "" || m.Owner == "" {
 		return fmt.Errorf("create conversation: id and owner are required")
@@ -97,7 +100,7 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 		return fmt.Errorf("create conversation %s: %w", m.ID, err)
 	}
 	ck := convKey(m.ID)
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSetNX(ctx, ck, fieldMeta, b)
 		p.HSetNX(ctx, ck, fieldUpdated, m.CreatedAt.Format(time.RFC3339Nano))
 		p.Expire(ctx, ck, s.ttl)
@@ -244,7 +247,12 @@ func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.A
 // MarkAnswered stores the answered token beside the turn's own field, so
 // the API never writes a turn its execution owns.
 func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) error {
-	if err := s.rdb.HSet(ctx, convKey(cid), answeredPrefix+turnID, token).Err(); err != nil {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, convKey(cid), answeredPrefix+turnID, token)
+		p.Expire(ctx, convKey(cid), s.ttl)
+		return nil
+	})
+	if err != nil {
 		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, err)
 	}
 	return nil
