@@ -250,8 +250,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 			return errorf(http.StatusBadRequest, "unknown_workflow", "no workflow "+body.Workflow.ID)
 		}
 	}
-	owner := conv.PendingOwner()
-	if owner != nil && owner.Status == record.StatusAwaitingApproval && len(files) == 0 && body.Workflow == nil {
+	owner := awaitingApproval(conv)
+	if owner != nil && len(files) == 0 && body.Workflow == nil {
 		if decision, ok := yesNo(text); ok {
 			v, err := s.answer(ctx, conv, owner, turn.Reply{Approval: &turn.Decision{Decision: decision, Note: text}})
 			if err != nil {
@@ -314,6 +314,17 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		return fmt.Errorf("start execution %s: %w", t.ID, err)
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": t.ID, "status": t.Status})
+	return nil
+}
+
+// awaitingApproval is the newest turn whose open approval a short yes/no
+// would decide.
+func awaitingApproval(conv *record.Conversation) *record.Turn {
+	for i := len(conv.Turns) - 1; i >= 0; i-- {
+		if t := conv.Turns[i]; t.Status == record.StatusAwaitingApproval && t.TaskToken != "" && !t.Answered() {
+			return t
+		}
+	}
 	return nil
 }
 
@@ -407,7 +418,9 @@ type inputBody struct {
 
 func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) error {
 	var body inputBody
-	if err := decode(r, 256<<10, &body); err != nil {
+	// Step Functions takes at most 256 KiB of task output; answers stay
+	// well under it even with JSON escaping.
+	if err := decode(r, 64<<10, &body); err != nil {
 		return err
 	}
 	if (len(body.Answers) == 0) == (body.Approval == nil) {
@@ -465,9 +478,6 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 			if pc == nil {
 				return turn.View{}, errorf(http.StatusBadRequest, "unknown_call", "no open form for call "+callID)
 			}
-			if pc.A2A != nil {
-				continue // the specialist validates its own fields
-			}
 			if err := batch.ApplyAnswers(cat, pc, ans, env); err != nil {
 				// Keep what the user can act on: the field and the reason.
 				msg := err.Error()
@@ -497,13 +507,24 @@ func (s *Server) sendReply(ctx context.Context, cid string, t *record.Turn, repl
 	if err == nil {
 		return nil
 	}
+	if !isTokenClosed(err) {
+		// The answer did not arrive: unmark it, so the user can send it again
+		// (or supersede the turn) instead of waiting for the pause to expire.
+		if uerr := s.Store.MarkAnswered(context.WithoutCancel(ctx), cid, t.ID, ""); uerr != nil {
+			s.log().ErrorContext(ctx, "unmark answer", "turn", t.ID, "error", uerr)
+		}
+		return fmt.Errorf("send task success for turn %s: %w", t.ID, err)
+	}
+	return errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input (already answered, expired or superseded)")
+}
+
+// isTokenClosed reports whether Step Functions refused a token because its
+// task has closed (answered, timed out, or the execution ended).
+func isTokenClosed(err error) bool {
 	var timedOut *types.TaskTimedOut
 	var invalid *types.InvalidToken
 	var doesNotExist *types.TaskDoesNotExist
-	if errors.As(err, &timedOut) || errors.As(err, &invalid) || errors.As(err, &doesNotExist) {
-		return errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input (already answered, expired or superseded)")
-	}
-	return fmt.Errorf("send task success for turn %s: %w", t.ID, err)
+	return errors.As(err, &timedOut) || errors.As(err, &invalid) || errors.As(err, &doesNotExist)
 }
 
 func isConflict(err error) bool {

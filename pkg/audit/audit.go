@@ -31,6 +31,8 @@ const (
 	KindCall       = "call"
 	KindExpired    = "expired"
 	KindSuperseded = "superseded"
+	// KindNotExecuted is a call left unrun because its turn failed.
+	KindNotExecuted = "not_executed"
 )
 
 // Event is one audited fact about one call.

@@ -105,7 +105,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		model = scripted.Demo()
 	}
 	limits := cfg.Limits
-	if limits.MaxLLMCalls == 0 {
+	if limits == (turn.Limits{}) {
 		limits = turn.DefaultLimits()
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)

@@ -99,7 +99,7 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	inv := agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, Timeout: cfg.InvokeTimeout, Logger: log})
 	cats := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL}
 	limits := cfg.Limits
-	if limits.MaxLLMCalls == 0 {
+	if limits == (turn.Limits{}) {
 		limits = turn.DefaultLimits()
 	}
 	return &Platform{

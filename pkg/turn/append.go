@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
-	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -33,6 +32,18 @@ func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	}
 	if len(t.Pending) == 0 {
 		return AppendOutput{Next: NextLLM}, nil
+	}
+	if kind, _ := batch.NextPause(t.Pending); kind != "" {
+		// A retry after the batch went back to a form: finish removing the
+		// input-required outcomes, and pause again.
+		for _, pc := range t.Pending {
+			if o, ok := outcomes[pc.CallID]; ok && pc.State == record.CallNeedsInput && o.InputRequired != nil {
+				if err := h.Store.DeleteOutcome(ctx, in.ConversationID, in.TurnID, pc.CallID); err != nil {
+					return AppendOutput{}, &TransientError{Err: err}
+				}
+			}
+		}
+		return AppendOutput{Next: NextAwait}, nil
 	}
 	var reopen []string
 	for i := range t.Pending {
@@ -66,13 +77,7 @@ func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	if err != nil {
 		return AppendOutput{}, err
 	}
-	var ran []audit.Event
-	for _, pc := range t.Pending {
-		if o, ok := outcomes[pc.CallID]; ok && pc.State == record.CallReady {
-			ran = append(ran, h.event(conv, t, pc, audit.KindCall, o.Result.Status))
-		}
-	}
-	if err := h.audit(ctx, ran); err != nil {
+	if err := h.audit(ctx, h.ran(conv, t, outcomes)); err != nil {
 		return AppendOutput{}, err
 	}
 	arts := h.appendResults(cat, t, outcomes)

@@ -32,14 +32,31 @@ func (h *Handlers) decisions(conv *record.Conversation, t *record.Turn, before m
 			kind = audit.KindApproved
 		case was == record.CallNeedsApproval && pc.State == record.CallRejected:
 			kind = audit.KindRejected
-		case was != record.CallNotExecuted && pc.State == record.CallNotExecuted && t.Status == record.StatusExpired:
-			kind = audit.KindExpired
 		case was != record.CallNotExecuted && pc.State == record.CallNotExecuted:
-			kind = audit.KindSuperseded
+			switch t.Status {
+			case record.StatusExpired:
+				kind = audit.KindExpired
+			case record.StatusSuperseded:
+				kind = audit.KindSuperseded
+			default:
+				kind = audit.KindNotExecuted
+			}
 		default:
 			continue
 		}
 		events = append(events, h.event(conv, t, pc, kind, ""))
+	}
+	return events
+}
+
+// ran are the audit events of the batch's calls whose results are stored:
+// what actually ran, with its result status.
+func (h *Handlers) ran(conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) []audit.Event {
+	var events []audit.Event
+	for _, pc := range t.Pending {
+		if o, ok := outcomes[pc.CallID]; ok && pc.State == record.CallReady && o.InputRequired == nil {
+			events = append(events, h.event(conv, t, pc, audit.KindCall, o.Result.Status))
+		}
 	}
 	return events
 }

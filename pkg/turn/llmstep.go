@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -97,6 +98,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		}
 		return StepOutput{Next: NextDone}, nil
 	}
+	uniqueCallIDs(conv, t, resp.ToolCalls)
 	if msg := h.noProgress(t, resp.ToolCalls); msg != "" {
 		return h.endFailed(ctx, in.Ref, t, msg)
 	}
@@ -153,11 +155,11 @@ func canonicalArgs(raw string) string {
 }
 
 // endFailed ends the turn with a user-facing message (never reported as success).
-func (h *Handlers) endFailed(ctx context.Context, r Ref, t *record.Turn, msg string) (StepOutput, error) {
+func (h *Handlers) endFailed(ctx context.Context, r Ref, t *record.Turn, msg string, arts ...artifact.Artifact) (StepOutput, error) {
 	t.Status = record.StatusFailed
 	t.Error = msg
 	t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "error", Content: msg, At: h.now()})
-	if err := h.save(ctx, r, t); err != nil {
+	if err := h.save(ctx, r, t, arts...); err != nil {
 		return StepOutput{}, err
 	}
 	h.stepLog(ctx, r, "limit", "", "failed", h.now(), 0, errors.New(msg))
@@ -168,7 +170,7 @@ func (h *Handlers) endFailed(ctx context.Context, r Ref, t *record.Turn, msg str
 // FailTurn state). A ProviderError's text is the provider's own message;
 // anything else is reported as an internal error with the conversation intact.
 func (h *Handlers) failTurn(ctx context.Context, in StepInput) (StepOutput, error) {
-	_, t, _, err := h.load(ctx, in.Ref, false)
+	conv, t, outcomes, err := h.load(ctx, in.Ref, true)
 	if err != nil {
 		return StepOutput{}, err
 	}
@@ -192,7 +194,13 @@ func (h *Handlers) failTurn(ctx context.Context, in StepInput) (StepOutput, erro
 		msg = "The model is unavailable or rate limited right now, so this request stopped; your conversation is intact. Please try again in a minute."
 	}
 	h.log().ErrorContext(ctx, "turn failed", "conversation", in.ConversationID, "turn", in.TurnID, "error", e.Error, "cause", e.Cause)
-	_, err = h.endFailed(ctx, in.Ref, t, msg)
+	// Calls of the open batch that ran keep their results and artifacts;
+	// the rest are closed as not executed, so nothing that happened is lost.
+	arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusFailed, "Not executed: the turn failed.", "")
+	if err != nil {
+		return StepOutput{}, err
+	}
+	_, err = h.endFailed(ctx, in.Ref, t, msg, arts...)
 	return StepOutput{Next: NextFailed}, err
 }
 
@@ -210,4 +218,24 @@ func (h *Handlers) startWorkflow(ctx context.Context, r Ref, t *record.Turn) (St
 		return StepOutput{}, err
 	}
 	return StepOutput{Next: NextTools}, nil
+}
+
+// uniqueCallIDs gives every call of a response an id no other call of the
+// conversation has: results are stored and repaired by call id, and some
+// OpenAI-compatible servers send empty or constant ids.
+func uniqueCallIDs(conv *record.Conversation, t *record.Turn, calls []llm.ToolCall) {
+	seen := map[string]bool{}
+	for _, other := range conv.Turns {
+		for _, m := range other.Messages {
+			for _, c := range m.ToolCalls {
+				seen[c.ID] = true
+			}
+		}
+	}
+	for i := range calls {
+		if calls[i].ID == "" || seen[calls[i].ID] {
+			calls[i].ID = fmt.Sprintf("call_%s_%d_%d", t.ID, t.LLMCalls, i)
+		}
+		seen[calls[i].ID] = true
+	}
 }

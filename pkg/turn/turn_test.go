@@ -422,3 +422,139 @@ func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 		t.Errorf("result = %s, want the continued task's result", last.Content)
 	}
 }
+
+// twoCalls makes the model call create_svg_artifact twice in one message
+// (ids k1, k2), then answer; the invoker asks for input on k2's first run.
+func twoCallsFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return &llm.Response{Text: "done"}
+		}
+		return &llm.Response{ToolCalls: []llm.ToolCall{
+			{ID: "k1", Name: "create_svg_artifact", Arguments: `{"word":"one"}`},
+			{ID: "k2", Name: "create_svg_artifact", Arguments: `{"word":"two"}`},
+		}}
+	})
+	inner := f.inv.invoke
+	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+		if c.CallID == "k2" && c.Continue == nil {
+			return record.CallOutcome{InputRequired: &record.InputRequired{Message: "which font?",
+				Fields: []catalog.FormField{{Name: "font_size", Type: "number", Required: true}}, Task: record.A2ATask{TaskID: "tk", ContextID: "cx"}}}
+		}
+		return inner(c)
+	}
+	ctx := t.Context()
+	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	if err != nil || len(v.Calls) != 2 {
+		t.Fatalf("Validate() = %+v, %v", v, err)
+	}
+	for _, id := range v.Calls {
+		if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// Spec §3.4a, DESIGN §7: superseding a batch whose other call already ran
+// keeps that call's result and artifact; only the open call is not_executed.
+// A retried Append after the batch went back to a form pauses again.
+func TestSupersedeKeepsCallsThatRan(t *testing.T) {
+	t.Parallel()
+	f := twoCallsFixture(t)
+	ctx := t.Context()
+	for range 2 { // the second Append is a retry
+		a, err := f.h.Append(ctx, f.ref)
+		if err != nil || a.Next != turn.NextAwait {
+			t.Fatalf("Append() = %+v, %v; want await for k2's form", a, err)
+		}
+	}
+	if _, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Superseded: true}}); err != nil {
+		t.Fatal(err)
+	}
+	tr := f.turn(t)
+	got := map[string]string{}
+	for _, m := range tr.Messages {
+		if m.Role == llm.RoleTool {
+			var r record.ToolResult
+			_ = json.Unmarshal([]byte(m.Content), &r)
+			got[m.ToolCallID] = r.Status
+		}
+	}
+	if diff := cmp.Diff(map[string]string{"k1": "succeeded", "k2": "not_executed"}, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if tr.Status != record.StatusSuperseded || len(tr.Produced) != 1 {
+		t.Errorf("turn = %s produced %v; want superseded with k1's artifact", tr.Status, tr.Produced)
+	}
+	if diff := cmp.Diff([]string{"k1/call/succeeded", "k2/superseded/"}, f.events(t)); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+}
+
+// A turn that fails mid-batch (the state machine's FailTurn) keeps what ran.
+func TestFailTurnKeepsCallsThatRan(t *testing.T) {
+	t.Parallel()
+	f := twoCallsFixture(t)
+	fail, _ := json.Marshal(map[string]string{"Error": "States.TaskFailed", "Cause": "{}"})
+	if _, err := f.h.LLMStep(t.Context(), turn.StepInput{Ref: f.ref, Fail: fail}); err != nil {
+		t.Fatal(err)
+	}
+	tr := f.turn(t)
+	if tr.Status != record.StatusFailed || len(tr.Pending) != 0 || len(tr.Produced) != 1 {
+		t.Errorf("turn = %s, %d pending, produced %v; want failed, batch closed, k1's artifact kept", tr.Status, len(tr.Pending), tr.Produced)
+	}
+	if diff := cmp.Diff([]string{"k1/call/succeeded", "k2/not_executed/"}, f.events(t)); diff != "" {
+		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+}
+
+// A provider that repeats or omits tool-call ids still gets every call run
+// and answered: ids are made unique per conversation.
+func TestDuplicateCallIDsAreRenamed(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return &llm.Response{Text: "done"}
+		}
+		return &llm.Response{ToolCalls: []llm.ToolCall{
+			{ID: "0", Name: "create_svg_artifact", Arguments: `{"word":"a"}`},
+			{ID: "0", Name: "create_svg_artifact", Arguments: `{"word":"b"}`},
+			{ID: "", Name: "create_svg_artifact", Arguments: `{"word":"c"}`},
+		}}
+	})
+	ctx := t.Context()
+	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	if err != nil || len(v.Calls) != 3 {
+		t.Fatalf("Validate() = %+v, %v; want three distinct calls", v, err)
+	}
+	for _, id := range v.Calls {
+		if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.h.Append(ctx, f.ref); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.inv.n.Load(); n != 3 {
+		t.Errorf("specialist ran %d times, want 3", n)
+	}
+	conv, _, _ := f.store.Load(ctx, "c1", "")
+	msgs := conv.LLMView("t1", nil, 80)
+	results := 0
+	for _, m := range msgs {
+		if m.Role == llm.RoleTool {
+			results++
+		}
+	}
+	if results != 3 {
+		t.Errorf("the view has %d results, want 3", results)
+	}
+}

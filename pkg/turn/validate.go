@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clientagent/clientagent/pkg/audit"
+	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -72,12 +72,18 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 			t.Pending = batch.Validate(cat, last.ToolCalls, e)
 		}
 	case r.Superseded:
-		h.closeBatch(t, record.StatusSuperseded, "Not executed: the user sent a new message instead of answering.", "")
-		return h.endBatch(ctx, in.Ref, t, h.decisions(conv, t, before))
+		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusSuperseded, "Not executed: the user sent a new message instead of answering.", "")
+		if err != nil {
+			return ValidateOutput{}, err
+		}
+		return h.endBatch(ctx, in.Ref, t, arts)
 	case r.Expired:
-		msg := fmt.Sprintf("This request expired: the %s was not answered within %s, so nothing was run. Send the request again to retry.", pauseWord(t), h.Limits.AwaitTimeout.Round(time.Second))
-		h.closeBatch(t, record.StatusExpired, "Not executed: the request for the user's input expired.", msg)
-		return h.endBatch(ctx, in.Ref, t, h.decisions(conv, t, before))
+		msg := fmt.Sprintf("This request expired: the %s was not answered within %s, so it was not run. Send the request again to retry.", pauseWord(t), h.Limits.AwaitTimeout.Round(time.Second))
+		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusExpired, "Not executed: the request for the user's input expired.", msg)
+		if err != nil {
+			return ValidateOutput{}, err
+		}
+		return h.endBatch(ctx, in.Ref, t, arts)
 	default:
 		h.applyReply(cat, t, r, e)
 	}
@@ -120,21 +126,16 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, t *record.Turn, r *Reply, e 
 			if !ok {
 				continue
 			}
-			if pc.A2A != nil {
-				// A specialist's input-required: its own fields, continued on the
-				// same A2A task; the specialist validates them. Changed arguments
-				// of a skill that needs approval need a new approval (DESIGN §7).
-				mergeUser(pc, ans)
-				pc.Form, pc.FormNote = nil, ""
-				pc.State = record.CallReady
-				if entry, ok := cat.Lookup(pc.Tool); ok && entry.RequiresApproval {
-					pc.State, pc.Approved = record.CallNeedsApproval, false
-					pc.ApprovalHash = catalog.ArgumentsHash(pc.Arguments)
-				}
-				continue
-			}
 			if err := batch.ApplyAnswers(cat, pc, ans, e); err != nil {
 				h.log().Warn("form answer rejected", "call", pc.CallID, "error", err)
+				continue
+			}
+			// A specialist's input-required answer continues the same A2A
+			// task with changed arguments; a skill that needs approval needs a
+			// new approval of them (DESIGN §7).
+			if entry, ok := cat.Lookup(pc.Tool); ok && pc.A2A != nil && pc.State == record.CallReady && entry.RequiresApproval {
+				pc.State, pc.Approved = record.CallNeedsApproval, false
+				pc.ApprovalHash = catalog.ArgumentsHash(pc.Arguments)
 			}
 		case record.CallNeedsApproval:
 			if r.Approval == nil {
@@ -147,49 +148,45 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, t *record.Turn, r *Reply, e 
 	}
 }
 
-func mergeUser(pc *record.PendingCall, ans map[string]any) {
-	if pc.Arguments == nil {
-		pc.Arguments = map[string]any{}
-	}
-	if pc.Sources == nil {
-		pc.Sources = map[string]string{}
-	}
-	for k, v := range ans {
-		pc.Arguments[k] = v
-		pc.Sources[k] = "user"
-	}
-}
-
-// closeBatch ends a paused batch without running it: every call not done
-// gets a not_executed result so the transcript stays valid.
-func (h *Handlers) closeBatch(t *record.Turn, status record.Status, note, msg string) {
+// closeBatch ends a paused or broken batch: a call whose result is stored
+// keeps it (it ran: its result and artifacts reach the transcript and the
+// catalog), every other open call gets a not_executed result, so the
+// transcript stays valid; the audit log gets both, before the turn is saved.
+func (h *Handlers) closeBatch(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome, status record.Status, note, msg string) ([]artifact.Artifact, error) {
+	before := callStates(t)
 	for i := range t.Pending {
-		switch t.Pending[i].State {
-		case record.CallInvalid, record.CallRejected, record.CallAnswered, record.CallDone:
+		pc := &t.Pending[i]
+		if o, ran := outcomes[pc.CallID]; ran && pc.State == record.CallReady && o.InputRequired == nil {
+			continue
+		}
+		switch pc.State {
+		case record.CallInvalid, record.CallRejected, record.CallAnswered:
 		default:
-			t.Pending[i].State = record.CallNotExecuted
-			t.Pending[i].Note = note
+			pc.State = record.CallNotExecuted
+			pc.Note = note
 		}
 	}
 	t.Status = status
 	t.Error = msg
 	t.TaskToken = ""
-}
-
-// endBatch appends the closed batch's results and ends the turn.
-func (h *Handlers) endBatch(ctx context.Context, r Ref, t *record.Turn, events []audit.Event) (ValidateOutput, error) {
+	events := append(h.decisions(conv, t, before), h.ran(conv, t, outcomes)...)
+	if err := h.audit(ctx, events); err != nil {
+		return nil, err
+	}
 	cat, err := h.catalog(ctx)
 	if err != nil {
-		return ValidateOutput{}, err
+		return nil, err
 	}
-	if err := h.audit(ctx, events); err != nil {
-		return ValidateOutput{}, err
+	arts := h.appendResults(cat, t, outcomes)
+	if msg != "" {
+		t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "error", Content: msg, At: h.now()})
 	}
-	h.appendResults(cat, t, nil)
-	if t.Error != "" {
-		t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "error", Content: t.Error, At: h.now()})
-	}
-	if err := h.save(ctx, r, t); err != nil {
+	return arts, nil
+}
+
+// endBatch saves a turn its batch closed, and ends the execution.
+func (h *Handlers) endBatch(ctx context.Context, r Ref, t *record.Turn, arts []artifact.Artifact) (ValidateOutput, error) {
+	if err := h.save(ctx, r, t, arts...); err != nil {
 		return ValidateOutput{}, err
 	}
 	h.stepLog(ctx, r, "validate", "", string(t.Status), h.now(), 0, nil)
