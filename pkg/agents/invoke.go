@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"net/url"
 	"path"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -208,7 +209,15 @@ func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) e
 func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
 	var parts []a2a.Part
 	if c.Capability.Plain {
-		parts = append(parts, a2a.TextPart{Text: plainInput(c.Arguments)})
+		text := plainInput(c.Arguments)
+		if c.Continue != nil {
+			// The answer to the agent's question is what the user supplied
+			// after the call was made; the original input it already has.
+			if reply := userReply(c.Arguments, c.Sources); reply != "" {
+				text = reply
+			}
+		}
+		parts = append(parts, a2a.TextPart{Text: text})
 	} else {
 		args := c.Arguments
 		if args == nil {
@@ -251,6 +260,32 @@ func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
 		msg.ID = a2a.NewMessageID()
 	}
 	return msg, nil
+}
+
+// userReply is the text of the values the user supplied (input source
+// "user"): the value alone when there is one, else "name: value" lines.
+func userReply(args map[string]any, sources map[string]string) string {
+	var names []string
+	for k, src := range sources {
+		if src == "user" {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	str := func(v any) string {
+		if s, ok := v.(string); ok {
+			return s
+		}
+		return string(mustJSON(v))
+	}
+	if len(names) == 1 {
+		return str(args[names[0]])
+	}
+	lines := make([]string, 0, len(names))
+	for _, k := range names {
+		lines = append(lines, k+": "+str(args[k]))
+	}
+	return strings.Join(lines, "\n")
 }
 
 // plainInput is the text sent to a plain skill: its "input" argument, or
