@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strconv"
@@ -120,6 +121,11 @@ type lazySchema struct {
 func (l *lazySchema) get() (*jsonschema.Schema, error) {
 	l.once.Do(func() {
 		c := jsonschema.NewCompiler()
+		// A schema comes from an agent card: it may not make us read files
+		// or fetch URLs ($ref to anything but itself and the metaschemas).
+		c.LoadURL = func(u string) (io.ReadCloser, error) {
+			return nil, fmt.Errorf("external $ref %q is not allowed in a skill schema", u)
+		}
 		if err := c.AddResource(l.url, bytes.NewReader(l.raw)); err != nil {
 			l.err = fmt.Errorf("load schema %s: %w", l.url, err)
 			return
