@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -69,7 +70,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		Messages: conv.LLMView(t.ID, nil, h.Limits.Window),
 		Tools:    cat.Tools(),
 	}
-	resp, err := h.LLM.Complete(ctx, req)
+	resp, err := h.complete(ctx, req)
 	if err != nil {
 		h.stepLog(ctx, in.Ref, "llm", "", "failed", started, 0, err)
 		if errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
@@ -239,3 +240,18 @@ func uniqueCallIDs(conv *record.Conversation, t *record.Turn, calls []llm.ToolCa
 		seen[calls[i].ID] = true
 	}
 }
+
+// complete makes the LLM call with a deadline a little before the step's
+// own (the Lambda's), so a slow provider ends as a ModelUnavailableError the
+// state machine retries, not as a Lambda killed mid-call.
+func (h *Handlers) complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl.Add(-stepMargin))
+		defer cancel()
+	}
+	return h.LLM.Complete(ctx, req)
+}
+
+// stepMargin is the time a step keeps for itself after an outbound call.
+const stepMargin = 5 * time.Second
