@@ -35,7 +35,7 @@ func main() {
 		Catalogs:          p.Catalogs,
 		Auth:              auth.Gateway{Claims: lambdahttp.JWTClaims},
 		Limits:            p.Handlers.Limits,
-		MaxUpload:         6 << 20, // the Lambda request payload limit
+		MaxUpload:         4 << 20, // binary bodies arrive base64-encoded within Lambda's 6 MB payload
 		MaxText:           16000,
 		RedirectArtifacts: true,
 		Logger:            p.Logger,

@@ -8,6 +8,9 @@ package devstack
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -163,9 +166,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	st.StateMachineARN = smARN
 
 	// The API talks to the engine through the real Step Functions SDK client.
+	// Its access key is derived from the stack's signing key, and the
+	// engine's endpoint answers only requests signed with it, so nothing
+	// but our API drives executions or answers task tokens.
+	sfnKey := derivedKey(key, "sfn-access-key")
 	sfnClient := sfn.New(sfn.Options{
 		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("local", "local", ""),
+		Credentials:  credentials.NewStaticCredentialsProvider(sfnKey, sfnKey, ""),
 		BaseEndpoint: aws.String(url + "/sfn/"),
 	})
 	server := &api.Server{
@@ -185,7 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	mux.Handle("/files/", arts.Handler())
 	st.Publications = demoagents.NewRedisLedger(agentsRDB)
 	mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, Logger: log}))
-	mux.Handle("/sfn/", http.StripPrefix("/sfn", st.engine.HTTPHandler()))
+	mux.Handle("/sfn/", requireAccessKey(sfnKey, http.StripPrefix("/sfn", st.engine.HTTPHandler())))
 	mux.Handle("/", web.Handler())
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -198,6 +205,28 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	ok = true
 	return st, nil
+}
+
+// derivedKey is a stable secret for purpose, derived from the stack's key.
+func derivedKey(key []byte, purpose string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(purpose))
+	return hex.EncodeToString(m.Sum(nil))[:20]
+}
+
+// requireAccessKey admits only requests whose SigV4 Authorization header
+// names accessKey. It checks no signature: the key itself is the secret,
+// and the endpoint is the local stack's, not AWS's.
+func requireAccessKey(accessKey string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+accessKey+"/") {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusForbidden)
+			_, _ = w.Write([]byte(`{"__type":"AccessDeniedException","message":"not signed with the local stack's key"}`))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // sibling opens another client to the server rdb talks to, closed with the stack.

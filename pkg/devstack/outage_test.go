@@ -116,3 +116,22 @@ func TestUnstartedTurnReadsFailed(t *testing.T) {
 		t.Errorf("turn = %s %q, want failed: never started", v.Status, v.Reply)
 	}
 }
+
+// The local engine's Step Functions endpoint answers only our API: a
+// request not signed with the stack's derived key is refused.
+func TestEngineEndpointRefusesStrangers(t *testing.T) {
+	t.Parallel()
+	st, _ := stack(t, &model{decide: func(llm.Request) *llm.Response { return answer("hi") }})
+	req, _ := http.NewRequest("POST", st.URL()+"/sfn/", strings.NewReader(`{"taskToken":"x","output":"{}"}`))
+	req.Header.Set("X-Amz-Target", "AWSStepFunctions.SendTaskSuccess")
+	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20261130/us-east-1/states/aws4_request, SignedHeaders=host, Signature=00")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("unsigned SendTaskSuccess = %d, want 403", resp.StatusCode)
+	}
+}

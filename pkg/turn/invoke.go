@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -169,17 +170,6 @@ func (h *Handlers) runWorkflow(ctx context.Context, conv *record.Conversation, t
 			summary = append(summary, fmt.Sprintf("%d. %s: %s", i+1, st.Skill, o.Result.Summary))
 		}
 	}
-	all.Result.Summary = fmt.Sprintf("Workflow %s finished %d steps.\n%s", wf.Name, len(wf.Steps), joinLines(summary))
+	all.Result.Summary = fmt.Sprintf("Workflow %s finished %d steps.\n%s", wf.Name, len(wf.Steps), strings.Join(summary, "\n"))
 	return all
-}
-
-func joinLines(s []string) string {
-	out := ""
-	for i, l := range s {
-		if i > 0 {
-			out += "\n"
-		}
-		out += l
-	}
-	return out
 }
