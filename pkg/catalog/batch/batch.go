@@ -270,6 +270,17 @@ func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env 
 				return fmt.Sprintf("invalid inputs for %s: step %d (%s) would get %s. Correct the inputs and call %s again.", e.Tool, i, st.Skill, msg, e.Tool)
 			}
 		}
+		// spec §3.3: an artifact id the workflow passes on must exist now
+		// (an earlier step's output, a placeholder here, is fine).
+		for _, p := range se.Params {
+			id, ok := args[p.Name].(string)
+			if !p.ArtifactRef || !ok || id == "" || strings.HasPrefix(id, "artifact-") {
+				continue
+			}
+			if _, known := env.Artifacts[id]; !known {
+				return fmt.Sprintf("unknown artifact id %s in the inputs of %s (step %d, %s): known artifacts: %s. Pass the artifact_id of an existing conversation artifact.", id, e.Tool, i, st.Skill, knownArtifacts(env))
+			}
+		}
 	}
 	return ""
 }

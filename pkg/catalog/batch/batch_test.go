@@ -535,3 +535,37 @@ func TestValidate_WorkflowMissingSkill(t *testing.T) {
 		t.Errorf("Validate() = %s %q, want invalid naming the missing skill", pc.State, pc.Error)
 	}
 }
+
+// Spec §3.3: an unknown artifact id is an immediate error result for a
+// workflow too, when one of its inputs feeds a step's artifact reference;
+// a known id, or an earlier step's output, is fine.
+func TestValidate_WorkflowUnknownArtifact(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", "capabilities.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []catalog.Capability
+	if err := json.Unmarshal(b, &caps); err != nil {
+		t.Fatal(err)
+	}
+	wf := catalog.Workflow{ID: "to_png", Name: "to png", RequiredInputPaths: []catalog.WorkflowInput{{Path: "source", Type: "string"}},
+		Steps: []catalog.WorkflowStep{{Skill: "convert_svg_to_png", Arguments: map[string]any{"artifact_id": "{{inputs.source}}"}}}}
+	c := catalog.New(caps, []catalog.Workflow{wf})
+	tests := []struct {
+		args      string
+		wantState record.CallState
+	}{
+		{`{"source":"a1"}`, record.CallReady},
+		{`{"source":"art_made_up"}`, record.CallInvalid},
+	}
+	for _, tc := range tests {
+		pc := batch.Validate(c, []llm.ToolCall{call("w1", "workflow_to_png", tc.args)}, demoEnv())[0]
+		if pc.State != tc.wantState {
+			t.Errorf("Validate(%s) = %s %q, want %s", tc.args, pc.State, pc.Error, tc.wantState)
+		}
+		if tc.wantState == record.CallInvalid && !strings.Contains(pc.Error, "unknown artifact id art_made_up") {
+			t.Errorf("Validate(%s) error = %q, want it to name the unknown id", tc.args, pc.Error)
+		}
+	}
+}
