@@ -13,12 +13,14 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -54,6 +56,11 @@ type InvokerOptions struct {
 	Logger     *slog.Logger
 	// NewID returns a new artifact id (default "art_" + 16 random hex digits).
 	NewID func() string
+	// PublicFilesOnly refuses to download a file a specialist returned by
+	// URL from a loopback, private or link-local address (also after DNS and
+	// redirects), so an agent cannot make the platform read its own network.
+	// The local stack leaves it off: its agents run on loopback.
+	PublicFilesOnly bool
 	// PollInterval is the first wait between tasks/get polls of a task that
 	// is still working after the blocking send (default 500ms, doubling to 5s).
 	PollInterval time.Duration
@@ -64,6 +71,7 @@ type InvokerOptions struct {
 type Invoker struct {
 	store      artifact.Store
 	hc         *http.Client
+	files      *http.Client // downloads of files agents return by URL
 	timeout    time.Duration
 	fileURLTTL time.Duration
 	log        *slog.Logger
@@ -86,6 +94,7 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	i := &Invoker{
 		store:      opts.Artifacts,
 		hc:         &hc,
+		files:      &hc,
 		timeout:    opts.Timeout,
 		fileURLTTL: opts.FileURLTTL,
 		log:        opts.Logger,
@@ -107,7 +116,33 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	if i.poll <= 0 {
 		i.poll = 500 * time.Millisecond
 	}
+	if opts.PublicFilesOnly {
+		i.files = publicOnlyClient()
+	}
 	return i
+}
+
+// publicOnlyClient downloads only from public addresses: the check runs on
+// the address actually dialled, so DNS names and redirects are covered.
+func publicOnlyClient() *http.Client {
+	dialer := &net.Dialer{
+		Timeout: 10 * time.Second,
+		Control: func(network, address string, _ syscall.RawConn) error {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return err
+			}
+			ip := net.ParseIP(host)
+			if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast() {
+				return fmt.Errorf("refusing to fetch a file from %s: not a public address", host)
+			}
+			return nil
+		},
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = dialer.DialContext
+	tr.Proxy = nil
+	return &http.Client{Transport: tr}
 }
 
 func randomArtifactID() string {
@@ -608,7 +643,7 @@ func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, stri
 	if err != nil {
 		return nil, "", err
 	}
-	resp, err := i.hc.Do(req)
+	resp, err := i.files.Do(req)
 	if err != nil {
 		return nil, "", err
 	}

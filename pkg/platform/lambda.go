@@ -27,6 +27,7 @@ import (
 //	ARTIFACT_BUCKET      the S3 bucket of artifacts (required)
 //	AUDIT_BUCKET         the S3 bucket of the audit log (versioned, never expires)
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated
+//	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
 //	CLIENTAGENT_LLM, CLIENTAGENT_MODEL, OPENAI_BASE_URL …  the model (pkg/llm/llmconfig)
 //	CLIENTAGENT_MAX_LLM_CALLS …                            the turn limits (LimitsFromEnv)
 type Lambda struct {
@@ -66,11 +67,12 @@ func FromEnv(ctx context.Context) (*Lambda, error) {
 		return nil, err
 	}
 	p, err := New(Config{
-		Agents:        agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
-		Limits:        limits,
-		InvokeTimeout: 5 * time.Minute,
-		Audit:         auditLog,
-		Logger:        log,
+		Agents:          agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
+		Limits:          limits,
+		InvokeTimeout:   5 * time.Minute,
+		PublicFilesOnly: os.Getenv("CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS") == "",
+		Audit:           auditLog,
+		Logger:          log,
 	}, rdb, arts, model)
 	if err != nil {
 		return nil, err

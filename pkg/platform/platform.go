@@ -40,6 +40,9 @@ type Config struct {
 	CatalogTTL time.Duration
 	// InvokeTimeout bounds one specialist call.
 	InvokeTimeout time.Duration
+	// PublicFilesOnly refuses file URLs from specialists that point at
+	// loopback, private or link-local addresses (on AWS).
+	PublicFilesOnly bool
 	// Audit keeps approvals and executed calls durably (nil: none).
 	Audit  audit.Log
 	Logger *slog.Logger
@@ -96,7 +99,7 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	}
 	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL})
 	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, Logger: log})
-	inv := agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, Timeout: cfg.InvokeTimeout, Logger: log})
+	inv := agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, Timeout: cfg.InvokeTimeout, PublicFilesOnly: cfg.PublicFilesOnly, Logger: log})
 	cats := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL}
 	limits := cfg.Limits
 	if limits == (turn.Limits{}) {
