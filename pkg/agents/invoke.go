@@ -585,9 +585,14 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	if a.Name == "" {
 		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, extensionFor(a.MimeType))
 	}
-	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, io.LimitReader(body, maxFileBytes))
+	// One byte over the limit tells a too-large file from one that fits;
+	// a cut file must never be stored as if it were whole.
+	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, io.LimitReader(body, maxFileBytes+1))
 	if err != nil {
 		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
+	}
+	if size > maxFileBytes {
+		return artifact.Artifact{}, fmt.Errorf("file %q is larger than %d MiB", a.Name, maxFileBytes>>20)
 	}
 	a.Size = size
 	return a, nil
