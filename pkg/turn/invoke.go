@@ -45,15 +45,19 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		return InvokeOutput{}, err
 	}
 	arts := Env(conv, t).Artifacts
+	// The specialist (or a workflow's steps) must finish before the step's
+	// own deadline, so its outcome, even a timeout, is still stored.
+	callCtx, cancel := withMargin(ctx)
+	defer cancel()
 	var o record.CallOutcome
 	entry, ok := cat.Lookup(pc.Tool)
 	switch {
 	case !ok:
 		o = failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool))
 	case entry.Kind == catalog.EntryWorkflow:
-		o = h.runWorkflow(ctx, conv, t, pc, cat, entry.Workflow, arts)
+		o = h.runWorkflow(callCtx, conv, t, pc, cat, entry.Workflow, arts)
 	case entry.Kind == catalog.EntrySkill:
-		o = h.Invoker.Invoke(ctx, agents.Call{
+		o = h.Invoker.Invoke(callCtx, agents.Call{
 			ConversationID: conv.Meta.ID,
 			TurnID:         t.ID,
 			CallID:         pc.CallID,

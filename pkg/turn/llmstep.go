@@ -245,12 +245,17 @@ func uniqueCallIDs(conv *record.Conversation, t *record.Turn, calls []llm.ToolCa
 // own (the Lambda's), so a slow provider ends as a ModelUnavailableError the
 // state machine retries, not as a Lambda killed mid-call.
 func (h *Handlers) complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
-	if dl, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, dl.Add(-stepMargin))
-		defer cancel()
-	}
+	ctx, cancel := withMargin(ctx)
+	defer cancel()
 	return h.LLM.Complete(ctx, req)
+}
+
+// withMargin shortens ctx's deadline, if it has one, by stepMargin.
+func withMargin(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(ctx, dl.Add(-stepMargin))
+	}
+	return context.WithCancel(ctx)
 }
 
 // stepMargin is the time a step keeps for itself after an outbound call.

@@ -558,3 +558,43 @@ func TestDuplicateCallIDsAreRenamed(t *testing.T) {
 		t.Errorf("the view has %d results, want 3", results)
 	}
 }
+
+// A specialist slower than the step's own deadline is cut off in time for
+// its failed outcome to be stored (the Lambda is not killed mid-call).
+func TestInvokeStopsBeforeTheStepDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "s1", Name: "create_svg_artifact", Arguments: `{"word":"slow"}`}}}
+	})
+	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Error: "specialist timed out"}}
+	}
+	blocking := f.inv.invoke
+	ctx := t.Context()
+	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	var callDeadline time.Time
+	f.h.Invoker = invokerFunc(func(cctx context.Context, c agents.Call) record.CallOutcome {
+		callDeadline, _ = cctx.Deadline()
+		<-cctx.Done()
+		return blocking(c)
+	})
+	stepDeadline := time.Now().Add(5*time.Second + 300*time.Millisecond)
+	sctx, cancel := context.WithDeadline(ctx, stepDeadline)
+	defer cancel()
+	out, err := f.h.Invoke(sctx, turn.InvokeInput{Ref: f.ref, CallID: "s1"})
+	if err != nil || out.Status != record.ResultFailed {
+		t.Fatalf("Invoke() = %+v, %v; want the failed outcome stored before the deadline", out, err)
+	}
+	if !callDeadline.Before(stepDeadline.Add(-4 * time.Second)) {
+		t.Errorf("the specialist's deadline %s is not well before the step's %s", callDeadline, stepDeadline)
+	}
+}
+
+type invokerFunc func(ctx context.Context, c agents.Call) record.CallOutcome
+
+func (f invokerFunc) Invoke(ctx context.Context, c agents.Call) record.CallOutcome { return f(ctx, c) }
