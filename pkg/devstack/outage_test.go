@@ -135,3 +135,41 @@ func TestEngineEndpointRefusesStrangers(t *testing.T) {
 		t.Errorf("unsigned SendTaskSuccess = %d, want 403", resp.StatusCode)
 	}
 }
+
+// Deleting a conversation while a turn runs deletes it for good: the
+// steps still in flight cannot write the deleted record back.
+func TestDeleteWhileRunning(t *testing.T) {
+	t.Parallel()
+	_, agentURL := startSlowAgent(t, 500*time.Millisecond)
+	st, c := stack(t, &model{decide: func(req llm.Request) *llm.Response {
+		if len(toolResults(req)) > 0 {
+			return answer("done")
+		}
+		return calls(call("d1", "slow_echo", map[string]any{"text": "x"}))
+	}}, func(cfg *Config) { cfg.Agents = []string{agentURL} })
+	cid := c.newConversation()
+	tid := c.send(cid, "slow")
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		steps := c.turn(cid, tid).Steps
+		if len(steps) > 1 || time.Now().After(end) {
+			break
+		}
+	}
+	if code := c.do("DELETE", "/v1/conversations/"+cid, nil, nil); code != http.StatusNoContent {
+		t.Fatalf("DELETE = %d, want 204", code)
+	}
+	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if _, err := st.Engine.Wait(ctx, arn); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond) // let a specialist call in flight finish
+	n, err := st.Redis.Exists(t.Context(), "conv:{"+cid+"}", "conv:{"+cid+"}:artifacts", "conv:{"+cid+"}:results:"+tid).Result()
+	if err != nil || n != 0 {
+		t.Errorf("keys of the deleted conversation = %d, %v; want none", n, err)
+	}
+	if code := c.do("GET", "/v1/conversations/"+cid, nil, nil); code != http.StatusNotFound {
+		t.Errorf("GET deleted conversation = %d, want 404", code)
+	}
+}

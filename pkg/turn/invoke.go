@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -77,7 +78,9 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if o.EndedAt.IsZero() {
 		o.EndedAt = h.now()
 	}
-	if _, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o); err != nil {
+	if _, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o); errors.Is(err, record.ErrNotFound) {
+		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
+	} else if err != nil {
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
 	status := outcomeStatus(o)

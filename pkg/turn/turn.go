@@ -144,7 +144,9 @@ func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool) (*record.
 
 func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
 	t.UpdatedAt = h.now()
-	if err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...); err != nil {
+	if err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...); errors.Is(err, record.ErrNotFound) {
+		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
+	} else if err != nil {
 		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
 	}
 	return nil

@@ -193,31 +193,36 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	if updated.IsZero() {
 		updated = time.Now().UTC()
 	}
-	artVals := make([]any, 0, 2*len(arts))
+	args := []any{int64(s.ttl / time.Second), turnPrefix + t.ID, b, updated.Format(time.RFC3339Nano), string(t.Status), t.Text}
 	for _, a := range arts {
 		ab, err := json.Marshal(a)
 		if err != nil {
 			return fmt.Errorf("save turn %s of %s: artifact %s: %w", t.ID, cid, a.ID, err)
 		}
-		artVals = append(artVals, a.ID, ab)
+		args = append(args, a.ID, ab)
 	}
-	ck := convKey(cid)
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, ck, turnPrefix+t.ID, b, fieldUpdated, updated.Format(time.RFC3339Nano), fieldStatus, string(t.Status))
-		if t.Text != "" {
-			p.HSetNX(ctx, ck, fieldTitle, t.Text)
-		}
-		if len(artVals) > 0 {
-			p.HSet(ctx, artifactsKey(cid), artVals...)
-		}
-		s.expire(ctx, p, cid, t.ID)
-		return nil
-	})
+	n, err := saveTurnScript.Run(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid), resultsKey(cid, t.ID)}, args...).Int()
 	if err != nil {
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
 	}
+	if n == 0 {
+		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
+	}
 	return nil
 }
+
+// saveTurnScript writes one turn's field (and the artifacts it produced)
+// only while the conversation exists: a step still running when its
+// conversation is deleted must not bring the deleted record back. One
+// round trip, one slot (every key has the {cid} tag).
+var saveTurnScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated', ARGV[4], 'status', ARGV[5])
+if ARGV[6] ~= '' then redis.call('HSETNX', KEYS[1], 'title', ARGV[6]) end
+for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1]) end
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+return 1
+`)
 
 // PutArtifacts adds artifacts to the conversation's catalog in one
 // transaction (uploads, which belong to no turn yet).
@@ -278,20 +283,28 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	if err != nil {
 		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
-	var set *redis.BoolCmd
-	_, err = s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		set = p.HSetNX(ctx, resultsKey(cid, turnID), o.CallID, b)
-		// Name the results hash in the conversation hash, so Delete finds it
-		// even when the turn's own field was never saved.
-		p.HSet(ctx, convKey(cid), resultsPrefix+turnID, 1)
-		s.expire(ctx, p, cid, turnID)
-		return nil
-	})
+	n, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid)},
+		int64(s.ttl/time.Second), o.CallID, b, resultsPrefix+turnID).Int()
 	if err != nil {
 		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
-	return set.Val(), nil
+	if n < 0 {
+		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, record.ErrNotFound)
+	}
+	return n == 1, nil
 }
+
+// putOutcomeScript stores a call's outcome once (HSETNX), names the
+// results hash in the conversation hash so Delete finds it even when the
+// turn's own field was never saved, and does nothing for a conversation
+// that no longer exists (-1).
+var putOutcomeScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
+local set = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[4], 1)
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+return set
+`)
 
 // DeleteOutcome removes a stored outcome so the call can run again (the
 // answer to a specialist's input-required).

@@ -158,12 +158,16 @@ func TestLoadMissing(t *testing.T) {
 		if _, _, err := s.Load(t.Context(), cid, ""); !errors.Is(err, record.ErrNotFound) {
 			t.Errorf("Load(missing) = %v, want ErrNotFound", err)
 		}
-		// An outcome or turn written without meta does not make it exist.
-		if _, err := s.PutOutcome(t.Context(), cid, "t", record.CallOutcome{CallID: "x"}); err != nil {
-			t.Fatal(err)
+		// A step still running for a conversation that is gone (deleted or
+		// expired) writes nothing: the deleted record never comes back.
+		if _, err := s.PutOutcome(t.Context(), cid, "t", record.CallOutcome{CallID: "x"}); !errors.Is(err, record.ErrNotFound) {
+			t.Errorf("PutOutcome(missing) = %v, want ErrNotFound", err)
 		}
-		if err := s.SaveTurn(t.Context(), cid, progress(1, 0)); err != nil {
-			t.Fatal(err)
+		if err := s.SaveTurn(t.Context(), cid, progress(1, 0)); !errors.Is(err, record.ErrNotFound) {
+			t.Errorf("SaveTurn(missing) = %v, want ErrNotFound", err)
+		}
+		if n, err := c.Exists(t.Context(), "conv:{"+cid+"}", "conv:{"+cid+"}:results:t").Result(); err != nil || n != 0 {
+			t.Errorf("keys after writes to a missing conversation = %d, %v; want none", n, err)
 		}
 		if _, _, err := s.Load(t.Context(), cid, "t"); !errors.Is(err, record.ErrNotFound) {
 			t.Errorf("Load(no meta) = %v, want ErrNotFound", err)
