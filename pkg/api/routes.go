@@ -404,6 +404,13 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 	}
 	switch out.Status {
 	case types.ExecutionStatusFailed, types.ExecutionStatusAborted, types.ExecutionStatusTimedOut:
+		// The record was read before the execution ended: read it again, as
+		// the last step usually recorded why the turn ended.
+		if conv2, outcomes2, err := s.Store.Load(ctx, conv.Meta.ID, t.ID); err == nil {
+			if t2, ok := conv2.Turn(t.ID); ok && t2.Status.Final() {
+				return turn.NewView(conv2, t2, outcomes2)
+			}
+		}
 		v.Status = record.StatusFailed
 		v.Reply = "The turn failed because of an internal error; your conversation is intact and you can send the request again."
 	}
