@@ -41,7 +41,8 @@ var tenantSkill = catalog.Capability{
 		"type":"object","properties":{"tenant":{"type":"string","x_context":"tenant_id"}},"required":["tenant"]}`)},
 }
 
-func demoCatalog(t *testing.T) *catalog.Catalog {
+// demoCaps are the demo skills' capabilities (pkg/catalog/testdata).
+func demoCaps(t *testing.T) []catalog.Capability {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "testdata", "capabilities.json"))
 	if err != nil {
@@ -51,6 +52,12 @@ func demoCatalog(t *testing.T) *catalog.Catalog {
 	if err := json.Unmarshal(b, &caps); err != nil {
 		t.Fatal(err)
 	}
+	return caps
+}
+
+func demoCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	caps := demoCaps(t)
 	wfs, err := catalog.LoadWorkflows(os.DirFS(filepath.Join("..", "..", "..", "testdata", "workflows")), ".")
 	if err != nil {
 		t.Fatal(err)
@@ -541,14 +548,7 @@ func TestValidate_WorkflowMissingSkill(t *testing.T) {
 // a known id, or an earlier step's output, is fine.
 func TestValidate_WorkflowUnknownArtifact(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(filepath.Join("..", "testdata", "capabilities.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var caps []catalog.Capability
-	if err := json.Unmarshal(b, &caps); err != nil {
-		t.Fatal(err)
-	}
+	caps := demoCaps(t)
 	wf := catalog.Workflow{ID: "to_png", Name: "to png", RequiredInputPaths: []catalog.WorkflowInput{{Path: "source", Type: "string"}},
 		Steps: []catalog.WorkflowStep{{Skill: "convert_svg_to_png", Arguments: map[string]any{"artifact_id": "{{inputs.source}}"}}}}
 	c := catalog.New(caps, []catalog.Workflow{wf})
