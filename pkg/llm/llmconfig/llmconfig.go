@@ -5,6 +5,7 @@
 package llmconfig
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,12 +28,20 @@ const DefaultOpenAIModel = "gpt-4o-mini"
 //	                             required for bedrock)
 //	CLIENTAGENT_MODEL_SMALL, CLIENTAGENT_MODEL_LARGE   optional model ids of the other flavours
 //	OPENAI_BASE_URL, OPENAI_API_KEY                    the OpenAI-compatible endpoint
+//	OPENAI_API_KEY_SECRET_ARN    when OPENAI_API_KEY is empty: a Secrets Manager secret holding
+//	                             the key, read once here (at cold start; see ReadOpenAIKey)
 //	CLIENTAGENT_LLM_TIMEOUT      deadline of one attempt (Go duration, default 90s)
 //	CLIENTAGENT_LLM_MAX_ATTEMPTS attempts per call including retries (default 4)
 //
 // Bedrock takes its region and credentials from the usual AWS variables
 // (AWS_REGION, the Lambda role, …).
 func FromEnv(getenv func(string) string) (llm.Provider, string, error) {
+	return FromEnvContext(context.Background(), getenv)
+}
+
+// FromEnvContext is FromEnv with a context for the one outbound call it may
+// make (reading OPENAI_API_KEY_SECRET_ARN, itself bounded by a deadline).
+func FromEnvContext(ctx context.Context, getenv func(string) string) (llm.Provider, string, error) {
 	kind := strings.ToLower(strings.TrimSpace(getenv("CLIENTAGENT_LLM")))
 	if kind == "" {
 		kind = "scripted"
@@ -58,10 +67,14 @@ func FromEnv(getenv func(string) string) (llm.Provider, string, error) {
 		if model == "" {
 			model = DefaultOpenAIModel
 		}
+		key, err := openAIKey(ctx, getenv)
+		if err != nil {
+			return nil, "", fmt.Errorf("llm config: %w", err)
+		}
 		base := getenv("OPENAI_BASE_URL")
 		p := openai.New(openai.Config{
 			BaseURL:       base,
-			APIKey:        getenv("OPENAI_API_KEY"),
+			APIKey:        key,
 			Model:         model,
 			FlavourModels: flavours,
 			MaxAttempts:   attempts,
