@@ -92,13 +92,14 @@ func dev(dataDir string, stdout io.Writer) error {
 		return err
 	}
 	st, err := devstack.Start(ctx, devstack.Config{
-		Addr:      env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),
-		DataDir:   dataDir,
-		ValkeyURL: os.Getenv("VALKEY_URL"),
-		LLM:       model,
-		Agents:    agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
-		Limits:    limits,
-		Logger:    slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Addr:         env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),
+		DataDir:      dataDir,
+		ValkeyURL:    os.Getenv("VALKEY_URL"),
+		LLM:          model,
+		Agents:       agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
+		Limits:       limits,
+		WorkflowsDir: os.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
+		Logger:       slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	})
 	if err != nil {
 		return err

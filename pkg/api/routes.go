@@ -223,6 +223,20 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		return err
 	}
 	text := strings.TrimSpace(body.Text)
+	typed := text
+	if cmd, ok := strings.CutPrefix(text, "/workflow"); ok && (cmd == "" || cmd[0] == ' ' || cmd[0] == '\t' || cmd[0] == '\n') {
+		// spec §3.4: "/workflow <id>" selects a workflow explicitly;
+		// "/workflow <id> some text" makes the text a hint for the model.
+		if body.Workflow != nil {
+			return errorf(http.StatusBadRequest, "invalid_workflow", "select the workflow either with /workflow in the text or with the workflow field, not both")
+		}
+		id, rest, _ := strings.Cut(strings.TrimSpace(cmd), " ")
+		if id == "" {
+			return errorf(http.StatusBadRequest, "invalid_workflow", "usage: /workflow <id> [text]; "+s.workflowList(r.Context()))
+		}
+		body.Workflow = &record.WorkflowSelection{ID: id}
+		text = strings.TrimSpace(rest)
+	}
 	if text == "" && body.Workflow == nil {
 		return errorf(http.StatusBadRequest, "missing_text", "text is required (or a workflow selection)")
 	}
@@ -242,12 +256,8 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		return err
 	}
 	if body.Workflow != nil {
-		cat, err := s.Catalogs.Catalog(ctx)
-		if err != nil {
-			return fmt.Errorf("catalog: %w", err)
-		}
-		if _, ok := cat.Lookup(catalog.WorkflowToolName(body.Workflow.ID)); !ok {
-			return errorf(http.StatusBadRequest, "unknown_workflow", "no workflow "+body.Workflow.ID)
+		if err := s.checkSelection(ctx, conv, body.Workflow, text != ""); err != nil {
+			return err
 		}
 	}
 	owner := awaitingApproval(conv)
@@ -288,10 +298,14 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 				body.Workflow.ID, catalog.WorkflowToolName(body.Workflow.ID))
 		}
 		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: content}}
-		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: text, Artifacts: refs(files), At: now}}
+		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: typed, Artifacts: refs(files), At: now}}
 	} else {
 		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: "Run the workflow " + body.Workflow.ID + "."}}
-		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: "Run the workflow " + body.Workflow.ID, At: now}}
+		shown := typed
+		if shown == "" {
+			shown = "Run the workflow " + body.Workflow.ID
+		}
+		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: shown, At: now}}
 	}
 	if err := s.Store.SaveTurn(ctx, conv.Meta.ID, t); err != nil {
 		return fmt.Errorf("store turn: %w", err)
@@ -315,6 +329,55 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": t.ID, "status": t.Status})
 	return nil
+}
+
+// checkSelection refuses an explicit workflow selection that cannot start:
+// an unknown workflow, or (without free text, when the inputs become the
+// call's arguments as they are) inputs the workflow's tool would refuse. A
+// missing input is fine: the turn asks for it in a form (spec §3.4).
+func (s *Server) checkSelection(ctx context.Context, conv *record.Conversation, sel *record.WorkflowSelection, hint bool) error {
+	cat, err := s.Catalogs.Catalog(ctx)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	tool := catalog.WorkflowToolName(sel.ID)
+	if e, ok := cat.Lookup(tool); !ok || e.Kind != catalog.EntryWorkflow {
+		return errorf(http.StatusBadRequest, "unknown_workflow", "no workflow "+sel.ID+"; "+workflowIDs(cat))
+	}
+	if hint {
+		return nil
+	}
+	probe := &record.Turn{ID: "t_probe", Workflow: sel}
+	inputs := sel.Inputs
+	if inputs == nil {
+		inputs = map[string]any{}
+	}
+	args, _ := json.Marshal(inputs)
+	call := llm.ToolCall{ID: turn.SelectionCallID(probe.ID), Name: tool, Arguments: string(args)}
+	if pc := batch.Validate(cat, []llm.ToolCall{call}, turn.Env(conv, probe))[0]; pc.State == record.CallInvalid {
+		return errorf(http.StatusBadRequest, "invalid_workflow_inputs", "workflow "+sel.ID+": "+pc.Error)
+	}
+	return nil
+}
+
+// workflowList names the workflows a user can select, for error messages.
+func (s *Server) workflowList(ctx context.Context) string {
+	cat, err := s.Catalogs.Catalog(ctx)
+	if err != nil {
+		return "the workflows are not available now"
+	}
+	return workflowIDs(cat)
+}
+
+func workflowIDs(cat *catalog.Catalog) string {
+	var ids []string
+	for _, w := range cat.Workflows() {
+		ids = append(ids, w.ID)
+	}
+	if len(ids) == 0 {
+		return "there are no workflows"
+	}
+	return "workflows: " + strings.Join(ids, ", ")
 }
 
 // awaitingApproval is the newest turn whose open approval a short yes/no

@@ -43,33 +43,43 @@ type Capability struct {
 	Unavailable bool `json:"unavailable,omitempty"`
 }
 
-// Workflow is a workflow template: a fixed chain of skill calls whose
-// inputs come from the workflow's inputs (dotted paths) or from earlier
-// steps' results. Its tool's parameters are RequiredInputPaths as flat
-// properties keyed by dotted path (spec §3.2).
+// Workflow is a workflow template (spec §3.2, §3.4): a fixed chain of skill
+// calls whose arguments are bound to the workflow's inputs or to artifacts
+// that earlier steps produced. A template file holds ID … Steps;
+// LoadWorkflows checks its bindings and Compile checks it against the
+// skills and fills RequiredInputPaths, which are the parameters of its tool.
 type Workflow struct {
-	ID                 string          `json:"id"`
-	Name               string          `json:"name"`
-	Description        string          `json:"description"`
-	RequiredInputPaths []WorkflowInput `json:"required_input_paths"`
-	Steps              []WorkflowStep  `json:"steps"`
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Inputs      []WorkflowInput `json:"inputs"`
+	Steps       []WorkflowStep  `json:"steps"`
+	// RequiredInputPaths is set by Compile: the inputs, completed from the
+	// skill parameters they are bound to (type, enum, description, user
+	// input, artifact reference).
+	RequiredInputPaths []WorkflowInput `json:"-"`
 }
 
 // WorkflowInput is one input of a workflow, keyed by a dotted path such as
-// "drawing.material".
+// "drawing.material". In a template only Path is needed: the rest defaults
+// to what the skill parameter it is bound to says.
 type WorkflowInput struct {
 	Path        string   `json:"path"`
 	Type        string   `json:"type"` // string, integer, number, boolean
 	Description string   `json:"description"`
 	Enum        []string `json:"enum,omitempty"`
 	UserInput   bool     `json:"user_input,omitempty"`
+	ArtifactRef bool     `json:"artifact_ref,omitempty"`
 }
 
-// WorkflowStep calls one skill. Arguments values may be templates:
-// "{{inputs.<path>}}" for a workflow input, "{{steps.<n>.artifacts.<i>}}"
-// for the artifact id produced by an earlier step (0-based).
+// WorkflowStep calls one skill. Argument values may be templates:
+// "{{inputs.<path>}}" for a workflow input, "{{steps.<id>.artifacts.<i>}}"
+// (or "{{steps.<id>.artifact}}" for the first) for an artifact id an
+// earlier step produced; <id> is the step's ID, or its 0-based index.
 type WorkflowStep struct {
-	Skill     string         `json:"skill"` // tool name of the capability
+	ID        string         `json:"id,omitempty"`
+	Name      string         `json:"name,omitempty"` // shown when the step fails
+	Skill     string         `json:"skill"`          // tool name of the capability
 	Arguments map[string]any `json:"arguments"`
 }
 

@@ -15,6 +15,9 @@ import (
 type Env struct {
 	Artifacts map[string]artifact.Artifact
 	Context   map[string]any
+	// UserCalls are the ids of calls the user made, not the model: an
+	// explicit workflow selection (spec §3.4).
+	UserCalls map[string]bool
 }
 
 // NewEnv builds an Env from the catalog list of a conversation.

@@ -144,7 +144,13 @@ func (l *lazySchema) get() (*jsonschema.Schema, error) {
 type Catalog struct {
 	entries []*Entry // skills by tool name, workflows by tool name, ask_user
 	byTool  map[string]*Entry
+	// rejected holds the compile error of each workflow left out.
+	rejected []error
 }
+
+// WorkflowErrors returns why each workflow template left out of the
+// catalog did not compile against its skills (Compile), in template order.
+func (c *Catalog) WorkflowErrors() []error { return slices.Clone(c.rejected) }
 
 // SkillInfo is one skill as GET /v1/catalog lists it (API.md).
 type SkillInfo struct {
@@ -190,20 +196,25 @@ func New(caps []Capability, workflows []Workflow) *Catalog {
 		}
 		return a.SkillID < b.SkillID
 	})
-	skillsByTool := map[string]Capability{}
+	skillsByTool := map[string]Entry{}
 	var skills []*Entry
 	for _, cp := range sorted {
 		cp.Tool = uniqueName(cp.Tool, taken)
 		e := skillEntry(cp)
 		skills = append(skills, e)
-		skillsByTool[cp.Tool] = cp
+		skillsByTool[cp.Tool] = *e
 	}
 	sort.SliceStable(skills, func(i, j int) bool { return skills[i].Tool < skills[j].Tool })
 
 	var wfs []*Entry
 	for _, w := range workflows {
+		compiled, err := Compile(w, skillsByTool)
+		if err != nil {
+			c.rejected = append(c.rejected, err)
+			continue
+		}
 		name := uniqueName(WorkflowToolName(w.ID), taken)
-		wfs = append(wfs, workflowEntry(name, w, skillsByTool))
+		wfs = append(wfs, workflowEntry(name, compiled, skillsByTool))
 	}
 	sort.SliceStable(wfs, func(i, j int) bool { return wfs[i].Tool < wfs[j].Tool })
 

@@ -1,10 +1,12 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -22,14 +24,18 @@ func WorkflowToolName(id string) string {
 
 // workflowEntry builds the tool of one workflow template: its inputs as
 // flat properties keyed by dotted path (spec §3.2).
-func workflowEntry(tool string, w Workflow, skills map[string]Capability) *Entry {
+func workflowEntry(tool string, w Workflow, skills map[string]Entry) *Entry {
 	props := map[string]any{}
 	var required []string
 	params := make([]Param, 0, len(w.RequiredInputPaths))
 	for _, in := range w.RequiredInputPaths {
 		ps := map[string]any{"type": inputType(in.Type)}
-		if in.Description != "" {
-			ps["description"] = in.Description
+		desc := in.Description
+		if in.ArtifactRef {
+			desc = strings.TrimLeft(strings.TrimRight(desc, ". ")+". "+artifactRefDescription, ". ")
+		}
+		if desc != "" {
+			ps["description"] = desc
 		}
 		if len(in.Enum) > 0 {
 			enum := make([]any, len(in.Enum))
@@ -44,7 +50,7 @@ func workflowEntry(tool string, w Workflow, skills map[string]Capability) *Entry
 		}
 		params = append(params, Param{
 			Name: in.Path, Type: inputType(in.Type), Description: in.Description,
-			Enum: in.Enum, Required: true, UserInput: in.UserInput,
+			Enum: in.Enum, Required: true, UserInput: in.UserInput, ArtifactRef: in.ArtifactRef,
 		})
 	}
 	schema := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
@@ -56,13 +62,10 @@ func workflowEntry(tool string, w Workflow, skills map[string]Capability) *Entry
 	var steps []string
 	for _, s := range w.Steps {
 		steps = append(steps, s.Skill)
-		cp, ok := skills[s.Skill]
-		if !ok || cp.Unavailable {
-			e.Unavailable = true
-		}
-		if ok && cp.RequiresApproval {
-			e.RequiresApproval = true
-		}
+		// Compile saw every skill: here only whether it is reachable now.
+		se := skills[s.Skill]
+		e.Unavailable = e.Unavailable || se.Unavailable
+		e.RequiresApproval = e.RequiresApproval || se.RequiresApproval
 	}
 	var desc []string
 	if e.Unavailable {
@@ -98,14 +101,17 @@ func inputType(t string) string {
 	return "string"
 }
 
-// ErrInvalidWorkflow is wrapped by LoadWorkflows for a template that does
-// not make sense (no id, no steps, a template naming an unknown input).
+// ErrInvalidWorkflow is wrapped by LoadWorkflows and Compile for a template
+// that does not make sense: no id, no steps, a binding that resolves to no
+// input or earlier step, an unknown skill, an argument the skill does not
+// take.
 var ErrInvalidWorkflow = errors.New("invalid workflow template")
 
 // LoadWorkflows reads every *.json file in dir of fsys, each one Workflow,
-// in file-name order, and checks them: an id, unique ids, at least one
-// step, known input types and templates that name declared inputs and
-// earlier steps.
+// in file-name order, and checks what can be checked without the skills:
+// an id, unique ids, at least one step, known input types, and bindings
+// that name a declared input or an earlier step. Compile (run by New)
+// checks the rest against the skills.
 func LoadWorkflows(fsys fs.FS, dir string) ([]Workflow, error) {
 	files, err := fs.Glob(fsys, path.Join(dir, "*.json"))
 	if err != nil {
@@ -120,8 +126,11 @@ func LoadWorkflows(fsys fs.FS, dir string) ([]Workflow, error) {
 			return nil, fmt.Errorf("read workflow template %s: %w", f, err)
 		}
 		var w Workflow
-		if err := json.Unmarshal(b, &w); err != nil {
-			return nil, fmt.Errorf("decode workflow template %s: %w", f, err)
+		dec := json.NewDecoder(bytes.NewReader(b))
+		// A misspelt key ("input", "args") would silently drop what it holds.
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&w); err != nil {
+			return nil, fmt.Errorf("workflow template %s: %w: %v", f, ErrInvalidWorkflow, err)
 		}
 		if err := w.check(); err != nil {
 			return nil, fmt.Errorf("workflow template %s: %w", f, err)
@@ -135,54 +144,204 @@ func LoadWorkflows(fsys fs.FS, dir string) ([]Workflow, error) {
 	return out, nil
 }
 
-// check reports what is wrong with w, wrapping ErrInvalidWorkflow.
+// StepLabel names step i in reports: its 1-based number, its name and
+// its skill (`step 2 "Convert to PNG" (convert_svg_to_png)`).
+func (w Workflow) StepLabel(i int) string {
+	if i < 0 || i >= len(w.Steps) {
+		return fmt.Sprintf("step %d", i+1)
+	}
+	s := w.Steps[i]
+	name := s.Name
+	if name == "" {
+		name = s.ID
+	}
+	if name == "" {
+		return fmt.Sprintf("step %d (%s)", i+1, s.Skill)
+	}
+	return fmt.Sprintf("step %d %q (%s)", i+1, name, s.Skill)
+}
+
+// check reports what is wrong with w's structure, wrapping ErrInvalidWorkflow.
 func (w Workflow) check() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidWorkflow, w.ID, fmt.Sprintf(format, args...))
+	}
 	if w.ID == "" {
 		return fmt.Errorf("%w: no id", ErrInvalidWorkflow)
 	}
 	if len(w.Steps) == 0 {
-		return fmt.Errorf("%w: %s has no steps", ErrInvalidWorkflow, w.ID)
+		return bad("no steps")
 	}
 	inputs := map[string]bool{}
-	for _, in := range w.RequiredInputPaths {
+	for _, in := range w.Inputs {
 		if in.Path == "" || inputs[in.Path] {
-			return fmt.Errorf("%w: %s: empty or duplicate input path %q", ErrInvalidWorkflow, w.ID, in.Path)
+			return bad("empty or duplicate input path %q", in.Path)
 		}
 		switch in.Type {
-		case "string", "integer", "number", "boolean":
+		case "", "string", "integer", "number", "boolean":
 		default:
-			return fmt.Errorf("%w: %s: input %s has type %q (want string, integer, number or boolean)", ErrInvalidWorkflow, w.ID, in.Path, in.Type)
+			return bad("input %s has type %q (want string, integer, number or boolean)", in.Path, in.Type)
 		}
 		inputs[in.Path] = true
 	}
+	stepIDs := map[string]bool{}
+	for i, s := range w.Steps {
+		if s.ID == "" {
+			continue
+		}
+		if _, err := strconv.Atoi(s.ID); err == nil || strings.ContainsAny(s.ID, ". {}") || stepIDs[s.ID] {
+			return bad("%s: id %q must be unique, not a number, without dots, spaces or braces", w.StepLabel(i), s.ID)
+		}
+		stepIDs[s.ID] = true
+	}
+	used := map[string]bool{}
 	for i, s := range w.Steps {
 		if s.Skill == "" {
-			return fmt.Errorf("%w: %s: step %d names no skill", ErrInvalidWorkflow, w.ID, i)
+			return bad("%s names no skill", w.StepLabel(i))
 		}
-		var bad error
+		var err error
 		walkTemplates(s.Arguments, func(ref string) {
-			if bad != nil {
+			if err != nil {
 				return
 			}
 			switch {
 			case strings.HasPrefix(ref, "inputs."):
-				if !inputs[strings.TrimPrefix(ref, "inputs.")] {
-					bad = fmt.Errorf("%w: %s: step %d uses undeclared input {{%s}}", ErrInvalidWorkflow, w.ID, i, ref)
+				p := strings.TrimPrefix(ref, "inputs.")
+				if !inputs[p] {
+					err = bad("%s: unresolved binding {{%s}}: no input %q is declared (inputs: %s)", w.StepLabel(i), ref, p, w.inputList())
 				}
+				used[p] = true
 			case strings.HasPrefix(ref, "steps."):
-				n, _, err := parseStepRef(ref)
-				if err != nil || n >= i {
-					bad = fmt.Errorf("%w: %s: step %d uses {{%s}}, which is not an earlier step's artifact", ErrInvalidWorkflow, w.ID, i, ref)
+				n, _, perr := w.parseStepRef(ref)
+				switch {
+				case perr != nil:
+					err = bad("%s: unresolved binding {{%s}}: %v", w.StepLabel(i), ref, perr)
+				case n >= i:
+					err = bad("%s: unresolved binding {{%s}}: it names %s, which is not an earlier step", w.StepLabel(i), ref, w.StepLabel(n))
 				}
 			default:
-				bad = fmt.Errorf("%w: %s: step %d uses unknown template {{%s}}", ErrInvalidWorkflow, w.ID, i, ref)
+				err = bad("%s: unresolved binding {{%s}}: want {{inputs.<path>}} or {{steps.<id>.artifacts.<i>}}", w.StepLabel(i), ref)
 			}
 		})
-		if bad != nil {
-			return bad
+		if err != nil {
+			return err
+		}
+	}
+	for _, in := range w.Inputs {
+		if !used[in.Path] {
+			return bad("input %s is bound to no step argument", in.Path)
 		}
 	}
 	return nil
+}
+
+func (w Workflow) inputList() string {
+	if len(w.Inputs) == 0 {
+		return "none"
+	}
+	var ps []string
+	for _, in := range w.Inputs {
+		ps = append(ps, in.Path)
+	}
+	return strings.Join(ps, ", ")
+}
+
+// Compile checks w against the skills it calls (by tool name) and returns
+// it with RequiredInputPaths set (spec §3.2): every step's skill exists,
+// every argument is a parameter of the skill, every parameter the skill
+// requires is bound (nobody could supply it halfway through), and an input
+// bound to a parameter takes the parameter's type, enum, description,
+// user-input and artifact-reference marks unless the template says
+// otherwise; a declared type must fit the parameter's.
+func Compile(w Workflow, skills map[string]Entry) (Workflow, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrInvalidWorkflow, w.ID, fmt.Sprintf(format, args...))
+	}
+	if err := w.check(); err != nil {
+		return w, err
+	}
+	inputs := make([]WorkflowInput, len(w.Inputs))
+	copy(inputs, w.Inputs)
+	byPath := map[string]*WorkflowInput{}
+	for i := range inputs {
+		byPath[inputs[i].Path] = &inputs[i]
+	}
+	typed := map[string]bool{}
+	for _, in := range w.Inputs {
+		typed[in.Path] = in.Type != ""
+	}
+	for i, s := range w.Steps {
+		e, ok := skills[s.Skill]
+		if !ok {
+			return w, bad("%s: unknown skill %q (skills: %s)", w.StepLabel(i), s.Skill, strings.Join(slices.Sorted(maps.Keys(skills)), ", "))
+		}
+		for _, name := range slices.Sorted(maps.Keys(s.Arguments)) {
+			p, ok := e.Param(name)
+			if !ok || hiddenFromModel(p) {
+				return w, bad("%s: argument %q is not a parameter of %s (parameters: %s)", w.StepLabel(i), name, s.Skill, modelParams(e))
+			}
+			str, isStr := s.Arguments[name].(string)
+			m := wholeTemplateRe.FindStringSubmatch(str)
+			if !isStr || m == nil || !strings.HasPrefix(m[1], "inputs.") {
+				continue
+			}
+			in := byPath[strings.TrimPrefix(m[1], "inputs.")]
+			if err := bindInput(in, p, typed[in.Path]); err != nil {
+				return w, bad("%s: argument %s: %v", w.StepLabel(i), name, err)
+			}
+			typed[in.Path] = true
+		}
+		for _, p := range e.Params {
+			if p.Required && !hiddenFromModel(p) && s.Arguments[p.Name] == nil {
+				return w, bad("%s: %s requires %q, which is bound to nothing (add it to the step's arguments)", w.StepLabel(i), s.Skill, p.Name)
+			}
+		}
+	}
+	for i := range inputs {
+		if inputs[i].Type == "" {
+			inputs[i].Type = "string"
+		}
+	}
+	w.RequiredInputPaths = inputs
+	return w, nil
+}
+
+// bindInput completes in from the skill parameter p it is bound to as a
+// whole value; typed says in's type is already fixed (declared, or by an
+// earlier binding), and then it must fit p's.
+func bindInput(in *WorkflowInput, p Param, typed bool) error {
+	switch pt := p.Type; {
+	case pt == "" || pt == in.Type || (pt == "number" && in.Type == "integer"):
+	case !typed && slices.Contains([]string{"string", "integer", "number", "boolean"}, pt):
+		in.Type = pt
+	case !typed:
+		return fmt.Errorf("input %s cannot be bound to %s, a parameter of type %s", in.Path, p.Name, pt)
+	default:
+		return fmt.Errorf("input %s is %s, but parameter %s is %s", in.Path, in.Type, p.Name, pt)
+	}
+	if in.Description == "" {
+		in.Description = p.Description
+	}
+	if len(in.Enum) == 0 {
+		in.Enum = p.Enum
+	}
+	in.UserInput = in.UserInput || p.UserInput
+	in.ArtifactRef = in.ArtifactRef || p.ArtifactRef
+	return nil
+}
+
+// modelParams lists the parameters of e a step may bind.
+func modelParams(e Entry) string {
+	var out []string
+	for _, p := range e.Params {
+		if !hiddenFromModel(p) {
+			out = append(out, p.Name)
+		}
+	}
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // templateRe finds {{ ref }} templates; wholeTemplateRe matches a string
@@ -199,8 +358,8 @@ func walkTemplates(v any, f func(ref string)) {
 			f(m[1])
 		}
 	case map[string]any:
-		for _, x := range t {
-			walkTemplates(x, f)
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			walkTemplates(t[k], f)
 		}
 	case []any:
 		for _, x := range t {
@@ -209,18 +368,29 @@ func walkTemplates(v any, f func(ref string)) {
 	}
 }
 
-// parseStepRef parses "steps.<n>.artifacts.<i>".
-func parseStepRef(ref string) (step, idx int, err error) {
+// parseStepRef parses "steps.<id>.artifacts.<i>" or "steps.<id>.artifact"
+// into the step's index and the artifact's; <id> is a step ID or a 0-based
+// index.
+func (w Workflow) parseStepRef(ref string) (step, idx int, err error) {
 	parts := strings.Split(ref, ".")
-	if len(parts) != 4 || parts[0] != "steps" || parts[2] != "artifacts" {
-		return 0, 0, fmt.Errorf("template {{%s}}: want steps.<n>.artifacts.<i>", ref)
+	switch {
+	case len(parts) == 3 && parts[2] == "artifact":
+	case len(parts) == 4 && parts[2] == "artifacts":
+		if idx, err = strconv.Atoi(parts[3]); err != nil || idx < 0 {
+			return 0, 0, fmt.Errorf("artifact index %q is not a number", parts[3])
+		}
+	default:
+		return 0, 0, errors.New("want steps.<id>.artifacts.<i> or steps.<id>.artifact")
 	}
-	step, err1 := strconv.Atoi(parts[1])
-	idx, err2 := strconv.Atoi(parts[3])
-	if err1 != nil || err2 != nil || step < 0 || idx < 0 {
-		return 0, 0, fmt.Errorf("template {{%s}}: want steps.<n>.artifacts.<i> with numbers", ref)
+	for i, s := range w.Steps {
+		if s.ID != "" && s.ID == parts[1] {
+			return i, idx, nil
+		}
 	}
-	return step, idx, nil
+	if n, err := strconv.Atoi(parts[1]); err == nil && n >= 0 && n < len(w.Steps) {
+		return n, idx, nil
+	}
+	return 0, 0, fmt.Errorf("no step %q", parts[1])
 }
 
 // errAbsent marks a whole-string template whose input was not given: the
@@ -247,9 +417,9 @@ func (w Workflow) StepArguments(i int, inputs map[string]any, stepArtifacts [][]
 			}
 			return v, nil
 		case strings.HasPrefix(ref, "steps."):
-			n, idx, err := parseStepRef(ref)
+			n, idx, err := w.parseStepRef(ref)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("template {{%s}}: %w", ref, err)
 			}
 			if n >= i || n >= len(stepArtifacts) || idx >= len(stepArtifacts[n]) {
 				return nil, fmt.Errorf("template {{%s}}: step %d produced no such artifact", ref, n)

@@ -53,20 +53,109 @@ func TestWorkflowTool_FlatInputs(t *testing.T) {
 }
 
 // A workflow with a step needing approval needs approval; one whose skill
-// is missing is marked unavailable.
+// is unavailable now (its agent is down) is marked unavailable.
 func TestWorkflowTool_ApprovalAndAvailability(t *testing.T) {
 	t.Parallel()
-	wf := catalog.Workflow{ID: "pub", Name: "Publish", RequiredInputPaths: []catalog.WorkflowInput{{Path: "id", Type: "string"}},
+	caps := demoCaps(t)
+	for i := range caps {
+		if caps[i].Tool == "convert_svg_to_png" {
+			caps[i].Unavailable = true
+		}
+	}
+	wf := catalog.Workflow{ID: "pub", Name: "Publish", Inputs: []catalog.WorkflowInput{{Path: "id"}},
 		Steps: []catalog.WorkflowStep{{Skill: "publish_artifact", Arguments: map[string]any{"artifact_id": "{{inputs.id}}", "channel": "web"}}}}
-	missing := catalog.Workflow{ID: "gone", Steps: []catalog.WorkflowStep{{Skill: "no_such_skill"}}}
-	c := catalog.New(demoCaps(t), []catalog.Workflow{wf, missing})
-	e, _ := c.Lookup("workflow_pub")
-	if !e.RequiresApproval {
+	c := catalog.New(caps, append(demoWorkflows(t), wf))
+	if e, _ := c.Lookup("workflow_pub"); !e.RequiresApproval {
 		t.Errorf("Lookup(workflow_pub).RequiresApproval = false, want true")
 	}
-	desc, _ := toolParams(t, c, "workflow_gone")
+	if e, _ := c.Lookup("workflow_flange_drawing"); e.RequiresApproval || e.Unavailable {
+		t.Errorf("Lookup(workflow_flange_drawing) approval %v unavailable %v, want neither", e.RequiresApproval, e.Unavailable)
+	}
+	desc, _ := toolParams(t, c, "workflow_word_to_png")
 	if !strings.HasPrefix(desc, "(currently unavailable)") {
-		t.Errorf("workflow_gone description = %q, want it to start with (currently unavailable)", desc)
+		t.Errorf("workflow_word_to_png description = %q, want it to start with (currently unavailable)", desc)
+	}
+}
+
+// Issue 8: compiling a template against the skills yields its
+// required_input_paths: each input takes the type, enum, user-input and
+// artifact-reference marks of the skill parameter it is bound to.
+func TestCompile_RequiredInputPaths(t *testing.T) {
+	t.Parallel()
+	c := catalog.New(demoCaps(t), demoWorkflows(t))
+	if errs := c.WorkflowErrors(); len(errs) != 0 {
+		t.Fatalf("WorkflowErrors() = %v, want none for the demo templates", errs)
+	}
+	got := map[string][]catalog.WorkflowInput{}
+	for _, w := range c.Workflows() {
+		got[w.ID] = w.Inputs
+	}
+	want := map[string][]catalog.WorkflowInput{
+		"word_to_png": {{Path: "word", Type: "string", Description: "The word to render."}},
+		"flange_drawing": {
+			{Path: "drawing.holes", Type: "integer", Description: "Number of bolt holes (3 to 24)."},
+			{Path: "drawing.outer_diameter_mm", Type: "number", Description: "Outer diameter of the flange in millimetres."},
+			{Path: "drawing.material", Type: "string", Description: "Material of the flange.", Enum: []string{"steel", "stainless", "brass", "pvc"}, UserInput: true},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("compiled inputs mismatch (-want +got):\n%s", diff)
+	}
+
+	src := catalog.Workflow{ID: "png_of", Inputs: []catalog.WorkflowInput{{Path: "source"}},
+		Steps: []catalog.WorkflowStep{{Skill: "convert_svg_to_png", Arguments: map[string]any{"artifact_id": "{{inputs.source}}"}}}}
+	c = catalog.New(demoCaps(t), []catalog.Workflow{src})
+	desc, params := toolParams(t, c, "workflow_png_of")
+	if want := map[string]any{"type": "string", "description": "artifact_id of an existing conversation artifact"}; !cmp.Equal(want, params["properties"].(map[string]any)["source"]) {
+		t.Errorf("workflow_png_of source = %v, want %v (%s)", params["properties"], want, desc)
+	}
+}
+
+// Issue 8: a template that cannot run is rejected when the catalog is
+// built, with an error naming the template, the step and what is wrong.
+func TestCompile_Errors(t *testing.T) {
+	t.Parallel()
+	svg := func(args map[string]any) []catalog.WorkflowStep {
+		return []catalog.WorkflowStep{{ID: "svg", Name: "Draw", Skill: "create_svg_artifact", Arguments: args}}
+	}
+	tests := []struct {
+		name string
+		wf   catalog.Workflow
+		want string
+	}{
+		{"unknown skill", catalog.Workflow{ID: "x", Steps: []catalog.WorkflowStep{{Name: "Paint", Skill: "paint_picture"}}},
+			`x: step 1 "Paint" (paint_picture): unknown skill "paint_picture" (skills: convert_svg_to_png, create_svg_artifact, design_valve_flange, publish_artifact)`},
+		{"unresolved input", catalog.Workflow{ID: "x", Inputs: []catalog.WorkflowInput{{Path: "word"}}, Steps: svg(map[string]any{"word": "{{inputs.wrod}}"})},
+			`x: step 1 "Draw" (create_svg_artifact): unresolved binding {{inputs.wrod}}: no input "wrod" is declared (inputs: word)`},
+		{"unresolved step", catalog.Workflow{ID: "x", Steps: append(svg(map[string]any{"word": "hi"}),
+			catalog.WorkflowStep{Skill: "convert_svg_to_png", Arguments: map[string]any{"artifact_id": "{{steps.sgv.artifact}}"}})},
+			`x: step 2 (convert_svg_to_png): unresolved binding {{steps.sgv.artifact}}: no step "sgv"`},
+		{"later step", catalog.Workflow{ID: "x", Steps: []catalog.WorkflowStep{
+			{Skill: "convert_svg_to_png", Arguments: map[string]any{"artifact_id": "{{steps.svg.artifacts.0}}"}},
+			{ID: "svg", Skill: "create_svg_artifact", Arguments: map[string]any{"word": "hi"}}}},
+			`x: step 1 (convert_svg_to_png): unresolved binding {{steps.svg.artifacts.0}}: it names step 2 "svg" (create_svg_artifact), which is not an earlier step`},
+		{"not a parameter", catalog.Workflow{ID: "x", Steps: svg(map[string]any{"word": "hi", "colour": "red"})},
+			`x: step 1 "Draw" (create_svg_artifact): argument "colour" is not a parameter of create_svg_artifact (parameters: word, font_size, color)`},
+		{"required parameter unbound", catalog.Workflow{ID: "x", Steps: svg(map[string]any{"color": "red"})},
+			`x: step 1 "Draw" (create_svg_artifact): create_svg_artifact requires "word", which is bound to nothing`},
+		{"type mismatch", catalog.Workflow{ID: "x", Inputs: []catalog.WorkflowInput{{Path: "size", Type: "boolean"}},
+			Steps: svg(map[string]any{"word": "hi", "font_size": "{{inputs.size}}"})},
+			`x: step 1 "Draw" (create_svg_artifact): argument font_size: input size is boolean, but parameter font_size is number`},
+		{"unused input", catalog.Workflow{ID: "x", Inputs: []catalog.WorkflowInput{{Path: "extra"}}, Steps: svg(map[string]any{"word": "hi"})},
+			`x: input extra is bound to no step argument`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			c := catalog.New(demoCaps(t), []catalog.Workflow{tt.wf})
+			errs := c.WorkflowErrors()
+			if len(errs) != 1 || !errors.Is(errs[0], catalog.ErrInvalidWorkflow) || !strings.Contains(errs[0].Error(), tt.want) {
+				t.Fatalf("WorkflowErrors() = %v, want one ErrInvalidWorkflow containing %q", errs, tt.want)
+			}
+			if _, ok := c.Lookup("workflow_x"); ok {
+				t.Errorf("Lookup(workflow_x) found a tool, want the template left out")
+			}
+		})
 	}
 }
 
@@ -86,8 +175,11 @@ func TestLoadWorkflows(t *testing.T) {
 	}{
 		{"no id", `{"steps":[{"skill":"a"}]}`},
 		{"no steps", `{"id":"x"}`},
-		{"bad type", `{"id":"x","required_input_paths":[{"path":"p","type":"date"}],"steps":[{"skill":"a"}]}`},
+		{"bad type", `{"id":"x","inputs":[{"path":"p","type":"date"}],"steps":[{"skill":"a"}]}`},
 		{"undeclared input", `{"id":"x","steps":[{"skill":"a","arguments":{"w":"{{inputs.word}}"}}]}`},
+		{"unknown key", `{"id":"x","input":[{"path":"w"}],"steps":[{"skill":"a"}]}`},
+		{"computed key", `{"id":"x","required_input_paths":[{"path":"w"}],"steps":[{"skill":"a"}]}`},
+		{"numeric step id", `{"id":"x","steps":[{"id":"1","skill":"a"}]}`},
 		{"later step", `{"id":"x","steps":[{"skill":"a","arguments":{"w":"{{steps.0.artifacts.0}}"}}]}`},
 		{"unknown template", `{"id":"x","steps":[{"skill":"a","arguments":{"w":"{{env.HOME}}"}}]}`},
 	}
@@ -115,7 +207,7 @@ func TestStepArguments(t *testing.T) {
 	for _, w := range demoWorkflows(t) {
 		byID[w.ID] = w
 	}
-	embedded := catalog.Workflow{ID: "e", RequiredInputPaths: []catalog.WorkflowInput{{Path: "n", Type: "integer"}, {Path: "opt", Type: "string"}},
+	embedded := catalog.Workflow{ID: "e", Inputs: []catalog.WorkflowInput{{Path: "n", Type: "integer"}, {Path: "opt", Type: "string"}},
 		Steps: []catalog.WorkflowStep{
 			{Skill: "a", Arguments: map[string]any{"label": "{{inputs.n}} holes", "opt": "{{ inputs.opt }}", "fixed": 3.5}},
 			{Skill: "b", Arguments: map[string]any{"ids": []any{"{{steps.0.artifacts.1}}"}, "title": "of {{inputs.opt}}"}},

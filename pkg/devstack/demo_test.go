@@ -90,41 +90,6 @@ func TestSpecialistInputRequired(t *testing.T) {
 	}
 }
 
-// Spec §3.4: an explicit workflow selection without free text injects a
-// synthetic call to the workflow (no LLM routing decision); the workflow's
-// steps chain two specialists; the model only writes the answer.
-func TestWorkflowSelection(t *testing.T) {
-	t.Parallel()
-	m := &model{decide: func(req llm.Request) *llm.Response {
-		var r map[string]any
-		for id, res := range toolResults(req) {
-			if strings.HasPrefix(id, "call_wf_") {
-				r = res
-			}
-		}
-		if r == nil {
-			return answer("no workflow result")
-		}
-		return answer("workflow " + r["status"].(string))
-	}}
-	_, c := stack(t, m)
-	cid := c.newConversation()
-	var out struct {
-		TurnID string `json:"turn_id"`
-	}
-	body := map[string]any{"text": "", "workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{"word": "Flow"}}}
-	if code := c.do("POST", "/v1/conversations/"+cid+"/messages", body, &out); code != http.StatusAccepted {
-		t.Fatalf("POST workflow = %d", code)
-	}
-	v := c.wait(cid, out.TurnID)
-	if v.Status != "succeeded" || v.Reply != "workflow succeeded" || v.LLMCalls != 1 || len(v.Artifacts) != 2 {
-		t.Fatalf("turn = %s %q, %d LLM calls, %d artifacts; want succeeded with 1 LLM call and the SVG and PNG", v.Status, v.Reply, v.LLMCalls, len(v.Artifacts))
-	}
-	if u := lastUser(m.requests()[0]); !strings.Contains(u, "word_to_png") {
-		t.Errorf("user message %q does not name the workflow", u)
-	}
-}
-
 // Issue 5: an agent that is down never breaks a turn: its skills are just
 // absent (or marked unavailable once it was seen), and the other agents work.
 func TestDeadAgentDoesNotBreakTurns(t *testing.T) {

@@ -67,6 +67,8 @@ type Config struct {
 	Agents []string
 	// Limits bound each turn (zero: the spec's defaults).
 	Limits turn.Limits
+	// WorkflowsDir is the folder of workflow templates (empty: the built-in examples).
+	WorkflowsDir string
 	// Clock drives the engine's timers (tests use a fake clock for expiry).
 	Clock  sfnlocal.Clock
 	Logger *slog.Logger
@@ -140,7 +142,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +281,20 @@ func (s *Stack) Banner(model string) string {
 	fmt.Fprintf(&b, "  API:       %s/v1/\n", s.url)
 	fmt.Fprintf(&b, "  model:     %s\n", model)
 	fmt.Fprintf(&b, "  try:       Create a PNG image with the word Popelnase\n")
+	// Building the catalog now shows a template that does not compile
+	// against the skills at start, not at the first turn.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if cat, err := s.Platform.Catalogs.Catalog(ctx); err == nil {
+		var ids []string
+		for _, w := range cat.Workflows() {
+			ids = append(ids, w.ID)
+		}
+		fmt.Fprintf(&b, "  workflows: %s (or: /workflow <id> [text])\n", strings.Join(ids, ", "))
+		for _, err := range cat.WorkflowErrors() {
+			fmt.Fprintf(&b, "  left out:  %v\n", err)
+		}
+	}
 	fmt.Fprintf(&b, "token for the user dev:\n%s\n", tok)
 	return b.String()
 }

@@ -8,6 +8,7 @@ package platform
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -44,8 +45,11 @@ type Config struct {
 	// loopback, private or link-local addresses (on AWS).
 	PublicFilesOnly bool
 	// Audit keeps approvals and executed calls durably (nil: none).
-	Audit  audit.Log
-	Logger *slog.Logger
+	Audit audit.Log
+	// WorkflowsDir is the folder of workflow templates (*.json); empty:
+	// the examples built in from testdata/workflows.
+	WorkflowsDir string
+	Logger       *slog.Logger
 }
 
 // LimitsFromEnv reads the turn limits, starting from the spec's defaults:
@@ -93,14 +97,18 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
-	workflows, err := catalog.LoadWorkflows(clientagent.Workflows, clientagent.WorkflowsDir)
+	wfFS, wfDir := fs.FS(clientagent.Workflows), clientagent.WorkflowsDir
+	if cfg.WorkflowsDir != "" {
+		wfFS, wfDir = os.DirFS(cfg.WorkflowsDir), "."
+	}
+	workflows, err := catalog.LoadWorkflows(wfFS, wfDir)
 	if err != nil {
 		return nil, fmt.Errorf("load workflow templates: %w", err)
 	}
 	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL})
 	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, Logger: log})
 	inv := agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, Timeout: cfg.InvokeTimeout, PublicFilesOnly: cfg.PublicFilesOnly, Logger: log})
-	cats := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL}
+	cats := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: log}
 	limits := cfg.Limits
 	if limits == (turn.Limits{}) {
 		limits = turn.DefaultLimits()
@@ -121,10 +129,14 @@ type Catalogs struct {
 	Registry  *agents.Registry
 	Workflows []catalog.Workflow
 	TTL       time.Duration
+	// Logger gets an error line for each workflow template that does not
+	// compile against the skills, whenever that set of errors changes.
+	Logger *slog.Logger
 
-	mu    sync.Mutex
-	built *catalog.Catalog
-	at    time.Time
+	mu       sync.Mutex
+	built    *catalog.Catalog
+	at       time.Time
+	rejected string
 }
 
 // Catalog returns the current catalogue.
@@ -143,5 +155,12 @@ func (c *Catalogs) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 		return nil, fmt.Errorf("capabilities: %w", err)
 	}
 	c.built, c.at = catalog.New(caps, c.Workflows), time.Now()
+	errs := c.built.WorkflowErrors()
+	if s := fmt.Sprint(errs); s != c.rejected && c.Logger != nil {
+		for _, err := range errs {
+			c.Logger.ErrorContext(ctx, "workflow template left out", "error", err)
+		}
+	}
+	c.rejected = fmt.Sprint(errs)
 	return c.built, nil
 }

@@ -186,6 +186,10 @@ type PendingCall struct {
 	Note         string `json:"note,omitempty"` // user's note on approval/rejection
 	// A2A continues a specialist task that answered input-required.
 	A2A *A2ATask `json:"a2a,omitempty"`
+	// FromUser marks the call the user made by selecting a workflow
+	// explicitly (spec §3.4): no model chose its arguments, so every input
+	// it lacks is asked in its form rather than returned as an error.
+	FromUser bool `json:"from_user,omitempty"`
 }
 
 // A2ATask identifies a specialist's task to continue with the same ids.

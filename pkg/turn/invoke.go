@@ -140,11 +140,11 @@ func (h *Handlers) runWorkflow(ctx context.Context, conv *record.Conversation, t
 	for i, st := range wf.Steps {
 		args, err := wf.StepArguments(i, pc.Arguments, produced)
 		if err != nil {
-			return failedOutcome(fmt.Sprintf("workflow %s step %d (%s): %v", wf.ID, i+1, st.Skill, err))
+			return failedOutcome(fmt.Sprintf("workflow %s %s could not start: %v", wf.ID, wf.StepLabel(i), err))
 		}
 		entry, ok := cat.Lookup(st.Skill)
 		if !ok || entry.Kind != catalog.EntrySkill {
-			return failedOutcome(fmt.Sprintf("workflow %s step %d: skill %s is not available", wf.ID, i+1, st.Skill))
+			return failedOutcome(fmt.Sprintf("workflow %s %s: skill %s is not available", wf.ID, wf.StepLabel(i), st.Skill))
 		}
 		o := h.Invoker.Invoke(ctx, agents.Call{
 			ConversationID: conv.Meta.ID,
@@ -160,7 +160,7 @@ func (h *Handlers) runWorkflow(ctx context.Context, conv *record.Conversation, t
 			if o.InputRequired != nil {
 				msg = "the skill needs more input: " + o.InputRequired.Message
 			}
-			f := failedOutcome(fmt.Sprintf("workflow %s step %d (%s) failed: %s", wf.ID, i+1, st.Skill, msg))
+			f := failedOutcome(fmt.Sprintf("workflow %s %s failed: %s", wf.ID, wf.StepLabel(i), msg))
 			f.Artifacts = all.Artifacts
 			f.Result.Artifacts = all.Result.Artifacts
 			return f
@@ -174,7 +174,7 @@ func (h *Handlers) runWorkflow(ctx context.Context, conv *record.Conversation, t
 		all.Artifacts = append(all.Artifacts, o.Artifacts...)
 		all.Result.Artifacts = append(all.Result.Artifacts, o.Result.Artifacts...)
 		if o.Result.Summary != "" {
-			summary = append(summary, fmt.Sprintf("%d. %s: %s", i+1, st.Skill, o.Result.Summary))
+			summary = append(summary, fmt.Sprintf("%s: %s", wf.StepLabel(i), o.Result.Summary))
 		}
 	}
 	all.Result.Summary = fmt.Sprintf("Workflow %s finished %d steps.\n%s", wf.Name, len(wf.Steps), strings.Join(summary, "\n"))

@@ -213,7 +213,7 @@ func (h *Handlers) startWorkflow(ctx context.Context, r Ref, t *record.Turn) (St
 	if args == nil {
 		args = map[string]any{}
 	}
-	call := llm.ToolCall{ID: "call_wf_" + t.ID, Name: catalog.WorkflowToolName(t.Workflow.ID), Arguments: mustJSON(args)}
+	call := llm.ToolCall{ID: SelectionCallID(t.ID), Name: catalog.WorkflowToolName(t.Workflow.ID), Arguments: mustJSON(args)}
 	t.Messages = append(t.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{call}})
 	if err := h.save(ctx, r, t); err != nil {
 		return StepOutput{}, err

@@ -164,12 +164,20 @@ func (h *Handlers) catalog(ctx context.Context) (*catalog.Catalog, error) {
 // now and the values the platform fills from context. The API validates
 // form answers with the same Env before handing them to the execution.
 func Env(conv *record.Conversation, t *record.Turn) catalog.Env {
-	return catalog.NewEnv(conv.Artifacts, map[string]any{
+	e := catalog.NewEnv(conv.Artifacts, map[string]any{
 		"conversation_id": conv.Meta.ID,
 		"user_id":         conv.Meta.Owner,
 		"turn_id":         t.ID,
 	})
+	if t.Workflow != nil {
+		e.UserCalls = map[string]bool{SelectionCallID(t.ID): true}
+	}
+	return e
 }
+
+// SelectionCallID is the id of the synthetic call an explicit workflow
+// selection makes in turn turnID (spec §3.4).
+func SelectionCallID(turnID string) string { return "call_wf_" + turnID }
 
 // stepLog writes the structured line of one step (DESIGN §7).
 func (h *Handlers) stepLog(ctx context.Context, r Ref, step, tool, status string, started time.Time, tokens int, err error) {

@@ -81,9 +81,14 @@ func validateCall(c *catalog.Catalog, tc llm.ToolCall, env catalog.Env) record.P
 		return invalid(pc, "malformed JSON arguments: "+err.Error()+". Send the arguments as one JSON object.")
 	}
 	pc.Arguments = args
+	pc.FromUser = env.UserCalls[tc.ID]
+	source := SourceModel
+	if pc.FromUser {
+		source = SourceUser
+	}
 	pc.Sources = make(map[string]string, len(args))
 	for k := range args {
-		pc.Sources[k] = SourceModel
+		pc.Sources[k] = source
 	}
 	check(c, e, &pc, env)
 	return pc
@@ -182,14 +187,17 @@ func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env cata
 		}
 	}
 	for _, p := range e.Params {
-		if p.ArtifactRef && p.Required && isEmpty(args[p.Name]) {
+		if p.ArtifactRef && p.Required && isEmpty(args[p.Name]) && !pc.FromUser {
 			*pc = invalid(*pc, fmt.Sprintf("missing required artifact reference %s for %s: pass the artifact_id of an existing conversation artifact (known artifacts: %s), or first call the skill that produces one and use the artifact_id from its result.", p.Name, pc.Tool, knownArtifacts(env)))
 			return
 		}
 	}
 	if err := e.Validate(args); err != nil {
-		*pc = invalid(*pc, fmt.Sprintf("invalid arguments for %s: %s. Correct the arguments and call %s again.", pc.Tool, DescribeValidation(err), pc.Tool))
-		return
+		// A call the user made asks for what it lacks (the form below).
+		if msg := describe(err, pc.FromUser); msg != "" {
+			*pc = invalid(*pc, fmt.Sprintf("invalid arguments for %s: %s. Correct the arguments and call %s again.", pc.Tool, msg, pc.Tool))
+			return
+		}
 	}
 	if e.Kind == catalog.EntryWorkflow {
 		if msg := checkSteps(c, e, args, env); msg != "" {
@@ -211,7 +219,7 @@ func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env cata
 
 	var missing, optional []catalog.FormField
 	for _, p := range e.Params {
-		if !p.UserInput || !isEmpty(args[p.Name]) {
+		if !(p.UserInput || pc.FromUser && p.ContextKey == "" && !p.Attached) || !isEmpty(args[p.Name]) {
 			continue
 		}
 		if p.Required {

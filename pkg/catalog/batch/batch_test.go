@@ -531,15 +531,19 @@ func TestValidate_ChainAfterMerge(t *testing.T) {
 	}
 }
 
-// A workflow whose step skill is gone is an error the model can act on.
+// A workflow whose step skill is unknown does not compile, so it is not a
+// tool: a call to it is an unknown-tool error the model can act on.
 func TestValidate_WorkflowMissingSkill(t *testing.T) {
 	t.Parallel()
-	wf := catalog.Workflow{ID: "gone", RequiredInputPaths: []catalog.WorkflowInput{{Path: "w", Type: "string"}},
+	wf := catalog.Workflow{ID: "gone", Inputs: []catalog.WorkflowInput{{Path: "w", Type: "string"}},
 		Steps: []catalog.WorkflowStep{{Skill: "no_such_skill", Arguments: map[string]any{"w": "{{inputs.w}}"}}}}
 	c := catalog.New(nil, []catalog.Workflow{wf})
 	pc := batch.Validate(c, []llm.ToolCall{call("c1", "workflow_gone", `{"w":"x"}`)}, demoEnv())[0]
-	if pc.State != record.CallInvalid || !strings.Contains(pc.Error, "uses skill no_such_skill, which is not available") {
-		t.Errorf("Validate() = %s %q, want invalid naming the missing skill", pc.State, pc.Error)
+	if pc.State != record.CallInvalid || !strings.Contains(pc.Error, `unknown tool "workflow_gone"`) {
+		t.Errorf("Validate() = %s %q, want invalid: unknown tool", pc.State, pc.Error)
+	}
+	if errs := c.WorkflowErrors(); len(errs) != 1 || !strings.Contains(errs[0].Error(), `unknown skill "no_such_skill"`) {
+		t.Errorf("WorkflowErrors() = %v, want the unknown skill", errs)
 	}
 }
 
@@ -549,7 +553,7 @@ func TestValidate_WorkflowMissingSkill(t *testing.T) {
 func TestValidate_WorkflowUnknownArtifact(t *testing.T) {
 	t.Parallel()
 	caps := demoCaps(t)
-	wf := catalog.Workflow{ID: "to_png", Name: "to png", RequiredInputPaths: []catalog.WorkflowInput{{Path: "source", Type: "string"}},
+	wf := catalog.Workflow{ID: "to_png", Name: "to png", Inputs: []catalog.WorkflowInput{{Path: "source", Type: "string"}},
 		Steps: []catalog.WorkflowStep{{Skill: "convert_svg_to_png", Arguments: map[string]any{"artifact_id": "{{inputs.source}}"}}}}
 	c := catalog.New(caps, []catalog.Workflow{wf})
 	tests := []struct {

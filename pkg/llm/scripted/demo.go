@@ -30,6 +30,7 @@ const HelpText = `This is the offline demo model: no real LLM is configured, so 
 - "Design a valve flange with 4 holes" (asks for the material with a form), then "Redo the valve with 6 holes"
 - "Publish it to web" — publish_artifact, after your approval
 - "Make three pictures: cat, dog and bird" — three calls in one batch, run in parallel
+- "/workflow word_to_png" — a workflow started without the model (a form asks for the word), or "/workflow word_to_png render Hello"
 
 To use a real model, set OPENAI_BASE_URL (and OPENAI_API_KEY, CLIENTAGENT_MODEL) for any OpenAI-compatible endpoint (OpenAI, LiteLLM, vLLM, Ollama), or set CLIENTAGENT_LLM=bedrock (with CLIENTAGENT_MODEL set to a Bedrock model id) and AWS credentials, then restart.`
 
@@ -49,6 +50,10 @@ var (
 	reRedo     = regexp.MustCompile(`(?i)\b(?:redo|again|repeat|change|modify|update|instead)\b`)
 	reArtID    = regexp.MustCompile(`artifact_id"?\s*[:=]\s*"?([^\s",)}\]]+)`)
 	reMime     = regexp.MustCompile(`mime_type"?\s*[:=]\s*"?([^\s",)}\]]+)`)
+	// reChosen finds the platform's hint for "/workflow <id> text" (spec §3.4).
+	reChosen = regexp.MustCompile(`call the tool (workflow_[A-Za-z0-9_-]+)`)
+	reNumber = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
+	reQuoted = regexp.MustCompile(`"([^"]+)"|“([^”]+)”|'([^']+)'`)
 )
 
 var numberWords = map[string]int{"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
@@ -78,11 +83,13 @@ type madeCall struct {
 
 // demoState is what the demo reads from a request.
 type demoState struct {
-	req   llm.Request
-	user  string // the last user message, without an appended files note
-	calls []madeCall
-	steps int // assistant messages with tool calls since the user message
-	tools map[string]bool
+	req  llm.Request
+	user string // the last user message, without an appended files note
+	// chosen is the workflow tool the user chose with free text, if any.
+	chosen string
+	calls  []madeCall
+	steps  int // assistant messages with tool calls since the user message
+	tools  map[string]bool
 }
 
 func readState(req llm.Request) demoState {
@@ -101,6 +108,9 @@ func readState(req llm.Request) demoState {
 	}
 	// The platform appends "Files uploaded with this message: …" after a blank line.
 	st.user = strings.TrimSpace(strings.SplitN(req.Messages[last].Content, "\n\n", 2)[0])
+	if m := reChosen.FindStringSubmatch(req.Messages[last].Content); m != nil {
+		st.chosen = m[1]
+	}
 	at := map[string]int{}
 	for _, m := range req.Messages[last+1:] {
 		switch m.Role {
@@ -147,6 +157,9 @@ func demoAnswer(req llm.Request) (*llm.Response, error) {
 	if st.steps >= maxDemoSteps {
 		return text(fmt.Sprintf("I stopped after %d rounds of tool calls without finishing; please rephrase the request.", st.steps)), nil
 	}
+	if r := st.workflow(); r != nil {
+		return r, nil
+	}
 	switch {
 	case rePublish.MatchString(st.user):
 		m := rePublish.FindStringSubmatch(st.user)
@@ -161,6 +174,72 @@ func demoAnswer(req llm.Request) (*llm.Response, error) {
 		return st.valve(), nil
 	}
 	return text(HelpText), nil
+}
+
+// workflow answers once a workflow call has its result (an explicit
+// selection runs one before the model is asked anything), and fills the
+// inputs of a workflow the user chose with free text from that text.
+func (st *demoState) workflow() *llm.Response {
+	for _, c := range st.calls {
+		if strings.HasPrefix(c.call.Name, "workflow_") && c.hasResult {
+			var names []string
+			for _, a := range c.result.Artifacts {
+				names = append(names, describe(a))
+			}
+			out := fmt.Sprintf("The workflow %s finished. %s", strings.TrimPrefix(c.call.Name, "workflow_"), c.result.Summary)
+			if len(names) > 0 {
+				out = strings.TrimSpace(out) + "\nArtifacts: " + strings.Join(names, ", ") + "."
+			}
+			return text(strings.TrimSpace(out))
+		}
+	}
+	if st.chosen == "" || len(st.calls) > 0 {
+		return nil
+	}
+	for _, t := range st.req.Tools {
+		if t.Name == st.chosen {
+			return calls(llm.ToolCall{Name: t.Name, Arguments: mustJSON(fillInputs(t.Parameters, st.user))})
+		}
+	}
+	return text(fmt.Sprintf("The workflow tool %s is not offered.", st.chosen))
+}
+
+// fillInputs reads a workflow's flat inputs from free text the way a model
+// might: a string input takes "with the word X", a quoted phrase or the
+// last word; a number takes the number before the input's name ("6 holes")
+// or the first number. Inputs it cannot read are left out (user input is
+// then asked in a form).
+func fillInputs(schema json.RawMessage, text string) map[string]any {
+	var sc struct {
+		Properties map[string]struct {
+			Type string `json:"type"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(schema, &sc)
+	out := map[string]any{}
+	for name, p := range sc.Properties {
+		leaf := name[strings.LastIndex(name, ".")+1:]
+		switch p.Type {
+		case "integer", "number":
+			near := regexp.MustCompile(`(?i)(-?\d+(?:\.\d+)?)\s*(?:mm\s+)?` + regexp.QuoteMeta(strings.Split(leaf, "_")[0]))
+			if m := near.FindStringSubmatch(text); m != nil {
+				out[name] = json.Number(m[1])
+			} else if len(sc.Properties) == 1 {
+				if m := reNumber.FindString(text); m != "" {
+					out[name] = json.Number(m)
+				}
+			}
+		case "string":
+			if m := reWord.FindStringSubmatch(text); m != nil {
+				out[name] = firstNonEmpty(m[1:]...)
+			} else if m := reQuoted.FindStringSubmatch(text); m != nil {
+				out[name] = firstNonEmpty(m[1:]...)
+			} else if f := strings.Fields(text); len(f) > 0 && len(sc.Properties) == 1 {
+				out[name] = strings.Trim(f[len(f)-1], ".,!?;:")
+			}
+		}
+	}
+	return out
 }
 
 // problem answers with a final text when a call since the user message

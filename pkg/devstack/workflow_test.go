@@ -1,0 +1,263 @@
+package devstack
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// workflowAnswerer is a model that only writes the final answer from a
+// workflow's result, and counts on the platform for everything before it.
+func workflowAnswerer() *model {
+	return &model{decide: func(req llm.Request) *llm.Response {
+		for id, r := range toolResults(req) {
+			if strings.HasPrefix(id, "call_wf_") || strings.HasPrefix(id, "wf") {
+				if e, ok := r["error"].(string); ok {
+					return answer("workflow " + r["status"].(string) + ": " + e)
+				}
+				return answer("workflow " + r["status"].(string))
+			}
+		}
+		return answer("no workflow result")
+	}}
+}
+
+// startWorkflow posts a message body and returns the new turn's id.
+func (c *client) startWorkflow(cid string, body map[string]any) string {
+	c.t.Helper()
+	var out struct {
+		TurnID string `json:"turn_id"`
+	}
+	if code := c.do("POST", "/v1/conversations/"+cid+"/messages", body, &out); code != http.StatusAccepted {
+		c.t.Fatalf("POST %v = %d, want 202", body, code)
+	}
+	return out.TurnID
+}
+
+// pngOf returns the PNG artifact of v, failing the test without one.
+func (c *client) pngOf(cid string, v turn.View) {
+	c.t.Helper()
+	for _, a := range v.Artifacts {
+		if a.MimeType == "image/png" {
+			if ink := inkFraction(c.downloadPNG(cid, a.ID)); ink < 0.01 {
+				c.t.Errorf("PNG %s ink = %.3f, want the word drawn", a.ID, ink)
+			}
+			return
+		}
+	}
+	c.t.Fatalf("turn artifacts = %+v, want a PNG", v.Artifacts)
+}
+
+// Issue 8 acceptance, spec §3.4: the text-to-PNG workflow started from the
+// catalog with its input runs as a synthetic call (no LLM routing
+// decision): exactly 1 LLM call, the final answer, and a PNG.
+func TestWorkflowFromCatalog(t *testing.T) {
+	t.Parallel()
+	m := workflowAnswerer()
+	_, c := stack(t, m)
+	var cat struct {
+		Workflows []catalog.WorkflowInfo `json:"workflows"`
+	}
+	if code := c.do("GET", "/v1/catalog", nil, &cat); code != http.StatusOK {
+		t.Fatalf("GET /v1/catalog = %d", code)
+	}
+	var wf *catalog.WorkflowInfo
+	for i := range cat.Workflows {
+		if cat.Workflows[i].ID == "word_to_png" {
+			wf = &cat.Workflows[i]
+		}
+	}
+	if wf == nil || len(wf.Inputs) != 1 || wf.Inputs[0].Path != "word" || wf.Inputs[0].Type != "string" {
+		t.Fatalf("catalog workflow word_to_png = %+v, want one string input word", wf)
+	}
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"text": "", "workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{"word": "Flow"}}})
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.Reply != "workflow succeeded" || v.LLMCalls != 1 || len(v.Artifacts) != 2 {
+		t.Fatalf("turn = %s %q, %d LLM calls, %d artifacts; want succeeded with 1 LLM call and the SVG and PNG", v.Status, v.Reply, v.LLMCalls, len(v.Artifacts))
+	}
+	c.pngOf(cid, v)
+	if reqs := m.requests(); len(reqs) != 1 || !strings.Contains(lastUser(reqs[0]), "word_to_png") {
+		t.Errorf("LLM requests = %d, want 1 whose user message names the workflow", len(reqs))
+	}
+}
+
+// Issue 8 acceptance, spec §3.4: a selection without an input pauses with
+// a typed form for it (there is no model to tell), the answer runs the
+// workflow; "/workflow <id>" without text is the same selection.
+func TestWorkflowMissingInputAsksForm(t *testing.T) {
+	t.Parallel()
+	for name, body := range map[string]map[string]any{
+		"workflow field":   {"text": "", "workflow": map[string]any{"id": "word_to_png"}},
+		"slash command":    {"text": "/workflow word_to_png"},
+		"empty inputs too": {"workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			m := workflowAnswerer()
+			_, c := stack(t, m)
+			cid := c.newConversation()
+			tid := c.startWorkflow(cid, body)
+			v := c.wait(cid, tid)
+			if v.Status != "awaiting_input" || v.Form == nil || len(v.Form.Calls) != 1 {
+				t.Fatalf("turn = %s form %+v, want awaiting_input with one call's form", v.Status, v.Form)
+			}
+			f := v.Form.Calls[0]
+			if f.Tool != "workflow_word_to_png" || len(f.Fields) != 1 || f.Fields[0].Name != "word" || f.Fields[0].Type != "string" || !f.Fields[0].Required {
+				t.Fatalf("form = %+v, want the required string field word of workflow_word_to_png", f)
+			}
+			if v.LLMCalls != 0 {
+				t.Errorf("LLM calls before the form = %d, want 0", v.LLMCalls)
+			}
+			if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"word": "Formed"}}}); code != http.StatusAccepted {
+				t.Fatalf("answer = %d", code)
+			}
+			v = c.wait(cid, tid)
+			if v.Status != "succeeded" || v.LLMCalls != 1 {
+				t.Fatalf("turn = %s %q with %d LLM calls, want succeeded with 1", v.Status, v.Reply, v.LLMCalls)
+			}
+			c.pngOf(cid, v)
+		})
+	}
+}
+
+// Issue 8 acceptance, spec §3.4: "/workflow <id> some text" is a hint: the
+// model fills the workflow's inputs from the text (here the offline demo
+// model, as `make run` has it).
+func TestWorkflowFreeTextModelFillsInputs(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, nil)
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"text": "/workflow word_to_png please render Hinted"})
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.LLMCalls != 2 || !strings.Contains(v.Reply, "word_to_png finished") {
+		t.Fatalf("turn = %s %q with %d LLM calls, want succeeded after 2 (fill the inputs, answer)", v.Status, v.Reply, v.LLMCalls)
+	}
+	c.pngOf(cid, v)
+	var conv struct {
+		History []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"history"`
+	}
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if len(conv.History) == 0 || conv.History[0].Content != "/workflow word_to_png please render Hinted" {
+		t.Errorf("history = %+v, want the user's own text first", conv.History)
+	}
+	for _, e := range c.historyOf(cid) {
+		if args, ok := e["arguments"].(map[string]any); ok && e["tool"] == "workflow_word_to_png" && args["word"] != "Hinted" {
+			t.Errorf("workflow call arguments = %v, want word Hinted from the text", args)
+		}
+	}
+}
+
+// Issue 8 acceptance: a failing step is reported with the step's name and
+// the specialist's message; templates come from the configured folder.
+func TestWorkflowFailingStepIsNamed(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tpl := `{"id": "badge", "name": "Badge", "description": "A coloured word as PNG.",
+	  "inputs": [{"path": "word"}, {"path": "style.color", "description": "Text colour."}],
+	  "steps": [
+	    {"id": "svg", "name": "Draw the badge", "skill": "create_svg_artifact", "arguments": {"word": "{{inputs.word}}", "color": "{{inputs.style.color}}"}},
+	    {"id": "png", "name": "Rasterize", "skill": "convert_svg_to_png", "arguments": {"artifact_id": "{{steps.svg.artifact}}"}}
+	  ]}`
+	if err := os.WriteFile(filepath.Join(dir, "badge.json"), []byte(tpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, c := stack(t, workflowAnswerer(), func(cfg *Config) { cfg.WorkflowsDir = dir })
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "badge", "inputs": map[string]any{"word": "Hi", "style.color": "ultraviolet"}}})
+	v := c.wait(cid, tid)
+	step, msg := `workflow failed: workflow badge step 1 "Draw the badge" (create_svg_artifact) failed: `, `color "ultraviolet" is not supported`
+	if v.Status != "succeeded" || !strings.HasPrefix(v.Reply, step) || !strings.Contains(v.Reply, msg) {
+		t.Fatalf("turn = %s %q, want the answer to start with %q and give the specialist's %q", v.Status, v.Reply, step, msg)
+	}
+	if len(v.Artifacts) != 0 {
+		t.Errorf("artifacts = %+v, want none", v.Artifacts)
+	}
+
+	// The same template runs through both steps with a colour it knows.
+	tid = c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "badge", "inputs": map[string]any{"word": "Hi", "style.color": "navy"}}})
+	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "workflow succeeded" {
+		t.Fatalf("turn = %s %q, want succeeded", v.Status, v.Reply)
+	}
+	c.pngOf(cid, v)
+}
+
+// Issue 8: what cannot start is a 4xx with a message, before any turn.
+func TestWorkflowSelectionErrors(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, workflowAnswerer())
+	cid := c.newConversation()
+	tests := []struct {
+		name       string
+		body       map[string]any
+		code, want string
+	}{
+		{"slash without id", map[string]any{"text": "/workflow"}, "invalid_workflow", "usage: /workflow <id> [text]; workflows: flange_drawing, word_to_png"},
+		{"unknown id", map[string]any{"text": "/workflow nope"}, "unknown_workflow", "no workflow nope; workflows: flange_drawing, word_to_png"},
+		{"both ways", map[string]any{"text": "/workflow word_to_png", "workflow": map[string]any{"id": "word_to_png"}}, "invalid_workflow", "not both"},
+		{"wrong input type", map[string]any{"workflow": map[string]any{"id": "flange_drawing", "inputs": map[string]any{"drawing.holes": "six"}}},
+			"invalid_workflow_inputs", "drawing.holes"},
+		{"unknown input", map[string]any{"workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{"word": "a", "colour": "red"}}},
+			"invalid_workflow_inputs", "colour"},
+	}
+	for _, tt := range tests {
+		var out struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		code := c.do("POST", "/v1/conversations/"+cid+"/messages", tt.body, &out)
+		if code != http.StatusBadRequest || out.Error.Code != tt.code || !strings.Contains(out.Error.Message, tt.want) {
+			t.Errorf("%s: POST = %d %s %q, want 400 %s containing %q", tt.name, code, out.Error.Code, out.Error.Message, tt.code, tt.want)
+		}
+	}
+	var list struct {
+		Turns []any `json:"turns"`
+	}
+	if c.do("GET", "/v1/conversations/"+cid, nil, &list); len(list.Turns) != 0 {
+		t.Errorf("turns = %d, want none started by refused selections", len(list.Turns))
+	}
+}
+
+// Issue 8: a template whose bindings do not resolve stops the stack at
+// start with an error naming the file, the step and the binding; one that
+// names an unknown skill is left out of the catalog with its reason.
+func TestWorkflowCompileErrorsAtLoad(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bad := `{"id": "broken", "inputs": [{"path": "word"}], "steps": [{"id": "svg", "skill": "create_svg_artifact", "arguments": {"word": "{{inputs.wrod}}"}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(t.Context(), Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), WorkflowsDir: dir})
+	want := `broken.json: invalid workflow template: broken: step 1 "svg" (create_svg_artifact): unresolved binding {{inputs.wrod}}: no input "wrod" is declared (inputs: word)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Start() error = %v, want it to contain %q", err, want)
+	}
+
+	unknown := `{"id": "paint", "inputs": [{"path": "word"}], "steps": [{"name": "Paint", "skill": "paint_picture", "arguments": {"subject": "{{inputs.word}}"}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(unknown), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, c := stack(t, nil, func(cfg *Config) { cfg.WorkflowsDir = dir })
+	banner := st.Banner("test")
+	if !strings.Contains(banner, `left out:  invalid workflow template: paint: step 1 "Paint" (paint_picture): unknown skill "paint_picture"`) {
+		t.Errorf("Banner() = %q, want the left-out template and why", banner)
+	}
+	var cat struct {
+		Workflows []catalog.WorkflowInfo `json:"workflows"`
+	}
+	if c.do("GET", "/v1/catalog", nil, &cat); len(cat.Workflows) != 0 {
+		t.Errorf("catalog workflows = %+v, want none", cat.Workflows)
+	}
+}
