@@ -27,6 +27,7 @@ import (
 //	ARTIFACT_BUCKET      the S3 bucket of artifacts (required)
 //	AUDIT_BUCKET         the S3 bucket of the audit log (versioned, never expires)
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated
+//	CLIENTAGENT_WORKFLOWS_DIR   a folder of workflow templates (default: the built-in examples)
 //	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
 //	CLIENTAGENT_LLM, CLIENTAGENT_MODEL, OPENAI_BASE_URL …  the model (pkg/llm/llmconfig)
 //	CLIENTAGENT_MAX_LLM_CALLS …                            the turn limits (LimitsFromEnv)
@@ -72,6 +73,7 @@ func FromEnv(ctx context.Context) (*Lambda, error) {
 		InvokeTimeout:   5 * time.Minute,
 		PublicFilesOnly: os.Getenv("CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS") == "",
 		Audit:           auditLog,
+		WorkflowsDir:    os.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
 		Logger:          log,
 	}, rdb, arts, model)
 	if err != nil {
