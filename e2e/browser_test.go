@@ -73,6 +73,7 @@ func TestBrowser(t *testing.T) {
 		{file: "reject.mjs"},               // spec §3.3: Reject with a note runs nothing, the reply says so
 		{file: "supersede.mjs"},            // spec §3.3, API.md: free text supersedes a waiting turn
 		{file: "restore.mjs"},              // spec §3.1: a reload restores the conversation from the record
+		{file: "workflow.mjs"},             // spec §3.4, issue 8: a workflow started from the page, missing input asked in a form
 		{file: "expire.mjs", expiry: true}, // spec §3.3: an unanswered approval expires, nothing runs
 	} {
 		t.Run(sc.file, func(t *testing.T) {

@@ -79,6 +79,13 @@ export class API {
     if (files && files.length) json.files = files;
     return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json });
   }
+  /** startWorkflow selects a workflow explicitly (spec §3.4); missing inputs come back as the turn's form. */
+  startWorkflow(cid, id, inputs) {
+    return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json: { text: "", workflow: { id, inputs } } });
+  }
+  getCatalog() {
+    return this.request("GET", "/v1/catalog");
+  }
   getTurn(cid, tid) {
     return this.request("GET", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}`);
   }

@@ -42,6 +42,8 @@ const els = {
   attach: $("attach"),
   fileInput: $("file-input"),
   attachments: $("attachments"),
+  workflowList: $("workflow-list"),
+  workflowForm: $("workflow-form"),
 };
 
 const state = {
@@ -346,25 +348,7 @@ async function send() {
     els.composer.value = "";
     state.pendingFiles = [];
     renderAttachments();
-    clearError();
-    let view = state.views.get(res.turn_id);
-    if (!view) {
-      // A new turn. (A short yes/no to a pending approval answers that turn
-      // instead, and comes back with its id.)
-      view = new TurnView(res.turn_id, text, names);
-      state.views.set(res.turn_id, view);
-      els.messages.querySelector(".empty")?.remove();
-      els.messages.append(view.el);
-    }
-    view.update({ turn_id: res.turn_id, status: res.status || "running" });
-    scrollDown();
-    pollTurn(view);
-    // Free text supersedes a turn that waited for input: follow it until
-    // it shows that (it reads as running until its execution applies it).
-    for (const other of state.views.values()) {
-      if (other !== view && WAITING.has(other.status)) pollTurn(other);
-    }
-    refreshConversations();
+    followTurn(res, text, names);
   } catch (err) {
     showError(err);
   } finally {
@@ -372,6 +356,93 @@ async function send() {
     els.send.disabled = false;
     els.composer.focus();
   }
+}
+
+/** followTurn shows the turn a message started (or answered) and polls it. */
+function followTurn(res, text, names = []) {
+  clearError();
+  let view = state.views.get(res.turn_id);
+  if (!view) {
+    // A new turn. (A short yes/no to a pending approval answers that turn
+    // instead, and comes back with its id.)
+    view = new TurnView(res.turn_id, text, names);
+    state.views.set(res.turn_id, view);
+    els.messages.querySelector(".empty")?.remove();
+    els.messages.append(view.el);
+  }
+  view.update({ turn_id: res.turn_id, status: res.status || "running" });
+  scrollDown();
+  pollTurn(view);
+  // Free text supersedes a turn that waited for input: follow it until
+  // it shows that (it reads as running until its execution applies it).
+  for (const other of state.views.values()) {
+    if (other !== view && WAITING.has(other.status)) pollTurn(other);
+  }
+  refreshConversations();
+}
+
+// ---- workflows -------------------------------------------------------------
+
+/** loadWorkflows lists the catalog's workflow templates in the sidebar. */
+async function loadWorkflows() {
+  try {
+    const cat = await api.getCatalog();
+    const wfs = (cat && cat.workflows) || [];
+    els.workflowList.replaceChildren(
+      ...wfs.map((w) =>
+        h(
+          "li",
+          {},
+          h("button", { type: "button", class: "link workflow-open", "data-testid": "workflow", "data-id": w.id, title: w.description, onclick: () => openWorkflow(w) }, w.name || w.id),
+        ),
+      ),
+    );
+    if (!wfs.length) els.workflowList.append(h("li", { class: "muted" }, "none"));
+  } catch (err) {
+    showError(err);
+  }
+}
+
+/**
+ * openWorkflow shows a workflow's inputs above the composer. Every field may
+ * stay empty: the turn then asks for what is missing in its own form.
+ */
+function openWorkflow(w) {
+  const fields = (w.inputs || []).map((i) => ({ name: i.path, type: i.type, description: i.description, enum: i.enum, required: false }));
+  const inputs = fields.map((f, n) => {
+    const id = `wf-${w.id}-${n}`;
+    return { f, id, el: fieldInput(f, id) };
+  });
+  const form = els.workflowForm;
+  form.replaceChildren(
+    h("h3", {}, w.name || w.id),
+    w.description ? h("p", { class: "muted" }, w.description) : null,
+    ...inputs.map(({ f, id, el }) => h("div", { class: "field" }, h("label", { for: id }, f.name, f.description ? h("span", { class: "muted" }, ` — ${f.description}`) : null), el)),
+    h(
+      "div",
+      { class: "actions" },
+      h("button", { type: "submit", "data-testid": "workflow-start" }, "Start"),
+      h("button", { type: "button", class: "link", onclick: () => (form.hidden = true) }, "Cancel"),
+    ),
+  );
+  form.onsubmit = async (ev) => {
+    ev.preventDefault();
+    const values = {};
+    try {
+      for (const { f, el } of inputs) {
+        const v = fieldValue(f, el);
+        if (v !== undefined) values[f.name] = v;
+      }
+      const cid = state.cid || (await newConversation());
+      const res = await api.startWorkflow(cid, w.id, values);
+      form.hidden = true;
+      followTurn(res, `Run the workflow ${w.id}`);
+    } catch (err) {
+      showError(err);
+    }
+  };
+  form.hidden = false;
+  inputs[0]?.el.focus();
 }
 
 // ---- turns -----------------------------------------------------------------
@@ -789,6 +860,7 @@ async function start() {
   els.tokenPanel.hidden = true;
   els.app.hidden = false;
   await refreshConversations();
+  loadWorkflows();
   els.composer.focus();
 }
 

@@ -1,0 +1,49 @@
+// workflow.mjs: a workflow template started from the page's catalog (spec
+// §3.4, issue 8). The sidebar lists the catalog's workflows; "Word to PNG"
+// opened and started with its input empty pauses the turn with a typed form
+// for `word` (an explicit selection has no model to fill it); the answer runs
+// the SVG → PNG chain with one LLM call, and the PNG shows inline. Then the
+// same workflow started with its input filled runs without a form.
+//   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/workflow.mjs
+import { main, waitStatus, waitImage, shot } from "./lib.mjs";
+
+async function startWorkflow(page, values) {
+  const before = await page.getByTestId("turn").count();
+  await page.locator('[data-testid="workflow"][data-id="word_to_png"]').click();
+  const form = page.getByTestId("workflow-form");
+  await form.waitFor({ state: "visible" });
+  const heading = await form.locator("h3").innerText();
+  if (heading !== "Word to PNG") throw new Error(`workflow form heading "${heading}", want "Word to PNG"`);
+  for (const [name, value] of Object.entries(values)) await form.getByTestId(`field-${name}`).fill(value);
+  await form.getByTestId("workflow-start").click();
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
+  if (await form.isVisible()) throw new Error("workflow form still open after Start");
+  const id = await page.getByTestId("turn").last().getAttribute("data-turn-id");
+  return page.locator(`[data-testid="turn"][data-turn-id="${id}"]`);
+}
+
+await main("workflow", async (page) => {
+  const ids = await page.getByTestId("workflow").evaluateAll((els) => els.map((e) => e.dataset.id));
+  if (!ids.includes("word_to_png") || !ids.includes("flange_drawing")) throw new Error(`sidebar workflows [${ids.join(", ")}], want word_to_png and flange_drawing`);
+
+  // 1. Started with nothing filled in: the turn asks for the word.
+  const turn = await startWorkflow(page, {});
+  await waitStatus(turn, ["awaiting_input"]);
+  const form = turn.getByTestId("form");
+  const legend = await form.getByTestId("form-call").first().locator("legend").innerText();
+  if (!legend.includes("workflow_word_to_png")) throw new Error(`form is for ${legend}, want workflow_word_to_png`);
+  await form.getByTestId("field-word").fill("Flowchart");
+  await form.getByTestId("form-submit").click();
+  await waitStatus(turn, ["succeeded"]);
+  const { naturalWidth } = await waitImage(turn, "image/png");
+  const reply = (await turn.getByTestId("reply").innerText()).trim();
+  if (!reply.includes("word_to_png finished")) throw new Error(`reply "${reply}" does not report the workflow`);
+  console.log(`form answered, PNG naturalWidth ${naturalWidth}; reply: ${reply}`);
+  console.log(`screenshot: ${await shot(page, "workflow.png")}`);
+
+  // 2. Started with the word: no form, straight to the PNG.
+  const direct = await startWorkflow(page, { word: "Direct" });
+  await waitStatus(direct, ["succeeded"]);
+  await waitImage(direct, "image/png");
+  if (await direct.getByTestId("form").count()) throw new Error("a form was shown although the input was given");
+});
