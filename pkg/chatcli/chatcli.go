@@ -147,6 +147,24 @@ func (s *session) printf(format string, args ...any) {
 	fmt.Fprintf(s.out, format, args...)
 }
 
+// listWorkflows prints the catalog's workflows with their inputs.
+func (s *session) listWorkflows(ctx context.Context) error {
+	wfs, err := s.api.Workflows(ctx)
+	if err != nil {
+		return fmt.Errorf("list workflows: %w", err)
+	}
+	if len(wfs) == 0 {
+		s.printf("no workflows\n")
+	}
+	for _, w := range wfs {
+		s.printf("%s — %s: %s\n", w.ID, w.Name, w.Description)
+		for _, in := range w.Inputs {
+			s.printf("    %s (%s) %s\n", in.Path, in.Type, in.Description)
+		}
+	}
+	return nil
+}
+
 func (s *session) handle(ctx context.Context, line string) error {
 	switch {
 	case line == "":
@@ -156,10 +174,15 @@ func (s *session) handle(ctx context.Context, line string) error {
 	case line == "/new":
 		return s.newConversation(ctx)
 	case line == "/help":
-		s.printf("/new starts a conversation, /upload PATH attaches a file to the next message, /quit ends.\n")
+		s.printf("/new starts a conversation, /upload PATH attaches a file to the next message,\n" +
+			"/workflows lists the workflows, /workflow ID [text] starts one (its missing inputs are asked), /quit ends.\n")
 		return nil
 	case strings.HasPrefix(line, "/upload "):
 		return s.upload(ctx, strings.TrimSpace(strings.TrimPrefix(line, "/upload ")))
+	case line == "/workflows":
+		return s.listWorkflows(ctx)
+	case line == "/workflow" || strings.HasPrefix(line, "/workflow "):
+		// The API reads the command itself (spec §3.4): sent as it is.
 	case strings.HasPrefix(line, "/"):
 		s.printf("unknown command %s (try /help)\n", strings.Fields(line)[0])
 		return nil

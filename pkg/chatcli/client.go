@@ -221,6 +221,27 @@ func (c *Client) SendMessage(ctx context.Context, cid, text string, files []stri
 	return out.ID, nil
 }
 
+// Workflow is one workflow of GET /v1/catalog.
+type Workflow struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Inputs      []struct {
+		Path        string `json:"path"`
+		Type        string `json:"type"`
+		Description string `json:"description"`
+	} `json:"inputs"`
+}
+
+// Workflows lists the catalog's workflow templates.
+func (c *Client) Workflows(ctx context.Context) ([]Workflow, error) {
+	var out struct {
+		Workflows []Workflow `json:"workflows"`
+	}
+	err := c.doJSON(ctx, http.MethodGet, "/v1/catalog", nil, &out)
+	return out.Workflows, err
+}
+
 // GetTurn reads a turn's current state.
 func (c *Client) GetTurn(ctx context.Context, cid, tid string) (Turn, error) {
 	var t Turn

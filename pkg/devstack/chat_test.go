@@ -24,6 +24,9 @@ func TestChatCLIAgainstStack(t *testing.T) {
 		"brass",
 		"Publish it to web",
 		"y",
+		"/workflows",
+		"/workflow word_to_png",
+		"Workflowed",
 		"/quit",
 	}, "\n") + "\n")
 	var out bytes.Buffer
@@ -31,7 +34,8 @@ func TestChatCLIAgainstStack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Run() = %v\n%s", err, out.String())
 	}
-	for _, want := range []string{"create_svg_artifact succeeded", "convert_svg_to_png succeeded", "material", "Approve publish_artifact", "publish_artifact succeeded"} {
+	for _, want := range []string{"create_svg_artifact succeeded", "convert_svg_to_png succeeded", "material", "Approve publish_artifact", "publish_artifact succeeded",
+		"word_to_png — Word to PNG", "    word (string) The word to render.", "workflow_word_to_png succeeded", "word_to_png finished"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -43,6 +47,9 @@ func TestChatCLIAgainstStack(t *testing.T) {
 	defer f.Close()
 	if _, err := png.Decode(f); err != nil {
 		t.Errorf("saved PNG does not decode: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "Workflowed.png")); err != nil {
+		t.Errorf("the workflow's PNG was not saved: %v", err)
 	}
 	if n := len(st.Publications.List()); n != 1 {
 		t.Errorf("publications = %d, want 1", n)
