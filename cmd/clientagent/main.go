@@ -11,15 +11,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
+	"time"
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/auth"
+	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/chatcli"
+	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/devstack"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
@@ -30,6 +35,9 @@ const usage = `usage:
   clientagent token --user NAME        print a token for another user of the local stack
   clientagent chat [--url URL] [--token TOKEN] [--out DIR]
                                        chat in the terminal (default: the local stack)
+  clientagent workflows check DIR      compile the workflow templates in DIR against the
+                                       specialists' skills (CLIENTAGENT_AGENTS, default the
+                                       local stack's demo agents) and show their inputs
 `
 
 func main() {
@@ -74,6 +82,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return chatcli.Run(ctx, chatcli.Options{BaseURL: *url, Token: *tok, In: stdin, Out: stdout, OutDir: *out, Conversation: *conv})
+	case "workflows":
+		if len(args) != 3 || args[1] != "check" {
+			fmt.Fprint(stderr, usage)
+			return errors.New("usage: clientagent workflows check DIR")
+		}
+		agentURLs := agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS"))
+		if len(agentURLs) == 0 {
+			agentURLs = demoagents.AgentURLs(env("CLIENTAGENT_URL", "http://"+env("CLIENTAGENT_ADDR", "127.0.0.1:8080")))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return checkWorkflows(ctx, os.DirFS(args[2]), agentURLs, stdout)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", args[0])
@@ -111,6 +131,45 @@ func dev(dataDir string, stdout io.Writer) error {
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "\nshutting down…")
 	return st.Close()
+}
+
+// checkWorkflows loads the templates of fsys and compiles them against the
+// skills of the agents at agentURLs, printing each workflow's inputs (its
+// tool's parameters) or why it does not compile.
+func checkWorkflows(ctx context.Context, fsys fs.FS, agentURLs []string, out io.Writer) error {
+	wfs, err := catalog.LoadWorkflows(fsys, ".")
+	if err != nil {
+		return err
+	}
+	caps, err := agents.NewRegistry(agents.RegistryOptions{URLs: agentURLs, Logger: slog.New(slog.DiscardHandler)}).Capabilities(ctx)
+	if err != nil {
+		return fmt.Errorf("read the specialists' skills: %w", err)
+	}
+	if len(caps) == 0 {
+		return fmt.Errorf("no skills at %s: is the local stack (make run) or CLIENTAGENT_AGENTS up?", strings.Join(agentURLs, ", "))
+	}
+	cat := catalog.New(caps, wfs)
+	for _, w := range cat.Workflows() {
+		fmt.Fprintf(out, "ok    %s (%s)\n", w.ID, catalog.WorkflowToolName(w.ID))
+		for _, in := range w.Inputs {
+			flags := ""
+			if in.UserInput {
+				flags += " [user input]"
+			}
+			if in.ArtifactRef {
+				flags += " [artifact]"
+			}
+			fmt.Fprintf(out, "        %s: %s%s  %s\n", in.Path, in.Type, flags, in.Description)
+		}
+	}
+	errs := cat.WorkflowErrors()
+	for _, err := range errs {
+		fmt.Fprintf(out, "error %v\n", err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d of %d workflow templates do not compile", len(errs), len(wfs))
+	}
+	return nil
 }
 
 func mint(dataDir, user string) (string, error) {

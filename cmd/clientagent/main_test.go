@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/clientagent/clientagent/pkg/demoagents"
+)
+
+// Issue 8: `clientagent workflows check` compiles templates against the
+// specialists' real agent cards: a good template shows its derived inputs,
+// a broken one is named with its reason and fails the command.
+func TestCheckWorkflows(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nil)
+	srv.Config.Handler = demoagents.Handler(srv.URL, demoagents.Options{})
+	t.Cleanup(srv.Close)
+	urls := demoagents.AgentURLs(srv.URL)
+
+	good := fstest.MapFS{"flange.json": {Data: []byte(`{"id": "flange", "name": "Flange", "description": "d",
+		"inputs": [{"path": "n"}, {"path": "m"}, {"path": "od"}],
+		"steps": [{"skill": "design_valve_flange", "arguments": {"holes": "{{inputs.n}}", "material": "{{inputs.m}}", "outer_diameter_mm": "{{inputs.od}}"}}]}`)}}
+	var out bytes.Buffer
+	if err := checkWorkflows(t.Context(), good, urls, &out); err != nil {
+		t.Fatalf("checkWorkflows(good) = %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"ok    flange (workflow_flange)", "n: integer", "m: string [user input]", "od: number"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	bad := fstest.MapFS{"a.json": {Data: []byte(`{"id": "a", "steps": [{"skill": "convert_svg_to_png", "arguments": {"width": 100}}]}`)}}
+	out.Reset()
+	err := checkWorkflows(t.Context(), bad, urls, &out)
+	if err == nil || !strings.Contains(out.String(), `error invalid workflow template: a: step 1 (convert_svg_to_png): convert_svg_to_png requires "artifact_id", which is bound to nothing`) {
+		t.Errorf("checkWorkflows(bad) = %v, output:\n%s\nwant an error naming the unbound parameter", err, out.String())
+	}
+}
