@@ -47,22 +47,26 @@ bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per 
 clean:
 	rm -rf bin .data
 
-# ---- AWS (infra/, a separate Go module: the CDK app; see infra/README.md) ----
-.PHONY: synth deploy test-infra
+# ---- AWS (infra/, a separate Go module: the CDK app; docs/deploy.md, infra/README.md) ----
+.PHONY: synth deploy destroy test-infra
 ENV ?= dev
 # jsii reads this before any Go code runs, so it is set here: node 20 works.
 JSII_QUIET := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=18,20
+# Per-environment settings are in cdk.json ("environments"). Without
+# JWT_ISSUER the stack creates a Cognito user pool and uses it.
 # Extra context, e.g. INFRA_CONTEXT='-c llm=openai -c webOrigins=https://chat.example.com'
 INFRA_CONTEXT ?=
+CDK ?= npx --yes aws-cdk@2
+INFRA_ARGS = -c env=$(ENV) $(if $(JWT_ISSUER),-c jwtIssuer=$(JWT_ISSUER)) $(if $(JWT_AUDIENCE),-c jwtAudience=$(JWT_AUDIENCE)) $(INFRA_CONTEXT)
 
 test-infra: ## synthesize the CDK stack and check it (no AWS account needed)
 	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
 
-synth: build ## the CloudFormation template under infra/cdk.out (offline; placeholder JWT settings unless given)
-	cd infra && $(JSII_QUIET) $(GO) run . -c env=$(ENV) \
-		-c jwtIssuer=$(or $(JWT_ISSUER),https://issuer.invalid/) -c jwtAudience=$(or $(JWT_AUDIENCE),clientagent) $(INFRA_CONTEXT)
+synth: build ## make synth ENV=dev|staging|prod: the template under $$CDK_OUTDIR, else ./cdk.out (offline, no CDK CLI)
+	cd infra && $(JSII_QUIET) $(GO) run . $(INFRA_ARGS)
 
-deploy: build ## make deploy ENV=dev JWT_ISSUER=https://… JWT_AUDIENCE=… (needs AWS credentials, a bootstrapped account)
-	@test -n "$(JWT_ISSUER)" -a -n "$(JWT_AUDIENCE)" || { echo "deploy needs JWT_ISSUER and JWT_AUDIENCE (see infra/README.md)"; exit 2; }
-	cd infra && $(JSII_QUIET) npx --yes aws-cdk@2 deploy -c env=$(ENV) -c jwtIssuer=$(JWT_ISSUER) -c jwtAudience=$(JWT_AUDIENCE) \
-		$(INFRA_CONTEXT) --app "$(GO) run ." --require-approval broadening
+deploy: build ## make deploy ENV=dev [JWT_ISSUER=https://… JWT_AUDIENCE=…] (AWS credentials, a bootstrapped account; docs/deploy.md)
+	$(JSII_QUIET) $(CDK) deploy $(INFRA_ARGS) --require-approval broadening --outputs-file cdk.out/outputs-$(ENV).json
+
+destroy: build ## make destroy ENV=…: delete the stack (prod keeps its data; docs/deploy.md, teardown)
+	$(JSII_QUIET) $(CDK) destroy $(INFRA_ARGS)

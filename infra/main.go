@@ -1,30 +1,47 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
 )
 
-// main synthesizes the stack clientagent-<env> into cdk.out. Context comes
-// from the CDK CLI (`cdk deploy -c env=prod --app "go run ."`) or, without
-// the CLI, from `go run . -c env=prod -c jwtIssuer=…` arguments.
+// main synthesizes the stack clientagent-<env>. It runs in infra/, started
+// by the CDK CLI from the repository root (cdk.json: "cd infra && go run .")
+// or by `make synth` (`go run . -c env=prod …`, no CLI).
+//
+// Both read the same settings: the context of the root cdk.json, then
+// `-c key=value` arguments (the CLI passes its own context, cdk.json's
+// included, which wins over both). Both write the cloud assembly to the same
+// place: CDK_OUTDIR when set, else cdk.out, a relative path being relative to
+// the repository root, where the CLI looks for it.
 func main() {
 	defer jsii.Close()
+	root, err := repoRoot()
+	if err != nil {
+		fail(err)
+	}
+	ctx := map[string]any{}
+	if root != "" {
+		if ctx, err = ReadCDKJSONContext(filepath.Join(root, "cdk.json")); err != nil {
+			fail(err)
+		}
+	} else {
+		root = "."
+	}
 	args, err := ContextFromArgs(os.Args[1:])
 	if err != nil {
 		fail(err)
 	}
-	appProps := &awscdk.AppProps{Context: &args}
-	if os.Getenv("CDK_OUTDIR") == "" {
-		// Without the CLI, write where the CLI would (cdk deploy --app cdk.out).
-		appProps.Outdir = jsii.String("cdk.out")
-	}
-	app := awscdk.NewApp(appProps)
+	maps.Copy(ctx, args)
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(OutDir(root, os.Getenv("CDK_OUTDIR")))})
 	props, err := PropsFromContext(func(key string) any { return app.Node().TryGetContext(jsii.String(key)) })
 	if err != nil {
 		fail(err)
@@ -47,6 +64,36 @@ func fail(err error) {
 	os.Exit(2)
 }
 
+// repoRoot returns the directory of the repository's cdk.json relative to
+// the working directory (infra/ or the root), or "" when there is none.
+func repoRoot() (string, error) {
+	for _, dir := range []string{"..", "."} {
+		_, err := os.Stat(filepath.Join(dir, "cdk.json"))
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("look for cdk.json: %w", err)
+		}
+	}
+	return "", nil
+}
+
+// OutDir is where the cloud assembly goes: outdirEnv (CDK_OUTDIR) or
+// "cdk.out", relative paths taken from root. The CLI passes CDK_OUTDIR as it
+// was configured (relative to where it runs: the root), while this program
+// runs in infra/.
+func OutDir(root, outdirEnv string) string {
+	out := strings.TrimSpace(outdirEnv)
+	if out == "" {
+		out = "cdk.out"
+	}
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(root, out)
+	}
+	return out
+}
+
 // ContextFromArgs reads `-c key=value` (or `--context key=value`) pairs.
 func ContextFromArgs(args []string) (map[string]any, error) {
 	ctx := map[string]any{}
@@ -66,99 +113,4 @@ func ContextFromArgs(args []string) (map[string]any, error) {
 		ctx[k] = v
 	}
 	return ctx, nil
-}
-
-// Context keys the app reads (README.md lists them with their defaults).
-const (
-	CtxEnv                 = "env"
-	CtxBinDir              = "binDir"
-	CtxASLFile             = "aslFile"
-	CtxJWTIssuer           = "jwtIssuer"
-	CtxJWTAudience         = "jwtAudience"
-	CtxWebOrigins          = "webOrigins"
-	CtxLLM                 = "llm"
-	CtxModel               = "model"
-	CtxModelSmall          = "modelSmall"
-	CtxModelLarge          = "modelLarge"
-	CtxOpenAIBaseURL       = "openaiBaseUrl"
-	CtxOpenAIKeySecretName = "openaiKeySecretName"
-	CtxAgents              = "agents"
-	CtxDemoAgents          = "demoAgents"
-	CtxArtifactExpiryDays  = "artifactExpiryDays"
-	CtxNATGateways         = "natGateways"
-	CtxAwaitTimeout        = "awaitTimeout"
-)
-
-// PropsFromContext builds the stack's props from CDK context values (strings
-// from the command line; cdk.json may also hold booleans, numbers, lists).
-func PropsFromContext(get func(key string) any) (*StackProps, error) {
-	str := func(k string) string {
-		switch v := get(k).(type) {
-		case nil:
-			return ""
-		case string:
-			return strings.TrimSpace(v)
-		default:
-			return strings.TrimSpace(fmt.Sprint(v))
-		}
-	}
-	list := func(k string) []string {
-		var out []string
-		if vs, ok := get(k).([]any); ok {
-			for _, v := range vs {
-				out = append(out, strings.TrimSpace(fmt.Sprint(v)))
-			}
-			return out
-		}
-		for _, f := range strings.Split(str(k), ",") {
-			if f = strings.TrimSpace(f); f != "" {
-				out = append(out, f)
-			}
-		}
-		return out
-	}
-	num := func(k string) (int, error) {
-		s := str(k)
-		if s == "" {
-			return 0, nil
-		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n <= 0 {
-			return 0, fmt.Errorf("context %s=%q: want a positive integer", k, s)
-		}
-		return n, nil
-	}
-	p := &StackProps{
-		EnvName:             str(CtxEnv),
-		BinDir:              str(CtxBinDir),
-		ASLFile:             str(CtxASLFile),
-		JWTIssuer:           str(CtxJWTIssuer),
-		JWTAudience:         list(CtxJWTAudience),
-		WebOrigins:          list(CtxWebOrigins),
-		LLM:                 strings.ToLower(str(CtxLLM)),
-		Model:               str(CtxModel),
-		ModelSmall:          str(CtxModelSmall),
-		ModelLarge:          str(CtxModelLarge),
-		OpenAIBaseURL:       str(CtxOpenAIBaseURL),
-		OpenAIKeySecretName: str(CtxOpenAIKeySecretName),
-		Agents:              list(CtxAgents),
-		DemoAgents:          true,
-		AwaitTimeout:        str(CtxAwaitTimeout),
-	}
-	if s := str(CtxDemoAgents); s != "" {
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return nil, fmt.Errorf("context %s=%q: want true or false", CtxDemoAgents, s)
-		}
-		p.DemoAgents = b
-	}
-	var err error
-	if p.ArtifactExpiryDays, err = num(CtxArtifactExpiryDays); err != nil {
-		return nil, err
-	}
-	if p.NATGateways, err = num(CtxNATGateways); err != nil {
-		return nil, err
-	}
-	d := p.withDefaults()
-	return &d, nil
 }

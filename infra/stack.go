@@ -20,6 +20,9 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticache"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -27,6 +30,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -96,120 +101,6 @@ var platformFunctions = []functionSpec{
 	{FnAwait, 256, 30, "turn step: stores the task token of a pause"},
 }
 
-// StackProps configures one environment's stack. The zero value of an
-// optional field means its documented default.
-type StackProps struct {
-	awscdk.StackProps
-
-	// EnvName names the environment (dev, staging, prod); it prefixes
-	// resource names: lowercase letters, digits and '-', at most 20.
-	EnvName string
-	// BinDir holds `make build`'s output: BinDir/<function>/bootstrap.
-	BinDir string
-	// ASLFile is statemachine/turn.asl.json, read at synth time.
-	ASLFile string
-
-	// JWTIssuer and JWTAudience configure the HTTP API's JWT authorizer.
-	JWTIssuer   string
-	JWTAudience []string
-	// WebOrigins are the origins allowed by CORS (the web page). Empty: "*"
-	// in the dev environment, an error elsewhere.
-	WebOrigins []string
-
-	// LLM is bedrock (default), openai or scripted.
-	LLM string
-	// Model is CLIENTAGENT_MODEL (bedrock default DefaultBedrockModel);
-	// ModelSmall and ModelLarge the optional other flavours.
-	Model, ModelSmall, ModelLarge string
-	// OpenAIBaseURL is OPENAI_BASE_URL (empty: api.openai.com).
-	OpenAIBaseURL string
-	// OpenAIKeySecretName names an existing Secrets Manager secret holding the
-	// API key; empty: the stack creates one whose value you set after deploy.
-	OpenAIKeySecretName string
-
-	// Agents are specialist base URLs (CLIENTAGENT_AGENTS) besides the demo ones.
-	Agents []string
-	// DemoAgents deploys the demo specialists behind a Function URL and
-	// lists them in CLIENTAGENT_AGENTS.
-	DemoAgents bool
-
-	// ArtifactExpiryDays expires artifacts in S3 after this many days (default 30).
-	ArtifactExpiryDays int
-	// NATGateways is the VPC's NAT gateway count (default 1; the Lambdas
-	// need egress to the LLM and the specialists).
-	NATGateways int
-	// AwaitTimeout is CLIENTAGENT_AWAIT_TIMEOUT (a Go duration); empty: the
-	// platform's default.
-	AwaitTimeout string
-}
-
-var envNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
-
-// withDefaults returns a copy of p with the documented defaults filled in.
-func (p StackProps) withDefaults() StackProps {
-	if p.EnvName == "" {
-		p.EnvName = "dev"
-	}
-	if p.BinDir == "" {
-		p.BinDir = filepath.Join("..", "bin")
-	}
-	if p.ASLFile == "" {
-		p.ASLFile = filepath.Join("..", "statemachine", "turn.asl.json")
-	}
-	if p.LLM == "" {
-		p.LLM = LLMBedrock
-	}
-	if p.LLM == LLMBedrock && p.Model == "" {
-		p.Model = DefaultBedrockModel
-	}
-	if len(p.WebOrigins) == 0 && p.EnvName == "dev" {
-		p.WebOrigins = []string{"*"}
-	}
-	if p.ArtifactExpiryDays == 0 {
-		p.ArtifactExpiryDays = 30
-	}
-	if p.NATGateways == 0 {
-		p.NATGateways = 1
-	}
-	return p
-}
-
-// Validate reports the first configuration error of p (after defaults).
-func (p StackProps) Validate() error {
-	p = p.withDefaults()
-	switch {
-	case !envNameRE.MatchString(p.EnvName):
-		return fmt.Errorf("env %q: want lowercase letters, digits and '-', starting with a letter, at most 20", p.EnvName)
-	case p.JWTIssuer == "":
-		return fmt.Errorf("jwtIssuer is required (the JWT authorizer's issuer URL)")
-	case !strings.HasPrefix(p.JWTIssuer, "https://"):
-		return fmt.Errorf("jwtIssuer %q: API Gateway needs an https:// issuer", p.JWTIssuer)
-	case len(p.JWTAudience) == 0:
-		return fmt.Errorf("jwtAudience is required (comma-separated audiences)")
-	case len(p.WebOrigins) == 0:
-		return fmt.Errorf("webOrigins is required outside dev (the web page's origins, comma-separated)")
-	case !slices.Contains([]string{LLMBedrock, LLMOpenAI, LLMScripted}, p.LLM):
-		return fmt.Errorf("llm %q: want bedrock, openai or scripted", p.LLM)
-	case p.ArtifactExpiryDays < 0:
-		return fmt.Errorf("artifactExpiryDays %d: want a positive number of days", p.ArtifactExpiryDays)
-	case p.NATGateways < 0 || p.NATGateways > 3:
-		return fmt.Errorf("natGateways %d: want 1 to 3", p.NATGateways)
-	}
-	for _, name := range append(functionNames(), FnDemoAgents) {
-		if name == FnDemoAgents && !p.DemoAgents {
-			continue
-		}
-		bootstrap := filepath.Join(p.BinDir, name, "bootstrap")
-		if _, err := os.Stat(bootstrap); err != nil {
-			return fmt.Errorf("lambda code %s: %w (run `make build` first)", bootstrap, err)
-		}
-	}
-	if _, err := os.Stat(p.ASLFile); err != nil {
-		return fmt.Errorf("state machine definition: %w", err)
-	}
-	return nil
-}
-
 func functionNames() []string {
 	out := make([]string, 0, len(platformFunctions))
 	for _, f := range platformFunctions {
@@ -252,10 +143,23 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	awscdk.Tags_Of(stack).Add(jsii.String("app"), jsii.String("clientagent"), nil)
 	awscdk.Tags_Of(stack).Add(jsii.String("env"), jsii.String(p.EnvName), nil)
 	prefix := "clientagent-" + p.EnvName
+	// What holds data (buckets, logs, the cache, users, the created secret)
+	// outlives the stack in prod; elsewhere it goes with it. Buckets are
+	// deleted only when empty: CDK's autoDeleteObjects would bring a custom
+	// resource whose role has wildcard S3 actions (docs/deploy.md, teardown).
+	removal := awscdk.RemovalPolicy_DESTROY
+	if p.RetainData {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	if len(p.WebOrigins) == 0 {
+		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("clientagent:noWebOrigins"),
+			jsii.String("webOrigins is empty: no browser origin may call the API (CLI only); set -c webOrigins=https://… for the web page"), nil)
+	}
 
 	// Network: the Lambdas live in private subnets with NAT egress (the LLM,
-	// the specialists and the AWS APIs are outside the VPC); the cache is
-	// reachable only from the Lambdas' security group.
+	// the specialists and the AWS APIs are outside the VPC; docs/deploy.md
+	// weighs NAT against endpoints); the cache is reachable only from the
+	// Lambdas' security group.
 	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
 		MaxAzs:      jsii.Number(2),
 		NatGateways: jsii.Number(float64(p.NATGateways)),
@@ -264,7 +168,7 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 			{Name: jsii.String("private"), SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS, CidrMask: jsii.Number(22)},
 		},
 		GatewayEndpoints: &map[string]*awsec2.GatewayVpcEndpointOptions{
-			// Artifact bytes to and from S3 stay off the NAT gateway.
+			// Artifact bytes to and from S3 stay off the NAT gateway (free).
 			"S3": {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
 		},
 	})
@@ -286,14 +190,30 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	for _, s := range *privateSubnets.SubnetIds {
 		subnetIDs = append(subnetIDs, s)
 	}
-	cache := awselasticache.NewCfnServerlessCache(stack, jsii.String("Valkey"), &awselasticache.CfnServerlessCacheProps{
+	cacheProps := &awselasticache.CfnServerlessCacheProps{
 		Engine:              jsii.String("valkey"),
 		MajorEngineVersion:  jsii.String("8"),
 		ServerlessCacheName: jsii.String(prefix),
 		Description:         jsii.String("clientagent conversation records (DESIGN §3)"),
 		SubnetIds:           &subnetIDs,
 		SecurityGroupIds:    &[]interface{}{cacheSG.SecurityGroupId()},
-	})
+		// Serverless scales without bound unless told: the limits turn a
+		// runaway client into errors instead of a bill.
+		CacheUsageLimits: &awselasticache.CfnServerlessCache_CacheUsageLimitsProperty{
+			DataStorage: &awselasticache.CfnServerlessCache_DataStorageProperty{
+				Maximum: jsii.Number(float64(p.ValkeyMaxStorageGB)), Unit: jsii.String("GB"),
+			},
+			EcpuPerSecond: &awselasticache.CfnServerlessCache_ECPUPerSecondProperty{
+				Maximum: jsii.Number(float64(p.ValkeyMaxECPUPerSecond)),
+			},
+		},
+	}
+	if p.ValkeySnapshotRetentionDays > 0 {
+		cacheProps.SnapshotRetentionLimit = jsii.Number(float64(p.ValkeySnapshotRetentionDays))
+		cacheProps.DailySnapshotTime = jsii.String(p.ValkeySnapshotTime)
+	}
+	cache := awselasticache.NewCfnServerlessCache(stack, jsii.String("Valkey"), cacheProps)
+	cache.ApplyRemovalPolicy(removal, nil)
 	// TLS is always on for ElastiCache Serverless, hence rediss; it is cluster
 	// mode, hence pkg/record/valkey's cluster=true (a cluster client).
 	valkeyURL := awscdk.Fn_Join(jsii.String(""), &[]*string{
@@ -301,47 +221,52 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	})
 
 	// Artifacts.
-	bucketCORS := []*awss3.CorsRule{{
-		// The API redirects downloads to presigned URLs; the web page follows them.
-		AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_GET, awss3.HttpMethods_HEAD},
-		AllowedOrigins: jsii.Strings(p.WebOrigins...),
-		AllowedHeaders: jsii.Strings("*"),
-		MaxAge:         jsii.Number(3600),
-	}}
+	var bucketCORS *[]*awss3.CorsRule
+	if len(p.WebOrigins) > 0 {
+		bucketCORS = &[]*awss3.CorsRule{{
+			// The API redirects downloads to presigned URLs; the web page follows them.
+			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_GET, awss3.HttpMethods_HEAD},
+			AllowedOrigins: jsii.Strings(p.WebOrigins...),
+			AllowedHeaders: jsii.Strings("*"),
+			MaxAge:         jsii.Number(3600),
+		}}
+	}
 	bucket := awss3.NewBucket(stack, jsii.String("Artifacts"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
 		Versioned:         jsii.Bool(false),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		Cors:              &bucketCORS,
+		Cors:              bucketCORS,
 		LifecycleRules: &[]*awss3.LifecycleRule{{
 			Id:                                  jsii.String("expire-artifacts"),
 			Expiration:                          awscdk.Duration_Days(jsii.Number(float64(p.ArtifactExpiryDays))),
 			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
 		}},
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		RemovalPolicy: removal,
 	})
 
 	// The audit log (DESIGN §7, pkg/audit): what users approved or rejected
-	// and what ran. Versioned, never expires, kept when the stack goes.
+	// and what ran. Versioned, never expires; kept with the stack's data.
 	auditBucket := awss3.NewBucket(stack, jsii.String("Audit"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
 		Versioned:         jsii.Bool(true),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+		RemovalPolicy:     removal,
 	})
 
+	place := &vpcPlacement{vpc: vpc, sg: fnSG}
 	// Demo specialists: public A2A endpoints (a Function URL) in the VPC, so
 	// their tasks and publication ledger live in Valkey: an input-required
 	// answer may reach another instance than the question, and a retried
 	// publish must not publish twice. They fetch inputs by presigned URL.
 	agentURLs := slices.Clone(p.Agents)
+	var demo awslambda.Function
 	var demoURL awslambda.FunctionUrl
 	if p.DemoAgents {
-		demo := newFunction(stack, p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, &vpcPlacement{vpc: vpc, sg: fnSG})
+		demo = newFunction(stack, p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, place, removal)
 		// PUBLIC_URL stays empty: the function takes its base URL from each
 		// request's Host, since its own URL in its environment would be a cycle.
 		demo.AddEnvironment(jsii.String("VALKEY_URL"), valkeyURL, nil)
@@ -376,51 +301,57 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	}
 	fns := map[string]awslambda.Function{}
 	for _, spec := range platformFunctions {
-		fn := newFunction(stack, p, spec, &vpcPlacement{vpc: vpc, sg: fnSG})
+		fn := newFunction(stack, p, spec, place, removal)
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
 		}
 		fns[spec.name] = fn
 	}
-	// Only these two touch artifact bytes: api (uploads, presigned
-	// downloads) and invoke (specialists' inputs and outputs).
-	bucket.GrantReadWrite(fns[FnAPI], nil)
-	bucket.GrantReadWrite(fns[FnInvoke], nil)
+	// Explicit S3 actions rather than the CDK's grants, whose action lists
+	// hold wildcards (s3:GetObject*, s3:List*, s3:Abort*). Only these two
+	// touch artifact bytes: api (uploads, presigned downloads, deleting a
+	// conversation's artifacts) and invoke (specialists' inputs and outputs).
+	// ListBucket makes a missing key a 404 rather than a 403.
+	objects := func(b awss3.Bucket) *string { return b.ArnForObjects(jsii.String("*")) }
+	allow(fns[FnAPI], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, objects(bucket))
+	allow(fns[FnAPI], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
+	allow(fns[FnInvoke], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject"}, objects(bucket))
+	allow(fns[FnInvoke], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
 	// Only the steps that record decisions (validate) and executed calls
 	// (append) write the audit log, and they cannot read or delete it.
-	auditBucket.GrantPut(fns[FnValidate], nil)
-	auditBucket.GrantPut(fns[FnAppend], nil)
+	allow(fns[FnValidate], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
+	allow(fns[FnAppend], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
 
 	// The model: only llmstep calls it (pkg/turn's LLMStep).
 	llmFn := fns[FnLLMStep]
 	switch p.LLM {
 	case LLMBedrock:
-		llmFn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:     jsii.String("BedrockConverse"),
-			Actions: jsii.Strings("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"),
-			// Cross-region inference profiles route to foundation models in
-			// other regions, hence the region wildcard on foundation models.
-			Resources: jsii.Strings(
-				"arn:"+*awscdk.Aws_PARTITION()+":bedrock:*::foundation-model/*",
-				"arn:"+*awscdk.Aws_PARTITION()+":bedrock:"+*awscdk.Aws_REGION()+":"+*awscdk.Aws_ACCOUNT_ID()+":inference-profile/*",
-			),
-		}))
+		// Cross-region inference profiles route to foundation models in
+		// other regions, hence the region wildcard on foundation models.
+		allow(llmFn, "BedrockConverse", []string{"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"},
+			jsii.String("arn:"+*awscdk.Aws_PARTITION()+":bedrock:*::foundation-model/*"),
+			jsii.String("arn:"+*awscdk.Aws_PARTITION()+":bedrock:"+*awscdk.Aws_REGION()+":"+*awscdk.Aws_ACCOUNT_ID()+":inference-profile/*"),
+		)
 	case LLMOpenAI:
+		// The key stays in Secrets Manager: llmstep gets the secret's id and
+		// reads the value at cold start (pkg/llm/llmconfig), so neither the
+		// template nor the function's configuration ever holds it.
 		var secret awssecretsmanager.ISecret
+		secretID := jsii.String(p.OpenAIKeySecretName)
 		if p.OpenAIKeySecretName != "" {
-			secret = awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("OpenAIKey"), jsii.String(p.OpenAIKeySecretName))
+			secret = awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("OpenAIKey"), secretID)
 		} else {
-			secret = awssecretsmanager.NewSecret(stack, jsii.String("OpenAIKey"), &awssecretsmanager.SecretProps{
-				SecretName:  jsii.String(prefix + "/openai-api-key"),
-				Description: jsii.String("clientagent " + p.EnvName + ": the OpenAI-compatible API key (put-secret-value, then redeploy)"),
+			created := awssecretsmanager.NewSecret(stack, jsii.String("OpenAIKey"), &awssecretsmanager.SecretProps{
+				SecretName:    jsii.String(prefix + "/openai-api-key"),
+				Description:   jsii.String("clientagent " + p.EnvName + ": the OpenAI-compatible API key (put-secret-value; read at each cold start)"),
+				RemovalPolicy: removal,
 			})
+			secret, secretID = created, created.SecretArn()
 		}
+		// GrantRead gives exactly GetSecretValue and DescribeSecret, on the
+		// secret's ARN (with the random suffix matched for a secret by name).
 		secret.GrantRead(llmFn, nil)
-		llmFn.AddEnvironment(jsii.String("OPENAI_API_KEY_SECRET_ARN"), secret.SecretArn(), nil)
-		// pkg/llm/llmconfig reads OPENAI_API_KEY itself, so CloudFormation
-		// injects the secret's value at deploy time (a dynamic reference:
-		// the template never holds it). A redeploy picks up a rotated key.
-		llmFn.AddEnvironment(jsii.String("OPENAI_API_KEY"), secret.SecretValue().UnsafeUnwrap(), nil)
+		llmFn.AddEnvironment(jsii.String("OPENAI_API_KEY_SECRET_ARN"), secretID, nil)
 	}
 
 	// The turn state machine: the repository's ASL file as it is, with the
@@ -440,8 +371,8 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	}
 	smLogs := awslogs.NewLogGroup(stack, jsii.String("TurnStateMachineLogs"), &awslogs.LogGroupProps{
 		LogGroupName:  jsii.String("/aws/vendedlogs/states/" + prefix + "-turn"),
-		Retention:     awslogs.RetentionDays_ONE_MONTH,
-		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		Retention:     retentionDays[p.LogRetentionDays],
+		RemovalPolicy: removal,
 	})
 	sm := awsstepfunctions.NewStateMachine(stack, jsii.String("TurnStateMachine"), &awsstepfunctions.StateMachineProps{
 		StateMachineName:        jsii.String(prefix + "-turn"),
@@ -451,7 +382,7 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		TracingEnabled:          jsii.Bool(true),
 		Logs: &awsstepfunctions.LogOptions{
 			Destination: smLogs,
-			Level:       awsstepfunctions.LogLevel_ALL,
+			Level:       awsstepfunctions.LogLevel(p.StateMachineLogLevel),
 			// Payloads carry ids, but a form's answers pass through too.
 			IncludeExecutionData: jsii.Bool(false),
 		},
@@ -462,34 +393,75 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	}
 
 	// api starts and inspects turns and answers their task tokens; the state
-	// machine never references api, so the template has no cycle.
+	// machine never references api, so the template has no cycle. await, which
+	// the pause invokes, stores the token and cannot answer it (DESIGN §6).
 	api := fns[FnAPI]
 	api.AddEnvironment(jsii.String("STATE_MACHINE_ARN"), sm.StateMachineArn(), nil)
 	sm.GrantStartExecution(api)
 	sm.GrantExecution(api, jsii.String("states:DescribeExecution"), jsii.String("states:StopExecution"))
 	sm.GrantTaskResponse(api)
 
+	// Who may call: the given issuer, or a Cognito user pool of our own.
+	issuer, audience := jsii.String(p.JWTIssuer), jsii.Strings(p.JWTAudience...)
+	if p.JWTIssuer == "" {
+		pool := awscognito.NewUserPool(stack, jsii.String("Users"), &awscognito.UserPoolProps{
+			UserPoolName: jsii.String(prefix + "-users"),
+			// Users are created by an administrator (docs/deploy.md).
+			SelfSignUpEnabled: jsii.Bool(false),
+			SignInAliases:     &awscognito.SignInAliases{Email: jsii.Bool(true)},
+			AutoVerify:        &awscognito.AutoVerifiedAttrs{Email: jsii.Bool(true)},
+			AccountRecovery:   awscognito.AccountRecovery_EMAIL_ONLY,
+			PasswordPolicy:    &awscognito.PasswordPolicy{MinLength: jsii.Number(12)},
+			RemovalPolicy:     removal,
+		})
+		client := pool.AddClient(jsii.String("Client"), &awscognito.UserPoolClientOptions{
+			UserPoolClientName: jsii.String(prefix + "-web-cli"),
+			// A public client (the web page, `clientagent chat`): no secret,
+			// no hosted UI; tokens by password (SRP or plain over TLS).
+			GenerateSecret:             jsii.Bool(false),
+			AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true), UserPassword: jsii.Bool(true)},
+			DisableOAuth:               jsii.Bool(true),
+			PreventUserExistenceErrors: jsii.Bool(true),
+		})
+		// API Gateway checks a Cognito access token's client_id (it has no
+		// aud) and an ID token's aud against the audience: both work.
+		// The issuer as Cognito writes it into tokens (ProviderURL lacks https://).
+		issuer = awscdk.Fn_Join(jsii.String(""), &[]*string{
+			jsii.String("https://cognito-idp."), awscdk.Aws_REGION(), jsii.String("."), awscdk.Aws_URL_SUFFIX(), jsii.String("/"), pool.UserPoolId(),
+		})
+		audience = &[]*string{client.UserPoolClientId()}
+		awscdk.NewCfnOutput(stack, jsii.String("UserPoolId"), &awscdk.CfnOutputProps{
+			Value: pool.UserPoolId(), Description: jsii.String("the Cognito user pool (create users here)"),
+		})
+		awscdk.NewCfnOutput(stack, jsii.String("UserPoolClientId"), &awscdk.CfnOutputProps{
+			Value: client.UserPoolClientId(), Description: jsii.String("the app client of the web page and the CLI (the JWT audience)"),
+		})
+	}
+
 	// HTTP API: every /v1 route through the JWT authorizer to api.
-	cors := &awsapigatewayv2.CorsPreflightOptions{
-		AllowOrigins: jsii.Strings(p.WebOrigins...),
-		AllowMethods: &[]awsapigatewayv2.CorsHttpMethod{
-			awsapigatewayv2.CorsHttpMethod_GET, awsapigatewayv2.CorsHttpMethod_POST,
-			awsapigatewayv2.CorsHttpMethod_PUT, awsapigatewayv2.CorsHttpMethod_PATCH,
-			awsapigatewayv2.CorsHttpMethod_DELETE, awsapigatewayv2.CorsHttpMethod_OPTIONS,
-		},
-		AllowHeaders:  jsii.Strings("authorization", "content-type"),
-		ExposeHeaders: jsii.Strings("location", "www-authenticate"),
-		MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+	var cors *awsapigatewayv2.CorsPreflightOptions
+	if len(p.WebOrigins) > 0 {
+		cors = &awsapigatewayv2.CorsPreflightOptions{
+			AllowOrigins: jsii.Strings(p.WebOrigins...),
+			AllowMethods: &[]awsapigatewayv2.CorsHttpMethod{
+				awsapigatewayv2.CorsHttpMethod_GET, awsapigatewayv2.CorsHttpMethod_POST,
+				awsapigatewayv2.CorsHttpMethod_PUT, awsapigatewayv2.CorsHttpMethod_PATCH,
+				awsapigatewayv2.CorsHttpMethod_DELETE, awsapigatewayv2.CorsHttpMethod_OPTIONS,
+			},
+			AllowHeaders:  jsii.Strings("authorization", "content-type"),
+			ExposeHeaders: jsii.Strings("location", "www-authenticate"),
+			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
+		}
 	}
 	httpAPI := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
 		ApiName:       jsii.String(prefix),
 		Description:   jsii.String("clientagent HTTP API (API.md)"),
 		CorsPreflight: cors,
 	})
-	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), jsii.String(p.JWTIssuer),
+	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), issuer,
 		&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
 			AuthorizerName: jsii.String(prefix + "-jwt"),
-			JwtAudience:    jsii.Strings(p.JWTAudience...),
+			JwtAudience:    audience,
 		})
 	// Named methods rather than ANY, so that CORS preflights (OPTIONS) are
 	// answered by API Gateway and never meet the authorizer.
@@ -503,8 +475,47 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		Authorizer:  authorizer,
 	})
 
+	// Alarms: a failed or timed-out turn, and any function's errors or
+	// throttles, to one SNS topic (subscribe to it, or set alarmEmail).
+	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
+		TopicName:   jsii.String(prefix + "-alarms"),
+		DisplayName: jsii.String("clientagent " + p.EnvName + " alarms"),
+	})
+	if p.AlarmEmail != "" {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
+	}
+	alarmAction := awscloudwatchactions.NewSnsAction(topic)
+	alarm := func(id, name, desc string, metric awscloudwatch.IMetric) {
+		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String(prefix + "-" + name),
+			AlarmDescription:   jsii.String(desc),
+			Metric:             metric,
+			Threshold:          jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		a.AddAlarmAction(alarmAction)
+	}
+	fiveMinutes := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
+	alarm("AlarmTurnsFailed", "turns-failed", "a turn's execution failed", sm.MetricFailed(fiveMinutes))
+	alarm("AlarmTurnsTimedOut", "turns-timed-out", "a turn's execution timed out", sm.MetricTimedOut(fiveMinutes))
+	alarmed := slices.Clone(platformFunctions)
+	if demo != nil {
+		alarmed = append(alarmed, functionSpec{name: FnDemoAgents})
+		fns[FnDemoAgents] = demo
+	}
+	for _, spec := range alarmed {
+		fn, id := fns[spec.name], functionID(spec.name)
+		alarm("Alarm"+id+"Errors", spec.name+"-errors", spec.name+" returned errors", fn.MetricErrors(fiveMinutes))
+		alarm("Alarm"+id+"Throttles", spec.name+"-throttles", spec.name+" was throttled", fn.MetricThrottles(fiveMinutes))
+	}
+
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value: httpAPI.ApiEndpoint(), Description: jsii.String("base URL of the HTTP API (append /v1/…)"),
+	})
+	awscdk.NewCfnOutput(stack, jsii.String("JwtIssuer"), &awscdk.CfnOutputProps{
+		Value: issuer, Description: jsii.String("the issuer the JWT authorizer accepts"),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("StateMachineArn"), &awscdk.CfnOutputProps{
 		Value: sm.StateMachineArn(), Description: jsii.String("the turn state machine"),
@@ -518,6 +529,9 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	awscdk.NewCfnOutput(stack, jsii.String("ValkeyEndpoint"), &awscdk.CfnOutputProps{
 		Value: cache.AttrEndpointAddress(), Description: jsii.String("ElastiCache Serverless Valkey (TLS, port 6379)"),
 	})
+	awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
+		Value: topic.TopicArn(), Description: jsii.String("SNS topic of the alarms (subscribe to be told)"),
+	})
 	if demoURL != nil {
 		awscdk.NewCfnOutput(stack, jsii.String("DemoAgentsUrl"), &awscdk.CfnOutputProps{
 			Value: demoURL.Url(), Description: jsii.String("the demo A2A specialists (agents/svg, agents/png, …)"),
@@ -526,34 +540,73 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	return stack
 }
 
+// allow adds one explicit statement to a function's role.
+func allow(fn awslambda.Function, sid string, actions []string, resources ...*string) {
+	fn.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String(sid),
+		Actions:   jsii.Strings(actions...),
+		Resources: &resources,
+	}))
+}
+
 // vpcPlacement puts a function in the VPC's private subnets.
 type vpcPlacement struct {
 	vpc awsec2.IVpc
 	sg  awsec2.ISecurityGroup
 }
 
-// newFunction defines one Lambda from BinDir/<name>/bootstrap.
-func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpcPlacement) awslambda.Function {
-	id := "Fn" + strings.ToUpper(spec.name[:1]) + spec.name[1:]
+// functionID is a function's construct id stem: api → Api.
+func functionID(name string) string {
+	return strings.ToUpper(name[:1]) + name[1:]
+}
+
+// newFunction defines one Lambda from BinDir/<name>/bootstrap, with a role
+// of its own that holds only explicit statements: no AWS managed policies
+// (AWSLambdaBasicExecutionRole would let it write to any log group).
+func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpcPlacement, removal awscdk.RemovalPolicy) awslambda.Function {
+	id := "Fn" + functionID(spec.name)
+	name := "clientagent-" + p.EnvName + "-" + spec.name
 	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
-		LogGroupName:  jsii.String("/aws/lambda/clientagent-" + p.EnvName + "-" + spec.name),
-		Retention:     awslogs.RetentionDays_ONE_MONTH,
-		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		LogGroupName:  jsii.String("/aws/lambda/" + name),
+		Retention:     retentionDays[p.LogRetentionDays],
+		RemovalPolicy: removal,
 	})
+	role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String(name + " (least privilege: every statement is in the template)"),
+	})
+	// The log group exists (above), so no logs:CreateLogGroup.
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("OwnLogs"),
+		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+		Resources: jsii.Strings(*logs.LogGroupArn()),
+	}))
 	props := &awslambda.FunctionProps{
-		FunctionName:  jsii.String("clientagent-" + p.EnvName + "-" + spec.name),
-		Description:   jsii.String(spec.desc),
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(p.BinDir, spec.name)), nil),
-		MemorySize:    jsii.Number(spec.memory),
-		Timeout:       awscdk.Duration_Seconds(jsii.Number(spec.timeout)),
-		LoggingFormat: awslambda.LoggingFormat_JSON,
-		LogGroup:      logs,
-		Tracing:       awslambda.Tracing_ACTIVE,
+		FunctionName:          jsii.String(name),
+		Description:           jsii.String(spec.desc),
+		Runtime:               awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:          awslambda.Architecture_ARM_64(),
+		Handler:               jsii.String("bootstrap"),
+		Code:                  awslambda.Code_FromAsset(jsii.String(filepath.Join(p.BinDir, spec.name)), nil),
+		MemorySize:            jsii.Number(spec.memory),
+		Timeout:               awscdk.Duration_Seconds(jsii.Number(spec.timeout)),
+		Role:                  role,
+		LoggingFormat:         awslambda.LoggingFormat_JSON,
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(p.LogLevel),
+		SystemLogLevelV2:      awslambda.SystemLogLevel(p.SystemLogLevel),
+		LogGroup:              logs,
+		Tracing:               awslambda.Tracing_ACTIVE,
 	}
 	if place != nil {
+		// What Lambda needs to attach the function to the VPC (the actions
+		// of AWSLambdaVPCAccessExecutionRole; EC2 allows no narrower resource
+		// for the Describe calls).
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("VpcNetworkInterfaces"),
+			Actions: jsii.Strings("ec2:CreateNetworkInterface", "ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets",
+				"ec2:DeleteNetworkInterface", "ec2:AssignPrivateIpAddresses", "ec2:UnassignPrivateIpAddresses"),
+			Resources: jsii.Strings("*"),
+		}))
 		props.Vpc = place.vpc
 		props.VpcSubnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}
 		props.SecurityGroups = &[]awsec2.ISecurityGroup{place.sg}

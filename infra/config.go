@@ -1,0 +1,405 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+)
+
+// Context keys the app reads (README.md lists them with their defaults).
+// Every key but env and environments may also sit in an environment's block
+// of the environments key (cdk.json); a top-level value (`-c key=value`)
+// overrides the block.
+const (
+	CtxEnv                 = "env"
+	CtxEnvironments        = "environments"
+	CtxBinDir              = "binDir"
+	CtxASLFile             = "aslFile"
+	CtxJWTIssuer           = "jwtIssuer"
+	CtxJWTAudience         = "jwtAudience"
+	CtxWebOrigins          = "webOrigins"
+	CtxLLM                 = "llm"
+	CtxModel               = "model"
+	CtxModelSmall          = "modelSmall"
+	CtxModelLarge          = "modelLarge"
+	CtxOpenAIBaseURL       = "openaiBaseUrl"
+	CtxOpenAIKeySecretName = "openaiKeySecretName"
+	CtxAgents              = "agents"
+	CtxDemoAgents          = "demoAgents"
+	CtxArtifactExpiryDays  = "artifactExpiryDays"
+	CtxNATGateways         = "natGateways"
+	CtxAwaitTimeout        = "awaitTimeout"
+	CtxLogLevel            = "logLevel"
+	CtxSystemLogLevel      = "systemLogLevel"
+	CtxStateMachineLog     = "stateMachineLogLevel"
+	CtxLogRetentionDays    = "logRetentionDays"
+	CtxValkeyMaxStorageGB  = "valkeyMaxStorageGb"
+	CtxValkeyMaxECPU       = "valkeyMaxEcpuPerSecond"
+	CtxValkeySnapshotDays  = "valkeySnapshotRetentionDays"
+	CtxValkeySnapshotTime  = "valkeySnapshotTime"
+	CtxRetainData          = "retainData"
+	CtxAlarmEmail          = "alarmEmail"
+)
+
+// StackProps configures one environment's stack. The zero value of an
+// optional field means its documented default (withDefaults).
+type StackProps struct {
+	awscdk.StackProps
+
+	// EnvName names the environment (dev, staging, prod); it prefixes
+	// resource names: lowercase letters, digits and '-', at most 20.
+	EnvName string
+	// BinDir holds `make build`'s output: BinDir/<function>/bootstrap.
+	BinDir string
+	// ASLFile is statemachine/turn.asl.json, read at synth time.
+	ASLFile string
+
+	// JWTIssuer and JWTAudience configure the HTTP API's JWT authorizer.
+	// Without an issuer the stack creates a Cognito user pool and an app
+	// client, and uses their issuer and client id.
+	JWTIssuer   string
+	JWTAudience []string
+	// WebOrigins are the origins allowed by CORS (the web page). Empty: "*"
+	// in the dev environment; elsewhere no browser origin (CLI only) and a
+	// synth warning.
+	WebOrigins []string
+
+	// LLM is bedrock (default), openai or scripted.
+	LLM string
+	// Model is CLIENTAGENT_MODEL (bedrock default DefaultBedrockModel);
+	// ModelSmall and ModelLarge the optional other flavours.
+	Model, ModelSmall, ModelLarge string
+	// OpenAIBaseURL is OPENAI_BASE_URL (empty: api.openai.com).
+	OpenAIBaseURL string
+	// OpenAIKeySecretName names an existing Secrets Manager secret holding the
+	// API key; empty: the stack creates one whose value you set after deploy.
+	OpenAIKeySecretName string
+
+	// Agents are specialist base URLs (CLIENTAGENT_AGENTS) besides the demo ones.
+	Agents []string
+	// DemoAgents deploys the demo specialists behind a Function URL and
+	// lists them in CLIENTAGENT_AGENTS.
+	DemoAgents bool
+
+	// ArtifactExpiryDays expires artifacts in S3 after this many days (default 30).
+	ArtifactExpiryDays int
+	// NATGateways is the VPC's NAT gateway count (default 1; the Lambdas
+	// need egress to the LLM and the specialists, docs/deploy.md).
+	NATGateways int
+	// AwaitTimeout is CLIENTAGENT_AWAIT_TIMEOUT (a Go duration); empty: the
+	// platform's default.
+	AwaitTimeout string
+
+	// LogLevel is the Lambdas' application log level (TRACE … FATAL,
+	// default INFO): Lambda drops JSON records below it by their "level".
+	LogLevel string
+	// SystemLogLevel is the Lambda platform's own log level (DEBUG, INFO,
+	// WARN; default INFO).
+	SystemLogLevel string
+	// StateMachineLogLevel is the state machine's log level (ALL, ERROR,
+	// FATAL, OFF; default ALL).
+	StateMachineLogLevel string
+	// LogRetentionDays keeps every log group this many days (one of
+	// CloudWatch's values: 1, 3, 5, 7, 14, 30, 60, 90, … 3653; default 30).
+	LogRetentionDays int
+
+	// ValkeyMaxStorageGB and ValkeyMaxECPUPerSecond cap the serverless
+	// cache's usage, so a runaway client meets a limit, not a bill
+	// (defaults 1 GB and 5000 ECPU/s).
+	ValkeyMaxStorageGB     int
+	ValkeyMaxECPUPerSecond int
+	// ValkeySnapshotRetentionDays keeps daily snapshots this many days
+	// (0: none), taken at ValkeySnapshotTime (UTC HH:MM, default 03:00).
+	ValkeySnapshotRetentionDays int
+	ValkeySnapshotTime          string
+
+	// RetainData keeps the buckets, log groups, the cache, the user pool and
+	// the created secret when the stack is deleted (prod). Without it they
+	// are deleted with the stack (a bucket only once it is empty).
+	RetainData bool
+	// AlarmEmail, when set, subscribes this address to the alarm topic.
+	AlarmEmail string
+}
+
+// Allowed values of the enumerated settings.
+var (
+	lambdaLogLevels       = []string{"TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"}
+	lambdaSystemLogLevels = []string{"DEBUG", "INFO", "WARN"}
+	stateMachineLogLevels = []string{"ALL", "ERROR", "FATAL", "OFF"}
+)
+
+var (
+	envNameRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
+	snapshotTimeRE = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+)
+
+// withDefaults returns a copy of p with the documented defaults filled in.
+func (p StackProps) withDefaults() StackProps {
+	if p.EnvName == "" {
+		p.EnvName = "dev"
+	}
+	if p.BinDir == "" {
+		p.BinDir = filepath.Join("..", "bin")
+	}
+	if p.ASLFile == "" {
+		p.ASLFile = filepath.Join("..", "statemachine", "turn.asl.json")
+	}
+	if p.LLM == "" {
+		p.LLM = LLMBedrock
+	}
+	if p.LLM == LLMBedrock && p.Model == "" {
+		p.Model = DefaultBedrockModel
+	}
+	if len(p.WebOrigins) == 0 && p.EnvName == "dev" {
+		p.WebOrigins = []string{"*"}
+	}
+	if p.ArtifactExpiryDays == 0 {
+		p.ArtifactExpiryDays = 30
+	}
+	if p.NATGateways == 0 {
+		p.NATGateways = 1
+	}
+	p.LogLevel = strings.ToUpper(p.LogLevel)
+	if p.LogLevel == "" {
+		p.LogLevel = "INFO"
+	}
+	p.SystemLogLevel = strings.ToUpper(p.SystemLogLevel)
+	if p.SystemLogLevel == "" {
+		p.SystemLogLevel = "INFO"
+	}
+	p.StateMachineLogLevel = strings.ToUpper(p.StateMachineLogLevel)
+	if p.StateMachineLogLevel == "" {
+		p.StateMachineLogLevel = "ALL"
+	}
+	if p.LogRetentionDays == 0 {
+		p.LogRetentionDays = 30
+	}
+	if p.ValkeyMaxStorageGB == 0 {
+		p.ValkeyMaxStorageGB = 1
+	}
+	if p.ValkeyMaxECPUPerSecond == 0 {
+		p.ValkeyMaxECPUPerSecond = 5000
+	}
+	if p.ValkeySnapshotRetentionDays > 0 && p.ValkeySnapshotTime == "" {
+		p.ValkeySnapshotTime = "03:00"
+	}
+	return p
+}
+
+// Validate reports the first configuration error of p (after defaults).
+func (p StackProps) Validate() error {
+	p = p.withDefaults()
+	switch {
+	case !envNameRE.MatchString(p.EnvName):
+		return fmt.Errorf("env %q: want lowercase letters, digits and '-', starting with a letter, at most 20", p.EnvName)
+	case p.JWTIssuer != "" && !strings.HasPrefix(p.JWTIssuer, "https://"):
+		return fmt.Errorf("jwtIssuer %q: API Gateway needs an https:// issuer", p.JWTIssuer)
+	case p.JWTIssuer != "" && len(p.JWTAudience) == 0:
+		return fmt.Errorf("jwtAudience is required with jwtIssuer (comma-separated audiences)")
+	case p.JWTIssuer == "" && len(p.JWTAudience) > 0:
+		return fmt.Errorf("jwtAudience without jwtIssuer: the created Cognito user pool's client id is the audience")
+	case !slices.Contains([]string{LLMBedrock, LLMOpenAI, LLMScripted}, p.LLM):
+		return fmt.Errorf("llm %q: want bedrock, openai or scripted", p.LLM)
+	case p.ArtifactExpiryDays < 0:
+		return fmt.Errorf("artifactExpiryDays %d: want a positive number of days", p.ArtifactExpiryDays)
+	case p.NATGateways < 0 || p.NATGateways > 3:
+		return fmt.Errorf("natGateways %d: want 1 to 3", p.NATGateways)
+	case !slices.Contains(lambdaLogLevels, p.LogLevel):
+		return fmt.Errorf("logLevel %q: want one of %v", p.LogLevel, lambdaLogLevels)
+	case !slices.Contains(lambdaSystemLogLevels, p.SystemLogLevel):
+		return fmt.Errorf("systemLogLevel %q: want one of %v", p.SystemLogLevel, lambdaSystemLogLevels)
+	case !slices.Contains(stateMachineLogLevels, p.StateMachineLogLevel):
+		return fmt.Errorf("stateMachineLogLevel %q: want one of %v", p.StateMachineLogLevel, stateMachineLogLevels)
+	case retentionDays[p.LogRetentionDays] == "":
+		return fmt.Errorf("logRetentionDays %d: want one of CloudWatch's values %v", p.LogRetentionDays, slices.Sorted(maps.Keys(retentionDays)))
+	case p.ValkeyMaxStorageGB < 1 || p.ValkeyMaxStorageGB > 5000:
+		return fmt.Errorf("valkeyMaxStorageGb %d: want 1 to 5000", p.ValkeyMaxStorageGB)
+	case p.ValkeyMaxECPUPerSecond < 1000 || p.ValkeyMaxECPUPerSecond > 15_000_000:
+		return fmt.Errorf("valkeyMaxEcpuPerSecond %d: want 1000 to 15000000", p.ValkeyMaxECPUPerSecond)
+	case p.ValkeySnapshotRetentionDays < 0 || p.ValkeySnapshotRetentionDays > 35:
+		return fmt.Errorf("valkeySnapshotRetentionDays %d: want 0 (none) to 35", p.ValkeySnapshotRetentionDays)
+	case p.ValkeySnapshotTime != "" && !snapshotTimeRE.MatchString(p.ValkeySnapshotTime):
+		return fmt.Errorf("valkeySnapshotTime %q: want HH:MM (UTC)", p.ValkeySnapshotTime)
+	case p.AlarmEmail != "" && !strings.Contains(p.AlarmEmail, "@"):
+		return fmt.Errorf("alarmEmail %q: want an email address", p.AlarmEmail)
+	}
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		if name == FnDemoAgents && !p.DemoAgents {
+			continue
+		}
+		bootstrap := filepath.Join(p.BinDir, name, "bootstrap")
+		if _, err := os.Stat(bootstrap); err != nil {
+			return fmt.Errorf("lambda code %s: %w (run `make build` first)", bootstrap, err)
+		}
+	}
+	if _, err := os.Stat(p.ASLFile); err != nil {
+		return fmt.Errorf("state machine definition: %w", err)
+	}
+	return nil
+}
+
+// retentionDays maps CloudWatch's retention periods to the CDK's names.
+var retentionDays = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 120: awslogs.RetentionDays_FOUR_MONTHS,
+	150: awslogs.RetentionDays_FIVE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS, 365: awslogs.RetentionDays_ONE_YEAR,
+	400: awslogs.RetentionDays_THIRTEEN_MONTHS, 545: awslogs.RetentionDays_EIGHTEEN_MONTHS, 731: awslogs.RetentionDays_TWO_YEARS,
+	1096: awslogs.RetentionDays_THREE_YEARS, 1827: awslogs.RetentionDays_FIVE_YEARS, 2192: awslogs.RetentionDays_SIX_YEARS,
+	2557: awslogs.RetentionDays_SEVEN_YEARS, 2922: awslogs.RetentionDays_EIGHT_YEARS, 3288: awslogs.RetentionDays_NINE_YEARS,
+	3653: awslogs.RetentionDays_TEN_YEARS,
+}
+
+// PropsFromContext builds the stack's props from CDK context values (strings
+// from the command line; cdk.json may also hold booleans, numbers, lists).
+// The environment's block of the environments key supplies the values that
+// the top level does not set.
+func PropsFromContext(get func(key string) any) (*StackProps, error) {
+	envName := ""
+	if v, ok := get(CtxEnv).(string); ok {
+		envName = strings.TrimSpace(v)
+	}
+	if envName == "" {
+		envName = "dev"
+	}
+	var block map[string]any
+	switch envs := get(CtxEnvironments).(type) {
+	case nil:
+	case map[string]any:
+		if b, ok := envs[envName]; ok {
+			if block, ok = b.(map[string]any); !ok {
+				return nil, fmt.Errorf("context %s.%s: want an object of settings", CtxEnvironments, envName)
+			}
+		}
+	default:
+		return nil, fmt.Errorf("context %s: want an object keyed by environment name", CtxEnvironments)
+	}
+	lookup := func(k string) any {
+		if v := get(k); v != nil {
+			return v
+		}
+		return block[k]
+	}
+	str := func(k string) string {
+		switch v := lookup(k).(type) {
+		case nil:
+			return ""
+		case string:
+			return strings.TrimSpace(v)
+		default:
+			return strings.TrimSpace(fmt.Sprint(v))
+		}
+	}
+	list := func(k string) []string {
+		var out []string
+		if vs, ok := lookup(k).([]any); ok {
+			for _, v := range vs {
+				out = append(out, strings.TrimSpace(fmt.Sprint(v)))
+			}
+			return out
+		}
+		for _, f := range strings.Split(str(k), ",") {
+			if f = strings.TrimSpace(f); f != "" {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	// num reads a whole number; zero means the default unless zeroOK.
+	num := func(k string, zeroOK bool) (int, error) {
+		s := str(k)
+		if s == "" {
+			return 0, nil
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 0 || (n == 0 && !zeroOK) {
+			return 0, fmt.Errorf("context %s=%q: want a positive integer", k, s)
+		}
+		return n, nil
+	}
+	boolean := func(k string, dflt bool) (bool, error) {
+		s := str(k)
+		if s == "" {
+			return dflt, nil
+		}
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return false, fmt.Errorf("context %s=%q: want true or false", k, s)
+		}
+		return b, nil
+	}
+	p := &StackProps{
+		EnvName:              envName,
+		BinDir:               str(CtxBinDir),
+		ASLFile:              str(CtxASLFile),
+		JWTIssuer:            str(CtxJWTIssuer),
+		JWTAudience:          list(CtxJWTAudience),
+		WebOrigins:           list(CtxWebOrigins),
+		LLM:                  strings.ToLower(str(CtxLLM)),
+		Model:                str(CtxModel),
+		ModelSmall:           str(CtxModelSmall),
+		ModelLarge:           str(CtxModelLarge),
+		OpenAIBaseURL:        str(CtxOpenAIBaseURL),
+		OpenAIKeySecretName:  str(CtxOpenAIKeySecretName),
+		Agents:               list(CtxAgents),
+		AwaitTimeout:         str(CtxAwaitTimeout),
+		LogLevel:             str(CtxLogLevel),
+		SystemLogLevel:       str(CtxSystemLogLevel),
+		StateMachineLogLevel: str(CtxStateMachineLog),
+		ValkeySnapshotTime:   str(CtxValkeySnapshotTime),
+		AlarmEmail:           str(CtxAlarmEmail),
+	}
+	var err error
+	if p.DemoAgents, err = boolean(CtxDemoAgents, true); err != nil {
+		return nil, err
+	}
+	if p.RetainData, err = boolean(CtxRetainData, false); err != nil {
+		return nil, err
+	}
+	for _, n := range []struct {
+		key    string
+		dst    *int
+		zeroOK bool
+	}{
+		{CtxArtifactExpiryDays, &p.ArtifactExpiryDays, false},
+		{CtxNATGateways, &p.NATGateways, false},
+		{CtxLogRetentionDays, &p.LogRetentionDays, false},
+		{CtxValkeyMaxStorageGB, &p.ValkeyMaxStorageGB, false},
+		{CtxValkeyMaxECPU, &p.ValkeyMaxECPUPerSecond, false},
+		{CtxValkeySnapshotDays, &p.ValkeySnapshotRetentionDays, true},
+	} {
+		if *n.dst, err = num(n.key, n.zeroOK); err != nil {
+			return nil, err
+		}
+	}
+	d := p.withDefaults()
+	return &d, nil
+}
+
+// ReadCDKJSONContext returns the "context" object of a cdk.json file, so
+// that `go run .` without the CDK CLI sees the same settings as `cdk deploy`.
+func ReadCDKJSONContext(path string) (map[string]any, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var f struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return nil, fmt.Errorf("parse %s: %w", path, err)
+	}
+	if f.Context == nil {
+		f.Context = map[string]any{}
+	}
+	return f.Context, nil
+}

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/google/go-cmp/cmp"
+)
+
+// Least privilege: every statement of every role is in the template, with
+// exact action names.
+
+// wildcardActions lists "<resource>: <action>" for every action with a '*'
+// in any IAM policy of a template: AWS::IAM::Policy, the inline Policies of
+// AWS::IAM::Role, AWS::IAM::ManagedPolicy.
+func wildcardActions(tpl map[string]any) []string {
+	var out []string
+	check := func(id string, doc any) {
+		d, _ := doc.(map[string]any)
+		for _, st := range asList(d["Statement"]) {
+			s, _ := st.(map[string]any)
+			for _, key := range []string{"Action", "NotAction"} {
+				for _, a := range asList(s[key]) {
+					if a == nil {
+						continue
+					}
+					if str, ok := a.(string); !ok || strings.Contains(str, "*") {
+						out = append(out, id+": "+mustJSON(a))
+					}
+				}
+			}
+		}
+	}
+	resources, _ := tpl["Resources"].(map[string]any)
+	for id, r := range resources {
+		rm, _ := r.(map[string]any)
+		props, _ := rm["Properties"].(map[string]any)
+		switch rm["Type"] {
+		case "AWS::IAM::Policy", "AWS::IAM::ManagedPolicy":
+			check(id, props["PolicyDocument"])
+		case "AWS::IAM::Role":
+			for _, p := range asList(props["Policies"]) {
+				pm, _ := p.(map[string]any)
+				check(id, pm["PolicyDocument"])
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestWildcardActionsFindsThem(t *testing.T) {
+	t.Parallel()
+	var tpl map[string]any
+	err := json.Unmarshal([]byte(`{"Resources":{
+		"P":{"Type":"AWS::IAM::Policy","Properties":{"PolicyDocument":{"Statement":[{"Effect":"Allow","Action":["s3:GetObject","s3:List*"],"Resource":"*"}]}}},
+		"R":{"Type":"AWS::IAM::Role","Properties":{"Policies":[{"PolicyName":"x","PolicyDocument":{"Statement":{"Effect":"Allow","Action":"*","Resource":"arn:x"}}}]}},
+		"M":{"Type":"AWS::IAM::ManagedPolicy","Properties":{"PolicyDocument":{"Statement":[{"Effect":"Allow","Action":"logs:PutLogEvents","Resource":"arn:x:*"}]}}},
+		"B":{"Type":"AWS::S3::BucketPolicy","Properties":{"PolicyDocument":{"Statement":[{"Effect":"Deny","Action":"s3:*"}]}}}}}`), &tpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The bucket policy's Deny s3:* is a resource policy, not a grant.
+	if diff := cmp.Diff([]string{`P: "s3:List*"`, `R: "*"`}, wildcardActions(tpl)); diff != "" {
+		t.Errorf("wildcardActions() (-want +got):\n%s", diff)
+	}
+}
+
+// No IAM statement anywhere grants a wildcard action, and nothing brings
+// statements the template does not show: no AWS managed policies, no CDK
+// custom resources (their singleton roles would be outside our review).
+func TestNoWildcardActions(t *testing.T) {
+	t.Parallel()
+	for _, config := range slices.Sorted(maps.Keys(configs)) {
+		s := synth(t, config)
+		if got := wildcardActions(s.json); len(got) > 0 {
+			t.Errorf("%s: wildcard actions %v", config, got)
+		}
+		for id, r := range s.json["Resources"].(map[string]any) {
+			rm := r.(map[string]any)
+			typ, _ := rm["Type"].(string)
+			if strings.HasPrefix(typ, "Custom::") || typ == "AWS::CloudFormation::CustomResource" {
+				t.Errorf("%s: custom resource %s (%s)", config, id, typ)
+			}
+			if props, _ := rm["Properties"].(map[string]any); typ == "AWS::IAM::Role" && props["ManagedPolicyArns"] != nil {
+				t.Errorf("%s: role %s has managed policies %s, want explicit statements", config, id, mustJSON(props["ManagedPolicyArns"]))
+			}
+		}
+		// Our functions are the only ones: no CDK singleton Lambdas.
+		want := 6
+		if s.props.DemoAgents {
+			want = 7
+		}
+		assertTemplate(t, config+" functions", func() {
+			s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(want)))
+		})
+	}
+}
+
+// Each function's role holds exactly these actions (bedrock configuration).
+func TestFunctionRolesExactActions(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	base := []string{"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments",
+		"ec2:AssignPrivateIpAddresses", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface",
+		"ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:UnassignPrivateIpAddresses"}
+	with := func(more ...string) []string {
+		out := append(slices.Clone(base), more...)
+		slices.Sort(out)
+		return out
+	}
+	want := map[string][]string{
+		FnAPI: with("s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
+			"states:DescribeExecution", "states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess",
+			"states:StartExecution", "states:StopExecution"),
+		FnLLMStep:    with("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"),
+		FnValidate:   with("s3:PutObject"),
+		FnInvoke:     with("s3:GetObject", "s3:ListBucket", "s3:PutObject"),
+		FnAppend:     with("s3:PutObject"),
+		FnAwait:      with(),
+		FnDemoAgents: with(),
+	}
+	for name, w := range want {
+		_, fn := s.function(t, name)
+		var got []string
+		for _, st := range s.roleStatements(t, fn, "Role") {
+			if st["Effect"] == "Allow" {
+				got = append(got, actionsOf(st)...)
+			}
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		if diff := cmp.Diff(w, got); diff != "" {
+			t.Errorf("%s role actions (-want +got):\n%s", name, diff)
+		}
+		// Its logs go to its own log group only.
+		logsID, _ := s.named(t, "AWS::Logs::LogGroup", "Fn"+functionID(name)+"Logs")
+		if got := actionsOn(s.roleStatements(t, fn, "Role"), logsID); !slices.Equal(got, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
+			t.Errorf("%s actions on its log group %s = %v, want CreateLogStream and PutLogEvents", name, logsID, got)
+		}
+	}
+	// Every function's role is its own, assumed by Lambda only.
+	assertTemplate(t, "roles", func() {
+		s.tpl.AllResourcesProperties(jsii.String("AWS::IAM::Role"), map[string]any{
+			"AssumeRolePolicyDocument": map[string]any{"Statement": []any{map[string]any{
+				"Action": "sts:AssumeRole", "Effect": "Allow",
+				"Principal": map[string]any{"Service": assertions.Match_AnyValue()},
+			}}},
+		})
+	})
+}
+
+// DESIGN §6: the function that answers task tokens (api) is not the one the
+// pause invokes (await): await stores the token and cannot answer it.
+func TestTaskTokenAnsweredOnlyByAPI(t *testing.T) {
+	t.Parallel()
+	for _, config := range []string{"bedrock", "prod"} {
+		s := synth(t, config)
+		for _, name := range functionNames() {
+			_, fn := s.function(t, name)
+			stmts := s.roleStatements(t, fn, "Role")
+			for _, action := range []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"} {
+				if got := len(allowed(stmts, action)) > 0; got != (name == FnAPI) {
+					t.Errorf("%s: %s may %s: %v, want %v", config, name, action, got, name == FnAPI)
+				}
+			}
+		}
+		_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+		awaitID, _ := s.function(t, FnAwait)
+		if diff := cmp.Diff(map[string]any{"Fn::GetAtt": []any{awaitID, "Arn"}}, sm["DefinitionSubstitutions"].(map[string]any)["AwaitFunction"]); diff != "" {
+			t.Errorf("%s: the pause's function (-want await +got):\n%s", config, diff)
+		}
+	}
+}
