@@ -261,3 +261,26 @@ func TestWorkflowCompileErrorsAtLoad(t *testing.T) {
 		t.Errorf("catalog workflows = %+v, want none", cat.Workflows)
 	}
 }
+
+// Issue 8: the second demo template shows a form: flange_drawing's material
+// is a user-input field of its skill, so even with the other inputs given
+// the selection pauses for it; the answer produces the drawing.
+func TestFlangeWorkflowAsksMaterial(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, workflowAnswerer())
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "flange_drawing", "inputs": map[string]any{"drawing.holes": 6, "drawing.outer_diameter_mm": 140}}})
+	v := c.wait(cid, tid)
+	if v.Status != "awaiting_input" || v.Form == nil || len(v.Form.Calls) != 1 || len(v.Form.Calls[0].Fields) != 1 {
+		t.Fatalf("turn = %s form %+v, want awaiting_input for one field", v.Status, v.Form)
+	}
+	if f := v.Form.Calls[0].Fields[0]; f.Name != "drawing.material" || len(f.Enum) != 4 {
+		t.Fatalf("form field = %+v, want drawing.material with the skill's 4 materials", f)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{v.Form.Calls[0].CallID: map[string]any{"drawing.material": "stainless"}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d", code)
+	}
+	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "workflow succeeded" || len(v.Artifacts) != 1 || v.LLMCalls != 1 {
+		t.Fatalf("turn = %s %q, %d artifacts, %d LLM calls; want succeeded with the drawing after 1 LLM call", v.Status, v.Reply, len(v.Artifacts), v.LLMCalls)
+	}
+}

@@ -262,7 +262,7 @@ func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env 
 	for i, st := range e.Workflow.Steps {
 		se, ok := c.Lookup(st.Skill)
 		if !ok || se.Kind != catalog.EntrySkill {
-			return fmt.Sprintf("workflow %s cannot run: its step %d uses skill %s, which is not available. Use the skills directly instead.", e.Tool, i, st.Skill)
+			return fmt.Sprintf("workflow %s cannot run: its %s uses skill %s, which is not available. Use the skills directly instead.", e.Tool, e.Workflow.StepLabel(i), st.Skill)
 		}
 		args, err := e.Workflow.StepArguments(i, inputs, placeholders)
 		if err != nil {
@@ -275,7 +275,7 @@ func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env 
 		}
 		if err := se.Validate(args); err != nil {
 			if msg := describe(err, true); msg != "" {
-				return fmt.Sprintf("invalid inputs for %s: step %d (%s) would get %s. Correct the inputs and call %s again.", e.Tool, i, st.Skill, msg, e.Tool)
+				return fmt.Sprintf("invalid inputs for %s: %s would get %s. Correct the inputs and call %s again.", e.Tool, e.Workflow.StepLabel(i), msg, e.Tool)
 			}
 		}
 		// spec §3.3: an artifact id the workflow passes on must exist now
@@ -286,7 +286,7 @@ func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env 
 				continue
 			}
 			if _, known := env.Artifacts[id]; !known {
-				return fmt.Sprintf("unknown artifact id %s in the inputs of %s (step %d, %s): known artifacts: %s. Pass the artifact_id of an existing conversation artifact.", id, e.Tool, i, st.Skill, knownArtifacts(env))
+				return fmt.Sprintf("unknown artifact id %s in the inputs of %s (%s): known artifacts: %s. Pass the artifact_id of an existing conversation artifact.", id, e.Tool, e.Workflow.StepLabel(i), knownArtifacts(env))
 			}
 		}
 	}

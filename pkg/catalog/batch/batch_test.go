@@ -3,6 +3,7 @@ package batch_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,7 +223,7 @@ func TestValidate_Rules(t *testing.T) {
 			want: record.PendingCall{CallID: "c1", Tool: "workflow_flange_drawing", Kind: record.KindWorkflow, State: record.CallInvalid,
 				Arguments: map[string]any{"drawing.holes": 2.0, "drawing.outer_diameter_mm": 120.0},
 				Sources:   map[string]string{"drawing.holes": "model", "drawing.outer_diameter_mm": "model"}},
-			wantError: []string{"invalid inputs for workflow_flange_drawing: step 0 (design_valve_flange) would get holes: must be >= 3 but found 2"},
+			wantError: []string{"invalid inputs for workflow_flange_drawing: step 1 \"Design the flange\" (design_valve_flange) would get holes: must be >= 3 but found 2"},
 		},
 		{
 			name: "workflow: ready",
@@ -571,5 +572,47 @@ func TestValidate_WorkflowUnknownArtifact(t *testing.T) {
 		if tc.wantState == record.CallInvalid && !strings.Contains(pc.Error, "unknown artifact id art_made_up") {
 			t.Errorf("Validate(%s) error = %q, want it to name the unknown id", tc.args, pc.Error)
 		}
+	}
+}
+
+// spec §3.4: a workflow call the user made by selecting it explicitly has
+// no model to send an error to: every input it lacks is asked in its form
+// (the model's own call to the same workflow gets an error instead), a
+// wrong value is still an error, and answering makes it ready.
+func TestValidate_UserSelectedWorkflow(t *testing.T) {
+	t.Parallel()
+	c := demoCatalog(t)
+	env := demoEnv()
+	env.UserCalls = map[string]bool{"sel": true}
+
+	model := batch.Validate(c, []llm.ToolCall{call("m1", "workflow_flange_drawing", `{}`)}, env)[0]
+	if model.State != record.CallInvalid || model.FromUser {
+		t.Errorf("model's call = %s (from user %v), want invalid", model.State, model.FromUser)
+	}
+
+	pc := batch.Validate(c, []llm.ToolCall{call("sel", "workflow_flange_drawing", `{"drawing.holes": 6}`)}, env)[0]
+	if pc.State != record.CallNeedsInput || !pc.FromUser {
+		t.Fatalf("selection = %s %q (from user %v), want needs_input", pc.State, pc.Error, pc.FromUser)
+	}
+	var names []string
+	for _, f := range pc.Form {
+		names = append(names, fmt.Sprintf("%s:%s:%v", f.Name, f.Type, f.Required))
+	}
+	if diff := cmp.Diff([]string{"drawing.outer_diameter_mm:number:true", "drawing.material:string:true"}, names); diff != "" {
+		t.Errorf("form fields mismatch (-want +got):\n%s", diff)
+	}
+	if pc.Sources["drawing.holes"] != batch.SourceUser {
+		t.Errorf("source of drawing.holes = %q, want user", pc.Sources["drawing.holes"])
+	}
+	if err := batch.ApplyAnswers(c, &pc, map[string]any{"drawing.outer_diameter_mm": 150, "drawing.material": "brass"}, env); err != nil {
+		t.Fatalf("ApplyAnswers() = %v", err)
+	}
+	if pc.State != record.CallReady {
+		t.Errorf("after answers = %s %q, want ready", pc.State, pc.Error)
+	}
+
+	bad := batch.Validate(c, []llm.ToolCall{call("sel", "workflow_flange_drawing", `{"drawing.holes": 2}`)}, env)[0]
+	if bad.State != record.CallInvalid || !strings.Contains(bad.Error, "must be >= 3") {
+		t.Errorf("selection with holes 2 = %s %q, want invalid", bad.State, bad.Error)
 	}
 }
