@@ -33,7 +33,8 @@ func Open(ctx context.Context, rawURL string) (redis.UniversalClient, func(), er
 			return nil, nil, fmt.Errorf("start embedded valkey: %w", err)
 		}
 		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: DialTimeout, ReadTimeout: IOTimeout, WriteTimeout: IOTimeout})
-		return c, func() { _ = c.Close(); mr.Close() }, nil
+		stop := expireInRealTime(mr)
+		return c, func() { stop(); _ = c.Close(); mr.Close() }, nil
 	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -77,4 +78,29 @@ func positive(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
+}
+
+// embeddedTick is how often the embedded server's clock follows real time.
+const embeddedTick = 100 * time.Millisecond
+
+// expireInRealTime moves miniredis's clock, which only moves when told to,
+// with real time, so keys expire in a long `make run` as they do in Valkey
+// (a conversation's idle TTL, the card cache). It returns a stop function.
+func expireInRealTime(mr *miniredis.Miniredis) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(embeddedTick)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				mr.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	return func() { close(done) }
 }

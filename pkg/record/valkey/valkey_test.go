@@ -292,6 +292,16 @@ func TestOpenEmbedded(t *testing.T) {
 	if err := c.Ping(ctx).Err(); err != nil {
 		t.Errorf("Ping() = %v", err)
 	}
+	// Keys expire in real time, as in Valkey (a conversation's idle TTL).
+	if err := c.Set(ctx, "short", "x", 150*time.Millisecond).Err(); err != nil {
+		t.Fatalf("SET PX = %v", err)
+	}
+	for n := c.Exists(ctx, "short").Val(); n != 0; n = c.Exists(ctx, "short").Val() {
+		if ctx.Err() != nil {
+			t.Fatalf("key with a 150 ms TTL still exists after %v", 5*time.Second)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if _, _, err := valkey.Open(ctx, "http://nope"); err == nil {
 		t.Errorf("Open(http://nope) = nil error, want an error")
 	}
