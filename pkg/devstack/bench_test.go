@@ -163,3 +163,55 @@ func BenchmarkOneToolTurn(b *testing.B) {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "e1", Name: "slow_echo", Arguments: `{"text":"x"}`}}}, nil
 	}), []string{url})
 }
+
+// TestWorkflowCounts pins the cost of the same SVG → PNG chain as one
+// workflow started explicitly (spec §3.4, docs/benchmarks.md): the
+// synthetic call replaces two routing decisions, so 1 LLM call, one tool
+// round.
+func TestWorkflowCounts(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, nil)
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{"word": "Popelnase"}}})
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.LLMCalls != 1 || len(v.Artifacts) != 2 {
+		t.Fatalf("turn = %s with %d LLM calls, %d artifacts (%s), want succeeded with 1 and the SVG and PNG", v.Status, v.LLMCalls, len(v.Artifacts), v.Reply)
+	}
+	h, err := st.history(t.Context(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := countHistory(h)
+	// Init, one tool round (8, its LLMStep the synthetic call), LLMStep, Choice, Done.
+	want := TurnCounts{Transitions: 1 + 8 + 3, Lambdas: 4 + 1}
+	if got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
+		t.Errorf("counts = %+v, want transitions %d and lambdas %d", got, want.Transitions, want.Lambdas)
+	}
+	t.Logf("word_to_png workflow turn: %d LLM calls, %d state transitions, %d Lambda invocations, %d history events", v.LLMCalls, got.Transitions, got.Lambdas, got.Events)
+}
+
+// BenchmarkWorkflowTurn is BenchmarkPopelnaseTurn's chain as the
+// word_to_png workflow, started explicitly.
+func BenchmarkWorkflowTurn(b *testing.B) {
+	st, err := Start(b.Context(), Config{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		b.StopTimer()
+		st.Close()
+	}()
+	tok, _ := st.Token("dev")
+	c := &client{t: b, base: st.URL(), token: tok}
+	rt := &roundTrips{}
+	st.Redis.AddHook(rt)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cid := c.newConversation()
+		tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{"word": fmt.Sprintf("Popelnase%d", i)}}})
+		if _, err := st.history(b.Context(), tid); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
+}
