@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -39,7 +40,7 @@ type Lambda struct {
 
 // FromEnv builds the platform for a Lambda function.
 func FromEnv(ctx context.Context) (*Lambda, error) {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	log := LambdaLogger(os.Getenv)
 	url := os.Getenv("VALKEY_URL")
 	bucket := os.Getenv("ARTIFACT_BUCKET")
 	if url == "" || bucket == "" {
@@ -80,6 +81,23 @@ func FromEnv(ctx context.Context) (*Lambda, error) {
 		return nil, err
 	}
 	return &Lambda{Platform: p, Artifacts: arts, Logger: log}, nil
+}
+
+// LambdaLogger logs JSON to stdout at the level Lambda's log controls set
+// (AWS_LAMBDA_LOG_LEVEL: TRACE, DEBUG, INFO, WARN, ERROR, FATAL; the
+// stack sets it per environment), INFO when unset. Lambda drops records
+// below that level anyway; not producing them saves the work.
+func LambdaLogger(getenv func(string) string) *slog.Logger {
+	level := slog.LevelInfo
+	switch strings.ToUpper(getenv("AWS_LAMBDA_LOG_LEVEL")) {
+	case "TRACE", "DEBUG":
+		level = slog.LevelDebug
+	case "WARN":
+		level = slog.LevelWarn
+	case "ERROR", "FATAL":
+		level = slog.LevelError
+	}
+	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
 }
 
 // StartLambda builds the platform from the environment once, at cold start,

@@ -1,6 +1,7 @@
 package platform
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -37,6 +38,32 @@ func TestLimitsFromEnv(t *testing.T) {
 		}
 		if tc.check != nil {
 			tc.check(t, l.MaxLLMCalls, l.TokenBudget, l.MaxConcurrency, l.AwaitTimeout)
+		}
+	}
+}
+
+// Issue 7: the stack sets Lambda's application log level per environment
+// (AWS_LAMBDA_LOG_LEVEL); the functions log at that level.
+func TestLambdaLogger(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		env  string
+		want slog.Level
+	}{
+		{"", slog.LevelInfo}, {"DEBUG", slog.LevelDebug}, {"trace", slog.LevelDebug},
+		{"INFO", slog.LevelInfo}, {"WARN", slog.LevelWarn}, {"ERROR", slog.LevelError}, {"FATAL", slog.LevelError},
+	}
+	for _, tt := range tests {
+		l := LambdaLogger(func(k string) string {
+			if k == "AWS_LAMBDA_LOG_LEVEL" {
+				return tt.env
+			}
+			return ""
+		})
+		for _, lv := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
+			if got, want := l.Enabled(t.Context(), lv), lv >= tt.want; got != want {
+				t.Errorf("LambdaLogger(%q).Enabled(%v) = %v, want %v", tt.env, lv, got, want)
+			}
 		}
 	}
 }
