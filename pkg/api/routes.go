@@ -341,11 +341,19 @@ func (s *Server) checkSelection(ctx context.Context, conv *record.Conversation, 
 		return fmt.Errorf("catalog: %w", err)
 	}
 	tool := catalog.WorkflowToolName(sel.ID)
-	if e, ok := cat.Lookup(tool); !ok || e.Kind != catalog.EntryWorkflow {
+	e, ok := cat.Lookup(tool)
+	if !ok || e.Kind != catalog.EntryWorkflow {
 		return errorf(http.StatusBadRequest, "unknown_workflow", "no workflow "+sel.ID+"; "+workflowIDs(cat))
 	}
 	if hint {
 		return nil
+	}
+	for _, p := range e.Params {
+		if p.ArtifactRef && sel.Inputs[p.Name] == nil {
+			// The user is never asked for an artifact (spec §3.2): the call's
+			// error result sends the model to the catalog for it.
+			return nil
+		}
 	}
 	probe := &record.Turn{ID: "t_probe", Workflow: sel}
 	inputs := sel.Inputs

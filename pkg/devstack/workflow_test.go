@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -282,5 +283,56 @@ func TestFlangeWorkflowAsksMaterial(t *testing.T) {
 	}
 	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "workflow succeeded" || len(v.Artifacts) != 1 || v.LLMCalls != 1 {
 		t.Fatalf("turn = %s %q, %d artifacts, %d LLM calls; want succeeded with the drawing after 1 LLM call", v.Status, v.Reply, len(v.Artifacts), v.LLMCalls)
+	}
+}
+
+// Spec §3.2, §3.4: the user is never asked for an artifact reference, not
+// even for a workflow they started: the synthetic call's error result
+// sends the model to the catalog, and the model picks the artifact.
+func TestWorkflowSelectionMissingArtifactGoesToModel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tpl := `{"id": "svg_to_png", "name": "SVG to PNG", "description": "Rasterize an SVG.",
+	  "inputs": [{"path": "source"}],
+	  "steps": [{"id": "png", "name": "Rasterize", "skill": "convert_svg_to_png", "arguments": {"artifact_id": "{{inputs.source}}"}}]}`
+	if err := os.WriteFile(filepath.Join(dir, "svg_to_png.json"), []byte(tpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	idRe := regexp.MustCompile(`art_[0-9a-f]+`)
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		res := toolResults(req)
+		if r, ok := res["w2"]; ok {
+			return answer("png: " + r["status"].(string))
+		}
+		for id, r := range res {
+			if e, _ := r["error"].(string); strings.HasPrefix(id, "call_wf_") && strings.Contains(e, "missing required artifact reference") {
+				if art := idRe.FindString(e); art != "" {
+					return calls(call("w2", "workflow_svg_to_png", map[string]any{"source": art}))
+				}
+			}
+		}
+		return answer("stuck")
+	}}
+	_, c := stack(t, m, func(cfg *Config) { cfg.WorkflowsDir = dir })
+	cid := c.newConversation()
+	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" width="100" height="50"><rect width="100" height="50" fill="#fff"/><path d="M10 10 L90 10 L90 40 L10 40 Z" fill="#000"/></svg>`
+	req, _ := http.NewRequest("POST", c.base+"/v1/conversations/"+cid+"/artifacts?name=box.svg", strings.NewReader(svg))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", "image/svg+xml")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("upload = %d", resp.StatusCode)
+	}
+	tid := c.startWorkflow(cid, map[string]any{"text": "/workflow svg_to_png"})
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.Reply != "png: succeeded" || v.Form != nil || v.LLMCalls != 2 {
+		t.Fatalf("turn = %s %q form %+v, %d LLM calls; want succeeded without a form after 2 LLM calls", v.Status, v.Reply, v.Form, v.LLMCalls)
+	}
+	if len(v.Artifacts) != 1 || v.Artifacts[0].MimeType != "image/png" {
+		t.Errorf("artifacts = %+v, want the PNG", v.Artifacts)
 	}
 }

@@ -188,7 +188,9 @@ type PendingCall struct {
 	A2A *A2ATask `json:"a2a,omitempty"`
 	// FromUser marks the call the user made by selecting a workflow
 	// explicitly (spec §3.4): no model chose its arguments, so every input
-	// it lacks is asked in its form rather than returned as an error.
+	// it lacks is asked in its form rather than returned as an error, except
+	// an artifact reference, which the user is never asked for (spec §3.2):
+	// the model gets that error and picks one from the catalog.
 	FromUser bool `json:"from_user,omitempty"`
 }
 

@@ -187,7 +187,7 @@ func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env cata
 		}
 	}
 	for _, p := range e.Params {
-		if p.ArtifactRef && p.Required && isEmpty(args[p.Name]) && !pc.FromUser {
+		if p.ArtifactRef && p.Required && isEmpty(args[p.Name]) {
 			*pc = invalid(*pc, fmt.Sprintf("missing required artifact reference %s for %s: pass the artifact_id of an existing conversation artifact (known artifacts: %s), or first call the skill that produces one and use the artifact_id from its result.", p.Name, pc.Tool, knownArtifacts(env)))
 			return
 		}
@@ -219,7 +219,9 @@ func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env cata
 
 	var missing, optional []catalog.FormField
 	for _, p := range e.Params {
-		if !(p.UserInput || pc.FromUser && p.ContextKey == "" && !p.Attached) || !isEmpty(args[p.Name]) {
+		// spec §3.2: the user is never asked for an artifact reference.
+		asked := p.UserInput || pc.FromUser && p.ContextKey == "" && !p.Attached && !p.ArtifactRef
+		if !asked || !isEmpty(args[p.Name]) {
 			continue
 		}
 		if p.Required {
