@@ -682,6 +682,15 @@ class TurnView {
         { class: "approval-call", "data-testid": "approval-call", "data-call-id": c.call_id },
         h("div", { class: "approval-tool" }, c.tool),
         h("pre", { class: "approval-args", "data-testid": "approval-args" }, JSON.stringify(c.arguments ?? {}, null, 2)),
+        c.steps && c.steps.length
+          ? h(
+              "ol",
+              { class: "approval-plan", "data-testid": "approval-plan", "aria-label": "The workflow's plan" },
+              c.steps.map((st) =>
+                h("li", { "data-testid": "plan-step", "data-skill": st.skill }, h("strong", {}, st.name || st.skill), ` ${st.skill} `, h("code", {}, JSON.stringify(st.arguments ?? {}))),
+              ),
+            )
+          : null,
       ),
     );
     const decide = (decision, btn) => {

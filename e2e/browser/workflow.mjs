@@ -47,3 +47,26 @@ await main("workflow", async (page) => {
   await waitImage(direct, "image/png");
   if (await direct.getByTestId("form").count()) throw new Error("a form was shown although the input was given");
 });
+
+// 3. A workflow with a step that needs approval shows its plan first
+//    (seed 003): every step with its arguments; approved, it publishes.
+await main("workflow-plan", async (page) => {
+  const before = await page.getByTestId("turn").count();
+  await page.locator('[data-testid="workflow"][data-id="publish_word"]').click();
+  const form = page.getByTestId("workflow-form");
+  await form.getByTestId("field-word").fill("Planned");
+  await form.getByTestId("field-channel").selectOption("web");
+  await form.getByTestId("workflow-start").click();
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
+  const id = await page.getByTestId("turn").last().getAttribute("data-turn-id");
+  const turn = page.locator(`[data-testid="turn"][data-turn-id="${id}"]`);
+  await waitStatus(turn, ["awaiting_approval"]);
+  const steps = await turn.getByTestId("plan-step").evaluateAll((els) => els.map((e) => e.dataset.skill));
+  if (JSON.stringify(steps) !== JSON.stringify(["create_svg_artifact", "convert_svg_to_png", "publish_artifact"])) throw new Error(`plan steps [${steps.join(", ")}], want svg → png → publish`);
+  const planText = await turn.getByTestId("approval-plan").innerText();
+  if (!planText.includes('"word":"Planned"') || !planText.includes('"channel":"web"')) throw new Error(`plan "${planText}" lacks the resolved arguments`);
+  console.log(`screenshot: ${await shot(page, "workflow-plan.png")}`);
+  await turn.getByTestId("approve").click();
+  await waitStatus(turn, ["succeeded"]);
+  await waitImage(turn, "image/png");
+});

@@ -1134,7 +1134,7 @@ func testCatalog(t *testing.T, s *stack) {
 		}
 	}
 	slices.Sort(ids)
-	if diff := cmp.Diff([]string{"flange_drawing", "word_to_png"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"flange_drawing", "publish_word", "word_to_png"}, ids); diff != "" {
 		t.Errorf("catalog workflows (-want +got):\n%s", diff)
 	}
 }

@@ -83,6 +83,15 @@ type WorkflowStep struct {
 	Arguments map[string]any `json:"arguments"`
 }
 
+// PlanStep is one step of a workflow call as the user approves it: the
+// skill and the arguments it will get, an earlier step's artifact shown as
+// "<artifact 1 of step 2>" (seed 003: the plan is shown before it runs).
+type PlanStep struct {
+	Name      string         `json:"name"`
+	Skill     string         `json:"skill"`
+	Arguments map[string]any `json:"arguments"`
+}
+
 // AskUserTool is the name of the clarification tool.
 const AskUserTool = "ask_user"
 

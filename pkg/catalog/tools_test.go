@@ -105,7 +105,7 @@ func TestTools_Order(t *testing.T) {
 	}
 	want := []string{
 		"convert_svg_to_png", "create_svg_artifact", "design_valve_flange", "publish_artifact",
-		"workflow_flange_drawing", "workflow_word_to_png", "ask_user",
+		"workflow_flange_drawing", "workflow_publish_word", "workflow_word_to_png", "ask_user",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Tools() names mismatch (-want +got):\n%s", diff)
@@ -311,16 +311,16 @@ func TestSkillsAndWorkflows(t *testing.T) {
 		t.Errorf("Skills() names mismatch (-want +got):\n%s", diff)
 	}
 	wf := c.Workflows()
-	if len(wf) != 2 || wf[0].ID != "flange_drawing" || len(wf[0].Inputs) != 3 || wf[1].ID != "word_to_png" {
-		t.Errorf("Workflows() = %+v, want flange_drawing (3 inputs), word_to_png", wf)
+	if len(wf) != 3 || wf[0].ID != "flange_drawing" || len(wf[0].Inputs) != 3 || wf[1].ID != "publish_word" || wf[2].ID != "word_to_png" {
+		t.Fatalf("Workflows() = %+v, want flange_drawing (3 inputs), publish_word, word_to_png", wf)
 	}
-	b, err := json.Marshal(wf[1])
+	b, err := json.Marshal(wf[2])
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := `{"id":"word_to_png","name":"Word to PNG","description":"Render a word as an SVG image and convert it to a PNG.","inputs":[{"path":"word","type":"string","description":"The word to render."}]}`
 	if string(b) != want {
-		t.Errorf("Workflows()[1] JSON = %s, want %s", b, want)
+		t.Errorf("Workflows()[2] JSON = %s, want %s", b, want)
 	}
 }
 

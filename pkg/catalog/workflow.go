@@ -393,6 +393,31 @@ func (w Workflow) parseStepRef(ref string) (step, idx int, err error) {
 	return 0, 0, fmt.Errorf("no step %q", parts[1])
 }
 
+// Plan returns the steps a call of w with inputs will run, with each
+// step's arguments resolved; what earlier steps will produce is named, not
+// known yet. A step whose arguments do not resolve shows its template.
+func (w Workflow) Plan(inputs map[string]any) []PlanStep {
+	produced := make([][]string, len(w.Steps))
+	for i := range produced {
+		for j := range 8 {
+			produced[i] = append(produced[i], fmt.Sprintf("<artifact %d of step %d>", j+1, i+1))
+		}
+	}
+	out := make([]PlanStep, 0, len(w.Steps))
+	for i, s := range w.Steps {
+		args, err := w.StepArguments(i, inputs, produced)
+		if err != nil {
+			args = s.Arguments
+		}
+		name := s.Name
+		if name == "" {
+			name = s.ID
+		}
+		out = append(out, PlanStep{Name: name, Skill: s.Skill, Arguments: args})
+	}
+	return out
+}
+
 // errAbsent marks a whole-string template whose input was not given: the
 // argument is left out, so an optional skill parameter stays unset.
 var errAbsent = errors.New("absent input")

@@ -92,6 +92,10 @@ func TestCompile_RequiredInputPaths(t *testing.T) {
 	}
 	want := map[string][]catalog.WorkflowInput{
 		"word_to_png": {{Path: "word", Type: "string", Description: "The word to render."}},
+		"publish_word": {
+			{Path: "word", Type: "string", Description: "The word to render."},
+			{Path: "channel", Type: "string", Description: "Where to publish the PNG.", Enum: []string{"web", "print", "archive"}},
+		},
 		"flange_drawing": {
 			{Path: "drawing.holes", Type: "integer", Description: "Number of bolt holes (3 to 24)."},
 			{Path: "drawing.outer_diameter_mm", Type: "number", Description: "Outer diameter of the flange in millimetres."},
@@ -166,7 +170,7 @@ func TestLoadWorkflows(t *testing.T) {
 	for _, w := range wfs {
 		ids = append(ids, w.ID)
 	}
-	if diff := cmp.Diff([]string{"flange_drawing", "word_to_png"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"flange_drawing", "publish_word", "word_to_png"}, ids); diff != "" {
 		t.Errorf("LoadWorkflows() ids mismatch (-want +got):\n%s", diff)
 	}
 

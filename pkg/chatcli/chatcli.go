@@ -425,6 +425,11 @@ func (s *session) answerApproval(ctx context.Context, tid string, ap *Approval) 
 	if ap == nil || len(ap.Calls) == 0 {
 		return fmt.Errorf("turn %s waits for approval but shows no calls", tid)
 	}
+	for _, c := range ap.Calls {
+		for i, st := range c.Steps {
+			s.printf("  %s step %d %s: %s %s\n", c.Tool, i+1, st.Name, st.Skill, compact(st.Arguments))
+		}
+	}
 	var prompt string
 	if len(ap.Calls) == 1 {
 		prompt = fmt.Sprintf("Approve %s %s? [y/N] ", ap.Calls[0].Tool, compact(ap.Calls[0].Arguments))

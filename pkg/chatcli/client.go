@@ -68,6 +68,12 @@ type ApprovalCall struct {
 	CallID    string          `json:"call_id"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Steps is a workflow call's plan.
+	Steps []struct {
+		Name      string          `json:"name"`
+		Skill     string          `json:"skill"`
+		Arguments json.RawMessage `json:"arguments"`
+	} `json:"steps,omitempty"`
 }
 
 // ArtifactRef names an artifact of the conversation.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -202,8 +204,8 @@ func TestWorkflowSelectionErrors(t *testing.T) {
 		body       map[string]any
 		code, want string
 	}{
-		{"slash without id", map[string]any{"text": "/workflow"}, "invalid_workflow", "usage: /workflow <id> [text]; workflows: flange_drawing, word_to_png"},
-		{"unknown id", map[string]any{"text": "/workflow nope"}, "unknown_workflow", "no workflow nope; workflows: flange_drawing, word_to_png"},
+		{"slash without id", map[string]any{"text": "/workflow"}, "invalid_workflow", "usage: /workflow <id> [text]; workflows: flange_drawing, publish_word, word_to_png"},
+		{"unknown id", map[string]any{"text": "/workflow nope"}, "unknown_workflow", "no workflow nope; workflows: flange_drawing, publish_word, word_to_png"},
 		{"both ways", map[string]any{"text": "/workflow word_to_png", "workflow": map[string]any{"id": "word_to_png"}}, "invalid_workflow", "not both"},
 		{"wrong input type", map[string]any{"workflow": map[string]any{"id": "flange_drawing", "inputs": map[string]any{"drawing.holes": "six"}}},
 			"invalid_workflow_inputs", "drawing.holes"},
@@ -334,5 +336,52 @@ func TestWorkflowSelectionMissingArtifactGoesToModel(t *testing.T) {
 	}
 	if len(v.Artifacts) != 1 || v.Artifacts[0].MimeType != "image/png" {
 		t.Errorf("artifacts = %+v, want the PNG", v.Artifacts)
+	}
+}
+
+// Seed 003 "plan approve/reject", spec §3.3: a workflow with a step that
+// needs approval waits, before anything runs, with its plan: every step
+// with the arguments it will get. Rejected, nothing runs; approved, the
+// whole chain runs and publishes once.
+func TestWorkflowPlanApproval(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, workflowAnswerer())
+	cid := c.newConversation()
+	start := func() (string, turn.View) {
+		tid := c.startWorkflow(cid, map[string]any{"text": "", "workflow": map[string]any{"id": "publish_word", "inputs": map[string]any{"word": "Planned", "channel": "web"}}})
+		return tid, c.wait(cid, tid)
+	}
+	tid, v := start()
+	if v.Status != "awaiting_approval" || v.Approval == nil || len(v.Approval.Calls) != 1 {
+		t.Fatalf("turn = %s approval %+v, want awaiting_approval for one call", v.Status, v.Approval)
+	}
+	want := []catalog.PlanStep{
+		{Name: "Draw the word", Skill: "create_svg_artifact", Arguments: map[string]any{"word": "Planned"}},
+		{Name: "Convert to PNG", Skill: "convert_svg_to_png", Arguments: map[string]any{"artifact_id": "<artifact 1 of step 1>"}},
+		{Name: "Publish", Skill: "publish_artifact", Arguments: map[string]any{"artifact_id": "<artifact 1 of step 2>", "channel": "web"}},
+	}
+	if diff := cmp.Diff(want, v.Approval.Calls[0].Steps); diff != "" {
+		t.Fatalf("approval plan mismatch (-want +got):\n%s", diff)
+	}
+	if len(v.Artifacts) != 0 {
+		t.Errorf("artifacts before approval = %+v, want none: nothing runs before the plan is approved", v.Artifacts)
+	}
+
+	if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": "reject", "note": "not today"}}); code != http.StatusAccepted {
+		t.Fatalf("reject = %d", code)
+	}
+	if v = c.wait(cid, tid); v.Status != "succeeded" || !strings.HasPrefix(v.Reply, "workflow rejected") || len(v.Artifacts) != 0 {
+		t.Fatalf("rejected turn = %s %q, %d artifacts; want the rejection reported and nothing run", v.Status, v.Reply, len(v.Artifacts))
+	}
+
+	tid, v = start()
+	if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": "approve"}}); code != http.StatusAccepted {
+		t.Fatalf("approve = %d (%s)", code, v.Status)
+	}
+	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "workflow succeeded" || len(v.Artifacts) != 2 {
+		t.Fatalf("approved turn = %s %q, %d artifacts; want succeeded with the SVG and PNG", v.Status, v.Reply, len(v.Artifacts))
+	}
+	if pubs := st.Publications.List(); len(pubs) != 1 {
+		t.Errorf("publications = %d, want 1", len(pubs))
 	}
 }

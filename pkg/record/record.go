@@ -192,6 +192,9 @@ type PendingCall struct {
 	// an artifact reference, which the user is never asked for (spec §3.2):
 	// the model gets that error and picks one from the catalog.
 	FromUser bool `json:"from_user,omitempty"`
+	// Plan is what a workflow call waiting for approval will run, step by
+	// step (set with the approval; the approval covers its arguments).
+	Plan []catalog.PlanStep `json:"plan,omitempty"`
 }
 
 // A2ATask identifies a specialist's task to continue with the same ids.

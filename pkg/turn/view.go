@@ -47,6 +47,8 @@ type ApprovalCall struct {
 	CallID    string         `json:"call_id"`
 	Tool      string         `json:"tool"`
 	Arguments map[string]any `json:"arguments"`
+	// Steps is a workflow call's plan: each step with the arguments it gets.
+	Steps []catalog.PlanStep `json:"steps,omitempty"`
 }
 
 // NewView renders turn t. outcomes are its stored call outcomes, so a
@@ -87,7 +89,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		v.Approval = &ApprovalView{}
 		for _, i := range idx {
 			pc := t.Pending[i]
-			v.Approval.Calls = append(v.Approval.Calls, ApprovalCall{CallID: pc.CallID, Tool: pc.Tool, Arguments: pc.Arguments})
+			v.Approval.Calls = append(v.Approval.Calls, ApprovalCall{CallID: pc.CallID, Tool: pc.Tool, Arguments: pc.Arguments, Steps: pc.Plan})
 		}
 	}
 	if t.Status == record.StatusRunning {

@@ -149,6 +149,7 @@ func jsonKind(v any) string {
 func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env catalog.Env) {
 	pc.Error = ""
 	pc.Form = nil
+	pc.Plan = nil
 	if e.Kind == catalog.EntryAskUser {
 		checkAskUser(e, pc)
 		return
@@ -244,6 +245,9 @@ func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env cata
 		pc.Approved = false
 		pc.ApprovalHash = h
 		pc.State = record.CallNeedsApproval
+		if e.Kind == catalog.EntryWorkflow {
+			pc.Plan = e.Workflow.Plan(args)
+		}
 		return
 	}
 	pc.State = record.CallReady
