@@ -82,22 +82,29 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
 }
 
-// BenchmarkPopelnaseTurn measures one whole turn through the API, the local
-// engine, the embedded Valkey and the demo A2A agents, with the scripted
-// demo model (so the figure is our overhead, not a model's latency).
-func BenchmarkPopelnaseTurn(b *testing.B) {
+// benchStack starts a stack with the demo model for a benchmark, with a
+// round-trip counter on the platform's Valkey client; the stack's shutdown
+// is kept out of the timed region.
+func benchStack(b *testing.B) (*Stack, *client, *roundTrips) {
 	st, err := Start(b.Context(), Config{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() {
+	b.Cleanup(func() {
 		b.StopTimer()
 		st.Close()
-	}()
+	})
 	tok, _ := st.Token("dev")
-	c := &client{t: b, base: st.URL(), token: tok}
 	rt := &roundTrips{}
 	st.Redis.AddHook(rt)
+	return st, &client{t: b, base: st.URL(), token: tok}, rt
+}
+
+// BenchmarkPopelnaseTurn measures one whole turn through the API, the local
+// engine, the embedded Valkey and the demo A2A agents, with the scripted
+// demo model (so the figure is our overhead, not a model's latency).
+func BenchmarkPopelnaseTurn(b *testing.B) {
+	st, c, rt := benchStack(b)
 	var counts TurnCounts
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -193,18 +200,7 @@ func TestWorkflowCounts(t *testing.T) {
 // BenchmarkWorkflowTurn is BenchmarkPopelnaseTurn's chain as the
 // word_to_png workflow, started explicitly.
 func BenchmarkWorkflowTurn(b *testing.B) {
-	st, err := Start(b.Context(), Config{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		b.StopTimer()
-		st.Close()
-	}()
-	tok, _ := st.Token("dev")
-	c := &client{t: b, base: st.URL(), token: tok}
-	rt := &roundTrips{}
-	st.Redis.AddHook(rt)
+	st, c, rt := benchStack(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cid := c.newConversation()

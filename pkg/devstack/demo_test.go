@@ -1,10 +1,8 @@
 package devstack
 
 import (
-	"encoding/json"
 	"net/http"
 	"regexp"
-	"strings"
 	"testing"
 
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -127,26 +125,11 @@ func TestUploadedFileFeedsASkill(t *testing.T) {
 	}}
 	_, c := stack(t, m)
 	cid := c.newConversation()
-	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" width="100" height="50"><rect width="100" height="50" fill="#fff"/><path d="M10 10 L90 10 L90 40 L10 40 Z" fill="#000"/></svg>`
-	req, _ := http.NewRequest("POST", c.base+"/v1/conversations/"+cid+"/artifacts?name=box.svg", strings.NewReader(svg))
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "image/svg+xml")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var up struct {
-		ID string `json:"artifact_id"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&up)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated || up.ID == "" {
-		t.Fatalf("upload = %d %+v", resp.StatusCode, up)
-	}
+	upID := c.upload(cid, "box.svg", "image/svg+xml", boxSVG)
 	var out struct {
 		TurnID string `json:"turn_id"`
 	}
-	if code := c.do("POST", "/v1/conversations/"+cid+"/messages", map[string]any{"text": "convert this to png", "files": []string{up.ID}}, &out); code != http.StatusAccepted {
+	if code := c.do("POST", "/v1/conversations/"+cid+"/messages", map[string]any{"text": "convert this to png", "files": []string{upID}}, &out); code != http.StatusAccepted {
 		t.Fatalf("POST message = %d", code)
 	}
 	v := c.wait(cid, out.TurnID)

@@ -216,6 +216,30 @@ func (c *client) wait(cid, tid string) turn.View {
 	return turn.View{}
 }
 
+// boxSVG is a small SVG a specialist can rasterize: a black box.
+const boxSVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" width="100" height="50"><rect width="100" height="50" fill="#fff"/><path d="M10 10 L90 10 L90 40 L10 40 Z" fill="#000"/></svg>`
+
+// upload posts body as an artifact of cid and returns its id.
+func (c *client) upload(cid, name, mimeType, body string) string {
+	c.t.Helper()
+	req, _ := http.NewRequest("POST", c.base+"/v1/conversations/"+cid+"/artifacts?name="+name, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Content-Type", mimeType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var up struct {
+		ID string `json:"artifact_id"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&up)
+	if resp.StatusCode != http.StatusCreated || up.ID == "" {
+		c.t.Fatalf("upload = %d %+v", resp.StatusCode, up)
+	}
+	return up.ID
+}
+
 func (c *client) input(cid, tid string, body any) int {
 	c.t.Helper()
 	return c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/input", body, nil)

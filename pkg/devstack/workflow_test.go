@@ -317,18 +317,7 @@ func TestWorkflowSelectionMissingArtifactGoesToModel(t *testing.T) {
 	}}
 	_, c := stack(t, m, func(cfg *Config) { cfg.WorkflowsDir = dir })
 	cid := c.newConversation()
-	svg := `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" width="100" height="50"><rect width="100" height="50" fill="#fff"/><path d="M10 10 L90 10 L90 40 L10 40 Z" fill="#000"/></svg>`
-	req, _ := http.NewRequest("POST", c.base+"/v1/conversations/"+cid+"/artifacts?name=box.svg", strings.NewReader(svg))
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "image/svg+xml")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("upload = %d", resp.StatusCode)
-	}
+	c.upload(cid, "box.svg", "image/svg+xml", boxSVG)
 	tid := c.startWorkflow(cid, map[string]any{"text": "/workflow svg_to_png"})
 	v := c.wait(cid, tid)
 	if v.Status != "succeeded" || v.Reply != "png: succeeded" || v.Form != nil || v.LLMCalls != 2 {
