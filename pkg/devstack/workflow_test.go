@@ -1,12 +1,15 @@
 package devstack
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -372,5 +375,42 @@ func TestWorkflowPlanApproval(t *testing.T) {
 	}
 	if pubs := st.Publications.List(); len(pubs) != 1 {
 		t.Errorf("publications = %d, want 1", len(pubs))
+	}
+}
+
+// A workflow longer than one invoke Lambda's time runs on through the
+// state machine: the invoke step stops after step 1 (WorkflowContinuesError),
+// the InvokeCall state retries it by name, and the retry runs step 2 only.
+// The invoke function gets a Lambda's deadline here, as on AWS.
+func TestWorkflowContinuesThroughStateMachineRetry(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, workflowAnswerer())
+	h := st.Platform.Handlers
+	h.CallTimeout = time.Hour // each specialist call may take an hour; the Lambda has ten minutes
+	invoke := turn.JSON(h.Invoke)
+	st.Engine.RegisterFunction(functionNames["InvokeFunction"], func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
+		defer cancel()
+		return invoke(ctx, payload)
+	})
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "word_to_png", "inputs": map[string]any{"word": "Resumed"}}})
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.Reply != "workflow succeeded" || len(v.Artifacts) != 2 || v.LLMCalls != 1 {
+		t.Fatalf("turn = %s %q, %d artifacts, %d LLM calls; want succeeded with the SVG and PNG after 1 LLM call", v.Status, v.Reply, len(v.Artifacts), v.LLMCalls)
+	}
+	c.pngOf(cid, v)
+	hist, err := st.history(t.Context(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var continued int
+	for _, e := range hist {
+		if d := e.TaskFailedEventDetails; e.Type == "TaskFailed" && d != nil && d.Error == "WorkflowContinuesError" {
+			continued++
+		}
+	}
+	if got := countHistory(hist); continued != 1 || got.Lambdas != 6 {
+		t.Errorf("history: %d WorkflowContinuesError, %d Lambda invocations; want 1 and 6 (the invoke step twice)", continued, got.Lambdas)
 	}
 }

@@ -118,7 +118,7 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 		Registry: reg,
 		Invoker:  inv,
 		Catalogs: cats,
-		Handlers: &turn.Handlers{Store: store, LLM: model, Catalogs: cats, Invoker: inv, Audit: cfg.Audit, Limits: limits, Logger: log},
+		Handlers: &turn.Handlers{Store: store, LLM: model, Catalogs: cats, Invoker: inv, Audit: cfg.Audit, Limits: limits, CallTimeout: cfg.InvokeTimeout, Logger: log},
 	}, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -56,7 +57,12 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	case !ok:
 		o = failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool))
 	case entry.Kind == catalog.EntryWorkflow:
-		o = h.runWorkflow(callCtx, conv, t, pc, cat, entry.Workflow, arts)
+		var cont *WorkflowContinuesError
+		o, cont = h.runWorkflow(callCtx, in.Ref, conv, t, pc, cat, entry.Workflow, arts, outcomes)
+		if cont != nil {
+			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "continues", started, 0, nil)
+			return InvokeOutput{}, cont
+		}
 	case entry.Kind == catalog.EntrySkill:
 		o = h.Invoker.Invoke(callCtx, agents.Call{
 			ConversationID: conv.Meta.ID,
@@ -129,41 +135,57 @@ func referencedFiles(args map[string]any, arts map[string]artifact.Artifact) []a
 }
 
 // runWorkflow runs a workflow template's steps in order inside one call;
-// each step's artifacts feed the next step's templates.
-func (h *Handlers) runWorkflow(ctx context.Context, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, cat *catalog.Catalog, wf catalog.Workflow, arts map[string]artifact.Artifact) record.CallOutcome {
+// each step's artifacts feed the next step's bindings. Each finished step
+// but the last is stored under its own id (<call>.<i>, also its A2A call
+// id) beside the call's outcome, so an invocation resumes after the steps
+// stored, and one that has less than CallTimeout left before the next step
+// stops with a WorkflowContinuesError instead of starting it.
+func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, cat *catalog.Catalog, wf catalog.Workflow, arts map[string]artifact.Artifact, stored map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError) {
 	var (
 		all      record.CallOutcome
 		produced [][]string
 		summary  []string
+		ran      bool
 	)
 	all.Result.Status = record.ResultSucceeded
 	for i, st := range wf.Steps {
-		args, err := wf.StepArguments(i, pc.Arguments, produced)
-		if err != nil {
-			return failedOutcome(fmt.Sprintf("workflow %s %s could not start: %v", wf.ID, wf.StepLabel(i), err))
-		}
-		entry, ok := cat.Lookup(st.Skill)
-		if !ok || entry.Kind != catalog.EntrySkill {
-			return failedOutcome(fmt.Sprintf("workflow %s %s: skill %s is not available", wf.ID, wf.StepLabel(i), st.Skill))
-		}
-		o := h.Invoker.Invoke(ctx, agents.Call{
-			ConversationID: conv.Meta.ID,
-			TurnID:         t.ID,
-			CallID:         fmt.Sprintf("%s.%d", pc.CallID, i),
-			Capability:     entry.Capability,
-			Arguments:      args,
-			Sources:        pc.Sources,
-			Files:          referencedFiles(args, arts),
-		})
-		if o.InputRequired != nil || o.Result.Status != record.ResultSucceeded {
-			msg := o.Result.Error
-			if o.InputRequired != nil {
-				msg = "the skill needs more input: " + o.InputRequired.Message
+		stepID := fmt.Sprintf("%s.%d", pc.CallID, i)
+		o, done := stored[stepID]
+		if !done || o.Result.Status != record.ResultSucceeded {
+			if ran && !h.timeForStep(ctx) {
+				return record.CallOutcome{}, &WorkflowContinuesError{CallID: pc.CallID, Next: i}
 			}
-			f := failedOutcome(fmt.Sprintf("workflow %s %s failed: %s", wf.ID, wf.StepLabel(i), msg))
-			f.Artifacts = all.Artifacts
-			f.Result.Artifacts = all.Result.Artifacts
-			return f
+			ran = true
+			args, err := wf.StepArguments(i, pc.Arguments, produced)
+			if err != nil {
+				return failedOutcome(fmt.Sprintf("workflow %s %s could not start: %v", wf.ID, wf.StepLabel(i), err)), nil
+			}
+			entry, ok := cat.Lookup(st.Skill)
+			if !ok || entry.Kind != catalog.EntrySkill {
+				return failedOutcome(fmt.Sprintf("workflow %s %s: skill %s is not available", wf.ID, wf.StepLabel(i), st.Skill)), nil
+			}
+			o = h.Invoker.Invoke(ctx, agents.Call{
+				ConversationID: conv.Meta.ID,
+				TurnID:         t.ID,
+				CallID:         stepID,
+				Capability:     entry.Capability,
+				Arguments:      args,
+				Sources:        pc.Sources,
+				Files:          referencedFiles(args, arts),
+			})
+			if o.InputRequired != nil || o.Result.Status != record.ResultSucceeded {
+				msg := o.Result.Error
+				if o.InputRequired != nil {
+					msg = "the skill needs more input: " + o.InputRequired.Message
+				}
+				f := failedOutcome(fmt.Sprintf("workflow %s %s failed: %s", wf.ID, wf.StepLabel(i), msg))
+				f.Artifacts = all.Artifacts
+				f.Result.Artifacts = all.Result.Artifacts
+				return f, nil
+			}
+			if i < len(wf.Steps)-1 {
+				h.storeStep(ctx, r, stepID, st.Skill, o)
+			}
 		}
 		var ids []string
 		for _, a := range o.Artifacts {
@@ -178,5 +200,23 @@ func (h *Handlers) runWorkflow(ctx context.Context, conv *record.Conversation, t
 		}
 	}
 	all.Result.Summary = fmt.Sprintf("Workflow %s finished %d steps.\n%s", wf.Name, len(wf.Steps), strings.Join(summary, "\n"))
-	return all
+	return all, nil
+}
+
+// timeForStep reports whether ctx leaves CallTimeout for one more
+// specialist call.
+func (h *Handlers) timeForStep(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return !ok || h.CallTimeout <= 0 || time.Until(dl) >= h.CallTimeout
+}
+
+// storeStep keeps a finished workflow step. It is what a resumed or
+// retried invocation starts after; failing to store it costs only a rerun
+// of the step (the specialist sees the same call id), so it is logged, not
+// fatal.
+func (h *Handlers) storeStep(ctx context.Context, r Ref, stepID, skill string, o record.CallOutcome) {
+	o.CallID, o.Tool = stepID, skill
+	if _, err := h.Store.PutOutcome(ctx, r.ConversationID, r.TurnID, o); err != nil {
+		h.log().WarnContext(ctx, "store workflow step", "conversation", r.ConversationID, "turn", r.TurnID, "step", stepID, "error", err)
+	}
 }

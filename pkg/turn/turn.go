@@ -77,6 +77,12 @@ type Handlers struct {
 	// Audit keeps decisions and executed calls durably (nil: none).
 	Audit  audit.Log
 	Limits Limits
+	// CallTimeout is the longest one specialist call may take (the
+	// invoker's timeout). A workflow starts its next step in the same
+	// invocation only with that much time left before the step's deadline;
+	// otherwise it continues in a new one (WorkflowContinuesError). Zero:
+	// always in the same invocation.
+	CallTimeout time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
 }
@@ -87,6 +93,20 @@ type TransientError struct{ Err error }
 
 func (e *TransientError) Error() string { return e.Err.Error() }
 func (e *TransientError) Unwrap() error { return e.Err }
+
+// WorkflowContinuesError ends an invoke step that ran some of a workflow's
+// steps and has too little time left for the next: the finished steps are
+// stored, and the state machine retries the step by this name, which
+// resumes at step Next. A workflow is thus never cut short by one Lambda's
+// timeout, and a retried step never reruns a finished one.
+type WorkflowContinuesError struct {
+	CallID string
+	Next   int // 0-based
+}
+
+func (e *WorkflowContinuesError) Error() string {
+	return fmt.Sprintf("workflow call %s continues at step %d in a new invocation", e.CallID, e.Next+1)
+}
 
 // ModelUnavailableError is an LLM provider that kept answering 429 or 5xx
 // through its own retries; the state machine retries the step by this name,

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -598,3 +600,72 @@ func TestInvokeStopsBeforeTheStepDeadline(t *testing.T) {
 type invokerFunc func(ctx context.Context, c agents.Call) record.CallOutcome
 
 func (f invokerFunc) Invoke(ctx context.Context, c agents.Call) record.CallOutcome { return f(ctx, c) }
+
+// A workflow whose next step would not fit in the invoke step's remaining
+// time stops after the steps it finished, stored; the retried step (the
+// state machine retries WorkflowContinuesError) resumes at the next step
+// and never reruns a finished one.
+func TestWorkflowContinuesInANewInvocation(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return &llm.Response{Text: "done"}
+		}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "w1", Name: "workflow_word_to_png", Arguments: `{"word":"hi"}`}}}
+	})
+	b, err := os.ReadFile("../catalog/testdata/capabilities.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []catalog.Capability
+	if err := json.Unmarshal(b, &caps); err != nil {
+		t.Fatal(err)
+	}
+	wfs, err := catalog.LoadWorkflows(os.DirFS("../../testdata/workflows"), ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.h.Catalogs = staticCatalogs{catalog.New(caps, wfs)}
+	var mu sync.Mutex
+	runs := map[string]int{}
+	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+		mu.Lock()
+		runs[c.CallID]++
+		mu.Unlock()
+		id := "art_" + strings.ReplaceAll(c.CallID, ".", "_")
+		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultSucceeded, Summary: "made " + id,
+			Artifacts: []artifact.Ref{{ID: id, Name: id, MimeType: "image/png"}}},
+			Artifacts: []artifact.Artifact{{ID: id, Name: id, MimeType: "image/png", CreatedAt: time.Now()}}}
+	}
+	// Each specialist call may take an hour; the step has ten minutes.
+	f.h.CallTimeout = time.Hour
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "w1"})
+	var cont *turn.WorkflowContinuesError
+	if !errors.As(err, &cont) || cont.Next != 1 {
+		t.Fatalf("Invoke() error = %v, want WorkflowContinuesError at step 2", err)
+	}
+	out, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "w1"})
+	if err != nil || out.Status != record.ResultSucceeded {
+		t.Fatalf("retried Invoke() = %+v, %v; want the workflow finished", out, err)
+	}
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "w1"}); err != nil {
+		t.Fatalf("Invoke() once more = %v", err)
+	}
+	if diff := cmp.Diff(map[string]int{"w1.0": 1, "w1.1": 1}, runs); diff != "" {
+		t.Errorf("specialist calls per step (-want +got):\n%s", diff)
+	}
+	if _, err := f.h.Append(ctx, f.ref); err != nil {
+		t.Fatal(err)
+	}
+	if tr := f.turn(t); len(tr.Produced) != 2 {
+		t.Errorf("produced = %v, want both steps' artifacts on the workflow call", tr.Produced)
+	}
+}
