@@ -149,13 +149,14 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 	)
 	all.Result.Status = record.ResultSucceeded
 	for i, st := range wf.Steps {
-		stepID := fmt.Sprintf("%s.%d", pc.CallID, i)
+		stepID := workflowStepID(pc.CallID, i)
 		o, done := stored[stepID]
 		if !done || o.Result.Status != record.ResultSucceeded {
 			if ran && !h.timeForStep(ctx) {
 				return record.CallOutcome{}, &WorkflowContinuesError{CallID: pc.CallID, Next: i}
 			}
 			ran = true
+			stepStart := h.now()
 			args, err := wf.StepArguments(i, pc.Arguments, produced)
 			if err != nil {
 				return failedOutcome(fmt.Sprintf("workflow %s %s could not start: %v", wf.ID, wf.StepLabel(i), err)), nil
@@ -184,6 +185,9 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 				return f, nil
 			}
 			if i < len(wf.Steps)-1 {
+				if o.StartedAt.IsZero() {
+					o.StartedAt, o.EndedAt = stepStart, h.now()
+				}
 				h.storeStep(ctx, r, stepID, st.Skill, o)
 			}
 		}
@@ -202,6 +206,10 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 	all.Result.Summary = fmt.Sprintf("Workflow %s finished %d steps.\n%s", wf.Name, len(wf.Steps), strings.Join(summary, "\n"))
 	return all, nil
 }
+
+// workflowStepID names step i of workflow call callID: its stored outcome's
+// field and its A2A call id.
+func workflowStepID(callID string, i int) string { return fmt.Sprintf("%s.%d", callID, i) }
 
 // timeForStep reports whether ctx leaves CallTimeout for one more
 // specialist call.

@@ -652,6 +652,19 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	if !errors.As(err, &cont) || cont.Next != 1 {
 		t.Fatalf("Invoke() error = %v, want WorkflowContinuesError at step 2", err)
 	}
+	// Meanwhile the turn shows the finished step before the running workflow.
+	conv, outcomes, err := f.store.Load(ctx, "c1", "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := conv.Turn("t1")
+	var steps []string
+	for _, s := range turn.NewView(conv, tr, outcomes).Steps {
+		steps = append(steps, s.Tool+"/"+s.CallID+"/"+s.Status)
+	}
+	if diff := cmp.Diff([]string{"create_svg_artifact/w1.0/succeeded", "workflow_word_to_png/w1/running"}, steps[len(steps)-2:]); diff != "" {
+		t.Errorf("steps while the workflow runs (-want +got):\n%s", diff)
+	}
 	out, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "w1"})
 	if err != nil || out.Status != record.ResultSucceeded {
 		t.Fatalf("retried Invoke() = %+v, %v; want the workflow finished", out, err)

@@ -98,8 +98,18 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 				continue
 			}
 			s := record.Step{Tool: pc.Tool, CallID: pc.CallID, Status: "running", StartedAt: t.UpdatedAt}
-			if o, ok := outcomes[pc.CallID]; ok {
+			o, ok := outcomes[pc.CallID]
+			if ok {
 				s.Status, s.StartedAt, s.EndedAt = outcomeStatus(o), o.StartedAt, o.EndedAt
+			} else if pc.Kind == record.KindWorkflow {
+				// A running workflow shows the steps it has finished.
+				for i := 0; ; i++ {
+					so, done := outcomes[workflowStepID(pc.CallID, i)]
+					if !done {
+						break
+					}
+					v.Steps = append(v.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: outcomeStatus(so), StartedAt: so.StartedAt, EndedAt: so.EndedAt})
+				}
 			}
 			v.Steps = append(v.Steps, s)
 		}
