@@ -83,8 +83,8 @@ type Handlers struct {
 	// otherwise it continues in a new one (WorkflowContinuesError). Zero:
 	// always in the same invocation.
 	CallTimeout time.Duration
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now         func() time.Time
+	Logger      *slog.Logger
 }
 
 // TransientError marks a failure worth retrying (Valkey unreachable, LLM
