@@ -48,6 +48,7 @@ const (
 	CtxValkeySnapshotTime  = "valkeySnapshotTime"
 	CtxRetainData          = "retainData"
 	CtxAlarmEmail          = "alarmEmail"
+	CtxWorkflowsDir        = "workflowsDir"
 )
 
 // StackProps configures one environment's stack. The zero value of an
@@ -98,6 +99,11 @@ type StackProps struct {
 	// AwaitTimeout is CLIENTAGENT_AWAIT_TIMEOUT (a Go duration); empty: the
 	// platform's default.
 	AwaitTimeout string
+	// WorkflowsDir is a folder of workflow templates (*.json,
+	// docs/workflows.md), deployed as a Lambda layer and read from /opt by
+	// every platform function (CLIENTAGENT_WORKFLOWS_DIR); empty: the
+	// examples built into the binaries.
+	WorkflowsDir string
 
 	// LogLevel is the Lambdas' application log level (TRACE … FATAL,
 	// default INFO): Lambda drops JSON records below it by their "level".
@@ -244,6 +250,36 @@ func (p StackProps) Validate() error {
 	if _, err := os.Stat(p.ASLFile); err != nil {
 		return fmt.Errorf("state machine definition: %w", err)
 	}
+	if p.WorkflowsDir != "" {
+		if err := checkWorkflowsDir(p.WorkflowsDir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkWorkflowsDir refuses a workflows folder that would stop every
+// function at cold start: no templates, or a file that is not a JSON
+// template. The templates are compiled against the skills only where the
+// skills are: run `clientagent workflows check DIR` before deploying.
+func checkWorkflowsDir(dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("workflowsDir %s: no *.json workflow templates (%v)", dir, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("workflowsDir: %w", err)
+		}
+		var tpl struct {
+			ID    string            `json:"id"`
+			Steps []json.RawMessage `json:"steps"`
+		}
+		if err := json.Unmarshal(b, &tpl); err != nil || tpl.ID == "" || len(tpl.Steps) == 0 {
+			return fmt.Errorf("workflowsDir: %s is not a workflow template (want a JSON object with an id and steps; %v)", f, err)
+		}
+	}
 	return nil
 }
 
@@ -352,6 +388,7 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		OpenAIKeySecretName:  str(CtxOpenAIKeySecretName),
 		Agents:               list(CtxAgents),
 		AwaitTimeout:         str(CtxAwaitTimeout),
+		WorkflowsDir:         str(CtxWorkflowsDir),
 		LogLevel:             str(CtxLogLevel),
 		SystemLogLevel:       str(CtxSystemLogLevel),
 		StateMachineLogLevel: str(CtxStateMachineLog),

@@ -299,11 +299,26 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 			env[k] = jsii.String(v)
 		}
 	}
+	// Workflow templates of the deployment's own, as a layer under /opt.
+	var layers []awslambda.ILayerVersion
+	if p.WorkflowsDir != "" {
+		layers = append(layers, awslambda.NewLayerVersion(stack, jsii.String("Workflows"), &awslambda.LayerVersionProps{
+			Code:                    awslambda.Code_FromAsset(jsii.String(p.WorkflowsDir), nil),
+			CompatibleArchitectures: &[]awslambda.Architecture{awslambda.Architecture_ARM_64()},
+			CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
+			Description:             jsii.String(prefix + " workflow templates (docs/workflows.md)"),
+			RemovalPolicy:           removal,
+		}))
+		env["CLIENTAGENT_WORKFLOWS_DIR"] = jsii.String("/opt")
+	}
 	fns := map[string]awslambda.Function{}
 	for _, spec := range platformFunctions {
 		fn := newFunction(stack, p, spec, place, removal)
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
+		}
+		if len(layers) > 0 {
+			fn.AddLayers(layers...)
 		}
 		fns[spec.name] = fn
 	}

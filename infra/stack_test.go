@@ -92,6 +92,7 @@ var configs = map[string]func() StackProps{
 		p.OpenAIBaseURL = "https://llm.example.com/v1"
 		p.DemoAgents = false
 		p.Agents = []string{"https://a.example.com/agents/x", "https://b.example.com"}
+		p.WorkflowsDir = filepath.Join("..", "testdata", "workflows")
 		return p
 	},
 }
@@ -1059,5 +1060,47 @@ func TestAuditBucket(t *testing.T) {
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s audit permissions (-want +got):\n%s", name, diff)
 		}
+	}
+}
+
+// Issue 8 on AWS: a deployment's own workflow templates (workflowsDir) are
+// a layer that every platform function mounts, read from /opt; without
+// them the functions use the templates built into the binaries.
+func TestWorkflowsLayer(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "openai")
+	id, layer := s.one(t, "AWS::Lambda::LayerVersion")
+	if rt, _ := layer["CompatibleRuntimes"].([]any); len(rt) != 1 || rt[0] != "provided.al2023" {
+		t.Errorf("layer runtimes = %v, want provided.al2023", layer["CompatibleRuntimes"])
+	}
+	for _, name := range functionNames() {
+		_, fn := s.function(t, name)
+		if got := envOf(fn)["CLIENTAGENT_WORKFLOWS_DIR"]; got != "/opt" {
+			t.Errorf("%s CLIENTAGENT_WORKFLOWS_DIR = %v, want /opt", name, got)
+		}
+		if got := mustJSON(fn["Layers"]); got != mustJSON([]any{map[string]any{"Ref": id}}) {
+			t.Errorf("%s layers = %s, want the workflows layer %s", name, got, id)
+		}
+	}
+	plain := synth(t, "bedrock")
+	if n := len(plain.resources("AWS::Lambda::LayerVersion")); n != 0 {
+		t.Errorf("without workflowsDir: %d layers, want 0", n)
+	}
+	if _, fn := plain.function(t, FnLLMStep); envOf(fn)["CLIENTAGENT_WORKFLOWS_DIR"] != nil {
+		t.Errorf("without workflowsDir: CLIENTAGENT_WORKFLOWS_DIR = %v, want unset", envOf(fn)["CLIENTAGENT_WORKFLOWS_DIR"])
+	}
+
+	// A folder that would stop every function at cold start is refused at synth.
+	bad := t.TempDir()
+	p := baseProps()
+	p.WorkflowsDir = bad
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "no *.json workflow templates") {
+		t.Errorf("Validate(empty workflowsDir) = %v, want no templates", err)
+	}
+	if err := os.WriteFile(filepath.Join(bad, "x.json"), []byte(`{"name": "no id"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "x.json is not a workflow template") {
+		t.Errorf("Validate(template without id) = %v, want it named", err)
 	}
 }
