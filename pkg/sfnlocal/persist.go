@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -21,12 +22,14 @@ import (
 type Snapshot struct {
 	Execution        Execution       `json:"execution"`
 	StateMachineName string          `json:"stateMachineName"`
-	Definition       json.RawMessage `json:"definition"`
-	State            string          `json:"state"`
-	StateInput       json.RawMessage `json:"stateInput"`
-	Variables        map[string]any  `json:"variables"`
-	History          []HistoryEvent  `json:"history"`
-	Wait             *persistedWait  `json:"wait,omitempty"`
+	Definition       json.RawMessage `json:"definition,omitempty"`
+	// DefinitionHash names the definition stored apart (RedisPersister).
+	DefinitionHash string          `json:"definitionHash,omitempty"`
+	State          string          `json:"state"`
+	StateInput     json.RawMessage `json:"stateInput"`
+	Variables      map[string]any  `json:"variables"`
+	History        []HistoryEvent  `json:"history"`
+	Wait           *persistedWait  `json:"wait,omitempty"`
 }
 
 // Persister stores snapshots of running executions.
@@ -193,12 +196,18 @@ func (p *FilePersister) Delete(_ context.Context, execArn string) error {
 	return nil
 }
 
-// RedisPersister keeps snapshots in Valkey/Redis: one string key per
-// execution under Prefix+"exec:" and a set Prefix+"execs" of their ARNs.
-// Prefix defaults to "sfnlocal:".
+// RedisPersister keeps snapshots in Valkey/Redis, written incrementally so
+// a transition costs what it adds, not the whole execution again: the
+// position (state, input, variables, token) under Prefix+"exec:"+arn, the
+// history as a list Prefix+"hist:"+arn that each save appends the new
+// events to, the definition once under Prefix+"def:"+its hash, and a set
+// Prefix+"execs" of the ARNs. Prefix defaults to "sfnlocal:".
 type RedisPersister struct {
 	Client redis.UniversalClient
 	Prefix string
+
+	mu    sync.Mutex
+	saved map[string]int // arn → history events stored by this process
 }
 
 var _ Persister = (*RedisPersister)(nil)
@@ -210,25 +219,76 @@ func (p *RedisPersister) prefix() string {
 	return p.Prefix
 }
 
-// Save stores the snapshot and indexes its ARN.
+// Save stores the position, appends the history events not stored yet and
+// indexes the ARN, in one MULTI/EXEC. The first save of an execution in
+// this process rewrites its whole history.
 func (p *RedisPersister) Save(ctx context.Context, s Snapshot) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encode snapshot %s: %w", s.Execution.ExecutionArn, err)
-	}
 	arn := s.Execution.ExecutionArn
+	sum := sha256.Sum256(s.Definition)
+	defHash := hex.EncodeToString(sum[:16])
+	pos := s
+	pos.History, pos.Definition, pos.DefinitionHash = nil, nil, defHash
+	b, err := json.Marshal(pos)
+	if err != nil {
+		return fmt.Errorf("encode snapshot %s: %w", arn, err)
+	}
+	p.mu.Lock()
+	n, known := p.saved[arn]
+	p.mu.Unlock()
+	if n > len(s.History) {
+		known = false
+	}
+	from := n
+	if !known {
+		from = 0
+	}
+	events := make([]any, 0, len(s.History)-from)
+	for _, ev := range s.History[from:] {
+		eb, err := json.Marshal(ev)
+		if err != nil {
+			return fmt.Errorf("encode history of %s: %w", arn, err)
+		}
+		events = append(events, eb)
+	}
+	hk := p.prefix() + "hist:" + arn
 	_, err = p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, p.prefix()+"exec:"+arn, b, 0)
+		pipe.SetNX(ctx, p.prefix()+"def:"+defHash, []byte(s.Definition), 0)
+		if !known {
+			pipe.Del(ctx, hk)
+		}
+		if len(events) > 0 {
+			pipe.RPush(ctx, hk, events...)
+		}
 		pipe.SAdd(ctx, p.prefix()+"execs", arn)
 		return nil
 	})
 	if err != nil {
+		// What was stored is unknown now: the next save rewrites it all.
+		p.forget(arn)
 		return fmt.Errorf("save snapshot %s: %w", arn, err)
 	}
+	p.remember(arn, len(s.History))
 	return nil
 }
 
-// LoadAll reads every indexed snapshot.
+func (p *RedisPersister) remember(arn string, n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.saved == nil {
+		p.saved = map[string]int{}
+	}
+	p.saved[arn] = n
+}
+
+func (p *RedisPersister) forget(arn string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.saved, arn)
+}
+
+// LoadAll reads every indexed snapshot with its history and definition.
+// (A snapshot written whole, by an older version, is read as it is.)
 func (p *RedisPersister) LoadAll(ctx context.Context) ([]Snapshot, error) {
 	arns, err := p.Client.SMembers(ctx, p.prefix()+"execs").Result()
 	if err != nil {
@@ -236,29 +296,52 @@ func (p *RedisPersister) LoadAll(ctx context.Context) ([]Snapshot, error) {
 	}
 	var out []Snapshot
 	for _, arn := range arns {
-		b, err := p.Client.Get(ctx, p.prefix()+"exec:"+arn).Bytes()
-		if errors.Is(err, redis.Nil) {
+		var exec *redis.StringCmd
+		var hist *redis.StringSliceCmd
+		_, err := p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			exec = pipe.Get(ctx, p.prefix()+"exec:"+arn)
+			hist = pipe.LRange(ctx, p.prefix()+"hist:"+arn, 0, -1)
+			return nil
+		})
+		if errors.Is(err, redis.Nil) && errors.Is(exec.Err(), redis.Nil) {
 			continue
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("read snapshot %s: %w", arn, err)
 		}
 		var s Snapshot
-		if err := json.Unmarshal(b, &s); err != nil {
+		if err := json.Unmarshal([]byte(exec.Val()), &s); err != nil {
 			return nil, fmt.Errorf("decode snapshot %s: %w", arn, err)
+		}
+		if len(s.Definition) == 0 {
+			def, err := p.Client.Get(ctx, p.prefix()+"def:"+s.DefinitionHash).Bytes()
+			if err != nil {
+				return nil, fmt.Errorf("read definition of %s: %w", arn, err)
+			}
+			s.Definition = def
+		}
+		if events := hist.Val(); len(events) > 0 {
+			s.History = make([]HistoryEvent, len(events))
+			for i, ev := range events {
+				if err := json.Unmarshal([]byte(ev), &s.History[i]); err != nil {
+					return nil, fmt.Errorf("decode history of %s: %w", arn, err)
+				}
+			}
+			p.remember(arn, len(events))
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// Delete drops the snapshot and its index entry.
+// Delete drops the snapshot, its history and its index entry.
 func (p *RedisPersister) Delete(ctx context.Context, execArn string) error {
 	_, err := p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Del(ctx, p.prefix()+"exec:"+execArn)
+		pipe.Del(ctx, p.prefix()+"exec:"+execArn, p.prefix()+"hist:"+execArn)
 		pipe.SRem(ctx, p.prefix()+"execs", execArn)
 		return nil
 	})
+	p.forget(execArn)
 	if err != nil {
 		return fmt.Errorf("delete snapshot %s: %w", execArn, err)
 	}
