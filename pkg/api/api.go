@@ -48,9 +48,19 @@ type Server struct {
 	// RedirectArtifacts answers artifact downloads with a redirect to a
 	// presigned URL (S3) instead of streaming the bytes.
 	RedirectArtifacts bool
-	Now               func() time.Time
-	Logger            *slog.Logger
+	// FreshFor is how long after its last write a running turn is shown
+	// as its record says, without asking Step Functions whether its
+	// execution still runs (DescribeExecution is throttled per account, and
+	// clients poll running turns every second). Zero: DefaultFreshFor.
+	FreshFor time.Duration
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
+
+// DefaultFreshFor is Server.FreshFor's default: a turn whose steps write
+// at least this often never costs a DescribeExecution call, and one whose
+// execution died reads as failed this long after its last write.
+const DefaultFreshFor = 15 * time.Second
 
 // Error is an API error: an HTTP status, a stable code and a message for
 // the caller. Anything else becomes "internal error" and is logged in full.

@@ -461,6 +461,14 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 	if v.Status != record.StatusRunning {
 		return v
 	}
+	fresh := s.FreshFor
+	if fresh == 0 {
+		fresh = DefaultFreshFor
+	}
+	if !t.Answered() && s.now().Sub(t.UpdatedAt) < fresh {
+		// A step wrote the turn a moment ago: its execution is alive.
+		return v
+	}
 	out, err := s.Executions.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(s.executionARN(t.ID))})
 	var missing *types.ExecutionDoesNotExist
 	if errors.As(err, &missing) && s.now().Sub(t.StartedAt) > time.Minute {

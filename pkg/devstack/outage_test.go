@@ -11,6 +11,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -60,10 +61,12 @@ func TestValkeyOutageFailsTurnCleanly(t *testing.T) {
 	if err := mr.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	// go-redis redials in the background once the server is back.
+	// go-redis redials in the background once the server is back. The
+	// record still says running, so the API asks Step Functions once the
+	// record is older than api.DefaultFreshFor.
 	var v turn.View
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK {
+	for end := time.Now().Add(api.DefaultFreshFor + 20*time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK && v.Status != "running" {
 			break
 		}
 	}
