@@ -14,6 +14,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -54,7 +56,12 @@ type Server struct {
 	// clients poll running turns every second). Zero: DefaultFreshFor.
 	FreshFor time.Duration
 	Now      func() time.Time
-	Logger   *slog.Logger
+	// alive remembers when Step Functions last said a turn's execution
+	// runs (turn id → time), so a quiet turn is asked about once per
+	// FreshFor, not at every poll.
+	alive     sync.Map
+	aliveSets atomic.Int64
+	Logger    *slog.Logger
 }
 
 // DefaultFreshFor is Server.FreshFor's default: a turn whose steps write

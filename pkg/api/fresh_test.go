@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,15 +21,18 @@ import (
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 )
 
-// describeCounter is a Step Functions client whose executions have all
-// failed; it counts DescribeExecution calls.
+// describeCounter is a Step Functions client whose executions have failed,
+// except t_busy's, which runs; it counts DescribeExecution calls.
 type describeCounter struct {
 	api.Executions
 	n atomic.Int32
 }
 
-func (d *describeCounter) DescribeExecution(context.Context, *sfn.DescribeExecutionInput, ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
+func (d *describeCounter) DescribeExecution(_ context.Context, in *sfn.DescribeExecutionInput, _ ...func(*sfn.Options)) (*sfn.DescribeExecutionOutput, error) {
 	d.n.Add(1)
+	if strings.HasSuffix(*in.ExecutionArn, ":t_busy") {
+		return &sfn.DescribeExecutionOutput{Status: types.ExecutionStatusRunning}, nil
+	}
 	return &sfn.DescribeExecutionOutput{Status: types.ExecutionStatusFailed}, nil
 }
 
@@ -51,7 +55,8 @@ func TestRunningTurnAsksStepFunctionsOnlyWhenQuiet(t *testing.T) {
 	if err := store.Create(ctx, record.Meta{ID: "c1", Owner: "dev", CreatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
-	for id, at := range map[string]time.Time{"t_fresh": now.Add(-2 * time.Second), "t_quiet": now.Add(-api.DefaultFreshFor - time.Second)} {
+	quiet := now.Add(-api.DefaultFreshFor - time.Second)
+	for id, at := range map[string]time.Time{"t_fresh": now.Add(-2 * time.Second), "t_quiet": quiet, "t_busy": quiet} {
 		if err := store.SaveTurn(ctx, "c1", &record.Turn{ID: id, StartedAt: at, UpdatedAt: at, Status: record.StatusRunning, Text: "x"}); err != nil {
 			t.Fatal(err)
 		}
@@ -84,5 +89,15 @@ func TestRunningTurnAsksStepFunctionsOnlyWhenQuiet(t *testing.T) {
 	}
 	if n := exec.n.Load(); n != 1 {
 		t.Errorf("DescribeExecution calls = %d, want 1 (for the quiet turn)", n)
+	}
+	// A quiet turn whose execution runs (a long specialist call) is asked
+	// about once per FreshFor, not at every poll.
+	for range 5 {
+		if s := get("t_busy"); s != "running" {
+			t.Fatalf("busy turn = %s, want running", s)
+		}
+	}
+	if n := exec.n.Load(); n != 2 {
+		t.Errorf("DescribeExecution calls = %d, want 2 (one more for the busy turn)", n)
 	}
 }

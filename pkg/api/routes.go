@@ -465,8 +465,12 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 	if fresh == 0 {
 		fresh = DefaultFreshFor
 	}
-	if !t.Answered() && s.now().Sub(t.UpdatedAt) < fresh {
+	now := s.now()
+	if !t.Answered() && now.Sub(t.UpdatedAt) < fresh {
 		// A step wrote the turn a moment ago: its execution is alive.
+		return v
+	}
+	if at, ok := s.alive.Load(t.ID); ok && now.Sub(at.(time.Time)) < fresh {
 		return v
 	}
 	out, err := s.Executions.DescribeExecution(ctx, &sfn.DescribeExecutionInput{ExecutionArn: aws.String(s.executionARN(t.ID))})
@@ -482,6 +486,8 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 		return v
 	}
 	switch out.Status {
+	case types.ExecutionStatusRunning:
+		s.rememberAlive(t.ID, now, fresh)
 	case types.ExecutionStatusFailed, types.ExecutionStatusAborted, types.ExecutionStatusTimedOut:
 		// The record was read before the execution ended: read it again, as
 		// the last step usually recorded why the turn ended.
@@ -494,6 +500,21 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 		v.Reply = "The turn failed because of an internal error; your conversation is intact and you can send the request again."
 	}
 	return v
+}
+
+// rememberAlive notes that turn tid's execution ran at now; every 1024th
+// note drops the notes older than fresh, so the map stays small.
+func (s *Server) rememberAlive(tid string, now time.Time, fresh time.Duration) {
+	s.alive.Store(tid, now)
+	if s.aliveSets.Add(1)%1024 != 0 {
+		return
+	}
+	s.alive.Range(func(k, v any) bool {
+		if now.Sub(v.(time.Time)) >= fresh {
+			s.alive.Delete(k)
+		}
+		return true
+	})
 }
 
 // inputBody is POST …/turns/{tid}/input.
