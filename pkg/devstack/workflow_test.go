@@ -3,6 +3,7 @@ package devstack
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -412,5 +413,47 @@ func TestWorkflowContinuesThroughStateMachineRetry(t *testing.T) {
 	}
 	if got := countHistory(hist); continued != 1 || got.Lambdas != 6 {
 		t.Errorf("history: %d WorkflowContinuesError, %d Lambda invocations; want 1 and 6 (the invoke step twice)", continued, got.Lambdas)
+	}
+}
+
+// Spec §3.3 input-required inside a workflow: a step's specialist that asks
+// for more input pauses the workflow call with the specialist's form (the
+// finished steps kept); the answer continues that specialist's task and the
+// workflow goes on. Here the flange is too small for 24 holes.
+func TestWorkflowStepInputRequiredPauses(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, workflowAnswerer())
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "flange_drawing",
+		"inputs": map[string]any{"drawing.holes": 24, "drawing.outer_diameter_mm": 60, "drawing.material": "steel"}}})
+	v := c.wait(cid, tid)
+	if v.Status != "awaiting_input" || v.Form == nil || len(v.Form.Calls) != 1 {
+		t.Fatalf("turn = %s %q form %+v, want the specialist's question as a form", v.Status, v.Reply, v.Form)
+	}
+	f := v.Form.Calls[0]
+	if f.Tool != "workflow_flange_drawing" || !strings.Contains(f.Note, `step 1 "Design the flange" (design_valve_flange) of workflow flange_drawing asks:`) {
+		t.Fatalf("form = %+v, want the workflow call's form naming the step", f)
+	}
+	var field bool
+	for _, fl := range f.Fields {
+		field = field || fl.Name == "outer_diameter_mm"
+	}
+	if !field {
+		t.Fatalf("form fields = %+v, want outer_diameter_mm", f.Fields)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"outer_diameter_mm": 1200}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d", code)
+	}
+	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "workflow succeeded" || len(v.Artifacts) != 1 || v.LLMCalls != 1 {
+		t.Fatalf("turn = %s %q, %d artifacts, %d LLM calls; want succeeded with the drawing after 1 LLM call", v.Status, v.Reply, len(v.Artifacts), v.LLMCalls)
+	}
+	var summary string
+	for _, e := range c.historyOf(cid) {
+		if e["tool"] == "workflow_flange_drawing" {
+			summary += fmt.Sprint(e["content"])
+		}
+	}
+	if !strings.Contains(summary, "1200") {
+		t.Errorf("workflow result %q, want the drawing made with the answered diameter 1200", summary)
 	}
 }

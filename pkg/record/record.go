@@ -201,6 +201,9 @@ type PendingCall struct {
 type A2ATask struct {
 	TaskID    string `json:"task_id"`
 	ContextID string `json:"context_id"`
+	// WorkflowStep is the 1-based step of a workflow call whose specialist
+	// asked; 0 for a skill call's own task.
+	WorkflowStep int `json:"workflow_step,omitempty"`
 }
 
 // Result statuses (spec §3.5).

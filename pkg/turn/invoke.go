@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -165,7 +167,7 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 			if !ok || entry.Kind != catalog.EntrySkill {
 				return failedOutcome(fmt.Sprintf("workflow %s %s: skill %s is not available", wf.ID, wf.StepLabel(i), st.Skill)), nil
 			}
-			o = h.Invoker.Invoke(ctx, agents.Call{
+			call := agents.Call{
 				ConversationID: conv.Meta.ID,
 				TurnID:         t.ID,
 				CallID:         stepID,
@@ -173,13 +175,24 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 				Arguments:      args,
 				Sources:        pc.Sources,
 				Files:          referencedFiles(args, arts),
-			})
-			if o.InputRequired != nil || o.Result.Status != record.ResultSucceeded {
-				msg := o.Result.Error
-				if o.InputRequired != nil {
-					msg = "the skill needs more input: " + o.InputRequired.Message
-				}
-				f := failedOutcome(fmt.Sprintf("workflow %s %s failed: %s", wf.ID, wf.StepLabel(i), msg))
+			}
+			if pc.A2A != nil && pc.A2A.WorkflowStep == i+1 {
+				// This step's specialist asked the user: the answer
+				// continues its task.
+				call.Continue = pc.A2A
+				call.Arguments, call.Sources = withAnswers(wf, entry, args, pc)
+			}
+			o = h.Invoker.Invoke(ctx, call)
+			if o.InputRequired != nil {
+				// The workflow call waits with the specialist's form; the
+				// finished steps are stored, and the answer resumes here.
+				ir := *o.InputRequired
+				ir.Task.WorkflowStep = i + 1
+				ir.Message = fmt.Sprintf("%s of workflow %s asks: %s", wf.StepLabel(i), wf.ID, ir.Message)
+				return record.CallOutcome{InputRequired: &ir}, nil
+			}
+			if o.Result.Status != record.ResultSucceeded {
+				f := failedOutcome(fmt.Sprintf("workflow %s %s failed: %s", wf.ID, wf.StepLabel(i), o.Result.Error))
 				f.Artifacts = all.Artifacts
 				f.Result.Artifacts = all.Result.Artifacts
 				return f, nil
@@ -205,6 +218,31 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 	}
 	all.Result.Summary = fmt.Sprintf("Workflow %s finished %d steps.\n%s", wf.Name, len(wf.Steps), strings.Join(summary, "\n"))
 	return all, nil
+}
+
+// withAnswers returns a step's arguments with the user's answers to its
+// specialist's input-required form (which the answer merged into the
+// workflow call's arguments under the skill's own field names), and the
+// sources marking them as the user's.
+func withAnswers(wf catalog.Workflow, skill catalog.Entry, args map[string]any, pc *record.PendingCall) (map[string]any, map[string]string) {
+	out := maps.Clone(args)
+	if out == nil {
+		out = map[string]any{}
+	}
+	sources := maps.Clone(pc.Sources)
+	if sources == nil {
+		sources = map[string]string{}
+	}
+	declared := map[string]bool{}
+	for _, in := range wf.Inputs {
+		declared[in.Path] = true
+	}
+	for k, v := range pc.Arguments {
+		if _, isParam := skill.Param(k); isParam && !declared[k] && pc.Sources[k] == batch.SourceUser {
+			out[k], sources[k] = v, batch.SourceUser
+		}
+	}
+	return out, sources
 }
 
 // workflowStepID names step i of workflow call callID: its stored outcome's
