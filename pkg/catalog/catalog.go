@@ -75,7 +75,9 @@ type WorkflowInput struct {
 // WorkflowStep calls one skill. Argument values may be templates:
 // "{{inputs.<path>}}" for a workflow input, "{{steps.<id>.artifacts.<i>}}"
 // (or "{{steps.<id>.artifact}}" for the first) for an artifact id an
-// earlier step produced; <id> is the step's ID, or its 0-based index.
+// earlier step produced, "{{steps.<id>.summary}}" and
+// "{{steps.<id>.result[.<path>]}}" for its text and structured result;
+// <id> is the step's ID, or its 0-based index.
 type WorkflowStep struct {
 	ID        string         `json:"id,omitempty"`
 	Name      string         `json:"name,omitempty"` // shown when the step fails

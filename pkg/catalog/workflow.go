@@ -212,12 +212,12 @@ func (w Workflow) check() error {
 				}
 				used[p] = true
 			case strings.HasPrefix(ref, "steps."):
-				n, _, perr := w.parseStepRef(ref)
+				r, perr := w.parseStepRef(ref)
 				switch {
 				case perr != nil:
 					err = bad("%s: unresolved binding {{%s}}: %v", w.StepLabel(i), ref, perr)
-				case n >= i:
-					err = bad("%s: unresolved binding {{%s}}: it names %s, which is not an earlier step", w.StepLabel(i), ref, w.StepLabel(n))
+				case r.step >= i:
+					err = bad("%s: unresolved binding {{%s}}: it names %s, which is not an earlier step", w.StepLabel(i), ref, w.StepLabel(r.step))
 				}
 			default:
 				err = bad("%s: unresolved binding {{%s}}: want {{inputs.<path>}} or {{steps.<id>.artifacts.<i>}}", w.StepLabel(i), ref)
@@ -368,44 +368,95 @@ func walkTemplates(v any, f func(ref string)) {
 	}
 }
 
-// parseStepRef parses "steps.<id>.artifacts.<i>" or "steps.<id>.artifact"
-// into the step's index and the artifact's; <id> is a step ID or a 0-based
-// index.
-func (w Workflow) parseStepRef(ref string) (step, idx int, err error) {
+// stepRef is a parsed binding to an earlier step's output.
+type stepRef struct {
+	step  int    // the step's 0-based index
+	field string // "artifact", "summary" or "result"
+	idx   int    // artifact index
+	path  string // dotted path into the result ("" for all of it)
+}
+
+// parseStepRef parses a binding to an earlier step's output:
+// "steps.<id>.artifacts.<i>", "steps.<id>.artifact" (the first),
+// "steps.<id>.summary", "steps.<id>.result" or "steps.<id>.result.<path>";
+// <id> is a step ID or a 0-based index.
+func (w Workflow) parseStepRef(ref string) (stepRef, error) {
 	parts := strings.Split(ref, ".")
-	switch {
-	case len(parts) == 3 && parts[2] == "artifact":
-	case len(parts) == 4 && parts[2] == "artifacts":
-		if idx, err = strconv.Atoi(parts[3]); err != nil || idx < 0 {
-			return 0, 0, fmt.Errorf("artifact index %q is not a number", parts[3])
+	if len(parts) < 3 {
+		return stepRef{}, errors.New(stepRefForms)
+	}
+	var r stepRef
+	switch parts[2] {
+	case "artifact":
+		if len(parts) != 3 {
+			return stepRef{}, errors.New(stepRefForms)
 		}
+		r.field = "artifact"
+	case "artifacts":
+		if len(parts) != 4 {
+			return stepRef{}, errors.New(stepRefForms)
+		}
+		idx, err := strconv.Atoi(parts[3])
+		if err != nil || idx < 0 {
+			return stepRef{}, fmt.Errorf("artifact index %q is not a number", parts[3])
+		}
+		r.field, r.idx = "artifact", idx
+	case "summary":
+		if len(parts) != 3 {
+			return stepRef{}, errors.New(stepRefForms)
+		}
+		r.field = "summary"
+	case "result":
+		r.field, r.path = "result", strings.Join(parts[3:], ".")
 	default:
-		return 0, 0, errors.New("want steps.<id>.artifacts.<i> or steps.<id>.artifact")
+		return stepRef{}, errors.New(stepRefForms)
 	}
 	for i, s := range w.Steps {
 		if s.ID != "" && s.ID == parts[1] {
-			return i, idx, nil
+			r.step = i
+			return r, nil
 		}
 	}
 	if n, err := strconv.Atoi(parts[1]); err == nil && n >= 0 && n < len(w.Steps) {
-		return n, idx, nil
+		r.step = n
+		return r, nil
 	}
-	return 0, 0, fmt.Errorf("no step %q", parts[1])
+	return stepRef{}, fmt.Errorf("no step %q", parts[1])
+}
+
+const stepRefForms = "want steps.<id>.artifact, steps.<id>.artifacts.<i>, steps.<id>.summary or steps.<id>.result[.<path>]"
+
+// StepOutput is what a finished step gives the bindings of later steps.
+type StepOutput struct {
+	Artifacts []string // the ids of the artifacts it produced, in order
+	Summary   string
+	Result    any // its structured result (decoded JSON), nil when none
+	// Pending marks a step that has not run yet (a plan, or a check
+	// before running): a binding to it resolves to a Placeholder.
+	Pending bool
+}
+
+// Placeholder stands for a value a step has not produced yet, as in
+// "<artifact 1 of step 2>".
+type Placeholder string
+
+// PendingOutputs are the outputs of n steps none of which has run.
+func PendingOutputs(n int) []StepOutput {
+	out := make([]StepOutput, n)
+	for i := range out {
+		out[i].Pending = true
+	}
+	return out
 }
 
 // Plan returns the steps a call of w with inputs will run, with each
 // step's arguments resolved; what earlier steps will produce is named, not
 // known yet. A step whose arguments do not resolve shows its template.
 func (w Workflow) Plan(inputs map[string]any) []PlanStep {
-	produced := make([][]string, len(w.Steps))
-	for i := range produced {
-		for j := range 8 {
-			produced[i] = append(produced[i], fmt.Sprintf("<artifact %d of step %d>", j+1, i+1))
-		}
-	}
+	pending := PendingOutputs(len(w.Steps))
 	out := make([]PlanStep, 0, len(w.Steps))
 	for i, s := range w.Steps {
-		args, err := w.StepArguments(i, inputs, produced)
+		args, err := w.StepArguments(i, inputs, pending)
 		if err != nil {
 			args = s.Arguments
 		}
@@ -424,12 +475,13 @@ var errAbsent = errors.New("absent input")
 
 // StepArguments resolves step i's argument templates with the workflow's
 // inputs (keyed by dotted path, as the workflow tool receives them; a
-// nested map is read too) and the artifact ids each earlier step produced.
-// A string that is one whole template takes the value with its JSON type
+// nested map is read too) and the outputs of the steps before it. A string
+// that is one whole template takes the value with its JSON type
 // ("{{inputs.drawing.holes}}" → 6); a template inside a longer string is
 // formatted into it. A whole-string template of an input that was not
-// given leaves the argument out.
-func (w Workflow) StepArguments(i int, inputs map[string]any, stepArtifacts [][]string) (map[string]any, error) {
+// given leaves the argument out. A binding to a pending step resolves to a
+// Placeholder.
+func (w Workflow) StepArguments(i int, inputs map[string]any, outputs []StepOutput) (map[string]any, error) {
 	if i < 0 || i >= len(w.Steps) {
 		return nil, fmt.Errorf("workflow %s: no step %d", w.ID, i)
 	}
@@ -442,14 +494,14 @@ func (w Workflow) StepArguments(i int, inputs map[string]any, stepArtifacts [][]
 			}
 			return v, nil
 		case strings.HasPrefix(ref, "steps."):
-			n, idx, err := w.parseStepRef(ref)
+			r, err := w.parseStepRef(ref)
 			if err != nil {
 				return nil, fmt.Errorf("template {{%s}}: %w", ref, err)
 			}
-			if n >= i || n >= len(stepArtifacts) || idx >= len(stepArtifacts[n]) {
-				return nil, fmt.Errorf("template {{%s}}: step %d produced no such artifact", ref, n)
+			if r.step >= i || r.step >= len(outputs) {
+				return nil, fmt.Errorf("template {{%s}}: %s has not run before this step", ref, w.StepLabel(r.step))
 			}
-			return stepArtifacts[n][idx], nil
+			return outputs[r.step].value(r, ref)
 		}
 		return nil, fmt.Errorf("unknown template {{%s}}", ref)
 	}
@@ -460,11 +512,49 @@ func (w Workflow) StepArguments(i int, inputs map[string]any, stepArtifacts [][]
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("workflow %s step %d argument %s: %w", w.ID, i, k, err)
+			return nil, fmt.Errorf("workflow %s %s argument %s: %w", w.ID, w.StepLabel(i), k, err)
 		}
 		out[k] = r
 	}
 	return out, nil
+}
+
+// value is what binding r (written as ref) takes from o.
+func (o StepOutput) value(r stepRef, ref string) (any, error) {
+	if o.Pending {
+		what := r.field
+		switch {
+		case r.field == "artifact":
+			what = fmt.Sprintf("artifact %d", r.idx+1)
+		case r.field == "result" && r.path != "":
+			what = "result." + r.path
+		}
+		return Placeholder(fmt.Sprintf("<%s of step %d>", what, r.step+1)), nil
+	}
+	switch r.field {
+	case "artifact":
+		if r.idx >= len(o.Artifacts) {
+			return nil, fmt.Errorf("template {{%s}}: step %d produced %d artifacts", ref, r.step+1, len(o.Artifacts))
+		}
+		return o.Artifacts[r.idx], nil
+	case "summary":
+		return o.Summary, nil
+	}
+	if r.path == "" {
+		if o.Result == nil {
+			return nil, fmt.Errorf("template {{%s}}: step %d returned no structured result", ref, r.step+1)
+		}
+		return o.Result, nil
+	}
+	m, ok := o.Result.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("template {{%s}}: step %d returned no structured result", ref, r.step+1)
+	}
+	v, ok := lookupInput(m, r.path)
+	if !ok {
+		return nil, fmt.Errorf("template {{%s}}: step %d's result has no %s", ref, r.step+1, r.path)
+	}
+	return v, nil
 }
 
 func resolveValue(v any, resolve func(string) (any, error)) (any, error) {
@@ -486,8 +576,11 @@ func resolveValue(v any, resolve func(string) (any, error)) (any, error) {
 				}
 				return ""
 			}
-			if s, ok := r.(string); ok {
-				return s
+			switch x := r.(type) {
+			case string:
+				return x
+			case Placeholder:
+				return string(x)
 			}
 			return string(mustJSON(r))
 		})

@@ -216,12 +216,21 @@ func TestStepArguments(t *testing.T) {
 			{Skill: "a", Arguments: map[string]any{"label": "{{inputs.n}} holes", "opt": "{{ inputs.opt }}", "fixed": 3.5}},
 			{Skill: "b", Arguments: map[string]any{"ids": []any{"{{steps.0.artifacts.1}}"}, "title": "of {{inputs.opt}}"}},
 		}}
+	// Step outputs beyond artifacts: the summary and the structured result.
+	outputs := catalog.Workflow{ID: "o", Steps: []catalog.WorkflowStep{
+		{ID: "flange", Skill: "a"},
+		{Skill: "b", Arguments: map[string]any{"holes": "{{steps.flange.result.holes}}", "word": "{{steps.flange.result.spec.material}} flange",
+			"all": "{{steps.flange.result}}", "note": "{{steps.flange.summary}}", "id": "{{steps.flange.artifact}}"}},
+	}}
+	flangeOut := []catalog.StepOutput{{Artifacts: []string{"art_d"}, Summary: "drew it",
+		Result: map[string]any{"holes": float64(6), "spec": map[string]any{"material": "brass"}}}}
 	tests := []struct {
 		name      string
 		wf        catalog.Workflow
 		step      int
 		inputs    map[string]any
 		artifacts [][]string
+		outputs   []catalog.StepOutput
 		want      map[string]any
 		wantErr   bool
 	}{
@@ -240,11 +249,21 @@ func TestStepArguments(t *testing.T) {
 		{name: "missing step artifact", wf: byID["word_to_png"], step: 1, artifacts: [][]string{{}}, wantErr: true},
 		{name: "embedded absent input", wf: embedded, step: 1, artifacts: [][]string{{"a", "b"}}, wantErr: true},
 		{name: "no such step", wf: embedded, step: 2, wantErr: true},
+		{name: "summary and result paths keep their JSON types", wf: outputs, step: 1, outputs: flangeOut,
+			want: map[string]any{"holes": float64(6), "word": "brass flange", "all": flangeOut[0].Result, "note": "drew it", "id": "art_d"}},
+		{name: "a result without the path", wf: outputs, step: 1, outputs: []catalog.StepOutput{{Artifacts: []string{"x"}, Result: map[string]any{}}}, wantErr: true},
+		{name: "pending steps are placeholders", wf: outputs, step: 1, outputs: catalog.PendingOutputs(2),
+			want: map[string]any{"holes": catalog.Placeholder("<result.holes of step 1>"), "word": "<result.spec.material of step 1> flange",
+				"all": catalog.Placeholder("<result of step 1>"), "note": catalog.Placeholder("<summary of step 1>"), "id": catalog.Placeholder("<artifact 1 of step 1>")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := tt.wf.StepArguments(tt.step, tt.inputs, tt.artifacts)
+			outs := tt.outputs
+			for _, ids := range tt.artifacts {
+				outs = append(outs, catalog.StepOutput{Artifacts: ids})
+			}
+			got, err := tt.wf.StepArguments(tt.step, tt.inputs, outs)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("StepArguments() error = %v, wantErr %v", err, tt.wantErr)
 			}

@@ -457,3 +457,30 @@ func TestWorkflowStepInputRequiredPauses(t *testing.T) {
 		t.Errorf("workflow result %q, want the drawing made with the answered diameter 1200", summary)
 	}
 }
+
+// Issue 8: a step's arguments may be bound to earlier steps' outputs
+// beyond artifacts: here the SVG step draws the material the flange step
+// reports in its structured result.
+func TestWorkflowBindsEarlierStepResult(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tpl := `{"id": "flange_label", "name": "Flange label", "description": "A flange and a label of its material.",
+	  "inputs": [{"path": "holes"}, {"path": "od"}, {"path": "material"}],
+	  "steps": [
+	    {"id": "flange", "name": "Design", "skill": "design_valve_flange", "arguments": {"holes": "{{inputs.holes}}", "outer_diameter_mm": "{{inputs.od}}", "material": "{{inputs.material}}"}},
+	    {"id": "label", "name": "Label", "skill": "create_svg_artifact", "arguments": {"word": "{{steps.flange.result.material}}"}}
+	  ]}`
+	if err := os.WriteFile(filepath.Join(dir, "flange_label.json"), []byte(tpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, c := stack(t, workflowAnswerer(), func(cfg *Config) { cfg.WorkflowsDir = dir })
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "flange_label", "inputs": map[string]any{"holes": 6, "od": 150, "material": "brass"}}})
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.Reply != "workflow succeeded" || len(v.Artifacts) != 2 {
+		t.Fatalf("turn = %s %q, %d artifacts; want succeeded with the drawing and the label", v.Status, v.Reply, len(v.Artifacts))
+	}
+	if name := v.Artifacts[1].Name; name != "brass.svg" {
+		t.Errorf("label artifact = %q, want brass.svg (the flange step's material)", name)
+	}
+}

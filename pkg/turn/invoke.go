@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -145,7 +146,7 @@ func referencedFiles(args map[string]any, arts map[string]artifact.Artifact) []a
 func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, cat *catalog.Catalog, wf catalog.Workflow, arts map[string]artifact.Artifact, stored map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError) {
 	var (
 		all      record.CallOutcome
-		produced [][]string
+		outputs  []catalog.StepOutput
 		summary  []string
 		ran      bool
 	)
@@ -159,7 +160,7 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 			}
 			ran = true
 			stepStart := h.now()
-			args, err := wf.StepArguments(i, pc.Arguments, produced)
+			args, err := wf.StepArguments(i, pc.Arguments, outputs)
 			if err != nil {
 				return failedOutcome(fmt.Sprintf("workflow %s %s could not start: %v", wf.ID, wf.StepLabel(i), err)), nil
 			}
@@ -209,7 +210,11 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 			arts[a.ID] = a
 			ids = append(ids, a.ID)
 		}
-		produced = append(produced, ids)
+		out := catalog.StepOutput{Artifacts: ids, Summary: o.Result.Summary}
+		if o.Result.Result != "" {
+			_ = json.Unmarshal([]byte(o.Result.Result), &out.Result)
+		}
+		outputs = append(outputs, out)
 		all.Artifacts = append(all.Artifacts, o.Artifacts...)
 		all.Result.Artifacts = append(all.Result.Artifacts, o.Result.Artifacts...)
 		if o.Result.Summary != "" {

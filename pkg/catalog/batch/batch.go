@@ -256,23 +256,24 @@ func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env cata
 // checkSteps checks what a workflow's inputs become in each step against
 // that step's skill schema, so a value the skill would refuse (holes: 2) is
 // an error for the model now rather than a failure halfway through the
-// workflow. Artifacts of earlier steps are stood in by placeholders, and
-// values still missing (user input, context) are not reported here.
+// workflow. What earlier steps will produce is not known yet, so arguments
+// bound to it are not checked, and values still missing (user input,
+// context) are not reported here.
 func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env catalog.Env) string {
-	placeholders := make([][]string, len(e.Workflow.Steps))
-	for i := range placeholders {
-		for j := range 8 {
-			placeholders[i] = append(placeholders[i], fmt.Sprintf("artifact-%d-of-step-%d", j, i))
-		}
-	}
+	pending := catalog.PendingOutputs(len(e.Workflow.Steps))
 	for i, st := range e.Workflow.Steps {
 		se, ok := c.Lookup(st.Skill)
 		if !ok || se.Kind != catalog.EntrySkill {
 			return fmt.Sprintf("workflow %s cannot run: its %s uses skill %s, which is not available. Use the skills directly instead.", e.Tool, e.Workflow.StepLabel(i), st.Skill)
 		}
-		args, err := e.Workflow.StepArguments(i, inputs, placeholders)
+		args, err := e.Workflow.StepArguments(i, inputs, pending)
 		if err != nil {
 			continue
+		}
+		for k, v := range args {
+			if _, later := v.(catalog.Placeholder); later {
+				delete(args, k)
+			}
 		}
 		for _, p := range se.Params {
 			if v, ok := env.Context[p.ContextKey]; ok && p.ContextKey != "" {
@@ -285,10 +286,10 @@ func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env 
 			}
 		}
 		// spec §3.3: an artifact id the workflow passes on must exist now
-		// (an earlier step's output, a placeholder here, is fine).
+		// (an earlier step's output is left out above).
 		for _, p := range se.Params {
 			id, ok := args[p.Name].(string)
-			if !p.ArtifactRef || !ok || id == "" || strings.HasPrefix(id, "artifact-") {
+			if !p.ArtifactRef || !ok || id == "" {
 				continue
 			}
 			if _, known := env.Artifacts[id]; !known {
