@@ -145,10 +145,10 @@ func referencedFiles(args map[string]any, arts map[string]artifact.Artifact) []a
 // stops with a WorkflowContinuesError instead of starting it.
 func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, cat *catalog.Catalog, wf catalog.Workflow, arts map[string]artifact.Artifact, stored map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError) {
 	var (
-		all      record.CallOutcome
-		outputs  []catalog.StepOutput
-		summary  []string
-		ran      bool
+		all     record.CallOutcome
+		outputs []catalog.StepOutput
+		summary []string
+		ran     bool
 	)
 	all.Result.Status = record.ResultSucceeded
 	for i, st := range wf.Steps {
