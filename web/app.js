@@ -393,7 +393,7 @@ async function loadWorkflows() {
         h(
           "li",
           {},
-          h("button", { type: "button", class: "link workflow-open", "data-testid": "workflow", "data-id": w.id, title: w.description, onclick: () => openWorkflow(w) }, w.name || w.id),
+          h("button", { type: "button", class: "link workflow-open", "data-testid": "workflow", "data-id": w.id, title: w.description, onclick: () => openWorkflow(w) }, w.name || w.id, w.unavailable ? " (unavailable)" : ""),
         ),
       ),
     );
@@ -417,6 +417,10 @@ function openWorkflow(w) {
   form.replaceChildren(
     h("h3", {}, w.name || w.id),
     w.description ? h("p", { class: "muted" }, w.description) : null,
+    w.steps && w.steps.length
+      ? h("p", { class: "muted", "data-testid": "workflow-steps" }, "Runs: ", w.steps.map((st) => st.name || st.skill).join(" → "), w.requires_approval ? " — asks for your approval first." : "")
+      : null,
+    w.unavailable ? h("p", { class: "inline-error" }, "A specialist of this workflow is unavailable right now.") : null,
     ...inputs.map(({ f, id, el }) => h("div", { class: "field" }, h("label", { for: id }, f.name, f.description ? h("span", { class: "muted" }, ` — ${f.description}`) : null), el)),
     h(
       "div",

@@ -54,6 +54,8 @@ await main("workflow-plan", async (page) => {
   const before = await page.getByTestId("turn").count();
   await page.locator('[data-testid="workflow"][data-id="publish_word"]').click();
   const form = page.getByTestId("workflow-form");
+  const stepsText = await form.getByTestId("workflow-steps").innerText();
+  if (!stepsText.includes("Draw the word → Convert to PNG → Publish") || !stepsText.includes("approval")) throw new Error(`workflow steps "${stepsText}", want the three steps and the approval note`);
   await form.getByTestId("field-word").fill("Planned");
   await form.getByTestId("field-channel").selectOption("web");
   await form.getByTestId("workflow-start").click();
@@ -64,6 +66,7 @@ await main("workflow-plan", async (page) => {
   const steps = await turn.getByTestId("plan-step").evaluateAll((els) => els.map((e) => e.dataset.skill));
   if (JSON.stringify(steps) !== JSON.stringify(["create_svg_artifact", "convert_svg_to_png", "publish_artifact"])) throw new Error(`plan steps [${steps.join(", ")}], want svg → png → publish`);
   const planText = await turn.getByTestId("approval-plan").innerText();
+  if (await page.getByTestId("workflow-form").isVisible()) throw new Error("the workflow form stayed open after Start");
   if (!planText.includes('"word":"Planned"') || !planText.includes('"channel":"web"')) throw new Error(`plan "${planText}" lacks the resolved arguments`);
   console.log(`screenshot: ${await shot(page, "workflow-plan.png")}`);
   await turn.getByTestId("approve").click();

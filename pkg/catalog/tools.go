@@ -167,6 +167,17 @@ type WorkflowInfo struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Inputs      []WorkflowInput `json:"inputs"`
+	// Steps, RequiresApproval and Unavailable go beyond API.md: what a
+	// client shows before starting one.
+	Steps            []WorkflowStepInfo `json:"steps"`
+	RequiresApproval bool               `json:"requires_approval,omitempty"`
+	Unavailable      bool               `json:"unavailable,omitempty"`
+}
+
+// WorkflowStepInfo is one step of a workflow as the catalog lists it.
+type WorkflowStepInfo struct {
+	Name  string `json:"name"`
+	Skill string `json:"skill"`
 }
 
 // New builds the catalog of caps and workflows. Tool names are made unique
@@ -299,7 +310,16 @@ func (c *Catalog) Workflows() []WorkflowInfo {
 		if inputs == nil {
 			inputs = []WorkflowInput{}
 		}
-		out = append(out, WorkflowInfo{ID: e.Workflow.ID, Name: e.Workflow.Name, Description: e.Workflow.Description, Inputs: inputs})
+		steps := make([]WorkflowStepInfo, 0, len(e.Workflow.Steps))
+		for _, s := range e.Workflow.Steps {
+			name := s.Name
+			if name == "" {
+				name = s.ID
+			}
+			steps = append(steps, WorkflowStepInfo{Name: name, Skill: s.Skill})
+		}
+		out = append(out, WorkflowInfo{ID: e.Workflow.ID, Name: e.Workflow.Name, Description: e.Workflow.Description, Inputs: inputs,
+			Steps: steps, RequiresApproval: e.RequiresApproval, Unavailable: e.Unavailable})
 	}
 	return out
 }

@@ -311,14 +311,14 @@ func TestSkillsAndWorkflows(t *testing.T) {
 		t.Errorf("Skills() names mismatch (-want +got):\n%s", diff)
 	}
 	wf := c.Workflows()
-	if len(wf) != 3 || wf[0].ID != "flange_drawing" || len(wf[0].Inputs) != 3 || wf[1].ID != "publish_word" || wf[2].ID != "word_to_png" {
+	if len(wf) != 3 || wf[0].ID != "flange_drawing" || len(wf[0].Inputs) != 3 || wf[1].ID != "publish_word" || !wf[1].RequiresApproval || wf[2].ID != "word_to_png" {
 		t.Fatalf("Workflows() = %+v, want flange_drawing (3 inputs), publish_word, word_to_png", wf)
 	}
 	b, err := json.Marshal(wf[2])
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"id":"word_to_png","name":"Word to PNG","description":"Render a word as an SVG image and convert it to a PNG.","inputs":[{"path":"word","type":"string","description":"The word to render."}]}`
+	want := `{"id":"word_to_png","name":"Word to PNG","description":"Render a word as an SVG image and convert it to a PNG.","inputs":[{"path":"word","type":"string","description":"The word to render."}],"steps":[{"name":"Draw the word","skill":"create_svg_artifact"},{"name":"Convert to PNG","skill":"convert_svg_to_png"}]}`
 	if string(b) != want {
 		t.Errorf("Workflows()[2] JSON = %s, want %s", b, want)
 	}
