@@ -519,6 +519,33 @@ func (w Workflow) StepArguments(i int, inputs map[string]any, outputs []StepOutp
 	return out, nil
 }
 
+// StepSources names where each of step i's arguments comes from (spec
+// §3.5 input_sources), for the specialist: an argument that is one
+// workflow input has that input's source in callSources (model when it
+// has none); anything the template writes or computes (a literal, an
+// earlier step's output, a formatted string) is "context", supplied by the
+// platform.
+func (w Workflow) StepSources(i int, callSources map[string]string) map[string]string {
+	if i < 0 || i >= len(w.Steps) {
+		return nil
+	}
+	out := make(map[string]string, len(w.Steps[i].Arguments))
+	for k, v := range w.Steps[i].Arguments {
+		out[k] = "context"
+		str, ok := v.(string)
+		if !ok {
+			continue
+		}
+		if m := wholeTemplateRe.FindStringSubmatch(str); m != nil && strings.HasPrefix(m[1], "inputs.") {
+			out[k] = "model"
+			if src := callSources[strings.TrimPrefix(m[1], "inputs.")]; src != "" {
+				out[k] = src
+			}
+		}
+	}
+	return out
+}
+
 // value is what binding r (written as ref) takes from o.
 func (o StepOutput) value(r stepRef, ref string) (any, error) {
 	if o.Pending {

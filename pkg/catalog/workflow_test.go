@@ -205,6 +205,20 @@ func TestLoadWorkflows(t *testing.T) {
 	}
 }
 
+// Spec §3.5 input_sources: a step's argument bound to a workflow input has
+// that input's source; what the template supplies is the platform's.
+func TestStepSources(t *testing.T) {
+	t.Parallel()
+	wf := catalog.Workflow{ID: "s", Steps: []catalog.WorkflowStep{{Skill: "a", Arguments: map[string]any{
+		"material": "{{inputs.drawing.material}}", "holes": "{{inputs.drawing.holes}}", "od": "{{inputs.od}}",
+		"label": "{{inputs.od}} mm", "channel": "web", "id": "{{steps.0.artifact}}"}}}}
+	got := wf.StepSources(0, map[string]string{"drawing.material": "user", "drawing.holes": "model"})
+	want := map[string]string{"material": "user", "holes": "model", "od": "model", "label": "context", "channel": "context", "id": "context"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("StepSources() mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestStepArguments(t *testing.T) {
 	t.Parallel()
 	byID := map[string]catalog.Workflow{}

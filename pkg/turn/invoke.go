@@ -174,14 +174,14 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 				CallID:         stepID,
 				Capability:     entry.Capability,
 				Arguments:      args,
-				Sources:        pc.Sources,
+				Sources:        wf.StepSources(i, pc.Sources),
 				Files:          referencedFiles(args, arts),
 			}
 			if pc.A2A != nil && pc.A2A.WorkflowStep == i+1 {
 				// This step's specialist asked the user: the answer
 				// continues its task.
 				call.Continue = pc.A2A
-				call.Arguments, call.Sources = withAnswers(wf, entry, args, pc)
+				call.Arguments, call.Sources = withAnswers(wf, entry, args, call.Sources, pc)
 			}
 			o = h.Invoker.Invoke(ctx, call)
 			if o.InputRequired != nil {
@@ -229,12 +229,12 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 // specialist's input-required form (which the answer merged into the
 // workflow call's arguments under the skill's own field names), and the
 // sources marking them as the user's.
-func withAnswers(wf catalog.Workflow, skill catalog.Entry, args map[string]any, pc *record.PendingCall) (map[string]any, map[string]string) {
+func withAnswers(wf catalog.Workflow, skill catalog.Entry, args map[string]any, stepSources map[string]string, pc *record.PendingCall) (map[string]any, map[string]string) {
 	out := maps.Clone(args)
 	if out == nil {
 		out = map[string]any{}
 	}
-	sources := maps.Clone(pc.Sources)
+	sources := maps.Clone(stepSources)
 	if sources == nil {
 		sources = map[string]string{}
 	}
