@@ -47,7 +47,7 @@ func (f *countingInvoker) Invoke(_ context.Context, c agents.Call) record.CallOu
 	return f.invoke(c)
 }
 
-func demoCatalog(t *testing.T) *catalog.Catalog {
+func demoCatalog(t *testing.T, workflows ...catalog.Workflow) *catalog.Catalog {
 	t.Helper()
 	b, err := os.ReadFile("../catalog/testdata/capabilities.json")
 	if err != nil {
@@ -57,7 +57,7 @@ func demoCatalog(t *testing.T) *catalog.Catalog {
 	if err := json.Unmarshal(b, &caps); err != nil {
 		t.Fatal(err)
 	}
-	return catalog.New(caps, nil)
+	return catalog.New(caps, workflows)
 }
 
 // fixture is a handler set on a real store (embedded Valkey) with a
@@ -613,19 +613,11 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 		}
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "w1", Name: "workflow_word_to_png", Arguments: `{"word":"hi"}`}}}
 	})
-	b, err := os.ReadFile("../catalog/testdata/capabilities.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var caps []catalog.Capability
-	if err := json.Unmarshal(b, &caps); err != nil {
-		t.Fatal(err)
-	}
 	wfs, err := catalog.LoadWorkflows(os.DirFS("../../testdata/workflows"), ".")
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.h.Catalogs = staticCatalogs{catalog.New(caps, wfs)}
+	f.h.Catalogs = staticCatalogs{demoCatalog(t, wfs...)}
 	var mu sync.Mutex
 	runs := map[string]int{}
 	f.inv.invoke = func(c agents.Call) record.CallOutcome {
