@@ -27,6 +27,10 @@ func TestChatCLIAgainstStack(t *testing.T) {
 		"/workflows",
 		"/workflow word_to_png",
 		"Workflowed",
+		"/workflow publish_word",
+		"Chatty",
+		"web",
+		"y",
 		"/quit",
 	}, "\n") + "\n")
 	var out bytes.Buffer
@@ -35,7 +39,8 @@ func TestChatCLIAgainstStack(t *testing.T) {
 		t.Fatalf("Run() = %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"create_svg_artifact succeeded", "convert_svg_to_png succeeded", "material", "Approve publish_artifact", "publish_artifact succeeded",
-		"word_to_png — Word to PNG", "    word (string) The word to render.", "workflow_word_to_png succeeded", "word_to_png finished"} {
+		"word_to_png — Word to PNG", "    word (string) The word to render.", "workflow_word_to_png succeeded", "word_to_png finished",
+		"workflow_publish_word step 3 Publish: publish_artifact", "workflow_publish_word succeeded"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -51,7 +56,7 @@ func TestChatCLIAgainstStack(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "Workflowed.png")); err != nil {
 		t.Errorf("the workflow's PNG was not saved: %v", err)
 	}
-	if n := len(st.Publications.List()); n != 1 {
-		t.Errorf("publications = %d, want 1", n)
+	if n := len(st.Publications.List()); n != 2 {
+		t.Errorf("publications = %d, want 2 (a skill call and a workflow's step)", n)
 	}
 }
