@@ -193,6 +193,9 @@ func (h *Handlers) failTurn(ctx context.Context, in StepInput) (StepOutput, erro
 		msg = "The model refused the request: " + cause.ErrorMessage
 	case "ModelUnavailableError":
 		msg = "The model is unavailable or rate limited right now, so this request stopped; your conversation is intact. Please try again in a minute."
+	case "WorkflowContinuesError":
+		// The state machine's retries of a long workflow ran out.
+		msg = "A workflow ran longer than the platform allows and was stopped (" + cause.ErrorMessage + "); your conversation is intact."
 	}
 	h.log().ErrorContext(ctx, "turn failed", "conversation", in.ConversationID, "turn", in.TurnID, "error", e.Error, "cause", e.Cause)
 	// Calls of the open batch that ran keep their results and artifacts;

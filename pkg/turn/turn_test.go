@@ -346,6 +346,7 @@ func TestFailTurnMessages(t *testing.T) {
 	}{
 		{"unavailable", "ModelUnavailableError", `{"errorMessage":"llm: rate limited","errorType":"ModelUnavailableError"}`, "unavailable or rate limited"},
 		{"refused", "ProviderError", `{"errorMessage":"HTTP 400: context too long","errorType":"ProviderError"}`, "HTTP 400: context too long"},
+		{"workflow too long", "WorkflowContinuesError", `{"errorMessage":"workflow call w1 continues at step 21 in a new invocation","errorType":"WorkflowContinuesError"}`, "A workflow ran longer than the platform allows"},
 		{"internal", "TransientError", `{"errorMessage":"save turn: dial tcp: refused","errorType":"TransientError"}`, "internal error; your conversation is intact"},
 	}
 	for _, tc := range tests {
