@@ -40,6 +40,7 @@ lint:
 fuzz: ## each fuzz target for FUZZTIME (default 5m)
 	$(GO) test -run='^$$' -fuzz=FuzzLLMView -fuzztime=$${FUZZTIME:-5m} ./pkg/record/
 	$(GO) test -run='^$$' -fuzz=FuzzMergeTurns -fuzztime=$${FUZZTIME:-5m} ./pkg/record/
+	$(GO) test -run='^$$' -fuzz=FuzzWorkflowTemplate -fuzztime=$${FUZZTIME:-5m} ./pkg/catalog/
 
 bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per turn)
 	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/devstack/
