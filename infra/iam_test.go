@@ -119,7 +119,7 @@ func TestFunctionRolesExactActions(t *testing.T) {
 		FnAPI: with("s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 			"states:DescribeExecution", "states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess",
 			"states:StartExecution", "states:StopExecution"),
-		FnLLMStep:    with("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"),
+		FnLLMStep:    with("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "s3:PutObject"),
 		FnValidate:   with("s3:PutObject"),
 		FnInvoke:     with("s3:GetObject", "s3:ListBucket", "s3:PutObject"),
 		FnAppend:     with("s3:PutObject"),

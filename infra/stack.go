@@ -332,10 +332,14 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	allow(fns[FnAPI], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
 	allow(fns[FnInvoke], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject"}, objects(bucket))
 	allow(fns[FnInvoke], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
-	// Only the steps that record decisions (validate) and executed calls
-	// (append) write the audit log, and they cannot read or delete it.
-	allow(fns[FnValidate], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
-	allow(fns[FnAppend], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
+	// Only the handlers that record decisions and calls write the audit
+	// log, and none may read or delete it: validate (approvals, rejections,
+	// superseded and expired batches), append (executed calls), llmstep
+	// (FailTurn keeps the calls of a batch that ran) and api (it records
+	// the failure of a dead execution the same way, turn.RecordFailure).
+	for _, name := range []string{FnValidate, FnAppend, FnLLMStep, FnAPI} {
+		allow(fns[name], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
+	}
 
 	// The model: only llmstep calls it (pkg/turn's LLMStep).
 	llmFn := fns[FnLLMStep]

@@ -1032,7 +1032,8 @@ func TestTemplateIsStable(t *testing.T) {
 
 // DESIGN §7: the audit log outlives the operational record: versioned,
 // never expiring, TLS only (retained in prod: TestEnvironmentDifferences);
-// validate and append may only put.
+// the handlers that write audit events (validate, append, llmstep's
+// FailTurn and api's RecordFailure, which close a batch) may only put.
 func TestAuditBucket(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
@@ -1054,7 +1055,7 @@ func TestAuditBucket(t *testing.T) {
 		}
 		got := actionsOn(s.roleStatements(t, fn, "Role"), auditID)
 		var want []string
-		if name == FnValidate || name == FnAppend {
+		if name == FnValidate || name == FnAppend || name == FnLLMStep || name == FnAPI {
 			want = []string{"s3:PutObject"}
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

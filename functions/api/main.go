@@ -38,6 +38,7 @@ func main() {
 		MaxUpload:         4 << 20, // binary bodies arrive base64-encoded within Lambda's 6 MB payload
 		MaxText:           16000,
 		RedirectArtifacts: true,
+		Failures:          p.Handlers,
 		Logger:            p.Logger,
 	}
 	lambda.Start(lambdahttp.New(server.Handler()).Handle)

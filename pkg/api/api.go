@@ -34,6 +34,11 @@ type Executions interface {
 	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
 }
 
+// Failures records on a turn that its execution ended abnormally.
+type Failures interface {
+	RecordFailure(ctx context.Context, r turn.Ref, errName, cause string) error
+}
+
 // Server serves the API.
 type Server struct {
 	Store           record.Store
@@ -55,6 +60,9 @@ type Server struct {
 	// execution still runs (DescribeExecution is throttled per account, and
 	// clients poll running turns every second). Zero: DefaultFreshFor.
 	FreshFor time.Duration
+	// Failures records a dead execution's failure on its turn (nil: the
+	// API only reports it). turn.Handlers implements it.
+	Failures Failures
 	Now      func() time.Time
 	// alive remembers when Step Functions last said a turn's execution
 	// runs (turn id → time), so a quiet turn is asked about once per

@@ -478,9 +478,7 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 	if errors.As(err, &missing) && s.now().Sub(t.StartedAt) > time.Minute {
 		// The API stored the turn but never started its execution (it
 		// crashed in between): nothing will run it.
-		v.Status = record.StatusFailed
-		v.Reply = "The turn was never started; your message is kept. Please send it again."
-		return v
+		return s.ended(ctx, conv, t, v, turn.ErrNameNeverStarted, "", "The turn was never started; your message is kept. Please send it again.")
 	}
 	if err != nil {
 		return v
@@ -489,16 +487,42 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 	case types.ExecutionStatusRunning:
 		s.rememberAlive(t.ID, now, fresh)
 	case types.ExecutionStatusFailed, types.ExecutionStatusAborted, types.ExecutionStatusTimedOut:
-		// The record was read before the execution ended: read it again, as
-		// the last step usually recorded why the turn ended.
-		if conv2, outcomes2, err := s.Store.Load(ctx, conv.Meta.ID, t.ID); err == nil {
-			if t2, ok := conv2.Turn(t.ID); ok && t2.Status.Final() {
-				return turn.NewView(conv2, t2, outcomes2)
-			}
-		}
-		v.Status = record.StatusFailed
-		v.Reply = "The turn failed because of an internal error; your conversation is intact and you can send the request again."
+		return s.ended(ctx, conv, t, v, aws.ToString(out.Error), aws.ToString(out.Cause),
+			"The turn failed because of an internal error; your conversation is intact and you can send the request again.")
 	}
+	return v
+}
+
+// ended shows a turn whose execution is over although its record still
+// says running. The record is read again (the last step usually recorded
+// why the turn ended just after the first read); if it still says running,
+// the failure is recorded on it (Failures) so it ends for every reader, and
+// otherwise only this view says failed, with msg.
+func (s *Server) ended(ctx context.Context, conv *record.Conversation, t *record.Turn, v turn.View, errName, cause, msg string) turn.View {
+	ref := turn.Ref{ConversationID: conv.Meta.ID, TurnID: t.ID}
+	reread := func() (turn.View, bool) {
+		conv2, outcomes2, err := s.Store.Load(ctx, ref.ConversationID, ref.TurnID)
+		if err != nil {
+			return turn.View{}, false
+		}
+		t2, ok := conv2.Turn(ref.TurnID)
+		if !ok || !t2.Status.Final() {
+			return turn.View{}, false
+		}
+		return turn.NewView(conv2, t2, outcomes2), true
+	}
+	if v2, ok := reread(); ok {
+		return v2
+	}
+	if s.Failures != nil {
+		if err := s.Failures.RecordFailure(ctx, ref, errName, cause); err != nil {
+			s.log().WarnContext(ctx, "record failure of a dead execution", "conversation", ref.ConversationID, "turn", ref.TurnID, "error", err)
+		} else if v2, ok := reread(); ok {
+			return v2
+		}
+	}
+	v.Status = record.StatusFailed
+	v.Reply = msg
 	return v
 }
 

@@ -187,6 +187,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Limits:          limits,
 		MaxUpload:       20 << 20,
 		MaxText:         16000,
+		Failures:        p.Handlers,
 		Logger:          log,
 	}
 	mux := http.NewServeMux()

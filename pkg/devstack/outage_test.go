@@ -73,6 +73,13 @@ func TestValkeyOutageFailsTurnCleanly(t *testing.T) {
 	if v.Status != "failed" || !strings.Contains(v.Reply, "intact") {
 		t.Errorf("turn = %s %q, want failed with a message", v.Status, v.Reply)
 	}
+	// The API recorded the failure on the turn itself, so every reader
+	// (the conversation list, the next turn's view) sees it ended.
+	if conv, _, err := st.Platform.Store.Load(t.Context(), cid, ""); err != nil {
+		t.Errorf("Load() = %v", err)
+	} else if tr, _ := conv.Turn(tid); tr == nil || tr.Status != record.StatusFailed {
+		t.Errorf("stored turn = %+v, want failed", tr)
+	}
 	h := c.historyOf(cid)
 	if len(h) == 0 || h[0]["content"] != "echo slowly" {
 		t.Errorf("history = %v, want the user's message kept", h)
@@ -117,6 +124,11 @@ func TestUnstartedTurnReadsFailed(t *testing.T) {
 	}
 	if v := c.turn(cid, "t_orphan"); v.Status != "failed" || !strings.Contains(v.Reply, "never started") {
 		t.Errorf("turn = %s %q, want failed: never started", v.Status, v.Reply)
+	}
+	if conv, _, err := st.Platform.Store.Load(t.Context(), cid, ""); err != nil {
+		t.Errorf("Load() = %v", err)
+	} else if tr, _ := conv.Turn("t_orphan"); tr == nil || tr.Status != record.StatusFailed || !strings.Contains(tr.Error, "never started") {
+		t.Errorf("stored turn = %+v, want failed: never started (recorded, not only shown)", tr)
 	}
 }
 

@@ -15,6 +15,11 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
+// ErrNameNeverStarted is RecordFailure's error name for a turn whose
+// execution was never started (the API stopped between storing the turn
+// and starting it).
+const ErrNameNeverStarted = "ExecutionNeverStarted"
+
 // StepInput is LLMStep's payload. Fail is set by the state machine's
 // FailTurn state with the error that ended the execution.
 type StepInput struct {
@@ -167,6 +172,21 @@ func (h *Handlers) endFailed(ctx context.Context, r Ref, t *record.Turn, msg str
 	return StepOutput{Next: NextFailed}, nil
 }
 
+// RecordFailure records that turn r's execution ended abnormally (errName
+// and cause as Step Functions reports them) when no step could record it:
+// the API calls it on finding a dead execution behind a turn that still
+// reads as running, so the record itself ends, not only what one poll
+// shows. It is FailTurn's path, so calls that ran keep their results; a
+// turn that already ended is left as it is.
+func (h *Handlers) RecordFailure(ctx context.Context, r Ref, errName, cause string) error {
+	fail, err := json.Marshal(map[string]string{"Error": errName, "Cause": cause})
+	if err != nil {
+		return fmt.Errorf("record failure of turn %s: %w", r.TurnID, err)
+	}
+	_, err = h.failTurn(ctx, StepInput{Ref: r, Fail: fail})
+	return err
+}
+
 // failTurn records the error that ended the execution (the state machine's
 // FailTurn state). A ProviderError's text is the provider's own message;
 // anything else is reported as an internal error with the conversation intact.
@@ -193,6 +213,8 @@ func (h *Handlers) failTurn(ctx context.Context, in StepInput) (StepOutput, erro
 		msg = "The model refused the request: " + cause.ErrorMessage
 	case "ModelUnavailableError":
 		msg = "The model is unavailable or rate limited right now, so this request stopped; your conversation is intact. Please try again in a minute."
+	case ErrNameNeverStarted:
+		msg = "The turn was never started; your message is kept. Please send it again."
 	case "WorkflowContinuesError":
 		// The state machine's retries of a long workflow ran out.
 		msg = "A workflow ran longer than the platform allows and was stopped (" + cause.ErrorMessage + "); your conversation is intact."
