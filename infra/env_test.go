@@ -237,9 +237,32 @@ func TestAlarms(t *testing.T) {
 			if a["Threshold"] != float64(1) || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["TreatMissingData"] != "notBreaching" {
 				t.Errorf("%s: alarm %s = %s, want ≥ 1 in a period, missing data not breaching", config, id, mustJSON(a))
 			}
-			dims, _ := json.Marshal(a["Dimensions"])
+			metric := a
+			suffix := ""
+			if ms, ok := a["Metrics"].([]any); ok {
+				// invoke's errors alarm is metric math: its errors minus the
+				// workflow continuations its log shows.
+				var expr string
+				for _, m := range ms {
+					mm := m.(map[string]any)
+					if e, ok := mm["Expression"].(string); ok {
+						expr = e
+						continue
+					}
+					stat := mm["MetricStat"].(map[string]any)["Metric"].(map[string]any)
+					if stat["MetricName"] == "WorkflowContinuations" {
+						suffix = fmt.Sprintf(" minus %v/%v", stat["Namespace"], stat["MetricName"])
+						continue
+					}
+					metric = stat
+				}
+				if expr != "errors - continuations" {
+					t.Errorf("%s: alarm %s expression = %q, want errors - continuations", config, id, expr)
+				}
+			}
+			dims, _ := json.Marshal(metric["Dimensions"])
 			var target string
-			for _, ref := range refsIn(a["Dimensions"]) {
+			for _, ref := range refsIn(metric["Dimensions"]) {
 				target = ref
 			}
 			switch {
@@ -252,7 +275,7 @@ func TestAlarms(t *testing.T) {
 					}
 				}
 			}
-			got = append(got, fmt.Sprintf("%v %v/%v", target, a["Namespace"], a["MetricName"]))
+			got = append(got, fmt.Sprintf("%v %v/%v%s", target, metric["Namespace"], metric["MetricName"], suffix))
 		}
 		slices.Sort(got)
 		want := []string{"statemachine AWS/States/ExecutionsFailed", "statemachine AWS/States/ExecutionsTimedOut"}
@@ -261,11 +284,21 @@ func TestAlarms(t *testing.T) {
 			names = append(names, FnDemoAgents)
 		}
 		for _, name := range names {
-			want = append(want, name+" AWS/Lambda/Errors", name+" AWS/Lambda/Throttles")
+			errs := name + " AWS/Lambda/Errors"
+			if name == FnInvoke {
+				errs += " minus clientagent/" + s.props.EnvName + "/WorkflowContinuations"
+			}
+			want = append(want, errs, name+" AWS/Lambda/Throttles")
 		}
 		slices.Sort(want)
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("%s alarms (-want +got):\n%s", config, diff)
+		}
+		// The continuations are counted from invoke's own log lines.
+		_, filter := s.one(t, "AWS::Logs::MetricFilter")
+		invokeLogs, _ := s.named(t, "AWS::Logs::LogGroup", "FnInvokeLogs")
+		if filter["FilterPattern"] != `{ $.status = "continues" }` || mustJSON(filter["LogGroupName"]) != mustJSON(map[string]any{"Ref": invokeLogs}) {
+			t.Errorf("%s: metric filter = %s, want status continues on invoke's log group %s", config, mustJSON(filter), invokeLogs)
 		}
 		subs := s.resources("AWS::SNS::Subscription")
 		var emails []string

@@ -504,6 +504,18 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
 	}
 	alarmAction := awscloudwatchactions.NewSnsAction(topic)
+	// A long workflow continues in a new invoke invocation by returning
+	// WorkflowContinuesError (pkg/turn), which Lambda counts as an error;
+	// the invoke step logs each one ("status":"continues"), and invoke's
+	// errors alarm subtracts them, so only real failures page anyone.
+	continuations := awslogs.NewMetricFilter(stack, jsii.String("InvokeContinuations"), &awslogs.MetricFilterProps{
+		LogGroup:        fns[FnInvoke].LogGroup(),
+		FilterPattern:   awslogs.FilterPattern_StringValue(jsii.String("$.status"), jsii.String("="), jsii.String("continues")),
+		MetricNamespace: jsii.String("clientagent/" + p.EnvName),
+		MetricName:      jsii.String("WorkflowContinuations"),
+		MetricValue:     jsii.String("1"),
+		DefaultValue:    jsii.Number(0),
+	})
 	alarm := func(id, name, desc string, metric awscloudwatch.IMetric) {
 		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          jsii.String(prefix + "-" + name),
@@ -526,7 +538,19 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	}
 	for _, spec := range alarmed {
 		fn, id := fns[spec.name], functionID(spec.name)
-		alarm("Alarm"+id+"Errors", spec.name+"-errors", spec.name+" returned errors", fn.MetricErrors(fiveMinutes))
+		var errs awscloudwatch.IMetric = fn.MetricErrors(fiveMinutes)
+		if spec.name == FnInvoke {
+			errs = awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+				Expression: jsii.String("errors - continuations"),
+				UsingMetrics: &map[string]awscloudwatch.IMetric{
+					"errors":        errs,
+					"continuations": continuations.Metric(fiveMinutes),
+				},
+				Label:  jsii.String("invoke errors that are not workflow continuations"),
+				Period: awscdk.Duration_Minutes(jsii.Number(5)),
+			})
+		}
+		alarm("Alarm"+id+"Errors", spec.name+"-errors", spec.name+" returned errors", errs)
 		alarm("Alarm"+id+"Throttles", spec.name+"-throttles", spec.name+" was throttled", fn.MetricThrottles(fiveMinutes))
 	}
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -632,6 +633,9 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	}
 	// Each specialist call may take an hour; the step has ten minutes.
 	f.h.CallTimeout = time.Hour
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	f.h.Logger = slog.New(slog.NewJSONHandler(lockedWriter{&logMu, &logs}, nil))
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
@@ -644,6 +648,14 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	var cont *turn.WorkflowContinuesError
 	if !errors.As(err, &cont) || cont.Next != 1 {
 		t.Fatalf("Invoke() error = %v, want WorkflowContinuesError at step 2", err)
+	}
+	// infra's invoke errors alarm subtracts these lines (a metric filter on
+	// {$.status = "continues"}): the field must stay at the top level.
+	logMu.Lock()
+	line := logs.String()
+	logMu.Unlock()
+	if !strings.Contains(line, `"step":"invoke"`) || !strings.Contains(line, `"status":"continues"`) {
+		t.Errorf("invoke log = %s, want a step line with status continues", line)
 	}
 	// Meanwhile the turn shows the finished step before the running workflow.
 	conv, outcomes, err := f.store.Load(ctx, "c1", "t1")
@@ -674,4 +686,16 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	if tr := f.turn(t); len(tr.Produced) != 2 {
 		t.Errorf("produced = %v, want both steps' artifacts on the workflow call", tr.Produced)
 	}
+}
+
+// lockedWriter serializes writes to a buffer the test reads.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
