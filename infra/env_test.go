@@ -397,3 +397,27 @@ func TestDefinitionIsASLWithSubstitutions(t *testing.T) {
 		t.Errorf("QueryLanguage = %v, want JSONata", def["QueryLanguage"])
 	}
 }
+
+// Operators get one dashboard per environment: turns and their duration,
+// every function's duration, errors and throttles, workflow continuations
+// and the cache's load.
+func TestDashboard(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	_, d := s.one(t, "AWS::CloudWatch::Dashboard")
+	if d["DashboardName"] != "clientagent-test" {
+		t.Errorf("DashboardName = %v, want clientagent-test", d["DashboardName"])
+	}
+	body := mustJSON(d["DashboardBody"])
+	for _, want := range []string{`\"AWS/States\",\"ExecutionsStarted\"`, `ExecutionsFailed`, `ExecutionTime`,
+		`\"clientagent/test\",\"WorkflowContinuations\"`, `ElastiCacheProcessingUnits`, `BytesUsedForCache`, `\"Throttles\"`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard body lacks %s", want)
+		}
+	}
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		if !strings.Contains(body, `{"Ref":"`+s.functionID(name)+`"}`) {
+			t.Errorf("dashboard does not show function %s", name)
+		}
+	}
+}

@@ -553,6 +553,7 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		alarm("Alarm"+id+"Errors", spec.name+"-errors", spec.name+" returned errors", errs)
 		alarm("Alarm"+id+"Throttles", spec.name+"-throttles", spec.name+" was throttled", fn.MetricThrottles(fiveMinutes))
 	}
+	newDashboard(stack, prefix, sm, fns, alarmed, continuations, cache)
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value: httpAPI.ApiEndpoint(), Description: jsii.String("base URL of the HTTP API (append /v1/…)"),
@@ -655,4 +656,56 @@ func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpc
 		props.SecurityGroups = &[]awsec2.ISecurityGroup{place.sg}
 	}
 	return awslambda.NewFunction(stack, jsii.String(id), props)
+}
+
+// newDashboard is the operators' view of one environment: turns (started,
+// succeeded, failed, their duration), every function's duration, errors
+// and throttles, the workflow continuations, and the cache's load.
+func newDashboard(stack awscdk.Stack, prefix string, sm awsstepfunctions.StateMachine, fns map[string]awslambda.Function, specs []functionSpec,
+	continuations awslogs.MetricFilter, cache awselasticache.CfnServerlessCache) {
+	period := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
+	p99 := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("p99")}
+	graph := func(title string, metrics ...awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+			Title: jsii.String(title), Left: &metrics, Width: jsii.Number(12), Height: jsii.Number(6),
+		})
+	}
+	var durations, errs, throttles []awscloudwatch.IMetric
+	for _, spec := range specs {
+		fn := fns[spec.name]
+		label := &awscloudwatch.MetricOptions{Label: jsii.String(spec.name)}
+		durations = append(durations, fn.MetricDuration(p99).With(label))
+		errs = append(errs, fn.MetricErrors(period).With(label))
+		throttles = append(throttles, fn.MetricThrottles(period).With(label))
+	}
+	cacheMetric := func(name, stat string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace:     jsii.String("AWS/ElastiCache"),
+			MetricName:    jsii.String(name),
+			DimensionsMap: &map[string]*string{"clusterId": cache.ServerlessCacheName()},
+			Statistic:     jsii.String(stat),
+			Period:        awscdk.Duration_Minutes(jsii.Number(5)),
+		})
+	}
+	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String(prefix),
+		Widgets: &[]*[]awscloudwatch.IWidget{
+			{
+				graph("Turns", sm.MetricStarted(period), sm.MetricSucceeded(period), sm.MetricFailed(period), sm.MetricTimedOut(period)),
+				graph("Turn duration (p99, ms)", sm.MetricTime(p99)),
+			},
+			{
+				graph("Function duration (p99, ms)", durations...),
+				graph("Function errors", errs...),
+			},
+			{
+				graph("Function throttles", throttles...),
+				graph("Workflow continuations", continuations.Metric(period)),
+			},
+			{
+				graph("Valkey processing units (ECPU)", cacheMetric("ElastiCacheProcessingUnits", "Sum")),
+				graph("Valkey data (bytes)", cacheMetric("BytesUsedForCache", "Maximum")),
+			},
+		},
+	})
 }
