@@ -300,12 +300,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: content}}
 		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: typed, Artifacts: refs(files), At: now}}
 	} else {
-		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: "Run the workflow " + body.Workflow.ID + "."}}
+		// Files uploaded for the selection are named like a message's
+		// (spec §3.5): an artifact input left out is then the model's to
+		// pick, and these are the likely ones.
+		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: catalog.UserMessage("Run the workflow "+body.Workflow.ID+".", files)}}
 		shown := typed
 		if shown == "" {
 			shown = "Run the workflow " + body.Workflow.ID
 		}
-		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: shown, At: now}}
+		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: shown, Artifacts: refs(files), At: now}}
 	}
 	if err := s.Store.SaveTurn(ctx, conv.Meta.ID, t); err != nil {
 		return fmt.Errorf("store turn: %w", err)

@@ -321,14 +321,17 @@ func TestWorkflowSelectionMissingArtifactGoesToModel(t *testing.T) {
 	}}
 	_, c := stack(t, m, func(cfg *Config) { cfg.WorkflowsDir = dir })
 	cid := c.newConversation()
-	c.upload(cid, "box.svg", "image/svg+xml", boxSVG)
-	tid := c.startWorkflow(cid, map[string]any{"text": "/workflow svg_to_png"})
+	up := c.upload(cid, "box.svg", "image/svg+xml", boxSVG)
+	tid := c.startWorkflow(cid, map[string]any{"text": "/workflow svg_to_png", "files": []string{up}})
 	v := c.wait(cid, tid)
 	if v.Status != "succeeded" || v.Reply != "png: succeeded" || v.Form != nil || v.LLMCalls != 2 {
 		t.Fatalf("turn = %s %q form %+v, %d LLM calls; want succeeded without a form after 2 LLM calls", v.Status, v.Reply, v.Form, v.LLMCalls)
 	}
 	if len(v.Artifacts) != 1 || v.Artifacts[0].MimeType != "image/png" {
 		t.Errorf("artifacts = %+v, want the PNG", v.Artifacts)
+	}
+	if u := lastUser(m.requests()[0]); !strings.Contains(u, up) {
+		t.Errorf("user message %q does not name the file uploaded with the selection", u)
 	}
 }
 
