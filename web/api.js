@@ -80,8 +80,10 @@ export class API {
     return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json });
   }
   /** startWorkflow selects a workflow explicitly (spec §3.4); missing inputs come back as the turn's form. */
-  startWorkflow(cid, id, inputs) {
-    return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json: { text: "", workflow: { id, inputs } } });
+  startWorkflow(cid, id, inputs, files) {
+    const json = { text: "", workflow: { id, inputs } };
+    if (files && files.length) json.files = files;
+    return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json });
   }
   getCatalog() {
     return this.request("GET", "/v1/catalog");

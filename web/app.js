@@ -437,10 +437,15 @@ function openWorkflow(w) {
         const v = fieldValue(f, el);
         if (v !== undefined) values[f.name] = v;
       }
+      if (state.pendingFiles.some((f) => f.uploading)) throw new Error("Wait until the uploads have finished.");
       const cid = state.cid || (await newConversation());
-      const res = await api.startWorkflow(cid, w.id, values);
+      // Files attached for the next message go with the workflow.
+      const names = state.pendingFiles.map((f) => f.name);
+      const res = await api.startWorkflow(cid, w.id, values, state.pendingFiles.map((f) => f.artifact_id));
       form.hidden = true;
-      followTurn(res, `Run the workflow ${w.id}`);
+      state.pendingFiles = [];
+      renderAttachments();
+      followTurn(res, `Run the workflow ${w.id}`, names);
     } catch (err) {
       showError(err);
     }
