@@ -75,6 +75,7 @@ type Engine struct {
 	functions map[string]Handler
 	machines  map[string]*machine // by ARN
 	execs     map[string]*execution
+	rules     []StatusRule
 	closed    bool
 }
 
@@ -227,7 +228,7 @@ func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause stri
 	}
 	e.log.InfoContext(ctx, "execution stopped", "execution", execArn)
 	x.cancel()
-	e.forget(ctx, x)
+	e.ended(ctx, x)
 	return now, nil
 }
 
@@ -309,7 +310,7 @@ func (e *Engine) launch(x *execution, c *cursor) {
 			}
 			if x.finish(e.clock, StatusFailed, nil, serr.Error, serr.Cause) {
 				e.log.Info("execution failed", "execution", x.meta.ExecutionArn, "error", serr.Error)
-				e.forget(ctx, x)
+				e.ended(ctx, x)
 			}
 			return
 		}
@@ -319,7 +320,7 @@ func (e *Engine) launch(x *execution, c *cursor) {
 		} else if x.finish(e.clock, StatusSucceeded, b, "", "") {
 			e.log.Info("execution succeeded", "execution", x.meta.ExecutionArn)
 		}
-		e.forget(ctx, x)
+		e.ended(ctx, x)
 	}()
 }
 
@@ -331,7 +332,7 @@ func (e *Engine) watchTimeout(ctx context.Context, x *execution) {
 	case <-t.C():
 		if x.finish(e.clock, StatusTimedOut, nil, "States.Timeout", "The execution timed out") {
 			x.cancel()
-			e.forget(context.Background(), x)
+			e.ended(context.Background(), x)
 		}
 	case <-ctx.Done():
 	case <-x.done:

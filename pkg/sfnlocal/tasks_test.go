@@ -523,3 +523,61 @@ func TestRedisPersisterIsIncremental(t *testing.T) {
 		t.Errorf("after Delete %d keys remain, want 0", n)
 	}
 }
+
+// An EventBridge-like rule on execution status changes: the target
+// function gets the event in AWS's shape (detail-type, detail.input as a
+// JSON string, error and cause) for the statuses it asked for only, and a
+// failed delivery is retried a minute later, as Lambda retries an
+// asynchronous invocation.
+func TestStatusRuleDeliversEvents(t *testing.T) {
+	t.Parallel()
+	clock := NewFakeClock(epoch0)
+	e := New(Options{Clock: clock})
+	t.Cleanup(e.Close)
+	e.RegisterFunction("Work", func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		var in struct{ Fail bool }
+		_ = json.Unmarshal(p, &in)
+		if in.Fail {
+			return nil, &LimitError{Limit: 1}
+		}
+		return p, nil
+	})
+	events := make(chan StatusChangeEvent, 4)
+	var calls atomic.Int32
+	e.RegisterFunction("Ended", func(_ context.Context, p json.RawMessage) (json.RawMessage, error) {
+		if calls.Add(1) == 1 {
+			return nil, errors.New("first delivery fails")
+		}
+		var ev StatusChangeEvent
+		if err := json.Unmarshal(p, &ev); err != nil {
+			return nil, err
+		}
+		events <- ev
+		return nil, nil
+	})
+	def := `{"QueryLanguage":"JSONata","StartAt":"W","States":{"W":{"Type":"Task","Resource":"arn:aws:states:::lambda:invoke","Arguments":{"FunctionName":"Work","Payload":"{% $states.input %}"},"End":true}}}`
+	sm := mustCreate(t, e, "rules", json.RawMessage(def))
+	e.AddStatusRule(StatusRule{StateMachineArn: sm, Statuses: []string{StatusFailed, StatusAborted}, Target: "Ended"})
+
+	ok := mustStart(t, e, sm, "ok", `{"fail":false}`)
+	mustWait(t, e, ok)
+	bad := mustStart(t, e, sm, "bad", `{"fail":true}`)
+	mustWait(t, e, bad)
+	eventually(t, "the first delivery", func() bool { return calls.Load() == 1 })
+	clock.Advance(AsyncRetryDelays[0])
+	var ev StatusChangeEvent
+	select {
+	case ev = <-events:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event after the retry delay")
+	}
+	if ev.DetailType != "Step Functions Execution Status Change" || ev.Source != "aws.states" || ev.Detail.ExecutionArn != bad ||
+		ev.Detail.Status != StatusFailed || ev.Detail.Input != `{"fail":true}` || ev.Detail.Error == nil || *ev.Detail.Error != "LimitError" {
+		t.Errorf("event = %+v, want the failed execution's status change", ev)
+	}
+	select {
+	case ev := <-events:
+		t.Errorf("unexpected event %+v: the succeeded execution matches no rule", ev)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
