@@ -156,7 +156,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	st.engine = sfnlocal.New(sfnlocal.Options{Clock: cfg.Clock, Persist: &sfnlocal.RedisPersister{Client: engineRDB}, Logger: log})
 	st.Engine = st.engine
 	h := p.Handlers
-	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turn.JSON(h.LLMStep))
+	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turn.LLMStepOrEvent(h))
 	st.engine.RegisterFunction(functionNames["ValidateFunction"], turn.JSON(h.Validate))
 	st.engine.RegisterFunction(functionNames["AwaitFunction"], turn.JSON(h.Await))
 	st.engine.RegisterFunction(functionNames["InvokeFunction"], turn.JSON(h.Invoke))
@@ -166,6 +166,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("load the turn state machine: %w", err)
 	}
 	st.StateMachineARN = smARN
+	// As the stack's EventBridge rule does on AWS: a turn whose execution
+	// ended abnormally without a step recording it is recorded as failed.
+	st.engine.AddStatusRule(sfnlocal.StatusRule{StateMachineArn: smARN, Target: functionNames["LLMStepFunction"],
+		Statuses: []string{sfnlocal.StatusFailed, sfnlocal.StatusTimedOut, sfnlocal.StatusAborted}})
 
 	// The API talks to the engine through the real Step Functions SDK client.
 	// Its access key is derived from the stack's signing key, and the

@@ -188,3 +188,52 @@ func TestDeleteWhileRunning(t *testing.T) {
 		t.Errorf("GET deleted conversation = %d, want 404", code)
 	}
 }
+
+// An execution stopped from outside (an operator's StopExecution) ends its
+// turn in the record itself, with no reader: the status change reaches the
+// llmstep function as the stack's EventBridge rule sends it on AWS.
+func TestStoppedExecutionEndsItsTurn(t *testing.T) {
+	t.Parallel()
+	_, agentURL := startSlowAgent(t, 3*time.Second)
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		return calls(call("s1", "slow_echo", map[string]any{"text": "hold on"}))
+	}}
+	st, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{agentURL} })
+	cid := c.newConversation()
+	tid := c.send(cid, "echo slowly")
+	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
+	eventuallyTrue(t, 10*time.Second, "the call starts", func() bool {
+		for _, s := range c.turn(cid, tid).Steps {
+			if s.Tool == "slow_echo" && s.Status == "running" {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := st.Engine.StopExecution(t.Context(), arn, "Operator", "stopped by hand"); err != nil {
+		t.Fatal(err)
+	}
+	var tr *record.Turn
+	eventuallyTrue(t, 10*time.Second, "the stored turn ends", func() bool {
+		conv, _, err := st.Platform.Store.Load(t.Context(), cid, "")
+		if err != nil {
+			return false
+		}
+		tr, _ = conv.Turn(tid)
+		return tr != nil && tr.Status == record.StatusFailed
+	})
+	if !strings.Contains(tr.Error, "intact") {
+		t.Errorf("turn error = %q, want the internal-error message", tr.Error)
+	}
+}
+
+// eventuallyTrue polls cond until it holds or d passes.
+func eventuallyTrue(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("%s: not within %v", what, d)
+}

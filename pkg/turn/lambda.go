@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -27,3 +28,73 @@ type InputError struct{ Err error }
 
 func (e *InputError) Error() string { return e.Err.Error() }
 func (e *InputError) Unwrap() error { return e.Err }
+
+// ExecutionEvent is EventBridge's "Step Functions Execution Status Change"
+// event, as far as ExecutionEnded reads it. Detail.Input is the
+// execution's input as a JSON string.
+type ExecutionEvent struct {
+	DetailType string `json:"detail-type"`
+	Detail     struct {
+		ExecutionArn string  `json:"executionArn"`
+		Status       string  `json:"status"`
+		Input        string  `json:"input"`
+		Error        *string `json:"error"`
+		Cause        *string `json:"cause"`
+	} `json:"detail"`
+}
+
+// ExecutionEnded records the failure of a turn whose execution failed,
+// timed out or was stopped, when no step did (the Valkey outage FailTurn
+// could not outlast, an operator's StopExecution): the stack's EventBridge
+// rule sends these events to the llmstep function. A turn that already
+// ended is left as it is, so the event is harmless when FailTurn ran. An
+// error is retried by Lambda's asynchronous invocation.
+func (h *Handlers) ExecutionEnded(ctx context.Context, ev ExecutionEvent) error {
+	switch ev.Detail.Status {
+	case "FAILED", "TIMED_OUT", "ABORTED":
+	default:
+		return nil
+	}
+	var r Ref
+	if err := json.Unmarshal([]byte(ev.Detail.Input), &r); err != nil || r.ConversationID == "" || r.TurnID == "" {
+		// Not one of our turns' executions: retrying will not help.
+		h.log().WarnContext(ctx, "status change of an execution without a turn", "execution", ev.Detail.ExecutionArn, "error", err)
+		return nil
+	}
+	errName, cause := "States."+ev.Detail.Status, ""
+	if ev.Detail.Error != nil && *ev.Detail.Error != "" {
+		errName = *ev.Detail.Error
+	}
+	if ev.Detail.Cause != nil {
+		cause = *ev.Detail.Cause
+	}
+	err := h.RecordFailure(ctx, r, errName, cause)
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		return nil // the conversation was deleted (which also stops its executions)
+	}
+	return err
+}
+
+// LLMStepOrEvent is the llmstep function's handler: the state machine's
+// LLMStep (and FailTurn) payloads, and the status-change events of the
+// stack's EventBridge rule (ExecutionEnded), told apart by "detail-type".
+func LLMStepOrEvent(h *Handlers) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+	step := JSON(h.LLMStep)
+	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+		var probe struct {
+			DetailType string `json:"detail-type"`
+		}
+		if json.Unmarshal(payload, &probe) != nil || probe.DetailType == "" {
+			return step(ctx, payload)
+		}
+		var ev ExecutionEvent
+		if err := json.Unmarshal(payload, &ev); err != nil {
+			return nil, &InputError{Err: fmt.Errorf("decode status change event: %w", err)}
+		}
+		if err := h.ExecutionEnded(ctx, ev); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{}`), nil
+	}
+}

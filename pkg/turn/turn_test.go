@@ -699,3 +699,40 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// The status-change events of the stack's EventBridge rule reach the
+// llmstep function beside its state-machine payloads: a failed, timed-out
+// or stopped execution ends a turn that still reads as running, with its
+// error's message; other events and other executions change nothing.
+func TestLLMStepOrEventRecordsDeadExecutions(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	handler := turn.LLMStepOrEvent(f.h)
+	event := func(status, input, errName string) json.RawMessage {
+		ev := map[string]any{"version": "0", "detail-type": "Step Functions Execution Status Change", "source": "aws.states",
+			"detail": map[string]any{"executionArn": "arn:aws:states:us-east-1:1:execution:t:t1", "status": status, "input": input, "error": errName, "cause": "{}"}}
+		b, _ := json.Marshal(ev)
+		return b
+	}
+	input := `{"conversation_id":"c1","turn_id":"t1","await_timeout_seconds":60}`
+	for _, ev := range []json.RawMessage{event("SUCCEEDED", input, ""), event("FAILED", `not json`, "X"), event("FAILED", `{"conversation_id":"gone","turn_id":"t9"}`, "X")} {
+		if _, err := handler(t.Context(), ev); err != nil {
+			t.Errorf("handler(%s) = %v, want nil (nothing to record, nothing to retry)", ev, err)
+		}
+	}
+	if tr := f.turn(t); tr.Status != record.StatusRunning {
+		t.Fatalf("turn after unrelated events = %s, want running", tr.Status)
+	}
+	if _, err := handler(t.Context(), event("TIMED_OUT", input, "ModelUnavailableError")); err != nil {
+		t.Fatalf("handler(TIMED_OUT) = %v", err)
+	}
+	tr := f.turn(t)
+	if tr.Status != record.StatusFailed || !strings.Contains(tr.Error, "unavailable or rate limited") {
+		t.Errorf("turn = %s %q, want failed with the model-unavailable message", tr.Status, tr.Error)
+	}
+	// The state machine's own payloads still reach LLMStep.
+	out, err := handler(t.Context(), json.RawMessage(`{"conversation_id":"c1","turn_id":"t1"}`))
+	if err != nil || !strings.Contains(string(out), `"next":"failed"`) {
+		t.Errorf("handler(step payload) = %s, %v; want LLMStep's answer for a failed turn", out, err)
+	}
+}
