@@ -421,3 +421,39 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 }
+
+// A turn whose execution ended abnormally without a step recording it is
+// ended by llmstep: an EventBridge rule on the state machine's failed,
+// timed-out and aborted executions targets it (turn.ExecutionEnded), with
+// a resource policy rather than any role statement.
+func TestTurnEndedRule(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+	_, rule := s.one(t, "AWS::Events::Rule")
+	want := map[string]any{
+		"source":      []any{"aws.states"},
+		"detail-type": []any{"Step Functions Execution Status Change"},
+		"detail": map[string]any{
+			"stateMachineArn": []any{map[string]any{"Ref": smID}},
+			"status":          []any{"FAILED", "TIMED_OUT", "ABORTED"},
+		},
+	}
+	if diff := cmp.Diff(want, rule["EventPattern"]); diff != "" {
+		t.Errorf("EventPattern (-want +got):\n%s", diff)
+	}
+	llmID := s.functionID(FnLLMStep)
+	targets, _ := rule["Targets"].([]any)
+	if len(targets) != 1 || mustJSON(targets[0].(map[string]any)["Arn"]) != mustJSON(map[string]any{"Fn::GetAtt": []any{llmID, "Arn"}}) {
+		t.Fatalf("Targets = %s, want llmstep", mustJSON(rule["Targets"]))
+	}
+	var allowed bool
+	for _, p := range s.resources("AWS::Lambda::Permission") {
+		if p["Principal"] == "events.amazonaws.com" && mustJSON(p["FunctionName"]) == mustJSON(map[string]any{"Fn::GetAtt": []any{llmID, "Arn"}}) {
+			allowed = true
+		}
+	}
+	if !allowed {
+		t.Errorf("no Lambda permission lets EventBridge invoke llmstep")
+	}
+}

@@ -25,6 +25,8 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticache"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -410,6 +412,28 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	for _, key := range slices.Sorted(maps.Keys(StepFunctionKeys)) {
 		fns[StepFunctionKeys[key]].GrantInvoke(sm.Role())
 	}
+
+	// A turn whose execution failed, timed out or was stopped without a
+	// step recording it (FailTurn could not reach Valkey, an operator
+	// stopped it) is ended in its record by llmstep (turn.ExecutionEnded),
+	// which EventBridge invokes asynchronously; a turn already ended is
+	// left as it is.
+	turnEnded := awsevents.NewRule(stack, jsii.String("TurnEnded"), &awsevents.RuleProps{
+		RuleName:    jsii.String(prefix + "-turn-ended"),
+		Description: jsii.String("a turn's execution ended abnormally: llmstep records it on the turn"),
+		EventPattern: &awsevents.EventPattern{
+			Source:     jsii.Strings("aws.states"),
+			DetailType: jsii.Strings("Step Functions Execution Status Change"),
+			Detail: &map[string]interface{}{
+				"stateMachineArn": []interface{}{sm.StateMachineArn()},
+				"status":          []interface{}{"FAILED", "TIMED_OUT", "ABORTED"},
+			},
+		},
+	})
+	turnEnded.AddTarget(awseventstargets.NewLambdaFunction(llmFn, &awseventstargets.LambdaFunctionProps{
+		RetryAttempts: jsii.Number(8),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
+	}))
 
 	// api starts and inspects turns and answers their task tokens; the state
 	// machine never references api, so the template has no cycle. await, which
