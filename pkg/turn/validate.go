@@ -136,6 +136,9 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, t *record.Turn, r *Reply, e 
 			if entry, ok := cat.Lookup(pc.Tool); ok && pc.A2A != nil && pc.State == record.CallReady && entry.RequiresApproval {
 				pc.State, pc.Approved = record.CallNeedsApproval, false
 				pc.ApprovalHash = catalog.ArgumentsHash(pc.Arguments)
+				if entry.Kind == catalog.EntryWorkflow {
+					pc.Plan = entry.Workflow.Plan(pc.Arguments)
+				}
 			}
 		case record.CallNeedsApproval:
 			if r.Approval == nil {
