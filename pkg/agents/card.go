@@ -48,7 +48,10 @@ func CapabilitiesFromCard(card *a2a.AgentCard, baseURL string) []catalog.Capabil
 		return nil
 	}
 	exts := skillExtensions(card)
-	endpoint := agentEndpoint(card, baseURL)
+	endpoint, transport := agentEndpoint(card, baseURL)
+	if transport == string(a2a.TransportProtocolJSONRPC) {
+		transport = "" // the default
+	}
 	caps := make([]catalog.Capability, 0, len(card.Skills))
 	for _, sk := range card.Skills {
 		c := catalog.Capability{
@@ -56,6 +59,7 @@ func CapabilitiesFromCard(card *a2a.AgentCard, baseURL string) []catalog.Capabil
 			SkillID:     sk.ID,
 			Agent:       card.Name,
 			AgentURL:    endpoint,
+			Transport:   transport,
 			Description: skillDescription(sk),
 		}
 		if ext, ok := exts[sk.ID]; ok {
@@ -112,20 +116,42 @@ func skillDescription(sk a2a.AgentSkill) string {
 	return d
 }
 
-// agentEndpoint picks the JSON-RPC URL of the card. We speak only JSON-RPC,
-// so a card preferring another transport but listing a JSON-RPC interface
-// is reached there. An empty URL means the base URL; a relative one is
-// resolved against it (a gateway may publish "/a2a/agent").
-func agentEndpoint(card *a2a.AgentCard, baseURL string) string {
-	raw := card.URL
-	if card.PreferredTransport != "" && card.PreferredTransport != a2a.TransportProtocolJSONRPC {
-		for _, ai := range card.AdditionalInterfaces {
-			if ai.Transport == a2a.TransportProtocolJSONRPC {
-				raw = ai.URL
-				break
-			}
+// agentEndpoint picks the card's interface and its transport: JSON-RPC
+// wherever the card offers it (our first transport: its errors keep the
+// agent's own text), else gRPC. A JSON-RPC URL that is empty means the
+// base URL; a relative one is resolved against it (a gateway may publish
+// "/a2a/agent"). A gRPC URL is a target (host:port, or http:// for a
+// connection without TLS).
+func agentEndpoint(card *a2a.AgentCard, baseURL string) (endpoint, transport string) {
+	jsonrpc, grpcURL := "", ""
+	haveJSONRPC, haveGRPC := false, false
+	switch card.PreferredTransport {
+	case "", a2a.TransportProtocolJSONRPC:
+		jsonrpc, haveJSONRPC = card.URL, true
+	case a2a.TransportProtocolGRPC:
+		grpcURL, haveGRPC = card.URL, true
+	}
+	for _, ai := range card.AdditionalInterfaces {
+		switch {
+		case ai.Transport == a2a.TransportProtocolJSONRPC && !haveJSONRPC:
+			jsonrpc, haveJSONRPC = ai.URL, true
+		case ai.Transport == a2a.TransportProtocolGRPC && !haveGRPC:
+			grpcURL, haveGRPC = ai.URL, true
 		}
 	}
+	switch {
+	case !haveJSONRPC && haveGRPC && strings.TrimSpace(grpcURL) != "":
+		return strings.TrimSpace(grpcURL), string(a2a.TransportProtocolGRPC)
+	case !haveJSONRPC:
+		// A transport we do not speak (HTTP+JSON) and no alternative: try
+		// its URL with JSON-RPC, the transport every A2A server is urged to offer.
+		jsonrpc = card.URL
+	}
+	return resolveEndpoint(jsonrpc, baseURL), string(a2a.TransportProtocolJSONRPC)
+}
+
+// resolveEndpoint resolves a card's JSON-RPC URL against the base URL.
+func resolveEndpoint(raw, baseURL string) string {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return baseURL

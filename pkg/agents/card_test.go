@@ -120,9 +120,37 @@ func TestAgentEndpoint(t *testing.T) {
 		{"dot", ".", "http://b.example/agent", "http://b.example/agent"},
 	}
 	for _, tt := range tests {
-		got := agentEndpoint(&a2a.AgentCard{URL: tt.cardURL}, tt.base)
-		if got != tt.want {
-			t.Errorf("%s: agentEndpoint(%q, %q) = %q, want %q", tt.name, tt.cardURL, tt.base, got, tt.want)
+		got, transport := agentEndpoint(&a2a.AgentCard{URL: tt.cardURL}, tt.base)
+		if got != tt.want || transport != "JSONRPC" {
+			t.Errorf("%s: agentEndpoint(%q, %q) = %q %s, want %q JSONRPC", tt.name, tt.cardURL, tt.base, got, transport, tt.want)
+		}
+	}
+}
+
+// JSON-RPC wherever a card offers it, else gRPC; a transport we do not
+// speak, with no alternative, is tried with JSON-RPC at its URL.
+func TestAgentEndpointTransport(t *testing.T) {
+	t.Parallel()
+	grpcOnly := &a2a.AgentCard{URL: "agents.example:443", PreferredTransport: a2a.TransportProtocolGRPC}
+	both := &a2a.AgentCard{URL: "agents.example:443", PreferredTransport: a2a.TransportProtocolGRPC,
+		AdditionalInterfaces: []a2a.AgentInterface{{Transport: a2a.TransportProtocolJSONRPC, URL: "https://agents.example/rpc"}}}
+	restOnly := &a2a.AgentCard{URL: "https://agents.example/v1", PreferredTransport: a2a.TransportProtocolHTTPJSON}
+	restThenGRPC := &a2a.AgentCard{URL: "https://agents.example/v1", PreferredTransport: a2a.TransportProtocolHTTPJSON,
+		AdditionalInterfaces: []a2a.AgentInterface{{Transport: a2a.TransportProtocolGRPC, URL: "http://127.0.0.1:9000"}}}
+	tests := []struct {
+		name                string
+		card                *a2a.AgentCard
+		wantURL, wantTransp string
+	}{
+		{"gRPC only", grpcOnly, "agents.example:443", "GRPC"},
+		{"JSON-RPC beside gRPC", both, "https://agents.example/rpc", "JSONRPC"},
+		{"HTTP+JSON only", restOnly, "https://agents.example/v1", "JSONRPC"},
+		{"HTTP+JSON and gRPC", restThenGRPC, "http://127.0.0.1:9000", "GRPC"},
+	}
+	for _, tt := range tests {
+		got, transport := agentEndpoint(tt.card, "https://agents.example")
+		if got != tt.wantURL || transport != tt.wantTransp {
+			t.Errorf("%s: agentEndpoint() = %q %s, want %q %s", tt.name, got, transport, tt.wantURL, tt.wantTransp)
 		}
 	}
 }

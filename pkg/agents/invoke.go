@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +27,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -209,9 +213,14 @@ func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) e
 	if err != nil {
 		return err
 	}
-	client, err := a2aclient.NewFromEndpoints(ctx,
-		[]a2a.AgentInterface{{Transport: a2a.TransportProtocolJSONRPC, URL: c.Capability.AgentURL}},
-		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(i.hc))
+	iface := a2a.AgentInterface{Transport: a2a.TransportProtocolJSONRPC, URL: c.Capability.AgentURL}
+	opts := []a2aclient.FactoryOption{a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(i.hc)}
+	if c.Capability.Transport == string(a2a.TransportProtocolGRPC) {
+		target, creds := grpcTarget(c.Capability.AgentURL)
+		iface = a2a.AgentInterface{Transport: a2a.TransportProtocolGRPC, URL: target}
+		opts = append(opts, a2aclient.WithGRPCTransport(grpc.WithTransportCredentials(creds)))
+	}
+	client, err := a2aclient.NewFromEndpoints(ctx, []a2a.AgentInterface{iface}, opts...)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", c.Capability.AgentURL, err)
 	}
@@ -238,6 +247,19 @@ func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) e
 	default:
 		return failf("agent answered with an unexpected result type %T", res)
 	}
+}
+
+// grpcTarget turns a card's gRPC URL into a dial target and its transport
+// security: TLS with the system's roots, except for an http:// URL (a
+// local or in-VPC agent without TLS).
+func grpcTarget(u string) (string, credentials.TransportCredentials) {
+	if rest, ok := strings.CutPrefix(u, "http://"); ok {
+		return strings.TrimRight(rest, "/"), insecure.NewCredentials()
+	}
+	for _, scheme := range []string{"https://", "grpcs://"} {
+		u = strings.TrimPrefix(u, scheme)
+	}
+	return strings.TrimRight(u, "/"), credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12})
 }
 
 // message builds the A2A message of a call.
@@ -281,7 +303,13 @@ func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
 	msg.ID = c.CallID
 	// skillId is ours, beyond the brief's inputSources: an A2A message does
 	// not name the skill, and a multi-skill agent may need it to route.
-	msg.Metadata = map[string]any{"inputSources": sources, "skillId": c.Capability.SkillID}
+	// map[string]any, not map[string]string: gRPC carries metadata as a
+	// protobuf Struct, which only takes JSON-shaped Go values.
+	srcs := make(map[string]any, len(sources))
+	for k, v := range sources {
+		srcs[k] = v
+	}
+	msg.Metadata = map[string]any{"inputSources": srcs, "skillId": c.Capability.SkillID}
 	if c.Continue != nil {
 		msg.TaskID = a2a.TaskID(c.Continue.TaskID)
 		msg.ContextID = c.Continue.ContextID

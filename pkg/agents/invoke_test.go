@@ -182,7 +182,7 @@ func (e *testExecutor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q
 		if rc.StoredTask == nil {
 			status(a2a.TaskStateInputRequired, a2a.TextPart{Text: "Which color?"},
 				a2a.DataPart{Data: map[string]any{"fields": []any{
-					map[string]any{"name": "color", "type": "string", "description": "Paint color", "required": true, "enum": []string{"red", "blue"}},
+					map[string]any{"name": "color", "type": "string", "description": "Paint color", "required": true, "enum": []any{"red", "blue"}},
 				}}})
 		} else {
 			status(a2a.TaskStateCompleted, a2a.TextPart{Text: fmt.Sprintf("Painted it %v.", args["color"])})

@@ -33,6 +33,9 @@ type Capability struct {
 	SkillID  string `json:"skill_id"`
 	Agent    string `json:"agent"`     // agent card name
 	AgentURL string `json:"agent_url"` // A2A endpoint URL used for message/send
+	// Transport is the A2A transport at AgentURL: "JSONRPC" (empty means
+	// it too) or "GRPC".
+	Transport string `json:"transport,omitempty"`
 	SkillExtension
 	Description string `json:"description"`
 	// Plain is true for a skill without our extension: its schema is
