@@ -50,7 +50,8 @@ type Meta struct {
 	// Title and UpdatedAt are derived on read (first user text, newest turn update).
 	Title     string    `json:"title,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
-	// Status is the status of the turn saved last (List only).
+	// Status is the status of the newest turn, by start (List only): an
+	// older turn that ends later does not hide a newer one still running.
 	Status Status `json:"status,omitempty"`
 }
 

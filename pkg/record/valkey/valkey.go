@@ -69,7 +69,7 @@ const (
 	fieldMeta    = "meta"
 	fieldUpdated = "updated" // RFC 3339 time of the last SaveTurn, for List
 	fieldTitle   = "title"   // first saved non-empty turn text, for List
-	fieldStatus  = "status"  // status of the turn saved last, for List
+	fieldStatus  = "status"  // status of the newest turn (by start), for List
 	// answeredPrefix+<tid> holds the task token the API answered last.
 	answeredPrefix = "answered:"
 	turnPrefix     = "turn:"
@@ -193,7 +193,7 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	if updated.IsZero() {
 		updated = time.Now().UTC()
 	}
-	args := []any{int64(s.ttl / time.Second), turnPrefix + t.ID, b, updated.Format(time.RFC3339Nano), string(t.Status), t.Text}
+	args := []any{int64(s.ttl / time.Second), turnPrefix + t.ID, b, updated.Format(time.RFC3339Nano), string(t.Status), t.Text, t.StartedAt.UnixMilli()}
 	for _, a := range arts {
 		ab, err := json.Marshal(a)
 		if err != nil {
@@ -217,9 +217,11 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 // round trip, one slot (every key has the {cid} tag).
 var saveTurnScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated', ARGV[4], 'status', ARGV[5])
+redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated', ARGV[4])
+local newest = tonumber(redis.call('HGET', KEYS[1], 'status_started') or '0')
+if tonumber(ARGV[7]) >= newest then redis.call('HSET', KEYS[1], 'status', ARGV[5], 'status_started', ARGV[7]) end
 if ARGV[6] ~= '' then redis.call('HSETNX', KEYS[1], 'title', ARGV[6]) end
-for i = 7, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1]) end
+for i = 8, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1]) end
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
 return 1
 `)

@@ -334,3 +334,44 @@ func TestOpenReal(t *testing.T) {
 		t.Errorf("List() after Delete = %v, %v; want empty", got, err)
 	}
 }
+
+// Spec §3.4a concurrent turns: the list shows the newest turn's status,
+// so an older turn that ends while a newer one runs does not hide it.
+func TestListStatusIsTheNewestTurns(t *testing.T) {
+	t.Parallel()
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s := valkey.New(c, valkey.Options{})
+		owner := valkeytest.ID(t, "u")
+		cid := create(t, s, owner)
+		t.Cleanup(func() { _ = s.Delete(context.Background(), cid) })
+		older := &record.Turn{ID: "t1", StartedAt: t0, UpdatedAt: t0, Status: record.StatusRunning, Text: "first"}
+		newer := &record.Turn{ID: "t2", StartedAt: t0.Add(time.Second), UpdatedAt: t0.Add(time.Second), Status: record.StatusRunning, Text: "second"}
+		status := func() record.Status {
+			t.Helper()
+			got, err := s.List(t.Context(), owner)
+			if err != nil || len(got) != 1 {
+				t.Fatalf("List() = %v, %v", got, err)
+			}
+			return got[0].Status
+		}
+		for _, step := range []struct {
+			turn   *record.Turn
+			status record.Status
+			want   record.Status
+		}{
+			{older, record.StatusRunning, record.StatusRunning},
+			{newer, record.StatusRunning, record.StatusRunning},
+			{older, record.StatusSucceeded, record.StatusRunning}, // the older turn ends later
+			{newer, record.StatusFailed, record.StatusFailed},
+		} {
+			step.turn.Status = step.status
+			step.turn.UpdatedAt = step.turn.UpdatedAt.Add(time.Minute)
+			if err := s.SaveTurn(t.Context(), cid, step.turn); err != nil {
+				t.Fatal(err)
+			}
+			if got := status(); got != step.want {
+				t.Errorf("after saving %s as %s: list status = %s, want %s", step.turn.ID, step.status, got, step.want)
+			}
+		}
+	})
+}
