@@ -564,6 +564,10 @@ func TestStatusRuleDeliversEvents(t *testing.T) {
 	bad := mustStart(t, e, sm, "bad", `{"fail":true}`)
 	mustWait(t, e, bad)
 	eventually(t, "the first delivery", func() bool { return calls.Load() == 1 })
+	// The failed delivery parks on its retry delay before the clock moves.
+	if !clock.WaitTimers(1, 5*time.Second) {
+		t.Fatal("no retry timer after the failed delivery")
+	}
 	clock.Advance(AsyncRetryDelays[0])
 	var ev StatusChangeEvent
 	select {
