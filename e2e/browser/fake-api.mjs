@@ -185,6 +185,15 @@ async function api(req, res, url) {
   if (req.headers.authorization !== `Bearer ${TOKEN}`) return fail(res, 401, "unauthorized", "missing or invalid token");
   const parts = url.pathname.split("/").filter(Boolean).map(decodeURIComponent); // v1 conversations cid …
   const m = req.method;
+  if (parts[1] === "catalog" && m === "GET") {
+    // One workflow, so the page's Workflows list has something to show.
+    return send(res, 200, {
+      skills: [],
+      workflows: [{ id: "word_to_png", name: "Word to PNG", description: "Render a word as an SVG image and convert it to a PNG.",
+        inputs: [{ path: "word", type: "string", description: "The word to render." }],
+        steps: [{ name: "Draw the word", skill: "create_svg_artifact" }, { name: "Convert to PNG", skill: "convert_svg_to_png" }] }],
+    });
+  }
   if (parts.length === 2 && m === "POST") {
     const c = { id: id("conv"), title: "", updated_at: now(), history: [], turns: new Map(), artifacts: new Map() };
     convs.set(c.id, c);
