@@ -17,7 +17,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files in testdata")
 
 // demoCaps loads the demo skills' capabilities (testdata/capabilities.json).
-func demoCaps(t *testing.T) []catalog.Capability {
+func demoCaps(t testing.TB) []catalog.Capability {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "capabilities.json"))
 	if err != nil {

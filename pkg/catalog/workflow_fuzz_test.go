@@ -17,14 +17,7 @@ import (
 // ErrInvalidWorkflow, never a panic, and a template that compiles resolves
 // any inputs to arguments or a clear error.
 func FuzzWorkflowTemplate(f *testing.F) {
-	b, err := os.ReadFile(filepath.Join("testdata", "capabilities.json"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	var caps []catalog.Capability
-	if err := json.Unmarshal(b, &caps); err != nil {
-		f.Fatal(err)
-	}
+	caps := demoCaps(f)
 	seeds, _ := filepath.Glob(filepath.Join("..", "..", "testdata", "workflows", "*.json"))
 	for _, s := range seeds {
 		tpl, _ := os.ReadFile(s)

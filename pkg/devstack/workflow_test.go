@@ -175,9 +175,7 @@ func TestWorkflowFailingStepIsNamed(t *testing.T) {
 	    {"id": "svg", "name": "Draw the badge", "skill": "create_svg_artifact", "arguments": {"word": "{{inputs.word}}", "color": "{{inputs.style.color}}"}},
 	    {"id": "png", "name": "Rasterize", "skill": "convert_svg_to_png", "arguments": {"artifact_id": "{{steps.svg.artifact}}"}}
 	  ]}`
-	if err := os.WriteFile(filepath.Join(dir, "badge.json"), []byte(tpl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTemplate(t, dir, "badge.json", tpl)
 	_, c := stack(t, workflowAnswerer(), func(cfg *Config) { cfg.WorkflowsDir = dir })
 	cid := c.newConversation()
 	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "badge", "inputs": map[string]any{"word": "Hi", "style.color": "ultraviolet"}}})
@@ -243,9 +241,7 @@ func TestWorkflowCompileErrorsAtLoad(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	bad := `{"id": "broken", "inputs": [{"path": "word"}], "steps": [{"id": "svg", "skill": "create_svg_artifact", "arguments": {"word": "{{inputs.wrod}}"}}]}`
-	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(bad), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTemplate(t, dir, "broken.json", bad)
 	_, err := Start(t.Context(), Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), WorkflowsDir: dir})
 	want := `broken.json: invalid workflow template: broken: step 1 "svg" (create_svg_artifact): unresolved binding {{inputs.wrod}}: no input "wrod" is declared (inputs: word)`
 	if err == nil || !strings.Contains(err.Error(), want) {
@@ -253,9 +249,7 @@ func TestWorkflowCompileErrorsAtLoad(t *testing.T) {
 	}
 
 	unknown := `{"id": "paint", "inputs": [{"path": "word"}], "steps": [{"name": "Paint", "skill": "paint_picture", "arguments": {"subject": "{{inputs.word}}"}}]}`
-	if err := os.WriteFile(filepath.Join(dir, "broken.json"), []byte(unknown), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTemplate(t, dir, "broken.json", unknown)
 	st, c := stack(t, nil, func(cfg *Config) { cfg.WorkflowsDir = dir })
 	banner := st.Banner("test")
 	if !strings.Contains(banner, `left out:  invalid workflow template: paint: step 1 "Paint" (paint_picture): unknown skill "paint_picture"`) {
@@ -301,9 +295,7 @@ func TestWorkflowSelectionMissingArtifactGoesToModel(t *testing.T) {
 	tpl := `{"id": "svg_to_png", "name": "SVG to PNG", "description": "Rasterize an SVG.",
 	  "inputs": [{"path": "source"}],
 	  "steps": [{"id": "png", "name": "Rasterize", "skill": "convert_svg_to_png", "arguments": {"artifact_id": "{{inputs.source}}"}}]}`
-	if err := os.WriteFile(filepath.Join(dir, "svg_to_png.json"), []byte(tpl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTemplate(t, dir, "svg_to_png.json", tpl)
 	idRe := regexp.MustCompile(`art_[0-9a-f]+`)
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		res := toolResults(req)
@@ -473,9 +465,7 @@ func TestWorkflowBindsEarlierStepResult(t *testing.T) {
 	    {"id": "flange", "name": "Design", "skill": "design_valve_flange", "arguments": {"holes": "{{inputs.holes}}", "outer_diameter_mm": "{{inputs.od}}", "material": "{{inputs.material}}"}},
 	    {"id": "label", "name": "Label", "skill": "create_svg_artifact", "arguments": {"word": "{{steps.flange.result.material}}"}}
 	  ]}`
-	if err := os.WriteFile(filepath.Join(dir, "flange_label.json"), []byte(tpl), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTemplate(t, dir, "flange_label.json", tpl)
 	_, c := stack(t, workflowAnswerer(), func(cfg *Config) { cfg.WorkflowsDir = dir })
 	cid := c.newConversation()
 	tid := c.startWorkflow(cid, map[string]any{"workflow": map[string]any{"id": "flange_label", "inputs": map[string]any{"holes": 6, "od": 150, "material": "brass"}}})
@@ -485,5 +475,13 @@ func TestWorkflowBindsEarlierStepResult(t *testing.T) {
 	}
 	if name := v.Artifacts[1].Name; name != "brass.svg" {
 		t.Errorf("label artifact = %q, want brass.svg (the flange step's material)", name)
+	}
+}
+
+// writeTemplate puts a workflow template file into dir.
+func writeTemplate(t *testing.T, dir, name, body string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
