@@ -94,7 +94,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		return `{"turn_id":"t_1","text":"hi","started_at":"2026-01-02T03:04:05.000Z","artifacts":[],"steps":[],"llm_calls":1,"tokens":10` + extra + `}`
 	}
 	form := `,"form":{"calls":[{"call_id":"c1","tool":"design_valve_flange","fields":[{"name":"material","type":"string","description":"Flange material.","required":true,"enum":["steel"]}]}]}`
-	approval := `,"approval":{"calls":[{"call_id":"c1","tool":"publish_artifact","arguments":{"artifact_id":"a_1"}}]}`
+	approval := `,"approval":{"id":"ap_1","calls":[{"call_id":"c1","tool":"publish_artifact","arguments":{"artifact_id":"a_1"}}]}`
 	tests := []struct {
 		name, schema, body string
 		valid              bool
@@ -122,10 +122,12 @@ func TestOpenAPIDocument(t *testing.T) {
 		{"message with unknown field", "MessageRequest", `{"text":"hi","foo":1}`, false},
 		{"message over 16000 characters", "MessageRequest", `{"text":"` + strings.Repeat("é", 16001) + `"}`, false},
 		{"message of 16000 two-byte characters", "MessageRequest", `{"text":"` + strings.Repeat("é", 16000) + `"}`, true},
-		{"input with both", "InputRequest", `{"answers":{"c1":{"material":"steel"}},"approval":{"decision":"approve"}}`, false},
+		{"input with both", "InputRequest", `{"answers":{"c1":{"material":"steel"}},"approval":{"id":"ap_1","decision":"approve"}}`, false},
+		{"input approval without id", "InputRequest", `{"approval":{"decision":"approve"}}`, false},
+		{"input approve with edited arguments and files", "InputRequest", `{"approval":{"id":"ap_1","decision":"approve","arguments":{"c1":{"channel":"print"}}},"files":["a_1"]}`, true},
 		{"input with neither", "InputRequest", `{}`, false},
 		{"input with unknown decision", "InputRequest", `{"approval":{"decision":"maybe"}}`, false},
-		{"input approve with note", "InputRequest", `{"approval":{"decision":"approve","note":"fine"}}`, true},
+		{"input approve with note", "InputRequest", `{"approval":{"id":"ap_1","decision":"approve","note":"fine"}}`, true},
 		{"history entry without turn_id", "HistoryEntry", `{"role":"user","kind":"message","at":"2026-01-02T03:04:05Z"}`, false},
 	}
 	for _, tc := range tests {
@@ -337,6 +339,7 @@ type (
 			} `json:"calls"`
 		} `json:"form"`
 		Approval *struct {
+			ID    string `json:"id"`
 			Calls []struct {
 				CallID    string         `json:"call_id"`
 				Tool      string         `json:"tool"`
@@ -543,7 +546,7 @@ func everyRoute(fx fixture) []req {
 		{method: "GET", path: c + "/artifacts/" + fx.aid},
 		{method: "POST", path: c + "/messages", body: jsonBody(map[string]any{"text": "Create a PNG image with the word Popelnase"})},
 		{method: "GET", path: c + "/turns/" + fx.tid},
-		{method: "POST", path: c + "/turns/" + fx.tid + "/input", body: jsonBody(map[string]any{"approval": map[string]any{"decision": "approve"}})},
+		{method: "POST", path: c + "/turns/" + fx.tid + "/input", body: jsonBody(map[string]any{"approval": map[string]any{"id": "ap_x", "decision": "approve"}})},
 		{method: "GET", path: "/v1/catalog"},
 	}
 }
@@ -927,12 +930,15 @@ func testInputErrors(t *testing.T, s *stack, fx fixture) {
 		{"neither answers nor approval", fx.tid, `{}`, http.StatusBadRequest, "invalid_input"},
 		{"empty answers", fx.tid, `{"answers":{}}`, http.StatusBadRequest, "invalid_input"},
 		{"both", fx.tid, `{"answers":{"c1":{"material":"steel"}},"approval":{"decision":"approve"}}`, http.StatusBadRequest, "invalid_input"},
-		{"unknown decision", fx.tid, `{"approval":{"decision":"maybe"}}`, http.StatusBadRequest, "invalid_decision"},
-		{"unknown field", fx.tid, `{"approval":{"decision":"approve"},"force":true}`, http.StatusBadRequest, "invalid_json"},
-		{"too large", fx.tid, string(jsonBody(map[string]any{"approval": map[string]any{"decision": "approve", "note": strings.Repeat("n", 300<<10)}})), http.StatusRequestEntityTooLarge, "too_large"},
-		{"approval when nothing waits", fx.tid, `{"approval":{"decision":"approve"}}`, http.StatusConflict, "not_waiting"},
+		{"unknown decision", fx.tid, `{"approval":{"id":"ap_1","decision":"maybe"}}`, http.StatusBadRequest, "invalid_decision"},
+		{"approval without its id", fx.tid, `{"approval":{"decision":"approve"}}`, http.StatusBadRequest, "missing_approval_id"},
+		{"edited arguments with reject", fx.tid, `{"approval":{"id":"ap_1","decision":"reject","arguments":{"c1":{}}}}`, http.StatusBadRequest, "invalid_edit"},
+		{"unknown file", fx.tid, `{"approval":{"id":"ap_1","decision":"approve"},"files":["a_nope"]}`, http.StatusBadRequest, ""},
+		{"unknown field", fx.tid, `{"approval":{"id":"ap_1","decision":"approve"},"force":true}`, http.StatusBadRequest, "invalid_json"},
+		{"too large", fx.tid, string(jsonBody(map[string]any{"approval": map[string]any{"id": "ap_1", "decision": "approve", "note": strings.Repeat("n", 300<<10)}})), http.StatusRequestEntityTooLarge, "too_large"},
+		{"approval when nothing waits", fx.tid, `{"approval":{"id":"ap_1","decision":"approve"}}`, http.StatusConflict, "not_waiting"},
 		{"answers when nothing waits", fx.tid, `{"answers":{"c1":{"material":"steel"}}}`, http.StatusConflict, "not_waiting"},
-		{"unknown turn", "t_doesnotexist", `{"approval":{"decision":"approve"}}`, http.StatusNotFound, "not_found"},
+		{"unknown turn", "t_doesnotexist", `{"approval":{"id":"ap_1","decision":"approve"}}`, http.StatusNotFound, "not_found"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -963,7 +969,7 @@ func testFormRoundTrip(t *testing.T, s *stack) {
 	}{
 		{"unknown call", `{"answers":{"c_nope":{"material":"steel"}}}`, http.StatusBadRequest, "unknown_call"},
 		{"value outside the enum", string(jsonBody(map[string]any{"answers": map[string]any{call.CallID: map[string]any{"material": "cheese"}}})), http.StatusBadRequest, "invalid_answer"},
-		{"approval while a form waits", `{"approval":{"decision":"approve"}}`, http.StatusConflict, "not_waiting"},
+		{"approval while a form waits", `{"approval":{"id":"ap_1","decision":"approve"}}`, http.StatusConflict, "not_waiting"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1028,10 +1034,21 @@ func testApproval(t *testing.T, s *stack) {
 	for _, decision := range []string{"approve", "reject"} {
 		t.Run(decision, func(t *testing.T) {
 			t.Parallel()
-			cid, tid, _ := approvalTurn(t, s)
+			cid, tid, shown := approvalTurn(t, s)
 			input := "/v1/conversations/" + cid + "/turns/" + tid + "/input"
 			s.expect(t, req{method: "POST", path: input, token: s.dev, body: []byte(`{"answers":{"c1":{"x":1}}}`)}, http.StatusConflict, "not_waiting")
-			body := jsonBody(map[string]any{"approval": map[string]any{"decision": decision, "note": "contract test"}})
+			if shown.Approval.ID == "" {
+				t.Fatalf("approval %+v has no id", shown.Approval)
+			}
+			// API.md: an answer must name the approval shown; another id is stale.
+			s.expect(t, req{method: "POST", path: input, token: s.dev, body: jsonBody(map[string]any{"approval": map[string]any{"decision": decision}})}, http.StatusBadRequest, "missing_approval_id")
+			s.expect(t, req{method: "POST", path: input, token: s.dev, body: jsonBody(map[string]any{"approval": map[string]any{"id": "ap_stale", "decision": decision}})}, http.StatusConflict, "stale_approval")
+			if decision == "approve" {
+				bad := map[string]any{shown.Approval.Calls[0].CallID: map[string]any{"artifact_id": 7}}
+				s.expect(t, req{method: "POST", path: input, token: s.dev, body: jsonBody(map[string]any{"approval": map[string]any{"id": shown.Approval.ID, "decision": decision, "arguments": bad}})}, http.StatusBadRequest, "invalid_arguments")
+				s.expect(t, req{method: "POST", path: input, token: s.dev, body: jsonBody(map[string]any{"approval": map[string]any{"id": shown.Approval.ID, "decision": decision, "arguments": map[string]any{"c_other": map[string]any{}}}})}, http.StatusBadRequest, "invalid_edit")
+			}
+			body := jsonBody(map[string]any{"approval": map[string]any{"id": shown.Approval.ID, "decision": decision, "note": "contract test"}})
 			out := s.expect(t, req{method: "POST", path: input, token: s.dev, body: body}, http.StatusAccepted, "")
 			if got := decodeInto[turnView](t, out); got.Status != "running" || got.Approval != nil {
 				t.Errorf("approval answer = %+v, want running without approval", got)

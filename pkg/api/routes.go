@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -263,7 +264,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	owner := awaitingApproval(conv)
 	if owner != nil && len(files) == 0 && body.Workflow == nil {
 		if decision, ok := yesNo(text); ok {
-			v, err := s.answer(ctx, conv, owner, turn.Reply{Approval: &turn.Decision{Decision: decision, Note: text}})
+			// The typed reply decides the approval the page shows: the newest
+			// one awaiting a decision, by its id.
+			v, err := s.answer(ctx, conv, owner, turn.Reply{Approval: &turn.Decision{ID: turn.ApprovalID(owner), Decision: decision, Note: text}})
 			if err != nil {
 				return err
 			}
@@ -271,10 +274,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 			return nil
 		}
 	}
-	// New free text supersedes every turn still waiting for the user.
+	// New free text supersedes every turn still waiting for the user; its
+	// files are named in the superseded calls' results too (spec §3.5).
 	for _, t := range conv.Turns {
 		if t.Status.Waiting() && t.TaskToken != "" && !t.Answered() {
-			if err := s.sendReply(ctx, conv.Meta.ID, t, turn.Reply{Superseded: true}); err != nil && !isConflict(err) {
+			if err := s.sendReply(ctx, conv.Meta.ID, t, turn.Reply{Superseded: true, Files: body.Files}); err != nil && !isConflict(err) {
 				return err
 			}
 		}
@@ -547,6 +551,7 @@ func (s *Server) rememberAlive(tid string, now time.Time, fresh time.Duration) {
 // inputBody is POST …/turns/{tid}/input.
 type inputBody struct {
 	Answers  map[string]map[string]any `json:"answers"`
+	Files    []string                  `json:"files"`
 	Approval *turn.Decision            `json:"approval"`
 }
 
@@ -560,8 +565,16 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 	if (len(body.Answers) == 0) == (body.Approval == nil) {
 		return errorf(http.StatusBadRequest, "invalid_input", "send either answers or approval")
 	}
-	if body.Approval != nil && body.Approval.Decision != "approve" && body.Approval.Decision != "reject" {
-		return errorf(http.StatusBadRequest, "invalid_decision", `approval.decision must be "approve" or "reject"`)
+	if a := body.Approval; a != nil {
+		if a.Decision != "approve" && a.Decision != "reject" {
+			return errorf(http.StatusBadRequest, "invalid_decision", `approval.decision must be "approve" or "reject"`)
+		}
+		if strings.TrimSpace(a.ID) == "" {
+			return errorf(http.StatusBadRequest, "missing_approval_id", "approval.id is required: send the id of the approval shown (the turn's approval.id), so the decision covers exactly what you saw")
+		}
+		if len(a.Arguments) > 0 && a.Decision != "approve" {
+			return errorf(http.StatusBadRequest, "invalid_edit", "approval.arguments (edited arguments) come only with the decision approve")
+		}
 	}
 	ctx := r.Context()
 	tid := r.PathValue("tid")
@@ -573,7 +586,10 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 	if !ok {
 		return errorf(http.StatusNotFound, "not_found", "no such turn")
 	}
-	v, err := s.answer(ctx, conv, t, turn.Reply{Answers: body.Answers, Approval: body.Approval})
+	if _, err := uploads(conv, body.Files); err != nil {
+		return err
+	}
+	v, err := s.answer(ctx, conv, t, turn.Reply{Answers: body.Answers, Approval: body.Approval, Files: body.Files})
 	if err != nil {
 		return err
 	}
@@ -592,6 +608,31 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 	switch {
 	case reply.Approval != nil && t.Status != record.StatusAwaitingApproval:
 		return turn.View{}, conflict
+	case reply.Approval != nil:
+		cat, err := s.Catalogs.Catalog(ctx)
+		if err != nil {
+			return turn.View{}, fmt.Errorf("catalog: %w", err)
+		}
+		// Decide on a copy: it checks the id against the open approval and
+		// validates edits like the model's arguments; the turn's
+		// ValidateBatch step applies the reply for real.
+		calls := slices.Clone(t.Pending)
+		switch err := turn.Decide(cat, calls, *reply.Approval, turn.Env(conv, t)); {
+		case errors.Is(err, batch.ErrApprovalStale):
+			return turn.View{}, errorf(http.StatusConflict, "stale_approval", "this approval is not the one waiting for a decision any more (it changed since it was shown); fetch the turn and decide on the approval it shows now")
+		case errors.Is(err, turn.ErrEditRefused):
+			return turn.View{}, errorf(http.StatusBadRequest, "invalid_edit", err.Error())
+		case errors.Is(err, batch.ErrInvalidEdit):
+			msg := err.Error()
+			if _, detail, ok := strings.Cut(msg, batch.ErrInvalidEdit.Error()+": "); ok {
+				msg = detail
+			}
+			return turn.View{}, errorf(http.StatusBadRequest, "invalid_arguments", "The edited arguments were not accepted: "+msg)
+		case errors.Is(err, batch.ErrNotWaiting):
+			return turn.View{}, conflict
+		case err != nil:
+			return turn.View{}, errorf(http.StatusBadRequest, "invalid_input", err.Error())
+		}
 	case len(reply.Answers) > 0:
 		if t.Status != record.StatusAwaitingInput {
 			return turn.View{}, conflict

@@ -26,8 +26,11 @@ import (
 
 // Kinds of events.
 const (
-	KindApproved   = "approved"
-	KindRejected   = "rejected"
+	KindApproved = "approved"
+	KindRejected = "rejected"
+	// KindEdited is the user's edit of a call's arguments on approval
+	// (seed 003 "modify"): PreviousHash was shown, ArgumentsHash runs.
+	KindEdited     = "edited"
 	KindCall       = "call"
 	KindExpired    = "expired"
 	KindSuperseded = "superseded"
@@ -46,8 +49,10 @@ type Event struct {
 	Tool         string    `json:"tool"`
 	// ArgumentsHash is catalog.ArgumentsHash of the arguments decided on or run.
 	ArgumentsHash string `json:"arguments_hash"`
-	Status        string `json:"status,omitempty"` // a call's result status
-	Note          string `json:"note,omitempty"`   // the user's note on a decision
+	// PreviousHash is, for an edit, the hash of the arguments before it.
+	PreviousHash string `json:"previous_arguments_hash,omitempty"`
+	Status       string `json:"status,omitempty"` // a call's result status
+	Note         string `json:"note,omitempty"`   // the user's note on a decision
 }
 
 // Log records events durably.

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -419,51 +420,132 @@ func parseField(f FormField, in string) (any, error) {
 	return in, nil
 }
 
-// answerApproval shows the exact arguments of the batch and asks y/N; text
-// after the answer ("n too expensive") becomes the note.
+// staleApproval is what the user reads when the server refused an answer
+// because the approval changed since it was shown (409 stale_approval).
+const staleApproval = "The approval changed; please review it again."
+
+// answerApproval shows the exact arguments of the batch and asks y/N/e;
+// text after the answer ("n too expensive") becomes the note. e edits the
+// calls' arguments and approves the edited batch. An answer the server
+// refuses for its arguments is asked again; one to an approval that has
+// changed (409 stale_approval) returns, and the caller reads the turn
+// again and shows the new approval.
 func (s *session) answerApproval(ctx context.Context, tid string, ap *Approval) error {
 	if ap == nil || len(ap.Calls) == 0 {
 		return fmt.Errorf("turn %s waits for approval but shows no calls", tid)
 	}
-	for _, c := range ap.Calls {
-		for i, st := range c.Steps {
-			s.printf("  %s step %d %s: %s %s\n", c.Tool, i+1, st.Name, st.Skill, compact(st.Arguments))
+	for {
+		d, err := s.askApproval(ctx, ap)
+		if err != nil {
+			return err
+		}
+		_, err = s.api.SendInput(ctx, s.cid, tid, Input{Approval: &d})
+		var ae *APIError
+		switch {
+		case err == nil:
+			if d.Decision == "approve" {
+				s.printf("approved\n")
+			} else {
+				s.printf("rejected\n")
+			}
+			return nil
+		case errors.As(err, &ae) && ae.Code == "stale_approval":
+			s.printf("%s\n", staleApproval)
+			return nil
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+			s.printf("(%s)\n", ae.Message)
+			return nil // the caller re-reads the turn and shows what happened
+		case errors.As(err, &ae) && (ae.Code == "invalid_arguments" || ae.Code == "invalid_edit"):
+			s.printf("server: %s — please answer again.\n", ae.Message)
+		default:
+			return fmt.Errorf("send approval: %w", err)
 		}
 	}
-	var prompt string
-	if len(ap.Calls) == 1 {
-		prompt = fmt.Sprintf("Approve %s %s? [y/N] ", ap.Calls[0].Tool, compact(ap.Calls[0].Arguments))
-	} else {
+}
+
+// askApproval prints the batch and reads one decision, with its edits when
+// the answer is e.
+func (s *session) askApproval(ctx context.Context, ap *Approval) (Decision, error) {
+	for {
 		for _, c := range ap.Calls {
-			s.printf("  %s %s\n", c.Tool, compact(c.Arguments))
+			for i, st := range c.Steps {
+				s.printf("  %s step %d %s: %s %s\n", c.Tool, i+1, st.Name, st.Skill, compact(st.Arguments))
+			}
 		}
-		prompt = fmt.Sprintf("Approve these %d calls? [y/N] ", len(ap.Calls))
+		if len(ap.Calls) == 1 {
+			s.printf("Approve %s %s? [y/N/e] ", ap.Calls[0].Tool, compact(ap.Calls[0].Arguments))
+		} else {
+			for _, c := range ap.Calls {
+				s.printf("  %s %s\n", c.Tool, compact(c.Arguments))
+			}
+			s.printf("Approve these %d calls? [y/N/e] ", len(ap.Calls))
+		}
+		line, err := s.readLine(ctx)
+		if err != nil {
+			return Decision{}, err
+		}
+		word, note, _ := strings.Cut(strings.TrimSpace(line), " ")
+		d := Decision{ID: ap.ID, Decision: "reject", Note: strings.TrimSpace(note)}
+		switch strings.ToLower(word) {
+		case "y", "yes":
+			d.Decision = "approve"
+		case "e", "edit":
+			edits, err := s.editArguments(ctx, ap.Calls)
+			if err != nil {
+				return Decision{}, err
+			}
+			if len(edits) == 0 {
+				// e is not y: approving unchanged arguments needs its own yes.
+				s.printf("no arguments changed\n")
+				continue
+			}
+			d.Decision, d.Arguments = "approve", edits
+		}
+		return d, nil
 	}
-	s.printf("%s", prompt)
-	line, err := s.readLine(ctx)
-	if err != nil {
-		return err
+}
+
+// editArguments shows each call's arguments as one line of JSON and reads
+// one replacement line per call (empty keeps them). It returns the changed
+// calls' arguments by call id; a line that is not a JSON object is asked
+// again.
+func (s *session) editArguments(ctx context.Context, calls []ApprovalCall) (map[string]json.RawMessage, error) {
+	edits := map[string]json.RawMessage{}
+	for _, c := range calls {
+		s.printf("  %s %s\n", c.Tool, compact(c.Arguments))
+		for {
+			s.printf("  new arguments for %s (JSON object, empty keeps them): ", c.Tool)
+			line, err := s.readLine(ctx)
+			if err != nil {
+				return nil, err
+			}
+			line = strings.TrimSpace(line)
+			if line == "" {
+				break
+			}
+			var obj map[string]any
+			if err := json.Unmarshal([]byte(line), &obj); err != nil || obj == nil {
+				s.printf("  not a JSON object: %s\n", line)
+				continue
+			}
+			if !sameJSON(line, c.Arguments) {
+				edits[c.CallID] = json.RawMessage(compact(json.RawMessage(line)))
+			}
+			break
+		}
 	}
-	word, note, _ := strings.Cut(strings.TrimSpace(line), " ")
-	d := Decision{Decision: "reject", Note: strings.TrimSpace(note)}
-	if w := strings.ToLower(word); w == "y" || w == "yes" {
-		d.Decision = "approve"
+	return edits, nil
+}
+
+// sameJSON reports whether the edit holds the same value as the shown
+// arguments, so that retyping them with other spacing or key order is no
+// edit.
+func sameJSON(edit string, shown json.RawMessage) bool {
+	var a, b any
+	if json.Unmarshal([]byte(edit), &a) != nil || json.Unmarshal(shown, &b) != nil {
+		return false
 	}
-	_, err = s.api.SendInput(ctx, s.cid, tid, Input{Approval: &d})
-	var ae *APIError
-	if errors.As(err, &ae) && ae.Status == http.StatusConflict {
-		s.printf("(%s)\n", ae.Message)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("send approval: %w", err)
-	}
-	if d.Decision == "approve" {
-		s.printf("approved\n")
-	} else {
-		s.printf("rejected\n")
-	}
-	return nil
+	return reflect.DeepEqual(a, b)
 }
 
 func compact(raw json.RawMessage) string {

@@ -27,7 +27,8 @@ type fakeAPI struct {
 	mu        sync.Mutex
 	convs     []string
 	turns     map[string]*fakeTurn
-	inputs    []Input // every POST …/input body, in order
+	inputs    []Input  // every POST …/input body, in order
+	calls     []string // "GET t1", "POST t1/input": the order of turn reads and answers
 	messages  []string
 	artifacts map[string]string // id → bytes
 }
@@ -35,7 +36,21 @@ type fakeAPI struct {
 type fakeTurn struct {
 	frames  []Turn
 	i       int
-	onInput func(in Input) (status int, msg string, next []Turn)
+	onInput func(in Input) fakeReply
+}
+
+// fakeReply is the fake's answer to an input: 202 hands it to the turn
+// (next becomes its script); an error status leaves the turn waiting, with
+// next (when set) as its new script.
+type fakeReply struct {
+	status    int
+	code, msg string
+	next      []Turn
+}
+
+// accepted is a 202 fakeReply after which the turn shows next.
+func accepted(next ...Turn) fakeReply {
+	return fakeReply{status: http.StatusAccepted, next: next}
 }
 
 func newFakeAPI(t *testing.T) (*fakeAPI, *httptest.Server) {
@@ -86,6 +101,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, http.StatusNotFound, "not_found", "no turn")
 			return
 		}
+		f.calls = append(f.calls, "GET "+parts[4])
 		t := ft.frames[ft.i]
 		if ft.i < len(ft.frames)-1 {
 			ft.i++
@@ -100,16 +116,20 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.inputs = append(f.inputs, in)
+		f.calls = append(f.calls, "POST "+parts[4]+"/input")
 		if ft == nil || ft.onInput == nil {
-			writeErr(w, http.StatusConflict, "conflict", "nothing waits for input")
+			writeErr(w, http.StatusConflict, "not_waiting", "nothing waits for input")
 			return
 		}
-		status, msg, next := ft.onInput(in)
-		if status != http.StatusAccepted {
-			writeErr(w, status, "invalid_input", msg)
+		rep := ft.onInput(in)
+		if rep.next != nil {
+			ft.frames, ft.i = rep.next, 0
+		}
+		if rep.status != http.StatusAccepted {
+			writeErr(w, rep.status, rep.code, rep.msg)
 			return
 		}
-		ft.frames, ft.i, ft.onInput = next, 0, nil
+		ft.onInput = nil
 		writeJSON(w, http.StatusAccepted, Turn{ID: parts[4], Status: StatusRunning})
 	case r.Method == http.MethodGet && len(parts) == 5 && parts[3] == "artifacts":
 		b, ok := f.artifacts[parts[4]]
@@ -143,32 +163,66 @@ func (f *fakeAPI) script(text string) (*fakeTurn, bool) {
 		}}}}
 		return &fakeTurn{
 			frames: []Turn{{Status: StatusAwaitingInput, Form: form}},
-			onInput: func(in Input) (int, string, []Turn) {
+			onInput: func(in Input) fakeReply {
 				if n, _ := in.Answers["q1"]["count"].(float64); n < 1 {
-					return http.StatusBadRequest, "count must be at least 1", nil
+					return fakeReply{status: http.StatusBadRequest, code: "invalid_answer", msg: "count must be at least 1"}
 				}
-				return http.StatusAccepted, "", []Turn{{Status: StatusSucceeded, Reply: "Thanks for the answers.", Steps: []Step{{Tool: "ask_user", CallID: "q1", Status: "answered"}}}}
+				return accepted(Turn{Status: StatusSucceeded, Reply: "Thanks for the answers.", Steps: []Step{{Tool: "ask_user", CallID: "q1", Status: "answered"}}})
 			},
 		}, true
 	case "publish":
-		return &fakeTurn{
-			frames: []Turn{{Status: StatusAwaitingApproval, Approval: &Approval{Calls: []ApprovalCall{
-				{CallID: "p1", Tool: "publish_artifact", Arguments: json.RawMessage(`{ "artifact_id": "a1" }`)},
-			}}}},
-			onInput: func(in Input) (int, string, []Turn) {
-				if in.Approval == nil {
-					return http.StatusBadRequest, "approval expected", nil
-				}
-				if in.Approval.Decision == "approve" {
-					return http.StatusAccepted, "", []Turn{{Status: StatusSucceeded, Reply: "Published.", Steps: []Step{{Tool: "publish_artifact", CallID: "p1", Status: "succeeded"}}}}
-				}
-				return http.StatusAccepted, "", []Turn{{Status: StatusSucceeded, Reply: "Not published.", Steps: []Step{{Tool: "publish_artifact", CallID: "p1", Status: "rejected"}}}}
-			},
-		}, true
+		return &fakeTurn{frames: []Turn{publishFrame("ap1", "web")}, onInput: publishInput("ap1", "web")}, true
+	case "publish stale":
+		// The approval the client first reads is replaced (as after a
+		// specialist's input-required answer) before the client answers.
+		ft := &fakeTurn{frames: []Turn{publishFrame("ap1", "web")}}
+		ft.onInput = func(in Input) fakeReply {
+			ft.onInput = publishInput("ap2", "print")
+			return fakeReply{status: http.StatusConflict, code: "stale_approval", msg: "the approval changed",
+				next: []Turn{publishFrame("ap2", "print")}}
+		}
+		return ft, true
 	case "boom":
 		return &fakeTurn{frames: []Turn{{Status: StatusFailed, Reply: "the specialist is unreachable"}}}, true
 	}
 	return nil, false
+}
+
+// publishFrame is a turn waiting for approval of publishing a1 to channel.
+func publishFrame(id, channel string) Turn {
+	return Turn{Status: StatusAwaitingApproval, Approval: &Approval{ID: id, Calls: []ApprovalCall{
+		{CallID: "p1", Tool: "publish_artifact", Arguments: json.RawMessage(`{ "artifact_id": "a1", "channel": "` + channel + `" }`)},
+	}}}
+}
+
+// publishInput answers an approval like the API: the id must be the open
+// approval's, and edited arguments are checked like the skill's schema.
+func publishInput(id, channel string) func(Input) fakeReply {
+	return func(in Input) fakeReply {
+		ap := in.Approval
+		switch {
+		case ap == nil:
+			return fakeReply{status: http.StatusBadRequest, code: "invalid_input", msg: "approval expected"}
+		case ap.ID == "":
+			return fakeReply{status: http.StatusBadRequest, code: "missing_approval_id", msg: "approval.id is required"}
+		case ap.ID != id:
+			return fakeReply{status: http.StatusConflict, code: "stale_approval", msg: "the approval changed"}
+		case ap.Decision != "approve":
+			if len(ap.Arguments) > 0 {
+				return fakeReply{status: http.StatusBadRequest, code: "invalid_edit", msg: "arguments only with approve"}
+			}
+			return accepted(Turn{Status: StatusSucceeded, Reply: "Not published.", Steps: []Step{{Tool: "publish_artifact", CallID: "p1", Status: "rejected"}}})
+		}
+		if raw, ok := ap.Arguments["p1"]; ok {
+			var args struct{ Channel string }
+			json.Unmarshal(raw, &args)
+			if args.Channel != "web" && args.Channel != "print" && args.Channel != "archive" {
+				return fakeReply{status: http.StatusBadRequest, code: "invalid_arguments", msg: "channel: " + args.Channel + " is not one of web, print, archive"}
+			}
+			channel = args.Channel
+		}
+		return accepted(Turn{Status: StatusSucceeded, Reply: "Published to " + channel + ".", Steps: []Step{{Tool: "publish_artifact", CallID: "p1", Status: "succeeded"}}})
+	}
 }
 
 func run(t *testing.T, srv *httptest.Server, input string, opts Options) string {
@@ -277,34 +331,125 @@ func TestRunFormReaskAfter400(t *testing.T) {
 }
 
 // Approval (spec §3.3 "then approval"; DESIGN.md §7: the approval covers
-// exactly the arguments shown): the prompt shows the compact arguments and
-// y approves, n rejects with the rest of the line as the note.
+// exactly the arguments shown; API.md: the answer names the approval by its
+// id): the prompt shows the compact arguments; y approves, n rejects with
+// the rest of the line as the note, and e edits the arguments (one JSON line
+// per call) and approves the edited call. Edits the server refuses are
+// shown and asked again.
 func TestRunApproval(t *testing.T) {
 	t.Parallel()
+	prompt := `Approve publish_artifact {"artifact_id":"a1","channel":"web"}? [y/N/e] `
+	approve := func(note string, args map[string]json.RawMessage) Input {
+		return Input{Approval: &Decision{ID: "ap1", Decision: "approve", Note: note, Arguments: args}}
+	}
+	archive := map[string]json.RawMessage{"p1": json.RawMessage(`{"artifact_id":"a1","channel":"archive"}`)}
 	tests := []struct {
-		answer   string
-		want     Decision
-		wantLine string
+		name    string
+		answers []string // lines after the message "publish"
+		want    []Input  // every input sent
+		wantOut []string // in order
 	}{
-		{"y", Decision{Decision: "approve"}, "✓ publish_artifact succeeded\n\nPublished."},
-		{"n not today", Decision{Decision: "reject", Note: "not today"}, "⊘ publish_artifact rejected\n\nNot published."},
-		{"", Decision{Decision: "reject"}, "Not published."},
+		{
+			name:    "y approves with the id",
+			answers: []string{"y"},
+			want:    []Input{approve("", nil)},
+			wantOut: []string{prompt, "approved", "✓ publish_artifact succeeded\n\nPublished to web."},
+		},
+		{
+			name:    "n with a note rejects",
+			answers: []string{"n not today"},
+			want:    []Input{{Approval: &Decision{ID: "ap1", Decision: "reject", Note: "not today"}}},
+			wantOut: []string{prompt, "rejected", "⊘ publish_artifact rejected\n\nNot published."},
+		},
+		{
+			name:    "empty rejects",
+			answers: []string{""},
+			want:    []Input{{Approval: &Decision{ID: "ap1", Decision: "reject"}}},
+			wantOut: []string{prompt, "Not published."},
+		},
+		{
+			name:    "e sends the edited arguments",
+			answers: []string{"e", ` {"channel": "archive",  "artifact_id": "a1"} `},
+			// The edit is sent as typed (compacted), not re-encoded.
+			want: []Input{approve("", map[string]json.RawMessage{"p1": json.RawMessage(`{"channel":"archive","artifact_id":"a1"}`)})},
+			wantOut: []string{
+				prompt,
+				`  publish_artifact {"artifact_id":"a1","channel":"web"}` + "\n",
+				"  new arguments for publish_artifact (JSON object, empty keeps them): ",
+				"approved",
+				"Published to archive.",
+			},
+		},
+		{
+			name:    "e with a note",
+			answers: []string{"e for the records", `{"artifact_id":"a1","channel":"archive"}`},
+			want:    []Input{approve("for the records", archive)},
+			wantOut: []string{"Published to archive."},
+		},
+		{
+			name:    "e re-asks a line that is not a JSON object",
+			answers: []string{"e", `{"channel":`, `["archive"]`, `{"artifact_id":"a1","channel":"archive"}`},
+			want:    []Input{approve("", archive)},
+			wantOut: []string{`not a JSON object: {"channel":`, `not a JSON object: ["archive"]`, "Published to archive."},
+		},
+		{
+			name:    "e without a change asks again",
+			answers: []string{"e", "", "e", `{"artifact_id": "a1", "channel": "web"}`, "y"},
+			want:    []Input{approve("", nil)},
+			wantOut: []string{prompt, "no arguments changed", prompt, "no arguments changed", prompt, "Published to web."},
+		},
+		{
+			name:    "invalid_arguments is shown and asked again",
+			answers: []string{"e", `{"artifact_id":"a1","channel":"radio"}`, "e", `{"artifact_id":"a1","channel":"archive"}`},
+			want: []Input{
+				approve("", map[string]json.RawMessage{"p1": json.RawMessage(`{"artifact_id":"a1","channel":"radio"}`)}),
+				approve("", archive),
+			},
+			wantOut: []string{"server: channel: radio is not one of web, print, archive — please answer again.", prompt, "Published to archive."},
+		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.answer, func(t *testing.T) {
+		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			f, srv := newFakeAPI(t)
-			out := run(t, srv, "publish\n"+tt.answer+"\n/quit\n", Options{})
-			wantInOrder(t, out, `Approve publish_artifact {"artifact_id":"a1"}? [y/N] `, tt.wantLine)
+			out := run(t, srv, "publish\n"+strings.Join(tt.answers, "\n")+"\n/quit\n", Options{})
+			wantInOrder(t, out, tt.wantOut...)
 			f.mu.Lock()
 			defer f.mu.Unlock()
-			if len(f.inputs) != 1 || f.inputs[0].Approval == nil {
-				t.Fatalf("inputs = %+v, want one approval", f.inputs)
-			}
-			if diff := cmp.Diff(tt.want, *f.inputs[0].Approval); diff != "" {
-				t.Errorf("approval mismatch (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tt.want, f.inputs); diff != "" {
+				t.Errorf("inputs sent mismatch (-want +got):\n%s\noutput:\n%s", diff, out)
 			}
 		})
+	}
+}
+
+// A stale approval (API.md: 409 stale_approval, nothing ran): the client
+// says so, reads the turn again and asks about the new approval, whose id
+// its answer then carries.
+func TestRunApprovalStale(t *testing.T) {
+	t.Parallel()
+	f, srv := newFakeAPI(t)
+	out := run(t, srv, "publish stale\ny\ny\n/quit\n", Options{})
+	wantInOrder(t, out,
+		`Approve publish_artifact {"artifact_id":"a1","channel":"web"}? [y/N/e] `,
+		"The approval changed; please review it again.\n",
+		`Approve publish_artifact {"artifact_id":"a1","channel":"print"}? [y/N/e] `,
+		"approved",
+		"Published to print.",
+	)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := []Input{
+		{Approval: &Decision{ID: "ap1", Decision: "approve"}},
+		{Approval: &Decision{ID: "ap2", Decision: "approve"}},
+	}
+	if diff := cmp.Diff(want, f.inputs); diff != "" {
+		t.Errorf("inputs sent mismatch (-want +got):\n%s\noutput:\n%s", diff, out)
+	}
+	// The second answer follows a fresh read of the turn.
+	wantCalls := []string{"GET t1", "POST t1/input", "GET t1", "POST t1/input", "GET t1"}
+	if diff := cmp.Diff(wantCalls, f.calls); diff != "" {
+		t.Errorf("turn reads and answers mismatch (-want +got):\n%s", diff)
 	}
 }
 

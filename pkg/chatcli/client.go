@@ -60,6 +60,9 @@ type FormField struct {
 
 // Approval is the batch of calls a turn waits to have approved.
 type Approval struct {
+	// ID names exactly these calls and arguments (opaque); an answer must
+	// carry it, so that it never approves a batch that changed since.
+	ID    string         `json:"id"`
 	Calls []ApprovalCall `json:"calls"`
 }
 
@@ -95,14 +98,20 @@ type Step struct {
 
 // Input is the body of POST …/turns/{tid}/input.
 type Input struct {
-	Answers  map[string]map[string]any `json:"answers,omitempty"`
-	Approval *Decision                 `json:"approval,omitempty"`
+	Answers map[string]map[string]any `json:"answers,omitempty"`
+	// Files names uploads (artifact ids) made for this reply.
+	Files    []string  `json:"files,omitempty"`
+	Approval *Decision `json:"approval,omitempty"`
 }
 
 // Decision answers a pending approval.
 type Decision struct {
+	ID       string `json:"id"`       // the Approval.ID answered
 	Decision string `json:"decision"` // approve or reject
 	Note     string `json:"note,omitempty"`
+	// Arguments replaces calls' arguments with the user's edits, by call
+	// id; only with approve.
+	Arguments map[string]json.RawMessage `json:"arguments,omitempty"`
 }
 
 // APIError is an error answer of the API ({"error": {"code", "message"}}).

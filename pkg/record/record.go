@@ -90,17 +90,30 @@ type Turn struct {
 	// Pending is the batch of the newest assistant message while it is
 	// validated, waits for the user or runs; empty once appended.
 	Pending []PendingCall `json:"pending_calls,omitempty"`
-	// ToolResults is turn_tool_results: tool name → raw result of this turn.
+	// ToolResults is turn_tool_results: call id → raw result of this turn
+	// (by call id, so two calls of one skill keep both results).
 	ToolResults map[string]json.RawMessage `json:"turn_tool_results,omitempty"`
 
 	FinalReport string `json:"final_report,omitempty"`
 	Error       string `json:"error,omitempty"` // failed / expired message
 
+	// LLMCalls and Tokens are what the turn spent on the model. The store
+	// keeps them beside the turn (Store.AddSpend), counted once per real
+	// provider call, and fills them in on Load.
 	LLMCalls int    `json:"llm_calls"`
 	Tokens   int    `json:"tokens"`
 	Steps    []Step `json:"steps,omitempty"`
-	// CallCounts counts tool+arguments hashes this turn, for no-progress detection.
-	CallCounts map[string]int `json:"call_counts,omitempty"`
+	// Repeats tracks, per call (tool + canonical arguments), the newest
+	// result and how many calls in a row returned it: no-progress detection
+	// (seed 004) counts only repeats that changed nothing.
+	Repeats map[string]Repeat `json:"repeats,omitempty"`
+	// Failures counts failed results per tool this turn (the re-plan cap).
+	Failures map[string]int `json:"failures,omitempty"`
+	// Waited is the time this turn spent waiting for the user, which the
+	// turn's wall-clock budget does not count; WaitingSince is set while
+	// it waits.
+	Waited       time.Duration `json:"waited,omitempty"`
+	WaitingSince time.Time     `json:"waiting_since,omitzero"`
 	// Produced lists the artifact ids this turn produced.
 	Produced []string `json:"produced,omitempty"`
 
@@ -113,6 +126,13 @@ type Turn struct {
 	// beside the turn's field: until the execution applies the reply, a turn
 	// whose TaskToken equals it is running, and a second answer is refused.
 	AnsweredToken string `json:"-"`
+}
+
+// Repeat is the no-progress state of one call (tool + arguments): the
+// hash of its newest result and how many calls in a row returned it.
+type Repeat struct {
+	Result string `json:"result"`
+	Count  int    `json:"count"`
 }
 
 // Answered reports whether the open pause's token has been answered.
@@ -185,6 +205,12 @@ type PendingCall struct {
 	ApprovalHash string `json:"approval_hash,omitempty"`
 	Approved     bool   `json:"approved,omitempty"`
 	Note         string `json:"note,omitempty"` // user's note on approval/rejection
+	// EditedFrom is the hash of the arguments before the user edited them
+	// on approval (seed 003 "modify"); the audit records both hashes.
+	EditedFrom string `json:"edited_from,omitempty"`
+	// FilesNote names the files the user uploaded with the reply to this
+	// call (spec §3.5); it goes into the call's tool result.
+	FilesNote string `json:"files_note,omitempty"`
 	// A2A continues a specialist task that answered input-required.
 	A2A *A2ATask `json:"a2a,omitempty"`
 	// FromUser marks the call the user made by selecting a workflow
@@ -263,6 +289,11 @@ type Store interface {
 	// and, when turnID is not empty, that turn's stored call outcomes.
 	// ErrNotFound when the conversation does not exist.
 	Load(ctx context.Context, cid, turnID string) (*Conversation, map[string]CallOutcome, error)
+	// AddSpend adds one provider call's spend (calls, tokens) to turnID's
+	// counters at once, apart from the turn's field, so a step that fails
+	// after the call still counts it and a retried step counts each real
+	// call once. ErrNotFound when the conversation does not exist.
+	AddSpend(ctx context.Context, cid, turnID string, calls, tokens int) error
 	// SaveTurn writes turn t's field, adds artifacts to the catalog and
 	// bumps the conversation's update time, in one transaction.
 	SaveTurn(ctx context.Context, cid string, t *Turn, artifacts ...artifact.Artifact) error

@@ -18,11 +18,14 @@ const DefaultWindow = 80
 const TitleLimit = 80
 
 // Placeholder results for a call without a stored result (spec §3.4a,
-// DESIGN §3). They are compact ToolResult JSON like every other result.
+// DESIGN §3). They are compact ToolResult JSON like every other result, and
+// each says what is true of the call.
 var (
 	notExecutedResult  = mustJSON(ToolResult{Status: ResultNotExecuted, Summary: "This call was not executed."})
 	stillRunningResult = mustJSON(ToolResult{Status: ResultNotExecuted,
 		Summary: "This call is still running in another turn; its result will appear later."})
+	waitingResult = mustJSON(ToolResult{Status: ResultNotExecuted,
+		Summary: "This call is waiting for the user's answer in another turn; it may never run."})
 )
 
 func mustJSON(v any) string {
@@ -98,15 +101,6 @@ func (c *Conversation) Turn(id string) (*Turn, bool) {
 	return nil, false
 }
 
-// Catalog is the conversation's artifact catalog (spec §3.5), ordered by
-// creation; the system prompt lists it on every LLM call.
-func (c *Conversation) Catalog() []artifact.Artifact {
-	return append([]artifact.Artifact(nil), c.Artifacts...)
-}
-
-// active reports whether a turn may still write results: it runs or waits.
-func (t *Turn) active() bool { return t.Status == StatusRunning || t.Status.Waiting() }
-
 // LLMView is the transcript the LLM call of turn turnID sees (spec §3.4a
 // llm_view, DESIGN §3): every other turn's block ordered by start, then
 // this turn's own block last, so a model working on this turn never gets
@@ -114,19 +108,26 @@ func (t *Turn) active() bool { return t.Status == StatusRunning || t.Status.Wait
 // transcript so that every provider accepts it:
 //
 //   - each assistant tool call is directly followed by its result, results
-//     of one message in call order, wherever the result was stored;
-//   - a call without a result gets a placeholder: "still running in another
-//     turn" when the owning turn is another active turn, else "not
-//     executed". Calls of this turn may be filled from outcomes (its stored
-//     CallOutcomes not yet appended to its block);
+//     of one message in call order;
+//   - a call without a result gets a placeholder that says what is true:
+//     "still running in another turn" while the owning turn runs it,
+//     "waiting for the user's answer in another turn" while it waits for a
+//     form or approval, else "not executed";
 //   - results without a call, a second result for one call id, repeated
 //     call ids, system messages and empty assistant messages are dropped.
+//
+// Calls and results are matched within their turn's block first: a batch
+// is appended to the block of the turn that made it, so one turn's ids can
+// never hide another turn's call or result, whichever was stored first
+// (stored ids also carry their turn, see turn.CallID). A result stored in
+// a block without its call goes to the first call with its id that has no
+// result of its own.
 //
 // Then the window of spec §3.6 applies (window <= 0: none): when the view
 // has more than window entries the oldest are dropped, cutting only where a
 // user message starts and never inside this turn's block, so no result is
 // orphaned and this turn's user message is always kept.
-func (c *Conversation) LLMView(turnID string, outcomes map[string]CallOutcome, window int) []llm.Message {
+func (c *Conversation) LLMView(turnID string, window int) []llm.Message {
 	ordered := make([]*Turn, 0, len(c.Turns))
 	var self *Turn
 	for _, t := range c.Turns {
@@ -141,46 +142,79 @@ func (c *Conversation) LLMView(turnID string, outcomes map[string]CallOutcome, w
 		ordered = append(ordered, self)
 	}
 
-	// The first stored result of each call id, wherever it landed.
-	results := map[string]string{}
+	// Each turn's own results by call id (the first stored copy), and the
+	// results stored in a block that has no call with their id (spec
+	// §3.4a: a batch resumed in a later turn), which a call of any turn
+	// without a result of its own may take.
+	own := make(map[*Turn]map[string]string, len(ordered))
+	moved := map[string]string{}
 	for _, t := range ordered {
+		calls := map[string]bool{}
+		for _, m := range t.Messages {
+			for _, tc := range m.ToolCalls {
+				calls[tc.ID] = true
+			}
+		}
+		results := map[string]string{}
 		for _, m := range t.Messages {
 			if m.Role != llm.RoleTool || m.ToolCallID == "" {
 				continue
 			}
-			if _, ok := results[m.ToolCallID]; !ok {
-				results[m.ToolCallID] = m.Content
+			into := results
+			if !calls[m.ToolCallID] {
+				into = moved
+			}
+			if _, ok := into[m.ToolCallID]; !ok {
+				into[m.ToolCallID] = m.Content
 			}
 		}
+		own[t] = results
 	}
 
 	var view []llm.Message
 	selfStart := -1
-	seen := map[string]bool{} // call ids already placed
+	used := map[string]bool{} // call ids in the view so far
 	for _, t := range ordered {
-		isSelf := t == self
-		if isSelf {
+		if t == self {
 			selfStart = len(view)
 		}
+		results := own[t]
+		seen := map[string]bool{} // call ids of this turn already placed
 		for _, m := range t.Messages {
 			switch m.Role {
 			case llm.RoleUser:
 				view = append(view, llm.Message{Role: llm.RoleUser, Content: m.Content})
 			case llm.RoleAssistant:
-				var calls []llm.ToolCall
+				var calls, shown []llm.ToolCall
 				for _, tc := range m.ToolCalls {
 					if tc.ID == "" || seen[tc.ID] {
 						continue
 					}
 					seen[tc.ID] = true
 					calls = append(calls, tc)
+					// Providers want each id once per transcript: an id
+					// another turn used already (records from before ids
+					// carried their turn) is shown with this turn's id.
+					if used[tc.ID] {
+						tc.ID += "_" + t.ID
+					}
+					used[tc.ID] = true
+					shown = append(shown, tc)
 				}
 				if m.Content == "" && len(calls) == 0 {
 					continue
 				}
-				view = append(view, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: calls})
-				for _, tc := range calls {
-					view = append(view, llm.ToolResultMessage(tc.ID, resultFor(tc.ID, results, outcomes, t, isSelf)))
+				view = append(view, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: shown})
+				for i, tc := range calls {
+					r, ok := results[tc.ID]
+					if !ok {
+						r, ok = moved[tc.ID]
+						delete(moved, tc.ID)
+					}
+					if !ok {
+						r = placeholder(t, tc.ID, t == self)
+					}
+					view = append(view, llm.ToolResultMessage(shown[i].ID, r))
 				}
 			}
 			// System messages and tool results are not copied: results are
@@ -193,20 +227,30 @@ func (c *Conversation) LLMView(turnID string, outcomes map[string]CallOutcome, w
 	return applyWindow(view, selfStart, window)
 }
 
-func resultFor(id string, results map[string]string, outcomes map[string]CallOutcome, owner *Turn, isSelf bool) string {
-	if r, ok := results[id]; ok {
-		return r
+// placeholder is the result shown for call id of turn owner, which has no
+// stored result. The turn whose view it is sees its own calls only after
+// their results are appended, so for it a missing result means not executed.
+func placeholder(owner *Turn, id string, isSelf bool) string {
+	switch {
+	case isSelf || owner.Status.Final():
+		return notExecutedResult
+	case owner.Status.Waiting():
+		return waitingResult
 	}
-	if isSelf {
-		if o, ok := outcomes[id]; ok && o.InputRequired == nil && o.Result.Status != "" {
-			return mustJSON(o.Result)
+	for _, p := range owner.Pending {
+		if p.CallID != id {
+			continue
+		}
+		switch p.State {
+		case CallNeedsInput, CallNeedsApproval:
+			return waitingResult
+		case CallReady:
+			return stillRunningResult
 		}
 		return notExecutedResult
 	}
-	if owner.active() {
-		return stillRunningResult
-	}
-	return notExecutedResult
+	// A running turn whose batch is not validated yet.
+	return stillRunningResult
 }
 
 // applyWindow cuts view to at most window entries where it can (spec §3.6):
@@ -230,80 +274,6 @@ func applyWindow(view []llm.Message, selfStart, window int) []llm.Message {
 		return view
 	}
 	return view[last:]
-}
-
-// leavesPendingInput reports whether t leaves input pending for the user
-// (spec §3.4a _leaves_pending_input): it waits with an open form or
-// approval, or it has unfinished pending calls. A finished turn leaves none.
-func (t *Turn) leavesPendingInput() bool {
-	if t.Status.Final() {
-		return false
-	}
-	for _, p := range t.Pending {
-		switch p.State {
-		case CallNeedsInput, CallNeedsApproval, CallReady:
-			return true
-		}
-	}
-	return false
-}
-
-// PendingOwner is the turn that owns the conversation's pending input
-// (awaiting_approval, missing_info; spec §3.4a newest-turn ownership): the
-// newest turn by start that leaves pending input. A newer turn that left no
-// form, approval or unfinished call does not clear an older turn's open one.
-// Nil when no turn leaves pending input.
-func (c *Conversation) PendingOwner() *Turn {
-	var owner *Turn
-	for _, t := range c.Turns {
-		if t.leavesPendingInput() && (owner == nil || turnBefore(owner, t)) {
-			owner = t
-		}
-	}
-	return owner
-}
-
-// AwaitingApproval is the merged awaiting_approval flag: the pending owner
-// has a call waiting for approval.
-func (c *Conversation) AwaitingApproval() bool {
-	o := c.PendingOwner()
-	if o == nil {
-		return false
-	}
-	for _, p := range o.Pending {
-		if p.State == CallNeedsApproval {
-			return true
-		}
-	}
-	return false
-}
-
-// MissingInfo is the merged missing_info: the pending owner's calls that
-// wait for form answers.
-func (c *Conversation) MissingInfo() []PendingCall {
-	o := c.PendingOwner()
-	if o == nil {
-		return nil
-	}
-	var out []PendingCall
-	for _, p := range o.Pending {
-		if p.State == CallNeedsInput {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// Waiting returns the turns paused for the user, oldest first.
-func (c *Conversation) Waiting() []*Turn {
-	var out []*Turn
-	for _, t := range c.Turns {
-		if t.Status.Waiting() {
-			out = append(out, t)
-		}
-	}
-	SortTurns(out)
-	return out
 }
 
 // RecentSkillInputs is recent_skill_inputs (spec §3.5): for each tool, the
@@ -332,25 +302,6 @@ func (c *Conversation) RecentSkillInputs() map[string]map[string]any {
 	out := make(map[string]map[string]any, len(best))
 	for tool, b := range best {
 		out[tool] = b.inputs
-	}
-	return out
-}
-
-// History is the conversation_history a chat UI restores: every turn's
-// entries in turn order, each turn's artifacts stamped by
-// StampTurnArtifacts.
-func (c *Conversation) History() []HistoryEntry {
-	turns := append([]*Turn(nil), c.Turns...)
-	SortTurns(turns)
-	var out []HistoryEntry
-	for _, t := range turns {
-		var produced []artifact.Artifact
-		for _, a := range c.Artifacts {
-			if a.TurnID == t.ID {
-				produced = append(produced, a)
-			}
-		}
-		out = append(out, StampTurnArtifacts(t.History, produced, t.Status.Final())...)
 	}
 	return out
 }

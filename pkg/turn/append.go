@@ -23,7 +23,7 @@ type AppendOutput struct {
 // with it (batch rule). Idempotent: an appended batch is not appended twice.
 func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	started := h.now()
-	conv, t, outcomes, err := h.load(ctx, in, true)
+	_, t, outcomes, err := h.load(ctx, in, true)
 	if err != nil {
 		return AppendOutput{}, err
 	}
@@ -77,9 +77,6 @@ func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	if err != nil {
 		return AppendOutput{}, err
 	}
-	if err := h.audit(ctx, h.ran(conv, t, outcomes)); err != nil {
-		return AppendOutput{}, err
-	}
 	arts := h.appendResults(cat, t, outcomes)
 	if err := h.save(ctx, in, t, arts...); err != nil {
 		return AppendOutput{}, err
@@ -90,12 +87,19 @@ func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 
 // appendResults moves the batch into the transcript: one tool message per
 // call in call order, a history entry with the call's inputs (the evidence
-// recent_skill_inputs reads), turn_tool_results and steps. It returns the
-// artifacts the batch produced, for the catalog.
+// recent_skill_inputs reads), turn_tool_results (by call id) and steps, and
+// counts each result for no-progress detection. It returns the artifacts
+// the batch produced, for the catalog.
 func (h *Handlers) appendResults(cat *catalog.Catalog, t *record.Turn, outcomes map[string]record.CallOutcome) []artifact.Artifact {
 	var produced []artifact.Artifact
 	if t.ToolResults == nil {
 		t.ToolResults = map[string]json.RawMessage{}
+	}
+	modelArgs := map[string]string{} // call id → the model's argument text
+	if last, ok := lastAssistant(t); ok {
+		for _, c := range last.ToolCalls {
+			modelArgs[c.ID] = c.Arguments
+		}
 	}
 	now := h.now()
 	for _, pc := range t.Pending {
@@ -129,10 +133,48 @@ func (h *Handlers) appendResults(cat *catalog.Catalog, t *record.Turn, outcomes 
 			entry.ToolInputs = pc.Arguments
 		}
 		t.History = append(t.History, entry)
-		t.ToolResults[pc.Tool] = raw
+		t.ToolResults[pc.CallID] = raw
 		step.Status = r.Status
 		t.Steps = append(t.Steps, step)
+		_, ran := outcomes[pc.CallID]
+		countResult(t, pc.Tool, callKey(pc.Tool, modelArgs[pc.CallID]), r, ran && pc.State == record.CallReady)
 	}
 	t.Pending = nil
 	return produced
+}
+
+// countResult updates the turn's no-progress state with one call's result
+// (seed 004): a repeat counts only when the same call returned the same
+// result as its previous run; a failure of a call that ran counts towards
+// the re-plan cap of its tool.
+func countResult(t *record.Turn, tool, key string, r record.ToolResult, ran bool) {
+	if t.Repeats == nil {
+		t.Repeats = map[string]record.Repeat{}
+	}
+	// Artifact ids and echoed inputs differ on every run; what the call
+	// said is what tells progress.
+	h := catalog.ArgumentsHash(map[string]any{"status": r.Status, "summary": r.Summary, "result": r.Result, "error": r.Error})
+	rep := t.Repeats[key]
+	if rep.Count > 0 && rep.Result == h {
+		rep.Count++
+	} else {
+		rep = record.Repeat{Result: h, Count: 1}
+	}
+	t.Repeats[key] = rep
+	if ran && r.Status == record.ResultFailed {
+		if t.Failures == nil {
+			t.Failures = map[string]int{}
+		}
+		t.Failures[tool]++
+	}
+}
+
+// lastAssistant is the turn's newest assistant message.
+func lastAssistant(t *record.Turn) (llm.Message, bool) {
+	for i := len(t.Messages) - 1; i >= 0; i-- {
+		if t.Messages[i].Role == llm.RoleAssistant {
+			return t.Messages[i], true
+		}
+	}
+	return llm.Message{}, false
 }

@@ -30,6 +30,11 @@ func (h *Handlers) decisions(conv *record.Conversation, t *record.Turn, before m
 		switch {
 		case was == record.CallNeedsApproval && pc.State == record.CallReady && pc.Approved:
 			kind = audit.KindApproved
+			if pc.EditedFrom != "" {
+				edit := h.event(conv, t, pc, audit.KindEdited, "")
+				edit.PreviousHash = pc.EditedFrom
+				events = append(events, edit)
+			}
 		case was == record.CallNeedsApproval && pc.State == record.CallRejected:
 			kind = audit.KindRejected
 		case was != record.CallNotExecuted && pc.State == record.CallNotExecuted:
@@ -49,16 +54,13 @@ func (h *Handlers) decisions(conv *record.Conversation, t *record.Turn, before m
 	return events
 }
 
-// ran are the audit events of the batch's calls whose results are stored:
-// what actually ran, with its result status.
-func (h *Handlers) ran(conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) []audit.Event {
-	var events []audit.Event
-	for _, pc := range t.Pending {
-		if o, ok := outcomes[pc.CallID]; ok && pc.State == record.CallReady && o.InputRequired == nil {
-			events = append(events, h.event(conv, t, pc, audit.KindCall, o.Result.Status))
-		}
+// executed is the audit event of a call that ran, with its result status
+// (none while its specialist waits for input: the call runs again).
+func (h *Handlers) executed(conv *record.Conversation, t *record.Turn, pc record.PendingCall, o record.CallOutcome) []audit.Event {
+	if o.InputRequired != nil {
+		return nil
 	}
-	return events
+	return []audit.Event{h.event(conv, t, pc, audit.KindCall, o.Result.Status)}
 }
 
 func (h *Handlers) event(conv *record.Conversation, t *record.Turn, pc record.PendingCall, kind, status string) audit.Event {

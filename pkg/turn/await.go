@@ -64,6 +64,9 @@ func (h *Handlers) Await(ctx context.Context, in AwaitInput) (AwaitOutput, error
 		content = "Please provide: " + strings.Join(qs, "; ")
 	}
 	alreadyOpen := t.TaskToken != "" && t.Status == status
+	if t.WaitingSince.IsZero() {
+		t.WaitingSince = h.now()
+	}
 	t.Status = status
 	t.TaskToken = in.TaskToken
 	if in.TimeoutSeconds > 0 {

@@ -16,10 +16,12 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// InvokeInput is one Map iteration's payload.
+// InvokeInput is one Map iteration's payload. Fail is set by the
+// iteration's catch (CallFailed) with the error that ended its InvokeCall.
 type InvokeInput struct {
 	Ref
-	CallID string `json:"call_id"`
+	CallID string          `json:"call_id"`
+	Fail   json.RawMessage `json:"fail,omitempty"`
 }
 
 // InvokeOutput is the call's result status; the result itself is in Valkey.
@@ -28,57 +30,52 @@ type InvokeOutput struct {
 	Status string `json:"status"`
 }
 
-// Invoke runs one ready call (a specialist skill over A2A or a workflow)
-// and stores its outcome once under its call id. A retried Invoke whose
-// outcome is stored returns it without running the specialist again. A
-// failing specialist is a failed result, never a failed turn.
+// Invoke runs one ready call (a specialist skill over A2A or a workflow),
+// stores its outcome once under its call id, and records the executed call
+// in the audit log: only this step knows that a specialist ran. A retried
+// Invoke whose outcome is stored returns it without running the specialist
+// again. A failing specialist is a failed result, never a failed turn, and
+// an iteration that fails anyway (Fail set) stores a failed outcome, so a
+// batch never fails while a sibling call runs. Invoke does not start a call
+// of a turn that has ended, nor a call that is not ready.
 func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, error) {
 	started := h.now()
 	conv, t, outcomes, err := h.load(ctx, in.Ref, true)
 	if err != nil {
 		return InvokeOutput{}, err
 	}
+	pc := findCall(t, in.CallID)
 	if o, ok := outcomes[in.CallID]; ok {
+		if pc != nil {
+			// The audit write may be what failed the first time.
+			if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
+				return InvokeOutput{}, err
+			}
+		}
 		return InvokeOutput{CallID: in.CallID, Status: outcomeStatus(o)}, nil
 	}
-	pc := findCall(t, in.CallID)
 	if pc == nil {
 		return InvokeOutput{}, &NotFoundError{What: "call " + in.CallID}
 	}
-	cat, err := h.catalog(ctx)
-	if err != nil {
-		return InvokeOutput{}, err
+	if t.Status.Final() || pc.State != record.CallReady {
+		h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s is %s in a %s turn", pc.CallID, pc.State, t.Status))
+		return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 	}
-	arts := Env(conv, t).Artifacts
-	// The specialist (or a workflow's steps) must finish before the step's
-	// own deadline, so its outcome, even a timeout, is still stored.
-	callCtx, cancel := withMargin(ctx)
-	defer cancel()
 	var o record.CallOutcome
-	entry, ok := cat.Lookup(pc.Tool)
-	switch {
-	case !ok:
-		o = failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool))
-	case entry.Kind == catalog.EntryWorkflow:
+	if len(in.Fail) > 0 {
+		name, cause := stateError(in.Fail)
+		h.log().ErrorContext(ctx, "call failed", "conversation", in.ConversationID, "turn", in.TurnID, "call", in.CallID, "error", name, "cause", cause)
+		o = failedOutcome(fmt.Sprintf("The call could not be completed: %s (%s).", failureCause(name, cause), name))
+	} else {
 		var cont *WorkflowContinuesError
-		o, cont = h.runWorkflow(callCtx, in.Ref, conv, t, pc, cat, entry.Workflow, arts, outcomes)
+		o, cont, err = h.run(ctx, in.Ref, conv, t, pc, outcomes)
+		if err != nil {
+			return InvokeOutput{}, err
+		}
 		if cont != nil {
 			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "continues", started, 0, nil)
 			return InvokeOutput{}, cont
 		}
-	case entry.Kind == catalog.EntrySkill:
-		o = h.Invoker.Invoke(callCtx, agents.Call{
-			ConversationID: conv.Meta.ID,
-			TurnID:         t.ID,
-			CallID:         pc.CallID,
-			Capability:     entry.Capability,
-			Arguments:      pc.Arguments,
-			Sources:        pc.Sources,
-			Files:          referencedFiles(pc.Arguments, arts),
-			Continue:       pc.A2A,
-		})
-	default:
-		o = failedOutcome(fmt.Sprintf("tool %s cannot be invoked", pc.Tool))
 	}
 	o.CallID, o.Tool = pc.CallID, pc.Tool
 	if o.StartedAt.IsZero() {
@@ -87,14 +84,67 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if o.EndedAt.IsZero() {
 		o.EndedAt = h.now()
 	}
-	if _, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o); errors.Is(err, record.ErrNotFound) {
+	stored, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
+	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
 	} else if err != nil {
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
+	if stored {
+		if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
+			return InvokeOutput{}, err
+		}
+	}
 	status := outcomeStatus(o)
 	h.stepLog(ctx, in.Ref, "invoke", pc.Tool, status, started, 0, nil)
 	return InvokeOutput{CallID: in.CallID, Status: status}, nil
+}
+
+// run invokes the call's specialist, or runs its workflow's steps.
+func (h *Handlers) run(ctx context.Context, r Ref, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, outcomes map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError, error) {
+	cat, err := h.catalog(ctx)
+	if err != nil {
+		return record.CallOutcome{}, nil, err
+	}
+	arts := Env(conv, t).Artifacts
+	// The specialist (or a workflow's steps) must finish before the step's
+	// own deadline, so its outcome, even a timeout, is still stored.
+	callCtx, cancel := withMargin(ctx)
+	defer cancel()
+	entry, ok := cat.Lookup(pc.Tool)
+	switch {
+	case !ok:
+		return failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool)), nil, nil
+	case entry.Kind == catalog.EntryWorkflow:
+		o, cont := h.runWorkflow(callCtx, r, conv, t, pc, cat, entry.Workflow, arts, outcomes)
+		return o, cont, nil
+	case entry.Kind == catalog.EntrySkill:
+		return h.Invoker.Invoke(callCtx, agents.Call{
+			ConversationID: conv.Meta.ID,
+			TurnID:         t.ID,
+			CallID:         pc.CallID,
+			Capability:     entry.Capability,
+			Arguments:      pc.Arguments,
+			Sources:        pc.Sources,
+			Files:          referencedFiles(pc.Arguments, arts),
+			Continue:       pc.A2A,
+		}), nil, nil
+	}
+	return failedOutcome(fmt.Sprintf("tool %s cannot be invoked", pc.Tool)), nil, nil
+}
+
+// failureCause is what a failed call's result says of the error that
+// ended its invocation: never the internal details (they are logged).
+func failureCause(name, cause string) string {
+	switch {
+	case name == "WorkflowContinuesError":
+		return "the workflow ran longer than the platform allows (" + cause + ")"
+	case name == "TransientError":
+		return "a platform service stayed unavailable through the retries"
+	case name == "States.Timeout" || strings.HasPrefix(name, "Lambda."):
+		return "the invocation failed or timed out"
+	}
+	return "an internal error"
 }
 
 func outcomeStatus(o record.CallOutcome) string {

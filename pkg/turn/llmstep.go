@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 )
@@ -25,6 +26,8 @@ const ErrNameNeverStarted = "ExecutionNeverStarted"
 type StepInput struct {
 	Ref
 	Fail json.RawMessage `json:"fail,omitempty"`
+	// FailedState names the state whose error FailTurn records.
+	FailedState string `json:"failed_state,omitempty"`
 }
 
 // StepOutput tells the state machine what the model did.
@@ -35,9 +38,15 @@ type StepOutput struct {
 // LLMStep makes one LLM call with every tool and stores the assistant
 // message (spec §2, §3.6). It is idempotent: a retried step whose
 // assistant message is already stored returns the same answer without
-// calling the model again. Limits end the turn with a message: at most
-// MaxLLMCalls calls, the token budget, an empty final answer, and the same
-// call repeated MaxRepeats times (no progress).
+// calling the model again. The call's spend is recorded as soon as the
+// provider answers, so a step that fails later still counts it.
+//
+// Limits end the turn with a message (seed 004): at most MaxLLMCalls
+// calls, the token budget, the wall-clock budget, an empty final answer, a
+// call that keeps returning the same result (no progress) and a tool that
+// keeps failing (the re-plan cap). A response that reaches a limit ends the
+// turn there: its calls get not_executed results, none runs and none asks
+// the user.
 func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error) {
 	if len(in.Fail) > 0 {
 		return h.failTurn(ctx, in)
@@ -62,8 +71,8 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	if t.Workflow != nil && t.LLMCalls == 0 && len(t.Messages) <= 1 && strings.TrimSpace(t.Text) == "" {
 		return h.startWorkflow(ctx, in.Ref, t)
 	}
-	if msg := h.limitReached(t); msg != "" {
-		return h.endFailed(ctx, in.Ref, t, msg)
+	if step, msg := h.limitReached(t); msg != "" {
+		return h.endFailed(ctx, in.Ref, t, step, msg)
 	}
 	cat, err := h.catalog(ctx)
 	if err != nil {
@@ -72,7 +81,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	req := llm.Request{
 		Flavour:  llm.Medium,
 		System:   catalog.SystemPrompt(catalog.PromptInput{Catalog: conv.Artifacts, RecentSkillInputs: conv.RecentSkillInputs(), Now: started, UserName: conv.Meta.Owner}),
-		Messages: conv.LLMView(t.ID, nil, h.Limits.Window),
+		Messages: conv.LLMView(t.ID, h.Limits.Window),
 		Tools:    cat.Tools(),
 	}
 	resp, err := h.complete(ctx, req)
@@ -83,6 +92,12 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		}
 		return StepOutput{}, &ProviderError{Err: err}
 	}
+	// The provider call happened: count it now, once, whatever follows.
+	if err := h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, 1, resp.Usage.Total()); errors.Is(err, record.ErrNotFound) {
+		return StepOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
+	} else if err != nil {
+		return StepOutput{}, &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}
+	}
 	t.LLMCalls++
 	t.Tokens += resp.Usage.Total()
 	t.Steps = append(t.Steps, record.Step{Tool: "llm", Status: record.ResultSucceeded, StartedAt: started, EndedAt: h.now()})
@@ -92,7 +107,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		text := strings.TrimSpace(resp.Text)
 		if text == "" {
 			// spec §3.6: an empty final answer is an error, never stored as one.
-			return h.endFailed(ctx, in.Ref, t, "The model returned an empty answer. Please try again or rephrase the request.")
+			return h.endFailed(ctx, in.Ref, t, "llm", "The model returned an empty answer. Please try again or rephrase the request.")
 		}
 		t.Messages = append(t.Messages, resp.AssistantMessage())
 		t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "message", Content: text, At: h.now()})
@@ -104,53 +119,85 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		}
 		return StepOutput{Next: NextDone}, nil
 	}
-	uniqueCallIDs(conv, t, resp.ToolCalls)
-	if msg := h.noProgress(t, resp.ToolCalls); msg != "" {
-		return h.endFailed(ctx, in.Ref, t, msg)
-	}
+	assignCallIDs(t, resp.ToolCalls)
 	t.Messages = append(t.Messages, resp.AssistantMessage())
 	t.Pending = nil
+	step, msg := h.limitReached(t)
+	if msg == "" {
+		step, msg = h.noProgress(t, resp.ToolCalls)
+	}
+	if msg != "" {
+		// This response's calls never run: each gets its not_executed
+		// result, so the transcript stays valid for every provider.
+		for _, c := range resp.ToolCalls {
+			r := record.ToolResult{Status: record.ResultNotExecuted, Summary: "Not executed: " + msg}
+			t.Messages = append(t.Messages, llm.ToolResultMessage(c.ID, batch.Content(r)))
+		}
+		return h.endFailed(ctx, in.Ref, t, step, msg)
+	}
 	if err := h.save(ctx, in.Ref, t); err != nil {
 		return StepOutput{}, err
 	}
 	return StepOutput{Next: NextTools}, nil
 }
 
-// limitReached returns the message of a limit the turn has hit before its
-// next LLM call, or "".
-func (h *Handlers) limitReached(t *record.Turn) string {
+// limitReached returns the step and message of a limit the turn has
+// reached: checked before an LLM call, and after it, when the response's
+// calls would run next.
+func (h *Handlers) limitReached(t *record.Turn) (step, msg string) {
 	if h.Limits.MaxLLMCalls > 0 && t.LLMCalls >= h.Limits.MaxLLMCalls {
-		return fmt.Sprintf("Stopped: this request needed more than %d model calls without reaching an answer. Nothing more will run; please narrow the request.", h.Limits.MaxLLMCalls)
+		return "limit", fmt.Sprintf("Stopped: this request needed more than %d model calls without reaching an answer. Nothing more will run; please narrow the request.", h.Limits.MaxLLMCalls)
 	}
 	if h.Limits.TokenBudget > 0 && t.Tokens >= h.Limits.TokenBudget {
-		return fmt.Sprintf("Stopped: this request used its budget of %d tokens (%d used) without reaching an answer.", h.Limits.TokenBudget, t.Tokens)
+		return "budget", fmt.Sprintf("Stopped: this request used its budget of %d tokens (%d used) without reaching an answer. Nothing more will run.", h.Limits.TokenBudget, t.Tokens)
 	}
-	return ""
+	if h.Limits.TurnTimeout > 0 && h.activeTime(t) >= h.Limits.TurnTimeout {
+		return "budget", fmt.Sprintf("Stopped: this request ran for longer than its time budget of %s (not counting the time spent waiting for you). Nothing more will run; please narrow the request.", h.Limits.TurnTimeout)
+	}
+	return "", ""
 }
 
-// noProgress counts each call by tool and canonical arguments; the same
-// call a MaxRepeats-th time in one turn ends the turn (seed 004 §2).
-func (h *Handlers) noProgress(t *record.Turn, calls []llm.ToolCall) string {
-	if h.Limits.MaxRepeats <= 0 {
-		return ""
+// activeTime is how long turn t has run, not counting its waits for the user.
+func (h *Handlers) activeTime(t *record.Turn) time.Duration {
+	now := h.now()
+	d := now.Sub(t.StartedAt) - t.Waited
+	if !t.WaitingSince.IsZero() {
+		d -= now.Sub(t.WaitingSince)
 	}
-	if t.CallCounts == nil {
-		t.CallCounts = map[string]int{}
-	}
-	var repeated []string
+	return d
+}
+
+// noProgress ends the turn before a call that cannot make progress (seed
+// 004): the same call (tool and arguments) that returned the same result
+// MaxRepeats-1 times in a row, or a call of a tool that already failed
+// MaxFailures times in this turn (the re-plan cap). Results are counted by
+// Append (countResults).
+func (h *Handlers) noProgress(t *record.Turn, calls []llm.ToolCall) (step, msg string) {
+	var repeated, failing []string
 	for _, c := range calls {
-		key := c.Name + ":" + canonicalArgs(c.Arguments)
-		t.CallCounts[key]++
-		if t.CallCounts[key] >= h.Limits.MaxRepeats {
+		if r, ok := t.Repeats[callKey(c.Name, c.Arguments)]; ok && h.Limits.MaxRepeats > 0 && r.Count+1 >= h.Limits.MaxRepeats {
 			repeated = append(repeated, c.Name)
 		}
+		if h.Limits.MaxFailures > 0 && t.Failures[c.Name] >= h.Limits.MaxFailures {
+			failing = append(failing, c.Name)
+		}
 	}
-	if len(repeated) == 0 {
-		return ""
+	if len(repeated) > 0 {
+		return "no_progress", fmt.Sprintf("Stopped: no progress — the model called %s with the same arguments and got the same result %d times in a row. Nothing more will run; please rephrase the request.", names(repeated), h.Limits.MaxRepeats-1)
 	}
-	sort.Strings(repeated)
-	return fmt.Sprintf("Stopped: no progress — the model called %s with the same arguments %d times in this turn. Nothing more will run; please rephrase the request.", strings.Join(repeated, ", "), h.Limits.MaxRepeats)
+	if len(failing) > 0 {
+		return "replan_cap", fmt.Sprintf("Stopped: %s failed %d times in this request and the model tried again. Nothing more will run; please check the request or try later.", names(failing), h.Limits.MaxFailures)
+	}
+	return "", ""
 }
+
+func names(ns []string) string {
+	slices.Sort(ns)
+	return strings.Join(slices.Compact(ns), ", ")
+}
+
+// callKey names a call by tool and canonical arguments.
+func callKey(tool, args string) string { return tool + ":" + canonicalArgs(args) }
 
 func canonicalArgs(raw string) string {
 	var v map[string]any
@@ -160,15 +207,17 @@ func canonicalArgs(raw string) string {
 	return catalog.ArgumentsHash(v)
 }
 
-// endFailed ends the turn with a user-facing message (never reported as success).
-func (h *Handlers) endFailed(ctx context.Context, r Ref, t *record.Turn, msg string, arts ...artifact.Artifact) (StepOutput, error) {
+// endFailed ends the turn with a user-facing message (never reported as
+// success); step names what ended it in the log (limit, budget,
+// no_progress, replan_cap, llm, or the state that failed).
+func (h *Handlers) endFailed(ctx context.Context, r Ref, t *record.Turn, step, msg string, arts ...artifact.Artifact) (StepOutput, error) {
 	t.Status = record.StatusFailed
 	t.Error = msg
 	t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "error", Content: msg, At: h.now()})
 	if err := h.save(ctx, r, t, arts...); err != nil {
 		return StepOutput{}, err
 	}
-	h.stepLog(ctx, r, "limit", "", "failed", h.now(), 0, errors.New(msg))
+	h.log().WarnContext(ctx, "turn failed", "conversation", r.ConversationID, "turn", r.TurnID, "step", step, "reason", msg)
 	return StepOutput{Next: NextFailed}, nil
 }
 
@@ -198,36 +247,56 @@ func (h *Handlers) failTurn(ctx context.Context, in StepInput) (StepOutput, erro
 	if t.Status.Final() {
 		return StepOutput{Next: NextFailed}, nil
 	}
-	var e struct {
-		Error string `json:"Error"`
-		Cause string `json:"Cause"`
+	name, cause := stateError(in.Fail)
+	msg := failureMessage(name, cause)
+	step := in.FailedState
+	if step == "" {
+		step = "execution"
 	}
-	_ = json.Unmarshal(in.Fail, &e)
-	msg := "The turn failed because of an internal error; your conversation is intact and you can send the request again."
-	var cause struct {
-		ErrorMessage string `json:"errorMessage"`
-	}
-	_ = json.Unmarshal([]byte(e.Cause), &cause)
-	switch e.Error {
-	case "ProviderError":
-		msg = "The model refused the request: " + cause.ErrorMessage
-	case "ModelUnavailableError":
-		msg = "The model is unavailable or rate limited right now, so this request stopped; your conversation is intact. Please try again in a minute."
-	case ErrNameNeverStarted:
-		msg = "The turn was never started; your message is kept. Please send it again."
-	case "WorkflowContinuesError":
-		// The state machine's retries of a long workflow ran out.
-		msg = "A workflow ran longer than the platform allows and was stopped (" + cause.ErrorMessage + "); your conversation is intact."
-	}
-	h.log().ErrorContext(ctx, "turn failed", "conversation", in.ConversationID, "turn", in.TurnID, "error", e.Error, "cause", e.Cause)
+	h.log().ErrorContext(ctx, "turn failed", "conversation", in.ConversationID, "turn", in.TurnID, "step", step, "error", name, "cause", cause)
 	// Calls of the open batch that ran keep their results and artifacts;
 	// the rest are closed as not executed, so nothing that happened is lost.
 	arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusFailed, "Not executed: the turn failed.", "")
 	if err != nil {
 		return StepOutput{}, err
 	}
-	_, err = h.endFailed(ctx, in.Ref, t, msg, arts...)
+	_, err = h.endFailed(ctx, in.Ref, t, step, msg, arts...)
 	return StepOutput{Next: NextFailed}, err
+}
+
+// stateError reads a Step Functions error output ({"Error", "Cause"}); the
+// cause of a Lambda error is its JSON with errorMessage, which is returned.
+func stateError(raw json.RawMessage) (name, cause string) {
+	var e struct {
+		Error string `json:"Error"`
+		Cause string `json:"Cause"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	var c struct {
+		ErrorMessage string `json:"errorMessage"`
+	}
+	if json.Unmarshal([]byte(e.Cause), &c) == nil && c.ErrorMessage != "" {
+		return e.Error, c.ErrorMessage
+	}
+	return e.Error, e.Cause
+}
+
+// failureMessage is what the user reads for a step that failed with error
+// name: a ProviderError's text is the provider's own message; anything
+// unexpected is an internal error with the conversation intact.
+func failureMessage(name, cause string) string {
+	switch name {
+	case "ProviderError":
+		return "The model refused the request: " + cause
+	case "ModelUnavailableError":
+		return "The model is unavailable or rate limited right now, so this request stopped; your conversation is intact. Please try again in a minute."
+	case ErrNameNeverStarted:
+		return "The turn was never started; your message is kept. Please send it again."
+	case "WorkflowContinuesError":
+		// The state machine's retries of a long workflow ran out.
+		return "A workflow ran longer than the platform allows and was stopped (" + cause + "); your conversation is intact."
+	}
+	return "The turn failed because of an internal error; your conversation is intact and you can send the request again."
 }
 
 // startWorkflow injects a synthetic assistant call to an explicitly
@@ -246,23 +315,15 @@ func (h *Handlers) startWorkflow(ctx context.Context, r Ref, t *record.Turn) (St
 	return StepOutput{Next: NextTools}, nil
 }
 
-// uniqueCallIDs gives every call of a response an id no other call of the
-// conversation has: results are stored and repaired by call id, and some
-// OpenAI-compatible servers send empty or constant ids.
-func uniqueCallIDs(conv *record.Conversation, t *record.Turn, calls []llm.ToolCall) {
-	seen := map[string]bool{}
-	for _, other := range conv.Turns {
-		for _, m := range other.Messages {
-			for _, c := range m.ToolCalls {
-				seen[c.ID] = true
-			}
-		}
+// assignCallIDs gives every call of a response its stored id (CallID),
+// numbered after the calls the turn made already.
+func assignCallIDs(t *record.Turn, calls []llm.ToolCall) {
+	n := 0
+	for _, m := range t.Messages {
+		n += len(m.ToolCalls)
 	}
 	for i := range calls {
-		if calls[i].ID == "" || seen[calls[i].ID] {
-			calls[i].ID = fmt.Sprintf("call_%s_%d_%d", t.ID, t.LLMCalls, i)
-		}
-		seen[calls[i].ID] = true
+		calls[i].ID = CallID(t.ID, n+i+1)
 	}
 }
 

@@ -40,11 +40,22 @@ const (
 	NextLLM    = "llm"    // Append: back to the model
 )
 
-// Limits bound one turn (spec §3.6, seed 004).
+// Limits bound one turn (spec §3.6, seed 004). A limit is checked after
+// every LLM call as well as before the next: a response that reaches one
+// ends the turn there, and none of its calls runs or asks the user.
 type Limits struct {
 	MaxLLMCalls int // at most this many LLM calls per turn (12)
 	TokenBudget int // input+output tokens per turn; 0 means unlimited
-	MaxRepeats  int // the same call with the same arguments this many times ends the turn (3)
+	// MaxRepeats: a call (tool and arguments) that returned the same result
+	// MaxRepeats-1 times in a row is not run again; the turn ends with no
+	// progress (3). A poll whose answer changes is progress.
+	MaxRepeats int
+	// MaxFailures is the re-plan cap: once a tool's calls failed this many
+	// times in one turn, the model calling it again ends the turn (2).
+	MaxFailures int
+	// TurnTimeout is the turn's wall-clock budget, not counting the time it
+	// waits for the user; 0 means none.
+	TurnTimeout time.Duration
 	Window      int // transcript window in entries (80)
 	// AwaitTimeout is how long a form or approval stays open.
 	AwaitTimeout time.Duration
@@ -54,7 +65,8 @@ type Limits struct {
 
 // DefaultLimits are the spec's bounds.
 func DefaultLimits() Limits {
-	return Limits{MaxLLMCalls: 12, TokenBudget: 200_000, MaxRepeats: 3, Window: 80, AwaitTimeout: 24 * time.Hour, MaxConcurrency: 8}
+	return Limits{MaxLLMCalls: 12, TokenBudget: 200_000, MaxRepeats: 3, MaxFailures: 2, TurnTimeout: 15 * time.Minute,
+		Window: 80, AwaitTimeout: 24 * time.Hour, MaxConcurrency: 8}
 }
 
 // Catalogs gives the current tool catalogue (capabilities + workflows).
@@ -194,6 +206,13 @@ func Env(conv *record.Conversation, t *record.Turn) catalog.Env {
 	}
 	return e
 }
+
+// CallID is the stored id of the n-th tool call (1-based) of turn turnID.
+// Ids are ours, never the provider's: results are stored and matched by
+// call id, providers may send empty or constant ids (call_0), and
+// concurrent turns cannot see each other's ids before they are stored, so
+// an id is unique by construction because it carries its turn.
+func CallID(turnID string, n int) string { return fmt.Sprintf("call_%s_%d", turnID, n) }
 
 // SelectionCallID is the id of the synthetic call an explicit workflow
 // selection makes in turn turnID (spec §3.4).

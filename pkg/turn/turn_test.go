@@ -150,7 +150,7 @@ func TestRetriedStepsDuplicateNothing(t *testing.T) {
 		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return &llm.Response{Text: "done"}
 		}
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "k1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
 	})
 	ctx := t.Context()
 	twice := func(name string, step func() (any, error)) {
@@ -169,7 +169,7 @@ func TestRetriedStepsDuplicateNothing(t *testing.T) {
 	}
 	twice("LLMStep", func() (any, error) { return f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}) })
 	twice("Validate", func() (any, error) { return f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}) })
-	twice("Invoke", func() (any, error) { return f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "k1"}) })
+	twice("Invoke", func() (any, error) { return f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"}) })
 	twice("Append", func() (any, error) { return f.h.Append(ctx, f.ref) })
 	twice("LLMStep final", func() (any, error) { return f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}) })
 
@@ -192,7 +192,7 @@ func TestRetriedStepsDuplicateNothing(t *testing.T) {
 		t.Errorf("turn = %s, %d LLM calls, produced %v; want succeeded, 2, one artifact", tr.Status, tr.LLMCalls, tr.Produced)
 	}
 	// DESIGN §7: the call that ran is in the durable audit log, once.
-	if diff := cmp.Diff([]string{"k1/call/succeeded"}, f.events(t)); diff != "" {
+	if diff := cmp.Diff([]string{"call_t1_1/call/succeeded"}, f.events(t)); diff != "" {
 		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
 }
@@ -202,7 +202,7 @@ func TestRetriedStepsDuplicateNothing(t *testing.T) {
 func TestAwaitRetryKeepsOnePause(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(req llm.Request) *llm.Response {
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "p1", Name: "publish_artifact", Arguments: `{"artifact_id":"art_x","channel":"web"}`}}}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "publish_artifact", Arguments: `{"artifact_id":"art_x","channel":"web"}`}}}
 	})
 	ctx := t.Context()
 	if err := f.store.PutArtifacts(ctx, "c1", artifact.Artifact{ID: "art_x", Name: "x.png", MimeType: "image/png"}); err != nil {
@@ -231,7 +231,7 @@ func TestAwaitRetryKeepsOnePause(t *testing.T) {
 		t.Errorf("turn = %s token %q with %d plan entries; want awaiting_approval, tok-1, 1", tr.Status, tr.TaskToken, plans)
 	}
 	// Reject: nothing runs, the model gets a rejected result.
-	out, err = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{Decision: "reject", Note: "not today"}}})
+	out, err = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{ID: turn.ApprovalID(f.turn(t)), Decision: "reject", Note: "not today"}}})
 	if err != nil || out.Next != turn.NextAppend || len(out.Calls) != 0 {
 		t.Fatalf("Validate(reject) = %+v, %v; want append with no calls", out, err)
 	}
@@ -242,17 +242,18 @@ func TestAwaitRetryKeepsOnePause(t *testing.T) {
 	last := tr.Messages[len(tr.Messages)-1]
 	var r record.ToolResult
 	_ = json.Unmarshal([]byte(last.Content), &r)
-	if last.ToolCallID != "p1" || r.Status != record.ResultRejected || f.inv.n.Load() != 0 {
+	if last.ToolCallID != "call_t1_1" || r.Status != record.ResultRejected || f.inv.n.Load() != 0 {
 		t.Errorf("last message = %+v (status %s), invocations %d; want p1 rejected and nothing run", last, r.Status, f.inv.n.Load())
 	}
 	// DESIGN §7: the rejection is audited with the hash of what was shown.
-	if diff := cmp.Diff([]string{"p1/rejected/"}, f.events(t)); diff != "" {
+	if diff := cmp.Diff([]string{"call_t1_1/rejected/"}, f.events(t)); diff != "" {
 		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
 }
 
-// Seed 004 §2, issue 2 item 7: the token budget ends the turn with a
-// message before the next LLM call; it is never reported as success.
+// Seed 004 §2, issue 12 defect 2: the token budget ends the turn with a
+// message; it is never reported as success. The response that reaches the
+// budget ends the turn there: none of its calls runs.
 func TestTokenBudgetFailsTheTurn(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(req llm.Request) *llm.Response {
@@ -261,31 +262,269 @@ func TestTokenBudgetFailsTheTurn(t *testing.T) {
 	})
 	f.h.Limits.TokenBudget = 1000
 	ctx := t.Context()
-	for round := 0; round < 2; round++ {
-		if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextTools {
-			t.Fatalf("round %d: LLMStep() = %+v, %v; want tools", round, out, err)
-		}
-		out, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
-		if err != nil {
+	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextTools {
+		t.Fatalf("LLMStep() = %+v, %v; want tools", out, err)
+	}
+	out, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range out.Calls {
+		if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: id}); err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range out.Calls {
+	}
+	if _, err := f.h.Append(ctx, f.ref); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextFailed {
+		t.Fatalf("LLMStep() reaching the budget = %+v, %v; want failed", out, err)
+	}
+	tr := f.turn(t)
+	if tr.Status != record.StatusFailed || !strings.Contains(tr.Error, "budget of 1000 tokens") || f.llm.Load() != 2 || tr.Tokens != 1400 {
+		t.Errorf("turn = %s %q after %d LLM calls, %d tokens; want failed naming the budget after 2 calls, 1400 tokens", tr.Status, tr.Error, f.llm.Load(), tr.Tokens)
+	}
+	if n := f.inv.n.Load(); n != 1 {
+		t.Errorf("specialist ran %d times, want 1: the last response's call must not run", n)
+	}
+	conv, _, _ := f.store.Load(ctx, "c1", "")
+	if err := providerValid(conv.LLMView("t1", 0)); err != "" {
+		t.Errorf("transcript after the limit: %s", err)
+	}
+}
+
+// providerValid checks that every call is answered right after its
+// message, by exactly one result.
+func providerValid(msgs []llm.Message) string {
+	for i := 0; i < len(msgs); i++ {
+		if len(msgs[i].ToolCalls) == 0 {
+			continue
+		}
+		for k, c := range msgs[i].ToolCalls {
+			j := i + 1 + k
+			if j >= len(msgs) || msgs[j].Role != llm.RoleTool || msgs[j].ToolCallID != c.ID {
+				return fmt.Sprintf("call %s of message %d has no result right after it", c.ID, i)
+			}
+		}
+	}
+	return ""
+}
+
+// runRounds drives the loop's handlers as the state machine does, until
+// the turn ends or rounds run out, approving nothing.
+func runRounds(t *testing.T, f *fixture, rounds int) turn.StepOutput {
+	t.Helper()
+	ctx := t.Context()
+	var out turn.StepOutput
+	for range rounds {
+		var err error
+		out, err = f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
+		if err != nil {
+			t.Fatalf("LLMStep() error = %v", err)
+		}
+		if out.Next != turn.NextTools {
+			return out
+		}
+		v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+		if err != nil {
+			t.Fatalf("Validate() error = %v", err)
+		}
+		if v.Next == turn.NextAwait {
+			t.Fatalf("Validate() = await; this helper approves nothing")
+		}
+		for _, id := range v.Calls {
 			if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: id}); err != nil {
-				t.Fatal(err)
+				t.Fatalf("Invoke() error = %v", err)
 			}
 		}
 		if _, err := f.h.Append(ctx, f.ref); err != nil {
+			t.Fatalf("Append() error = %v", err)
+		}
+	}
+	return out
+}
+
+// Issue 12 defect 2, spec §3.6: with MaxLLMCalls=N a model that always
+// calls a tool makes the specialist run at most N-1 times, and the turn
+// fails with the limit message.
+func TestLastAllowedCallRunsNothing(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{1, 2, 4} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, func(req llm.Request) *llm.Response {
+				return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_0", Name: "create_svg_artifact", Arguments: fmt.Sprintf(`{"word":"w%d"}`, len(req.Messages))}}}
+			})
+			f.h.Limits.MaxLLMCalls = n
+			if out := runRounds(t, f, n+2); out.Next != turn.NextFailed {
+				t.Fatalf("turn ended with %q, want failed", out.Next)
+			}
+			tr := f.turn(t)
+			if got := f.inv.n.Load(); int(got) != n-1 {
+				t.Errorf("specialist ran %d times, want %d", got, n-1)
+			}
+			if f.llm.Load() != int32(n) || tr.LLMCalls != n || !strings.Contains(tr.Error, fmt.Sprintf("more than %d model calls", n)) {
+				t.Errorf("turn: %d provider calls, llm_calls %d, error %q; want %d and the limit message", f.llm.Load(), tr.LLMCalls, tr.Error, n)
+			}
+		})
+	}
+}
+
+// Seed 004, issue 12: no-progress counts a repeat only when nothing
+// changed: the same call with the same arguments and the same result. A
+// poll whose answer changes is progress; the hard cap still holds.
+func TestNoProgressNeedsTheSameResult(t *testing.T) {
+	t.Parallel()
+	poll := func(f *fixture, answers func(n int) string) {
+		var n atomic.Int32
+		f.inv.invoke = func(c agents.Call) record.CallOutcome {
+			return record.CallOutcome{Result: record.ToolResult{Status: record.ResultSucceeded, Summary: answers(int(n.Add(1)))}}
+		}
+	}
+	always := func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: `{"word":"same"}`}}}
+	}
+	t.Run("same result three times in a row stops before the third run", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, always)
+		poll(f, func(int) string { return "pending" })
+		if out := runRounds(t, f, 10); out.Next != turn.NextFailed {
+			t.Fatalf("turn ended with %q, want failed", out.Next)
+		}
+		if tr := f.turn(t); f.inv.n.Load() != 2 || !strings.Contains(tr.Error, "no progress") {
+			t.Errorf("ran %d times, error %q; want 2 runs and a no-progress message", f.inv.n.Load(), tr.Error)
+		}
+	})
+	t.Run("a changing answer is progress until the hard cap", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, always)
+		f.h.Limits.MaxLLMCalls = 6
+		poll(f, func(n int) string { return fmt.Sprintf("%d%% done", n*10) })
+		if out := runRounds(t, f, 10); out.Next != turn.NextFailed {
+			t.Fatalf("turn ended with %q, want failed", out.Next)
+		}
+		if tr := f.turn(t); f.inv.n.Load() != 5 || !strings.Contains(tr.Error, "more than 6 model calls") {
+			t.Errorf("ran %d times, error %q; want 5 runs and the call limit", f.inv.n.Load(), tr.Error)
+		}
+	})
+}
+
+// Seed 004 budgets, issue 12: a cap on re-plans; the model retrying a tool
+// that failed twice ends the turn.
+func TestReplanCap(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: fmt.Sprintf(`{"word":"try%d"}`, len(req.Messages))}}}
+	})
+	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Error: fmt.Sprintf("renderer down (%v)", c.Arguments["word"])}}
+	}
+	if out := runRounds(t, f, 10); out.Next != turn.NextFailed {
+		t.Fatalf("turn ended with %q, want failed", out.Next)
+	}
+	if tr := f.turn(t); f.inv.n.Load() != 2 || !strings.Contains(tr.Error, "failed 2 times") {
+		t.Errorf("ran %d times, error %q; want 2 runs and the re-plan cap", f.inv.n.Load(), tr.Error)
+	}
+}
+
+// Seed 004 budgets, issue 12: the wall-clock budget of a turn does not
+// count the time it waited for the user.
+func TestTurnTimeoutExcludesWaits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return &llm.Response{Text: "done"}
+		}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "p", Name: "publish_artifact", Arguments: `{"artifact_id":"art_x","channel":"web"}`}}}
+	})
+	ctx := t.Context()
+	if err := f.store.PutArtifacts(ctx, "c1", artifact.Artifact{ID: "art_x", Name: "x.png", MimeType: "image/png"}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	now := time.Now().UTC()
+	f.h.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	f.h.Limits.TurnTimeout = time.Minute
+	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}); err != nil || v.Next != turn.NextAwait {
+		t.Fatalf("Validate() = %+v, %v; want await", v, err)
+	}
+	if _, err := f.h.Await(ctx, turn.AwaitInput{Ref: f.ref, TaskToken: "tok"}); err != nil {
+		t.Fatal(err)
+	}
+	advance(2 * time.Hour) // the user takes their time
+	v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{ID: turn.ApprovalID(f.turn(t)), Decision: "approve"}}})
+	if err != nil || v.Next != turn.NextInvoke {
+		t.Fatalf("Validate(approve) = %+v, %v; want invoke", v, err)
+	}
+	for _, id := range v.Calls {
+		if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: id}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
-	if err != nil || out.Next != turn.NextFailed {
-		t.Fatalf("LLMStep() over budget = %+v, %v; want failed", out, err)
+	if _, err := f.h.Append(ctx, f.ref); err != nil {
+		t.Fatal(err)
 	}
-	tr := f.turn(t)
-	if tr.Status != record.StatusFailed || !strings.Contains(tr.Error, "budget of 1000 tokens") || f.llm.Load() != 2 {
-		t.Errorf("turn = %s %q after %d LLM calls; want failed naming the budget after 2", tr.Status, tr.Error, f.llm.Load())
+	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextDone {
+		t.Fatalf("LLMStep() after a 2h wait = %+v, %v; want done (waits do not count)", out, err)
 	}
+
+	// The same turn shape without a wait, but 2 minutes of work: stopped.
+	g := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: `{"word":"slow"}`}}}
+	})
+	start := time.Now().UTC()
+	g.h.Now = func() time.Time { return start.Add(2 * time.Minute) }
+	g.h.Limits.TurnTimeout = time.Minute
+	if out, err := g.h.LLMStep(ctx, turn.StepInput{Ref: g.ref}); err != nil || out.Next != turn.NextFailed {
+		t.Fatalf("LLMStep() over the time budget = %+v, %v; want failed", out, err)
+	}
+	if tr := g.turn(t); !strings.Contains(tr.Error, "time budget") || g.llm.Load() != 0 {
+		t.Errorf("turn error %q after %d LLM calls; want the time budget message before any call", tr.Error, g.llm.Load())
+	}
+}
+
+// Issue 12: tokens and LLM calls are counted once per real provider call,
+// even when the step fails after the call and is retried.
+func TestSpendCountedPerProviderCall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{Text: "hello", Usage: llm.Usage{InputTokens: 40, OutputTokens: 2}}
+	})
+	ctx := t.Context()
+	// The first attempt's save fails after the provider answered.
+	failing := &failingSave{Store: f.store, fail: 1}
+	f.h.Store = failing
+	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err == nil {
+		t.Fatal("LLMStep() with a failing save succeeded")
+	}
+	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextDone {
+		t.Fatalf("retried LLMStep() = %+v, %v", out, err)
+	}
+	if tr := f.turn(t); tr.LLMCalls != 2 || tr.Tokens != 84 || f.llm.Load() != 2 {
+		t.Errorf("turn counts %d calls, %d tokens after %d provider calls; want 2 and 84", tr.LLMCalls, tr.Tokens, f.llm.Load())
+	}
+}
+
+// failingSave fails the first fail SaveTurn calls.
+type failingSave struct {
+	record.Store
+	mu   sync.Mutex
+	fail int
+}
+
+func (s *failingSave) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts ...artifact.Artifact) error {
+	s.mu.Lock()
+	fail := s.fail > 0
+	s.fail--
+	s.mu.Unlock()
+	if fail {
+		return errors.New("connection reset")
+	}
+	return s.Store.SaveTurn(ctx, cid, t, arts...)
 }
 
 // DESIGN §7, issue 4: one structured log line per step with the
@@ -296,14 +535,14 @@ func TestStepLogLines(t *testing.T) {
 		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return &llm.Response{Text: "done", Usage: llm.Usage{InputTokens: 5, OutputTokens: 2}}
 		}
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "k1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 3}}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}, Usage: llm.Usage{InputTokens: 10, OutputTokens: 3}}
 	})
 	var buf bytes.Buffer
 	f.h.Logger = slog.New(slog.NewJSONHandler(&buf, nil))
 	ctx := t.Context()
 	_, _ = f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
 	_, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
-	_, _ = f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "k1"})
+	_, _ = f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"})
 	_, _ = f.h.Append(ctx, f.ref)
 	_, _ = f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
 
@@ -371,7 +610,7 @@ func TestFailTurnMessages(t *testing.T) {
 func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(req llm.Request) *llm.Response {
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "p1", Name: "publish_artifact", Arguments: `{"artifact_id":"art_x","channel":"web"}`}}}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "publish_artifact", Arguments: `{"artifact_id":"art_x","channel":"web"}`}}}
 	})
 	f.inv.invoke = func(c agents.Call) record.CallOutcome {
 		if c.Continue == nil {
@@ -394,21 +633,21 @@ func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	mustNext(out.Next, turn.NextTools)
 	v, _ := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
 	mustNext(v.Next, turn.NextAwait)
-	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{Decision: "approve"}}})
+	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{ID: turn.ApprovalID(f.turn(t)), Decision: "approve"}}})
 	mustNext(v.Next, turn.NextInvoke)
-	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "p1"}); err != nil {
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"}); err != nil {
 		t.Fatal(err)
 	}
 	a, _ := f.h.Append(ctx, f.ref)
 	mustNext(a.Next, turn.NextAwait)
-	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Answers: map[string]map[string]any{"p1": {"channel": "print"}}}})
+	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Answers: map[string]map[string]any{"call_t1_1": {"channel": "print"}}}})
 	mustNext(v.Next, turn.NextAwait)
 	if tr := f.turn(t); tr.Pending[0].State != record.CallNeedsApproval || tr.Pending[0].Arguments["channel"] != "print" {
 		t.Fatalf("after the answer: %+v, want a new approval of channel print", tr.Pending[0])
 	}
-	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{Decision: "approve"}}})
+	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Approval: &turn.Decision{ID: turn.ApprovalID(f.turn(t)), Decision: "approve"}}})
 	mustNext(v.Next, turn.NextInvoke)
-	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "p1"}); err != nil {
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"}); err != nil {
 		t.Fatal(err)
 	}
 	a, _ = f.h.Append(ctx, f.ref)
@@ -418,7 +657,7 @@ func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	}
 	// Two approvals of two different argument sets are two events; the run
 	// is audited once.
-	if diff := cmp.Diff([]string{"p1/approved/", "p1/approved/", "p1/call/succeeded"}, f.events(t)); diff != "" {
+	if diff := cmp.Diff([]string{"call_t1_1/approved/", "call_t1_1/approved/", "call_t1_1/call/succeeded"}, f.events(t)); diff != "" {
 		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
 	tr := f.turn(t)
@@ -436,13 +675,13 @@ func twoCallsFixture(t *testing.T) *fixture {
 			return &llm.Response{Text: "done"}
 		}
 		return &llm.Response{ToolCalls: []llm.ToolCall{
-			{ID: "k1", Name: "create_svg_artifact", Arguments: `{"word":"one"}`},
-			{ID: "k2", Name: "create_svg_artifact", Arguments: `{"word":"two"}`},
+			{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"one"}`},
+			{ID: "call_t1_2", Name: "create_svg_artifact", Arguments: `{"word":"two"}`},
 		}}
 	})
 	inner := f.inv.invoke
 	f.inv.invoke = func(c agents.Call) record.CallOutcome {
-		if c.CallID == "k2" && c.Continue == nil {
+		if c.CallID == "call_t1_2" && c.Continue == nil {
 			return record.CallOutcome{InputRequired: &record.InputRequired{Message: "which font?",
 				Fields: []catalog.FormField{{Name: "font_size", Type: "number", Required: true}}, Task: record.A2ATask{TaskID: "tk", ContextID: "cx"}}}
 		}
@@ -489,13 +728,13 @@ func TestSupersedeKeepsCallsThatRan(t *testing.T) {
 			got[m.ToolCallID] = r.Status
 		}
 	}
-	if diff := cmp.Diff(map[string]string{"k1": "succeeded", "k2": "not_executed"}, got); diff != "" {
+	if diff := cmp.Diff(map[string]string{"call_t1_1": "succeeded", "call_t1_2": "not_executed"}, got); diff != "" {
 		t.Errorf("results (-want +got):\n%s", diff)
 	}
 	if tr.Status != record.StatusSuperseded || len(tr.Produced) != 1 {
 		t.Errorf("turn = %s produced %v; want superseded with k1's artifact", tr.Status, tr.Produced)
 	}
-	if diff := cmp.Diff([]string{"k1/call/succeeded", "k2/superseded/"}, f.events(t)); diff != "" {
+	if diff := cmp.Diff([]string{"call_t1_1/call/succeeded", "call_t1_2/superseded/"}, f.events(t)); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
 }
@@ -512,7 +751,7 @@ func TestFailTurnKeepsCallsThatRan(t *testing.T) {
 	if tr.Status != record.StatusFailed || len(tr.Pending) != 0 || len(tr.Produced) != 1 {
 		t.Errorf("turn = %s, %d pending, produced %v; want failed, batch closed, k1's artifact kept", tr.Status, len(tr.Pending), tr.Produced)
 	}
-	if diff := cmp.Diff([]string{"k1/call/succeeded", "k2/not_executed/"}, f.events(t)); diff != "" {
+	if diff := cmp.Diff([]string{"call_t1_1/call/succeeded", "call_t1_2/not_executed/"}, f.events(t)); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
 	}
 }
@@ -551,7 +790,7 @@ func TestDuplicateCallIDsAreRenamed(t *testing.T) {
 		t.Errorf("specialist ran %d times, want 3", n)
 	}
 	conv, _, _ := f.store.Load(ctx, "c1", "")
-	msgs := conv.LLMView("t1", nil, 80)
+	msgs := conv.LLMView("t1", 80)
 	results := 0
 	for _, m := range msgs {
 		if m.Role == llm.RoleTool {
@@ -568,7 +807,7 @@ func TestDuplicateCallIDsAreRenamed(t *testing.T) {
 func TestInvokeStopsBeforeTheStepDeadline(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(req llm.Request) *llm.Response {
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "s1", Name: "create_svg_artifact", Arguments: `{"word":"slow"}`}}}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"slow"}`}}}
 	})
 	f.inv.invoke = func(c agents.Call) record.CallOutcome {
 		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Error: "specialist timed out"}}
@@ -590,7 +829,7 @@ func TestInvokeStopsBeforeTheStepDeadline(t *testing.T) {
 	stepDeadline := time.Now().Add(5*time.Second + 300*time.Millisecond)
 	sctx, cancel := context.WithDeadline(ctx, stepDeadline)
 	defer cancel()
-	out, err := f.h.Invoke(sctx, turn.InvokeInput{Ref: f.ref, CallID: "s1"})
+	out, err := f.h.Invoke(sctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"})
 	if err != nil || out.Status != record.ResultFailed {
 		t.Fatalf("Invoke() = %+v, %v; want the failed outcome stored before the deadline", out, err)
 	}
@@ -613,7 +852,7 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 			return &llm.Response{Text: "done"}
 		}
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "w1", Name: "workflow_word_to_png", Arguments: `{"word":"hi"}`}}}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "workflow_word_to_png", Arguments: `{"word":"hi"}`}}}
 	})
 	wfs, err := catalog.LoadWorkflows(os.DirFS("../../testdata/workflows"), ".")
 	if err != nil {
@@ -644,7 +883,7 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	if _, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "w1"})
+	_, err = f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"})
 	var cont *turn.WorkflowContinuesError
 	if !errors.As(err, &cont) || cont.Next != 1 {
 		t.Fatalf("Invoke() error = %v, want WorkflowContinuesError at step 2", err)
@@ -667,17 +906,17 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	for _, s := range turn.NewView(conv, tr, outcomes).Steps {
 		steps = append(steps, s.Tool+"/"+s.CallID+"/"+s.Status)
 	}
-	if diff := cmp.Diff([]string{"create_svg_artifact/w1.0/succeeded", "workflow_word_to_png/w1/running"}, steps[len(steps)-2:]); diff != "" {
+	if diff := cmp.Diff([]string{"create_svg_artifact/call_t1_1.0/succeeded", "workflow_word_to_png/call_t1_1/running"}, steps[len(steps)-2:]); diff != "" {
 		t.Errorf("steps while the workflow runs (-want +got):\n%s", diff)
 	}
-	out, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "w1"})
+	out, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"})
 	if err != nil || out.Status != record.ResultSucceeded {
 		t.Fatalf("retried Invoke() = %+v, %v; want the workflow finished", out, err)
 	}
-	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "w1"}); err != nil {
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"}); err != nil {
 		t.Fatalf("Invoke() once more = %v", err)
 	}
-	if diff := cmp.Diff(map[string]int{"w1.0": 1, "w1.1": 1}, runs); diff != "" {
+	if diff := cmp.Diff(map[string]int{"call_t1_1.0": 1, "call_t1_1.1": 1}, runs); diff != "" {
 		t.Errorf("specialist calls per step (-want +got):\n%s", diff)
 	}
 	if _, err := f.h.Append(ctx, f.ref); err != nil {

@@ -2,7 +2,9 @@ package turn
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -16,18 +18,74 @@ import (
 type Reply struct {
 	// Answers are form answers by call id.
 	Answers map[string]map[string]any `json:"answers,omitempty"`
-	// Approval decides every call waiting for approval.
+	// Approval decides every call of the open approval it names.
 	Approval *Decision `json:"approval,omitempty"`
+	// Files are uploads the user made with this reply (artifact ids); the
+	// calls it answers name them in their results (spec §3.5).
+	Files []string `json:"files,omitempty"`
 	// Superseded: the user sent new free text instead.
 	Superseded bool `json:"superseded,omitempty"`
 	// Expired: nobody answered in time.
 	Expired bool `json:"expired,omitempty"`
 }
 
-// Decision is an approval decision.
+// Decision is an approval decision on the open approval named ID
+// (batch.ApprovalID): it covers exactly the calls and arguments shown.
+// Arguments, with approve, are the user's edits by call id (seed 003
+// "modify"); they are validated like the model's arguments.
 type Decision struct {
-	Decision string `json:"decision"` // approve | reject
-	Note     string `json:"note,omitempty"`
+	ID        string                    `json:"id"`
+	Decision  string                    `json:"decision"` // approve | reject
+	Note      string                    `json:"note,omitempty"`
+	Arguments map[string]map[string]any `json:"arguments,omitempty"`
+}
+
+// ErrEditRefused is an edit that cannot apply at all: with a reject, or
+// for a call that is not in the approval (the API answers 400 invalid_edit).
+var ErrEditRefused = errors.New("edit refused")
+
+// ApprovalID is the id of turn t's open approval, "" when none is open.
+func ApprovalID(t *record.Turn) string { return batch.ApprovalID(t.Pending) }
+
+// Decide applies decision d to the calls of the open approval in calls
+// (edits first, then the decision) and reports whether it approved. It
+// refuses, changing nothing, a decision on another approval than the open
+// one (batch.ErrApprovalStale), edits with a reject or for a call not in
+// the approval (ErrEditRefused), and edits that do not validate
+// (batch.ErrInvalidEdit). The
+// API checks a user's answer with it before the execution applies it.
+func Decide(cat *catalog.Catalog, calls []record.PendingCall, d Decision, e catalog.Env) error {
+	open := batch.ApprovalID(calls)
+	if open == "" {
+		return fmt.Errorf("approval %s: %w", d.ID, batch.ErrNotWaiting)
+	}
+	if d.ID != open {
+		return fmt.Errorf("approval %s is not the open approval: %w", d.ID, batch.ErrApprovalStale)
+	}
+	approve := d.Decision == "approve"
+	if len(d.Arguments) > 0 && !approve {
+		return fmt.Errorf("%w: edited arguments come only with approve", ErrEditRefused)
+	}
+	next := slices.Clone(calls)
+	_, idx := batch.NextPause(next)
+	for id := range d.Arguments {
+		if !slices.ContainsFunc(idx, func(i int) bool { return next[i].CallID == id }) {
+			return fmt.Errorf("%w: call %s is not in the approval", ErrEditRefused, id)
+		}
+	}
+	for _, i := range idx {
+		pc := &next[i]
+		if args, ok := d.Arguments[pc.CallID]; ok {
+			if err := batch.ApplyEdit(cat, pc, args, e); err != nil {
+				return err
+			}
+		}
+		if err := batch.ApplyDecision(pc, approve, d.Note); err != nil {
+			return err
+		}
+	}
+	copy(calls, next)
+	return nil
 }
 
 // ValidateInput is Validate's payload.
@@ -72,12 +130,18 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 			t.Pending = batch.Validate(cat, last.ToolCalls, e)
 		}
 	case r.Superseded:
-		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusSuperseded, "Not executed: the user sent a new message instead of answering.", "")
+		h.endWait(t)
+		note := "Not executed: the user sent a new message instead of answering."
+		if fn := filesNote(conv, r.Files); fn != "" {
+			note += " " + fn
+		}
+		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusSuperseded, note, "")
 		if err != nil {
 			return ValidateOutput{}, err
 		}
 		return h.endBatch(ctx, in.Ref, t, arts)
 	case r.Expired:
+		h.endWait(t)
 		msg := fmt.Sprintf("This request expired: the %s was not answered within %s, so it was not run. Send the request again to retry.", pauseWord(t), h.Limits.AwaitTimeout.Round(time.Second))
 		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusExpired, "Not executed: the request for the user's input expired.", msg)
 		if err != nil {
@@ -85,8 +149,9 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		}
 		return h.endBatch(ctx, in.Ref, t, arts)
 	default:
-		h.applyReply(cat, t, r, e)
+		h.applyReply(cat, conv, t, r, e)
 	}
+	h.endWait(t)
 	t.TaskToken = ""
 	if t.Status.Waiting() {
 		t.Status = record.StatusRunning
@@ -114,41 +179,68 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	return out, nil
 }
 
-// applyReply merges form answers and approval decisions into the batch. An
-// answer that fails validation leaves its call waiting with its form (the
-// API rejects such answers before they get here; this guards races).
-func (h *Handlers) applyReply(cat *catalog.Catalog, t *record.Turn, r *Reply, e catalog.Env) {
+// applyReply merges form answers and the approval decision into the
+// batch, and names the reply's files on the calls it answered. An answer
+// or a decision that fails validation leaves its calls waiting (the API
+// refuses such replies before they get here; this guards races).
+func (h *Handlers) applyReply(cat *catalog.Catalog, conv *record.Conversation, t *record.Turn, r *Reply, e catalog.Env) {
+	before := callStates(t)
 	for i := range t.Pending {
 		pc := &t.Pending[i]
-		switch pc.State {
-		case record.CallNeedsInput:
-			ans, ok := r.Answers[pc.CallID]
-			if !ok {
-				continue
-			}
-			if err := batch.ApplyAnswers(cat, pc, ans, e); err != nil {
-				h.log().Warn("form answer rejected", "call", pc.CallID, "error", err)
-				continue
-			}
-			// A specialist's input-required answer continues the same A2A
-			// task with changed arguments; a skill that needs approval needs a
-			// new approval of them (DESIGN §7).
-			if entry, ok := cat.Lookup(pc.Tool); ok && pc.A2A != nil && pc.State == record.CallReady && entry.RequiresApproval {
-				pc.State, pc.Approved = record.CallNeedsApproval, false
-				pc.ApprovalHash = catalog.ArgumentsHash(pc.Arguments)
-				if entry.Kind == catalog.EntryWorkflow {
-					pc.Plan = entry.Workflow.Plan(pc.Arguments)
-				}
-			}
-		case record.CallNeedsApproval:
-			if r.Approval == nil {
-				continue
-			}
-			if err := batch.ApplyDecision(pc, r.Approval.Decision == "approve", r.Approval.Note); err != nil {
-				h.log().Warn("approval rejected", "call", pc.CallID, "error", err)
+		if pc.State != record.CallNeedsInput {
+			continue
+		}
+		ans, ok := r.Answers[pc.CallID]
+		if !ok {
+			continue
+		}
+		if err := batch.ApplyAnswers(cat, pc, ans, e); err != nil {
+			h.log().Warn("form answer rejected", "call", pc.CallID, "error", err)
+			continue
+		}
+		// A specialist's input-required answer continues the same A2A
+		// task with changed arguments; a skill that needs approval needs a
+		// new approval of them (DESIGN §7).
+		if entry, ok := cat.Lookup(pc.Tool); ok && pc.A2A != nil && pc.State == record.CallReady && entry.RequiresApproval {
+			pc.State, pc.Approved = record.CallNeedsApproval, false
+			pc.ApprovalHash = catalog.ArgumentsHash(pc.Arguments)
+			if entry.Kind == catalog.EntryWorkflow {
+				pc.Plan = entry.Workflow.Plan(pc.Arguments)
 			}
 		}
 	}
+	if r.Approval != nil {
+		if err := Decide(cat, t.Pending, *r.Approval, e); err != nil {
+			h.log().Warn("approval refused", "turn", t.ID, "approval", r.Approval.ID, "error", err)
+		} else if r.Approval.Decision == "approve" {
+			// spec §3.4a restore fidelity: an approval leaves a plan_approved
+			// entry without content.
+			t.History = append(t.History, record.HistoryEntry{Role: "user", Kind: record.KindPlanApproved, At: h.now()})
+		}
+	}
+	if note := filesNote(conv, r.Files); note != "" {
+		for i := range t.Pending {
+			if pc := &t.Pending[i]; pc.State != before[pc.CallID] {
+				pc.FilesNote = note
+			}
+		}
+	}
+}
+
+// filesNote names the uploads ids of conv for a tool result (spec §3.5).
+func filesNote(conv *record.Conversation, ids []string) string {
+	var files []artifact.Artifact
+	for _, id := range ids {
+		for _, a := range conv.Artifacts {
+			if a.ID == id {
+				files = append(files, a)
+			}
+		}
+	}
+	if len(files) == 0 {
+		return ""
+	}
+	return catalog.FilesNote("Files the user uploaded with this reply", files)
 }
 
 // closeBatch ends a paused or broken batch: a call whose result is stored
@@ -172,8 +264,7 @@ func (h *Handlers) closeBatch(ctx context.Context, conv *record.Conversation, t 
 	t.Status = status
 	t.Error = msg
 	t.TaskToken = ""
-	events := append(h.decisions(conv, t, before), h.ran(conv, t, outcomes)...)
-	if err := h.audit(ctx, events); err != nil {
+	if err := h.audit(ctx, h.decisions(conv, t, before)); err != nil {
 		return nil, err
 	}
 	cat, err := h.catalog(ctx)
@@ -194,6 +285,15 @@ func (h *Handlers) endBatch(ctx context.Context, r Ref, t *record.Turn, arts []a
 	}
 	h.stepLog(ctx, r, "validate", "", string(t.Status), h.now(), 0, nil)
 	return ValidateOutput{Next: NextEnd}, nil
+}
+
+// endWait adds the wait that ends now to the time the turn waited for the
+// user, which its wall-clock budget does not count.
+func (h *Handlers) endWait(t *record.Turn) {
+	if !t.WaitingSince.IsZero() {
+		t.Waited += h.now().Sub(t.WaitingSince)
+		t.WaitingSince = time.Time{}
+	}
 }
 
 func pauseWord(t *record.Turn) string {

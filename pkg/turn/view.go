@@ -37,8 +37,10 @@ type FormCall struct {
 }
 
 // ApprovalView lists the calls waiting for approval with the exact
-// arguments that will run.
+// arguments that will run. ID names exactly these calls and arguments
+// (batch.ApprovalID); an answer must carry it.
 type ApprovalView struct {
+	ID    string         `json:"id"`
 	Calls []ApprovalCall `json:"calls"`
 }
 
@@ -86,7 +88,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		}
 	}
 	if v.Status == record.StatusAwaitingApproval && kind == "approval" {
-		v.Approval = &ApprovalView{}
+		v.Approval = &ApprovalView{ID: batch.ApprovalID(t.Pending)}
 		for _, i := range idx {
 			pc := t.Pending[i]
 			v.Approval.Calls = append(v.Approval.Calls, ApprovalCall{CallID: pc.CallID, Tool: pc.Tool, Arguments: pc.Arguments, Steps: pc.Plan})

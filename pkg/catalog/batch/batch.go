@@ -8,6 +8,8 @@
 package batch
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,6 +53,9 @@ var (
 	// ErrApprovalStale is returned when a call's arguments no longer hash to
 	// what was shown for approval (DESIGN §7).
 	ErrApprovalStale = errors.New("arguments changed since they were shown for approval")
+	// ErrInvalidEdit wraps edited arguments that do not validate; nothing
+	// changes (the API answers 400 with the reason).
+	ErrInvalidEdit = errors.New("invalid arguments")
 )
 
 // Validate checks every call of one assistant message, in order, before
@@ -480,13 +485,6 @@ func fieldPath(ptr string) string {
 	return b.String()
 }
 
-// Ready reports the batch rule (spec §3.3): nothing in the batch runs until
-// no call needs input or approval.
-func Ready(calls []record.PendingCall) bool {
-	kind, _ := NextPause(calls)
-	return kind == ""
-}
-
 // NextPause says what the batch waits for: every call needing input
 // ("input") first, and only when no form is open every call needing
 // approval ("approval"), so approval is never shown while a form is open.
@@ -727,5 +725,75 @@ func ApplyDecision(pc *record.PendingCall, approve bool, note string) error {
 	pc.State = record.CallReady
 	pc.Approved = true
 	pc.Note = note
+	return nil
+}
+
+// ApprovalID names the open approval of a batch: the calls waiting for
+// approval with the exact arguments shown (their approval hashes). An
+// approval answer must carry it, so a decision covers only what the user
+// saw: once the open approval changes (an input-required answer, an edit)
+// an answer to the old one is stale. "" when no approval is open.
+func ApprovalID(calls []record.PendingCall) string {
+	kind, idx := NextPause(calls)
+	if kind != PauseApproval {
+		return ""
+	}
+	h := sha256.New()
+	for _, i := range idx {
+		pc := calls[i]
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00", pc.CallID, pc.Tool, pc.ApprovalHash)
+	}
+	return "ap_" + hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// ApplyEdit replaces the arguments of pc, a call waiting for approval,
+// with the user's edit (seed 003 "modify") and validates them like the
+// model's arguments (spec §3.3): values the platform owns are filled from
+// context again, whatever the edit says. Every argument the edit changed
+// or added gets source "user"; the rest keep theirs. On success pc still
+// waits for approval, of the edited arguments (EditedFrom keeps the hash
+// of what was shown); an edit that does not validate, or leaves a required
+// input missing, returns an error wrapping ErrInvalidEdit and leaves pc
+// unchanged.
+func ApplyEdit(c *catalog.Catalog, pc *record.PendingCall, args map[string]any, env catalog.Env) error {
+	if pc.State != record.CallNeedsApproval {
+		return fmt.Errorf("edit call %s (%s): %w", pc.CallID, pc.State, ErrNotWaiting)
+	}
+	e, ok := c.Lookup(pc.Tool)
+	if !ok {
+		return fmt.Errorf("edit %s: %w: the tool is no longer in the catalog", pc.Tool, ErrInvalidEdit)
+	}
+	next := *pc
+	next.Arguments = map[string]any{}
+	next.Sources = map[string]string{}
+	for k, v := range args {
+		next.Arguments[k] = v
+		src := pc.Sources[k]
+		if old, had := pc.Arguments[k]; !had || src == "" || catalog.ArgumentsHash(map[string]any{"v": old}) != catalog.ArgumentsHash(map[string]any{"v": v}) {
+			src = SourceUser
+		}
+		next.Sources[k] = src
+	}
+	next.Approved = false
+	check(c, e, &next, env)
+	switch next.State {
+	case record.CallInvalid:
+		return fmt.Errorf("edit %s: %w: %s", pc.Tool, ErrInvalidEdit, next.Error)
+	case record.CallNeedsInput:
+		names := make([]string, 0, len(next.Form))
+		for _, f := range next.Form {
+			if f.Required {
+				names = append(names, f.Name)
+			}
+		}
+		return fmt.Errorf("edit %s: %w: missing %s", pc.Tool, ErrInvalidEdit, strings.Join(names, ", "))
+	case record.CallNeedsApproval:
+	default:
+		return fmt.Errorf("edit %s: %w: the call no longer needs approval", pc.Tool, ErrInvalidEdit)
+	}
+	if next.ApprovalHash != pc.ApprovalHash {
+		next.EditedFrom = pc.ApprovalHash
+	}
+	*pc = next
 	return nil
 }

@@ -321,8 +321,8 @@ func TestNextPause(t *testing.T) {
 		if diff := cmp.Diff(tt.wantIdx, idx); diff != "" {
 			t.Errorf("%s: NextPause() idx mismatch (-want +got):\n%s", tt.name, diff)
 		}
-		if got := batch.Ready(tt.calls); got != tt.wantReady {
-			t.Errorf("%s: Ready() = %v, want %v", tt.name, got, tt.wantReady)
+		if got := kind == ""; got != tt.wantReady {
+			t.Errorf("%s: NextPause() ready = %v, want %v", tt.name, got, tt.wantReady)
 		}
 	}
 }
@@ -614,5 +614,102 @@ func TestValidate_UserSelectedWorkflow(t *testing.T) {
 	bad := batch.Validate(c, []llm.ToolCall{call("sel", "workflow_flange_drawing", `{"drawing.holes": 2}`)}, env)[0]
 	if bad.State != record.CallInvalid || !strings.Contains(bad.Error, "must be >= 3") {
 		t.Errorf("selection with holes 2 = %s %q, want invalid", bad.State, bad.Error)
+	}
+}
+
+// seed 003 "modify" (issue 12): an approval may carry edited arguments;
+// they are validated like a model's call, and edited fields become the
+// user's.
+func TestApplyEdit(t *testing.T) {
+	t.Parallel()
+	order := catalog.Capability{Tool: "order_flange", Description: "Order.", SkillExtension: catalog.SkillExtension{
+		RequiresApproval: true,
+		InputSchema:      json.RawMessage(`{"type":"object","properties":{"quantity":{"type":"integer","minimum":1},"express":{"type":"boolean"},"tenant":{"type":"string","x_context":"user_id"}},"required":["quantity"]}`)}}
+	c := catalog.New([]catalog.Capability{order}, nil)
+	env := demoEnv()
+	tests := []struct {
+		name     string
+		edit     map[string]any
+		wantErr  error
+		wantArgs map[string]any
+		wantSrc  map[string]string
+		edited   bool
+	}{
+		{name: "changed field is the user's, unchanged keeps its source",
+			edit:     map[string]any{"quantity": 5.0, "express": true},
+			wantArgs: map[string]any{"quantity": 5.0, "express": true, "tenant": "dev"},
+			wantSrc:  map[string]string{"quantity": "user", "express": "model", "tenant": "context"}, edited: true},
+		{name: "a context value cannot be overridden",
+			edit:     map[string]any{"quantity": 2.0, "express": true, "tenant": "someone-else"},
+			wantArgs: map[string]any{"quantity": 2.0, "express": true, "tenant": "dev"},
+			wantSrc:  map[string]string{"quantity": "model", "express": "model", "tenant": "context"}},
+		{name: "schema violation refused", edit: map[string]any{"quantity": 0.0}, wantErr: batch.ErrInvalidEdit},
+		{name: "wrong type refused", edit: map[string]any{"quantity": "many"}, wantErr: batch.ErrInvalidEdit},
+		{name: "required field removed refused", edit: map[string]any{"express": true}, wantErr: batch.ErrInvalidEdit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			pc := batch.Validate(c, []llm.ToolCall{call("c1", "order_flange", `{"quantity":2,"express":true}`)}, env)[0]
+			if pc.State != record.CallNeedsApproval {
+				t.Fatalf("Validate() state = %s, want needs_approval", pc.State)
+			}
+			shown, shownID := pc.ApprovalHash, batch.ApprovalID([]record.PendingCall{pc})
+			before := pc
+			err := batch.ApplyEdit(c, &pc, tt.edit, env)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("ApplyEdit() error = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				if diff := cmp.Diff(before, pc); diff != "" {
+					t.Errorf("ApplyEdit() changed a refused call (-before +after):\n%s", diff)
+				}
+				return
+			}
+			if diff := cmp.Diff(tt.wantArgs, pc.Arguments); diff != "" {
+				t.Errorf("ApplyEdit() arguments (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.wantSrc, pc.Sources); diff != "" {
+				t.Errorf("ApplyEdit() sources (-want +got):\n%s", diff)
+			}
+			if pc.State != record.CallNeedsApproval || pc.ApprovalHash != catalog.ArgumentsHash(pc.Arguments) {
+				t.Errorf("ApplyEdit() state %s hash %s, want needs_approval of the edited arguments", pc.State, pc.ApprovalHash)
+			}
+			if got := pc.EditedFrom == shown; got != tt.edited {
+				t.Errorf("ApplyEdit() EditedFrom = %q, want the shown hash: %v", pc.EditedFrom, tt.edited)
+			}
+			if tt.edited && batch.ApprovalID([]record.PendingCall{pc}) == shownID {
+				t.Errorf("ApprovalID() did not change with the edited arguments")
+			}
+			if err := batch.ApplyDecision(&pc, true, ""); err != nil || pc.State != record.CallReady {
+				t.Errorf("ApplyDecision(approve) after edit = %v, state %s, want ready", err, pc.State)
+			}
+		})
+	}
+}
+
+// issue 12: the approval id names exactly the calls and arguments shown.
+func TestApprovalID(t *testing.T) {
+	t.Parallel()
+	a := record.PendingCall{CallID: "c1", Tool: "x", State: record.CallNeedsApproval, ApprovalHash: "h1"}
+	b := record.PendingCall{CallID: "c2", Tool: "y", State: record.CallNeedsApproval, ApprovalHash: "h2"}
+	id := batch.ApprovalID([]record.PendingCall{a, b})
+	if id == "" || id != batch.ApprovalID([]record.PendingCall{a, b}) {
+		t.Fatalf("ApprovalID() = %q, want a stable id", id)
+	}
+	a2 := a
+	a2.ApprovalHash = "h1'"
+	form := b
+	form.State = record.CallNeedsInput
+	for name, calls := range map[string][]record.PendingCall{
+		"other arguments": {a2, b},
+		"one call fewer":  {a},
+	} {
+		if got := batch.ApprovalID(calls); got == id {
+			t.Errorf("ApprovalID(%s) = %q, the same as before", name, got)
+		}
+	}
+	if got := batch.ApprovalID([]record.PendingCall{a, form}); got != "" {
+		t.Errorf("ApprovalID() with a form open = %q, want none (forms come first)", got)
 	}
 }

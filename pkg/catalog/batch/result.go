@@ -52,6 +52,11 @@ func Compact(pc record.PendingCall, r record.ToolResult) record.ToolResult {
 	r.Error = Truncate(r.Error, MaxError)
 	r.Inputs = nil
 	r.InputSources = nil
+	if pc.FilesNote != "" {
+		// spec §3.5: a reply to a pending call names its files in that
+		// call's result.
+		r.Summary = strings.TrimSpace(Truncate(r.Summary, MaxSummary-utf8.RuneCountInString(pc.FilesNote)-1) + "\n" + pc.FilesNote)
+	}
 
 	if pc.Kind == record.KindAskUser {
 		// Its user-supplied value is the answer, already the result.

@@ -101,7 +101,7 @@ func FuzzMergeTurns(f *testing.F) {
 		for _, tr := range want {
 			msgs = append(msgs, tr.Messages...)
 		}
-		if diff := cmp.Diff(msgs, conv.LLMView("", nil, 0)); diff != "" {
+		if diff := cmp.Diff(msgs, conv.LLMView("", 0)); diff != "" {
 			t.Fatalf("LLMView() is not the turns' blocks in start order (-want +got):\n%s", diff)
 		}
 	})

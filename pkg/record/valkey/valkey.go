@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -73,7 +74,11 @@ const (
 	// answeredPrefix+<tid> holds the task token the API answered last.
 	answeredPrefix = "answered:"
 	turnPrefix     = "turn:"
-	resultsPrefix  = "results:" // marks a turn with a results hash
+	// callsPrefix+<tid> and tokensPrefix+<tid> count the turn's provider
+	// calls and tokens (AddSpend), apart from its field.
+	callsPrefix   = "llm_calls:"
+	tokensPrefix  = "tokens:"
+	resultsPrefix = "results:" // marks a turn with a results hash
 )
 
 func convKey(cid string) string      { return "conv:{" + cid + "}" }
@@ -152,6 +157,12 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 			return nil, nil, fmt.Errorf("load conversation %s: %s: %w", cid, f, err)
 		}
 		t.AnsweredToken = fields[answeredPrefix+t.ID]
+		if n, err := strconv.Atoi(fields[callsPrefix+t.ID]); err == nil {
+			t.LLMCalls = n
+		}
+		if n, err := strconv.Atoi(fields[tokensPrefix+t.ID]); err == nil {
+			t.Tokens = n
+		}
 		turns = append(turns, t)
 	}
 	var catalog []artifact.Artifact
@@ -223,6 +234,28 @@ if tonumber(ARGV[7]) >= newest then redis.call('HSET', KEYS[1], 'status', ARGV[5
 if ARGV[6] ~= '' then redis.call('HSETNX', KEYS[1], 'title', ARGV[6]) end
 for i = 8, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1]) end
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+return 1
+`)
+
+// AddSpend adds one provider call's spend to the turn's counters with
+// HINCRBY, only while the conversation exists (one script, one round trip).
+func (s *Store) AddSpend(ctx context.Context, cid, turnID string, calls, tokens int) error {
+	n, err := addSpendScript.Run(ctx, s.rdb, []string{convKey(cid)},
+		int64(s.ttl/time.Second), callsPrefix+turnID, calls, tokensPrefix+turnID, tokens).Int()
+	if err != nil {
+		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, record.ErrNotFound)
+	}
+	return nil
+}
+
+var addSpendScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], ARGV[2], ARGV[3])
+redis.call('HINCRBY', KEYS[1], ARGV[4], ARGV[5])
+redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 `)
 

@@ -93,7 +93,7 @@ func TestConcurrentTurnsLoseNothing(t *testing.T) {
 			}
 			want = append(want, progress(i, steps).Messages...)
 		}
-		if diff := cmp.Diff(want, conv.LLMView("", nil, 0)); diff != "" {
+		if diff := cmp.Diff(want, conv.LLMView("", 0)); diff != "" {
 			t.Errorf("LLMView() after concurrent saves (-want +got):\n%s", diff)
 		}
 		if got, want := len(conv.Artifacts), turns*(steps+1); got != want {
