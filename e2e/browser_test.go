@@ -71,6 +71,8 @@ func TestBrowser(t *testing.T) {
 		{file: "approval.mjs"},             // spec §3.3: approval shows the exact arguments, Approve resumes
 		{file: "form.mjs"},                 // spec §3.3/§3.4: typed form for a user-input field, empty/invalid answers refused inline
 		{file: "reject.mjs"},               // spec §3.3: Reject with a note runs nothing, the reply says so
+		{file: "approval-edit.mjs"},        // API.md: edited arguments go with the approval's id; bad JSON and invalid_arguments shown inline
+		{file: "approval-stale.mjs"},       // API.md: 409 stale_approval reloads the turn and shows the new approval
 		{file: "supersede.mjs"},            // spec §3.3, API.md: free text supersedes a waiting turn
 		{file: "restore.mjs"},              // spec §3.1: a reload restores the conversation from the record
 		{file: "workflow.mjs"},             // spec §3.4, issue 8: a workflow started from the page, missing input asked in a form

@@ -1,5 +1,5 @@
-// API client for the clientagent HTTP API (docs/api/openapi.yaml,
-// docs/api/openapi.yaml). It only speaks HTTP; it never touches the DOM.
+// API client for the clientagent HTTP API (docs/api/openapi.yaml). It only
+// speaks HTTP; it never touches the DOM.
 
 /** APIError is a failed call: status 0 means the network failed. */
 export class APIError extends Error {
@@ -91,6 +91,11 @@ export class API {
   getTurn(cid, tid) {
     return this.request("GET", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}`);
   }
+  /**
+   * sendInput answers a waiting turn: {answers} for a form, or
+   * {approval: {id, decision, note?, arguments?}} for an approval (the id is
+   * the one the turn showed; arguments are the user's edits per call id).
+   */
   sendInput(cid, tid, input) {
     return this.request("POST", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}/input`, { json: input });
   }

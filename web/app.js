@@ -15,6 +15,9 @@ const STEP_ICONS = {
   not_executed: "–",
   answered: "✎",
 };
+// STALE_APPROVAL is shown when the server refused an answer because the
+// approval changed since the page showed it (409 stale_approval).
+const STALE_APPROVAL = "The approval changed; please review it again.";
 const STATUS_LABELS = {
   running: "Running",
   awaiting_input: "Waiting for your input",
@@ -685,12 +688,36 @@ class TurnView {
   buildApproval(approval) {
     const errorEl = h("p", { class: "inline-error", "data-testid": "approval-error", role: "alert", hidden: true });
     const note = h("input", { type: "text", id: `note-${this.id}`, "data-testid": "approval-note", placeholder: "Optional note" });
-    const calls = (approval.calls || []).map((c) =>
-      h(
+    const edits = []; // per call: {call, area, editing}
+    const calls = (approval.calls || []).map((c) => {
+      const shown = JSON.stringify(c.arguments ?? {}, null, 2);
+      const pre = h("pre", { class: "approval-args", "data-testid": "approval-args" }, shown);
+      const area = h("textarea", {
+        class: "approval-args approval-args-edit",
+        "data-testid": "approval-args-edit",
+        "aria-label": `Arguments of ${c.tool}`,
+        spellcheck: "false",
+        rows: Math.min(20, shown.split("\n").length + 1),
+      });
+      const edit = { call: c, area, editing: false };
+      edits.push(edit);
+      const toggle = h("button", { type: "button", class: "link approval-edit", "data-testid": "approval-edit", "aria-label": `Edit the arguments of ${c.tool}` }, "Edit");
+      toggle.addEventListener("click", () => {
+        edit.editing = !edit.editing;
+        // Discarding an edit shows the arguments as the approval has them again.
+        area.value = shown;
+        area.removeAttribute("aria-invalid");
+        if (edit.editing) pre.replaceWith(area);
+        else area.replaceWith(pre);
+        toggle.textContent = edit.editing ? "Discard edit" : "Edit";
+        errorEl.hidden = true;
+        if (edit.editing) area.focus();
+      });
+      return h(
         "div",
         { class: "approval-call", "data-testid": "approval-call", "data-call-id": c.call_id },
-        h("div", { class: "approval-tool" }, c.tool),
-        h("pre", { class: "approval-args", "data-testid": "approval-args" }, JSON.stringify(c.arguments ?? {}, null, 2)),
+        h("div", { class: "approval-call-head" }, h("span", { class: "approval-tool" }, c.tool), toggle),
+        pre,
         c.steps && c.steps.length
           ? h(
               "ol",
@@ -700,12 +727,25 @@ class TurnView {
               ),
             )
           : null,
-      ),
-    );
+      );
+    });
     const decide = (decision, btn) => {
-      const body = { approval: { decision } };
+      // The id names exactly the calls and arguments shown: the server
+      // refuses an answer to an approval that has changed since (409).
+      const body = { approval: { id: approval.id, decision } };
       const n = note.value.trim();
       if (n) body.approval.note = n;
+      if (decision === "approve") {
+        let args;
+        try {
+          args = editedArguments(edits);
+        } catch (err) {
+          errorEl.textContent = err.message;
+          errorEl.hidden = false;
+          return;
+        }
+        if (Object.keys(args).length) body.approval.arguments = args;
+      }
       return this.submitInput(body, btn, errorEl);
     };
     const approve = h("button", { type: "button", class: "approve", "data-testid": "approve" }, "Approve");
@@ -714,7 +754,7 @@ class TurnView {
     reject.addEventListener("click", () => decide("reject", reject));
     return h(
       "section",
-      { class: "approval", "data-testid": "approval", "aria-label": "Approval needed" },
+      { class: "approval", "data-testid": "approval", "data-approval-id": approval.id, "aria-label": "Approval needed" },
       h("p", { class: "approval-title" }, calls.length === 1 ? "Approve this call with exactly these arguments?" : `Approve these ${calls.length} calls with exactly these arguments?`),
       calls,
       h("label", { for: `note-${this.id}` }, "Note"),
@@ -733,14 +773,39 @@ class TurnView {
       this.update(turn && turn.status ? turn : { turn_id: this.id, status: "running" });
       pollTurn(this);
     } catch (err) {
+      buttons.forEach((b) => (b.disabled = false));
+      // 409 stale_approval: the approval changed since it was shown (e.g. a
+      // specialist asked for more input); nothing ran. Show the new one.
+      if (err instanceof APIError && err.code === "stale_approval") {
+        await this.reload(STALE_APPROVAL, errorEl);
+        return;
+      }
+      // Anything else (400 invalid_arguments, invalid_answer, …) is shown
+      // here and the panel stays as it is, edits included.
       errorEl.textContent = err.message;
       errorEl.hidden = false;
-      buttons.forEach((b) => (b.disabled = false));
       // 409: nothing waits any more (answered elsewhere, expired, superseded).
       // Follow the turn: it may read as running until the other answer is applied.
       if (err instanceof APIError && err.status === 409) pollTurn(this);
       else if (!(err instanceof APIError) || err.status === 0 || err.status >= 500) showError(err);
     }
+  }
+
+  /** reload re-reads the turn at once and shows message in its (possibly new) approval panel. */
+  async reload(message, errorEl) {
+    const gen = state.gen;
+    this.seq++; // a poll answer in flight predates the change
+    try {
+      const turn = await api.getTurn(state.cid, this.id);
+      if (gen !== state.gen) return;
+      this.update(turn);
+    } catch (err) {
+      if (gen === state.gen) showError(err);
+    }
+    const el = this.interactionEl.querySelector('[data-testid="approval-error"]') || errorEl;
+    el.textContent = message;
+    el.hidden = false;
+    pollTurn(this);
   }
 
   addArtifact(a) {
@@ -832,6 +897,47 @@ function fieldValue(f, el) {
     return n;
   }
   return raw;
+}
+
+/**
+ * editedArguments reads the approval's open edits: call id → the edited
+ * arguments object, for the calls whose JSON differs from what was shown.
+ * It throws (naming the call) when an edit is not a JSON object.
+ */
+function editedArguments(edits) {
+  const out = {};
+  for (const e of edits) {
+    if (!e.editing) continue;
+    e.area.removeAttribute("aria-invalid");
+    let v;
+    try {
+      v = JSON.parse(e.area.value);
+    } catch (err) {
+      e.area.setAttribute("aria-invalid", "true");
+      e.area.focus();
+      throw new Error(`The arguments of ${e.call.tool} are not valid JSON: ${err.message}`);
+    }
+    if (!v || typeof v !== "object" || Array.isArray(v)) {
+      e.area.setAttribute("aria-invalid", "true");
+      e.area.focus();
+      throw new Error(`The arguments of ${e.call.tool} must be a JSON object.`);
+    }
+    // Only a real change is sent: reformatting the JSON edits nothing.
+    if (canonicalJSON(v) !== canonicalJSON(e.call.arguments ?? {})) out[e.call.call_id] = v;
+  }
+  return out;
+}
+
+/** canonicalJSON is JSON with object keys sorted, so equal values compare equal. */
+function canonicalJSON(v) {
+  if (Array.isArray(v)) return `[${v.map(canonicalJSON).join(",")}]`;
+  if (v && typeof v === "object") {
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJSON(v[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(v);
 }
 
 /** artifactURL fetches an artifact once (with the token) and returns a blob: URL for it. */

@@ -7,8 +7,17 @@
 //   PORT=8090 node e2e/browser/fake-api.mjs
 //
 // Scripted prompts: "…Popelnase…" (svg → png → answer), "…SVG…Hello…"
-// (svg → answer), "Publish it to web" (approval), "…form…" (ask_user form;
-// count < 1 is rejected with 400), "…fail…" (a failed turn).
+// (svg → answer), "Publish it to <channel>" (approval), "…form…" (ask_user
+// form; count < 1 is rejected with 400), "…fail…" (a failed turn).
+//
+// Approvals follow API.md: the view carries approval.id (a hash of the calls
+// shown), an answer without it is 400 missing_approval_id, one with another
+// id is 409 stale_approval, and approval.arguments edits are checked like a
+// model's call: publish_artifact's channel must be web, print or archive and
+// its artifact_id an artifact of the conversation (else 400
+// invalid_arguments), edits with "reject" or for a call not in the approval
+// are 400 invalid_edit. GET /_fake/last-input returns the last input body
+// the fake accepted or refused, so a check can see what the page sent.
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
@@ -22,6 +31,8 @@ const TOKEN = process.env.FAKE_TOKEN || "fake-token";
 const STEP_MS = Number(process.env.FAKE_STEP_MS || 400);
 
 const convs = new Map(); // cid → {id, title, updated_at, history, turns: Map, artifacts: Map}
+let lastInput = null; // the last POST …/input body, for GET /_fake/last-input
+const CHANNELS = ["web", "print", "archive"];
 const now = () => new Date().toISOString();
 const id = (p) => `${p}_${crypto.randomBytes(4).toString("hex")}`;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -40,6 +51,20 @@ async function readBody(req) {
   const chunks = [];
   for await (const c of req) chunks.push(c);
   return Buffer.concat(chunks);
+}
+
+/** approvalID names exactly the calls and arguments shown (like the server's, opaque to clients). */
+function approvalID(calls) {
+  return "ap_" + crypto.createHash("sha256").update(JSON.stringify(calls)).digest("hex").slice(0, 16);
+}
+
+/** checkPublish validates publish_artifact arguments like the skill's schema; it returns the reason or "". */
+function checkPublish(conv, args) {
+  if (!args || typeof args !== "object" || Array.isArray(args)) return "arguments must be an object";
+  for (const k of Object.keys(args)) if (k !== "artifact_id" && k !== "channel") return `unknown property ${k}`;
+  if (typeof args.artifact_id !== "string" || !conv.artifacts.has(args.artifact_id)) return `artifact_id: no artifact ${JSON.stringify(args.artifact_id)} in this conversation`;
+  if (!CHANNELS.includes(args.channel)) return `channel: ${JSON.stringify(args.channel)} is not one of ${CHANNELS.join(", ")}`;
+  return "";
 }
 
 function publicTurn(t) {
@@ -127,20 +152,26 @@ async function runTurn(conv, t) {
     if (/publish/i.test(text)) {
       const last = [...conv.artifacts.values()].pop();
       if (!last) return finish(conv, t, "succeeded", "There is nothing to publish yet.");
+      const channel = (text.match(/\b(?:to|on)\s+(?:the\s+)?(\w+)/i) || [, "web"])[1].toLowerCase();
       const callId = id("call");
-      t.approval = { calls: [{ call_id: callId, tool: "publish_artifact", arguments: { artifact_id: last.artifact_id } }] };
+      const calls = [{ call_id: callId, tool: "publish_artifact", arguments: { artifact_id: last.artifact_id, channel } }];
+      t.approval = { id: approvalID(calls), calls };
       t.status = "awaiting_approval";
-      conv.history.push({ role: "assistant", kind: "plan", content: `I will publish ${last.name} to the web.`, at: now(), turn_id: t.turn_id });
+      conv.history.push({ role: "assistant", kind: "plan", content: `I will publish ${last.name} to ${channel}.`, at: now(), turn_id: t.turn_id });
       const input = await waitFor(t);
       t.status = "running";
       if (input.approval.decision !== "approve") {
         t.steps.push({ tool: "publish_artifact", call_id: callId, status: "rejected", started_at: now(), ended_at: now() });
         await step(conv, t, "llm");
-        return finish(conv, t, "succeeded", `OK, I did not publish ${last.name}.`);
+        const why = input.approval.note ? ` (${input.approval.note})` : "";
+        return finish(conv, t, "succeeded", `Not published: publishing ${last.name} to ${channel} was rejected${why}.`);
       }
+      // An edit replaces the call's arguments: what runs is what the user approved.
+      const args = (input.approval.arguments && input.approval.arguments[callId]) || calls[0].arguments;
+      const art = conv.artifacts.get(args.artifact_id);
       await step(conv, t, "publish_artifact");
       await step(conv, t, "llm");
-      return finish(conv, t, "succeeded", `Published ${last.name} at https://example.invalid/p/${last.artifact_id}.`);
+      return finish(conv, t, "succeeded", `Published ${art.name} to ${args.channel} at https://example.invalid/p/${art.artifact_id}.`);
     }
     if (/form/i.test(text)) {
       const callId = id("call");
@@ -261,7 +292,24 @@ async function api(req, res, url) {
     if (parts.length === 5 && m === "GET") return send(res, 200, publicTurn(t));
     if (parts[5] === "input" && m === "POST") {
       const body = JSON.parse((await readBody(req)).toString() || "{}");
-      if (t.status === "awaiting_input" && body.answers) {
+      lastInput = body;
+      if (!body.answers === !body.approval) return fail(res, 400, "invalid_input", "send exactly one of answers or approval");
+      for (const f of body.files || []) {
+        if (!conv.artifacts.has(f)) return fail(res, 400, "unknown_file", `no artifact ${f} in this conversation`);
+      }
+      if (t.status === "awaiting_approval" && body.approval) {
+        const ap = body.approval;
+        if (!ap.id) return fail(res, 400, "missing_approval_id", "approval.id is required: send the id of the approval you answer");
+        if (ap.decision !== "approve" && ap.decision !== "reject") return fail(res, 400, "invalid_decision", "decision must be approve or reject");
+        if (ap.id !== t.approval.id) return fail(res, 409, "stale_approval", "the approval changed since it was shown; read the turn again");
+        for (const [callId, args] of Object.entries(ap.arguments || {})) {
+          const call = t.approval.calls.find((c) => c.call_id === callId);
+          if (ap.decision !== "approve") return fail(res, 400, "invalid_edit", "arguments may only come with approve");
+          if (!call) return fail(res, 400, "invalid_edit", `call ${callId} is not in the approval`);
+          const why = checkPublish(conv, args);
+          if (why) return fail(res, 400, "invalid_arguments", `${call.tool}: ${why}`);
+        }
+      } else if (t.status === "awaiting_input" && body.answers) {
         for (const call of t.form.calls) {
           const a = body.answers[call.call_id] || {};
           for (const f of call.fields) {
@@ -269,8 +317,8 @@ async function api(req, res, url) {
           }
           if (typeof a.count !== "number" || a.count < 1) return fail(res, 400, "invalid_input", "count must be at least 1");
         }
-      } else if (!(t.status === "awaiting_approval" && body.approval)) {
-        return fail(res, 409, "conflict", `nothing waits for that input (turn is ${t.status})`);
+      } else {
+        return fail(res, 409, "not_waiting", `nothing waits for that input (turn is ${t.status})`);
       }
       const resume = t.resume;
       t.resume = null;
@@ -288,6 +336,7 @@ const server = http.createServer(async (req, res) => {
   const url = new URL(req.url, "http://x");
   try {
     if (url.pathname.startsWith("/v1/")) return await api(req, res, url);
+    if (url.pathname === "/_fake/last-input" && req.method === "GET") return send(res, 200, { body: lastInput });
     const rel = url.pathname === "/" ? "index.html" : url.pathname.slice(1);
     const file = path.join(webDir, path.normalize(rel));
     if (!file.startsWith(webDir) || !fs.existsSync(file)) return fail(res, 404, "not_found", "no such file");

@@ -19,12 +19,15 @@ await main("reject", async (page) => {
   await waitStatus(turn, ["awaiting_approval"]);
   const panel = turn.getByTestId("approval");
   await panel.waitFor({ state: "visible" });
+  // The answer names the approval it answers (API.md: approval.id).
+  const id = await panel.getAttribute("data-approval-id");
+  if (!id) throw new Error("the approval panel carries no approval id (data-approval-id)");
   const note = "not ready for the public";
   await panel.getByTestId("approval-note").fill(note);
   await panel.getByTestId("reject").click();
   await waitStatus(turn, ["succeeded"]);
 
-  const want = { approval: { decision: "reject", note } };
+  const want = { approval: { id, decision: "reject", note } };
   if (inputBodies.length !== 1 || JSON.stringify(inputBodies[0]) !== JSON.stringify(want)) {
     throw new Error(`input requests ${JSON.stringify(inputBodies)}, want one ${JSON.stringify(want)}`);
   }

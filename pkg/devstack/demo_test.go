@@ -80,7 +80,7 @@ func TestSpecialistInputRequired(t *testing.T) {
 	if field == "" {
 		t.Fatalf("fields = %+v, want outer_diameter_mm", v.Form.Calls[0].Fields)
 	}
-	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"g1": map[string]any{"outer_diameter_mm": 1200}}}); code != http.StatusAccepted {
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{c.formCall(cid, tid): map[string]any{"outer_diameter_mm": 1200}}}); code != http.StatusAccepted {
 		t.Fatalf("answer = %d", code)
 	}
 	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "flange: succeeded" || len(v.Artifacts) != 1 {

@@ -186,17 +186,17 @@ func TestFormRoundTrip(t *testing.T) {
 	if f.Tool != "design_valve_flange" || len(f.Fields) != 1 || f.Fields[0].Name != "material" || len(f.Fields[0].Enum) == 0 {
 		t.Fatalf("form = %+v, want the material field with its enum", f)
 	}
-	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "unobtainium"}}}); code != http.StatusBadRequest {
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "unobtainium"}}}); code != http.StatusBadRequest {
 		t.Errorf("invalid answer = %d, want 400", code)
 	}
-	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "steel"}}}); code != http.StatusAccepted {
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "steel"}}}); code != http.StatusAccepted {
 		t.Fatalf("answer = %d, want 202", code)
 	}
 	v = c.wait(cid, tid)
 	if v.Status != "succeeded" || len(v.Artifacts) == 0 {
 		t.Fatalf("turn = %s %q, artifacts %v; want succeeded with a drawing", v.Status, v.Reply, v.Artifacts)
 	}
-	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "brass"}}}); code != http.StatusConflict {
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "brass"}}}); code != http.StatusConflict {
 		t.Errorf("second answer = %d, want 409", code)
 	}
 	// spec §3.5: the result tells the model the user supplied material.
@@ -238,10 +238,10 @@ func TestApproval(t *testing.T) {
 			if v.Status != "awaiting_approval" || v.Approval == nil || v.Approval.Calls[0].Arguments["channel"] != "web" {
 				t.Fatalf("turn = %+v, want awaiting_approval showing the arguments", v)
 			}
-			if code := c.as("mallory", st).input(cid, tid, map[string]any{"approval": map[string]any{"decision": "approve"}}); code != http.StatusNotFound {
+			if code := c.as("mallory", st).input(cid, tid, map[string]any{"approval": map[string]any{"id": v.Approval.ID, "decision": "approve"}}); code != http.StatusNotFound {
 				t.Errorf("another user's approval = %d, want 404", code)
 			}
-			if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": decision}}); code != http.StatusAccepted {
+			if code := c.decide(cid, tid, decision, nil); code != http.StatusAccepted {
 				t.Fatalf("decision = %d, want 202", code)
 			}
 			v = c.wait(cid, tid)
@@ -313,7 +313,7 @@ func TestSupersede(t *testing.T) {
 	if v := c.wait(cid, t1); v.Status != "superseded" {
 		t.Errorf("old turn = %s, want superseded", v.Status)
 	}
-	if code := c.input(cid, t1, map[string]any{"answers": map[string]any{"f1": map[string]any{"material": "steel"}}}); code != http.StatusConflict {
+	if code := c.input(cid, t1, map[string]any{"answers": map[string]any{"call_" + t1 + "_1": map[string]any{"material": "steel"}}}); code != http.StatusConflict {
 		t.Errorf("answer to superseded turn = %d, want 409", code)
 	}
 	// The superseded call reaches the model as not_executed (spec §3.4a).
@@ -354,7 +354,7 @@ func TestApprovalExpires(t *testing.T) {
 	if n := len(st.Publications.List()); n != 0 {
 		t.Errorf("publications = %d, want 0", n)
 	}
-	if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": "approve"}}); code != http.StatusConflict {
+	if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"id": "ap_any", "decision": "approve"}}); code != http.StatusConflict {
 		t.Errorf("late approval = %d, want 409", code)
 	}
 }

@@ -25,19 +25,57 @@ import (
 // model is a scripted LLM for one test: decide sees each request and
 // answers it; every request is recorded so tests count LLM calls and check
 // the transcripts the provider got.
+//
+// The platform stores its own call ids (turn.CallID), never the
+// provider's; decide sees the ids it gave back (by tool and arguments, in
+// order), so a test can name its calls ("p1") while the stored ids stay
+// the platform's.
 type model struct {
-	mu     sync.Mutex
-	reqs   []llm.Request
-	decide func(req llm.Request) *llm.Response
+	mu      sync.Mutex
+	reqs    []llm.Request
+	decide  func(req llm.Request) *llm.Response
+	emitted []llm.ToolCall
 }
 
 func (m *model) Complete(_ context.Context, req llm.Request) (*llm.Response, error) {
 	m.mu.Lock()
+	req = m.ownIDs(req)
 	m.reqs = append(m.reqs, req)
 	m.mu.Unlock()
 	r := m.decide(req)
+	m.mu.Lock()
+	m.emitted = append(m.emitted, r.ToolCalls...)
+	m.mu.Unlock()
 	r.Usage = llm.Usage{InputTokens: 100, OutputTokens: 10}
 	return r, nil
+}
+
+// ownIDs rewrites the stored call ids of req to the ids this model gave.
+func (m *model) ownIDs(req llm.Request) llm.Request {
+	used := make([]bool, len(m.emitted))
+	ids := map[string]string{}
+	msgs := make([]llm.Message, len(req.Messages))
+	for i, msg := range req.Messages {
+		if len(msg.ToolCalls) > 0 {
+			msg.ToolCalls = append([]llm.ToolCall(nil), msg.ToolCalls...)
+			for k, c := range msg.ToolCalls {
+				for j, e := range m.emitted {
+					if !used[j] && e.ID != "" && e.Name == c.Name && e.Arguments == c.Arguments {
+						used[j] = true
+						ids[c.ID] = e.ID
+						msg.ToolCalls[k].ID = e.ID
+						break
+					}
+				}
+			}
+		}
+		if own, ok := ids[msg.ToolCallID]; ok {
+			msg.ToolCallID = own
+		}
+		msgs[i] = msg
+	}
+	req.Messages = msgs
+	return req
 }
 
 func (m *model) requests() []llm.Request {
@@ -243,6 +281,31 @@ func (c *client) upload(cid, name, mimeType, body string) string {
 func (c *client) input(cid, tid string, body any) int {
 	c.t.Helper()
 	return c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/input", body, nil)
+}
+
+// decide answers the open approval of turn tid (its id from the view) with
+// decision and the extra fields of the approval object.
+func (c *client) decide(cid, tid, decision string, extra map[string]any) int {
+	c.t.Helper()
+	v := c.turn(cid, tid)
+	ap := map[string]any{"decision": decision}
+	if v.Approval != nil {
+		ap["id"] = v.Approval.ID
+	}
+	for k, x := range extra {
+		ap[k] = x
+	}
+	return c.input(cid, tid, map[string]any{"approval": ap})
+}
+
+// formCall is the call id of the open form's first call of turn tid.
+func (c *client) formCall(cid, tid string) string {
+	c.t.Helper()
+	v := c.turn(cid, tid)
+	if v.Form == nil || len(v.Form.Calls) == 0 {
+		c.t.Fatalf("turn %s shows no form: %+v", tid, v)
+	}
+	return v.Form.Calls[0].CallID
 }
 
 // slowAgent is an A2A specialist (a2a-go server) whose skill sleeps, so a

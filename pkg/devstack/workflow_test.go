@@ -355,7 +355,7 @@ func TestWorkflowPlanApproval(t *testing.T) {
 		t.Errorf("artifacts before approval = %+v, want none: nothing runs before the plan is approved", v.Artifacts)
 	}
 
-	if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": "reject", "note": "not today"}}); code != http.StatusAccepted {
+	if code := c.decide(cid, tid, "reject", map[string]any{"note": "not today"}); code != http.StatusAccepted {
 		t.Fatalf("reject = %d", code)
 	}
 	if v = c.wait(cid, tid); v.Status != "succeeded" || !strings.HasPrefix(v.Reply, "workflow rejected") || len(v.Artifacts) != 0 {
@@ -363,7 +363,7 @@ func TestWorkflowPlanApproval(t *testing.T) {
 	}
 
 	tid, v = start()
-	if code := c.input(cid, tid, map[string]any{"approval": map[string]any{"decision": "approve"}}); code != http.StatusAccepted {
+	if code := c.decide(cid, tid, "approve", nil); code != http.StatusAccepted {
 		t.Fatalf("approve = %d (%s)", code, v.Status)
 	}
 	if v = c.wait(cid, tid); v.Status != "succeeded" || v.Reply != "workflow succeeded" || len(v.Artifacts) != 2 {
