@@ -388,7 +388,7 @@ func TestDefinitionIsASLWithSubstitutions(t *testing.T) {
 	walk(def["States"].(map[string]any))
 	want := map[string]string{
 		"LLMStep": FnLLMStep, "ValidateBatch": FnValidate, "AwaitUser": FnAwait,
-		"InvokeCall": FnInvoke, "AppendResults": FnAppend, "FailTurn": FnLLMStep,
+		"InvokeCall": FnInvoke, "CallFailed": FnInvoke, "AppendResults": FnAppend, "FailTurn": FnLLMStep,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state → function (-want +got):\n%s", diff)

@@ -38,27 +38,6 @@ func MergeArtifacts(known map[string]artifact.Artifact, produced ...artifact.Art
 	}
 }
 
-// MergeArtifactList is MergeArtifacts for the ordered catalog list: a known
-// id is replaced in place, a new one appended.
-func MergeArtifactList(list []artifact.Artifact, produced ...artifact.Artifact) []artifact.Artifact {
-	at := make(map[string]int, len(list))
-	for i, a := range list {
-		at[a.ID] = i
-	}
-	for _, a := range produced {
-		if a.ID == "" {
-			continue
-		}
-		if i, ok := at[a.ID]; ok {
-			list[i] = a
-			continue
-		}
-		at[a.ID] = len(list)
-		list = append(list, a)
-	}
-	return list
-}
-
 // PromptInput is what the system prompt shows besides the rules.
 type PromptInput struct {
 	// Catalog is the conversation's artifact catalog, in catalog order.

@@ -83,9 +83,4 @@ func TestMergeArtifacts(t *testing.T) {
 	if diff := cmp.Diff(want, env.Artifacts); diff != "" {
 		t.Errorf("MergeArtifacts() mismatch (-want +got):\n%s", diff)
 	}
-	list := catalog.MergeArtifactList([]artifact.Artifact{{ID: "a1", Name: "old"}}, artifact.Artifact{ID: "a2"}, artifact.Artifact{ID: "a1", Name: "renamed"})
-	wantList := []artifact.Artifact{{ID: "a1", Name: "renamed"}, {ID: "a2"}}
-	if diff := cmp.Diff(wantList, list); diff != "" {
-		t.Errorf("MergeArtifactList() mismatch (-want +got):\n%s", diff)
-	}
 }

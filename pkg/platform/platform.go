@@ -54,13 +54,16 @@ type Config struct {
 
 // LimitsFromEnv reads the turn limits, starting from the spec's defaults:
 // CLIENTAGENT_MAX_LLM_CALLS, CLIENTAGENT_TOKEN_BUDGET, CLIENTAGENT_MAX_REPEATS,
-// CLIENTAGENT_AWAIT_TIMEOUT (a Go duration), CLIENTAGENT_MAX_CONCURRENCY.
+// CLIENTAGENT_MAX_FAILURES (the re-plan cap), CLIENTAGENT_MAX_CONCURRENCY,
+// CLIENTAGENT_AWAIT_TIMEOUT and CLIENTAGENT_TURN_TIMEOUT (Go durations; the
+// turn's wall-clock budget, not counting waits for the user, 0 for none).
 func LimitsFromEnv(getenv func(string) string) (turn.Limits, error) {
 	l := turn.DefaultLimits()
 	ints := map[string]*int{
 		"CLIENTAGENT_MAX_LLM_CALLS":   &l.MaxLLMCalls,
 		"CLIENTAGENT_TOKEN_BUDGET":    &l.TokenBudget,
 		"CLIENTAGENT_MAX_REPEATS":     &l.MaxRepeats,
+		"CLIENTAGENT_MAX_FAILURES":    &l.MaxFailures,
 		"CLIENTAGENT_MAX_CONCURRENCY": &l.MaxConcurrency,
 	}
 	for k, p := range ints {
@@ -78,6 +81,13 @@ func LimitsFromEnv(getenv func(string) string) (turn.Limits, error) {
 			return l, fmt.Errorf("CLIENTAGENT_AWAIT_TIMEOUT=%q: want a duration of at least 1s, e.g. 30m", v)
 		}
 		l.AwaitTimeout = d
+	}
+	if v := getenv("CLIENTAGENT_TURN_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d > 0 && d < time.Second {
+			return l, fmt.Errorf("CLIENTAGENT_TURN_TIMEOUT=%q: want 0 (none) or a duration of at least 1s, e.g. 15m", v)
+		}
+		l.TurnTimeout = d
 	}
 	return l, nil
 }

@@ -29,6 +29,19 @@ func TestLimitsFromEnv(t *testing.T) {
 		{"negative", map[string]string{"CLIENTAGENT_TOKEN_BUDGET": "-1"}, nil, true},
 		{"bad duration", map[string]string{"CLIENTAGENT_AWAIT_TIMEOUT": "soon"}, nil, true},
 		{"too short", map[string]string{"CLIENTAGENT_AWAIT_TIMEOUT": "10ms"}, nil, true},
+		{"bad turn timeout", map[string]string{"CLIENTAGENT_TURN_TIMEOUT": "-5m"}, nil, true},
+		{"bad failure cap", map[string]string{"CLIENTAGENT_MAX_FAILURES": "x"}, nil, true},
+	}
+	// Seed 004 budgets (issue 12): the turn's wall-clock budget and the
+	// re-plan cap come from configuration.
+	l, err := LimitsFromEnv(func(k string) string {
+		return map[string]string{"CLIENTAGENT_TURN_TIMEOUT": "90s", "CLIENTAGENT_MAX_FAILURES": "4"}[k]
+	})
+	if err != nil || l.TurnTimeout != 90*time.Second || l.MaxFailures != 4 {
+		t.Errorf("LimitsFromEnv(budgets) = %s, %d, %v; want 90s and 4", l.TurnTimeout, l.MaxFailures, err)
+	}
+	if d, _ := LimitsFromEnv(func(string) string { return "" }); d.TurnTimeout != 15*time.Minute || d.MaxFailures != 2 {
+		t.Errorf("default budgets = %s, %d; want 15m and 2", d.TurnTimeout, d.MaxFailures)
 	}
 	for _, tc := range tests {
 		l, err := LimitsFromEnv(func(k string) string { return tc.env[k] })
