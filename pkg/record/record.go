@@ -279,6 +279,17 @@ type InputRequired struct {
 // ErrNotFound is returned for a conversation or turn that does not exist.
 var ErrNotFound = errors.New("record: not found")
 
+// Store faults callers tell apart (the API answers 503 with a code; the
+// step handlers fail fast with a TransientError the state machine retries).
+var (
+	// ErrUnavailable wraps a store that did not answer in time: paused,
+	// unreachable, or its connection pool exhausted.
+	ErrUnavailable = errors.New("record: store unavailable")
+	// ErrFull wraps a write the store refused for lack of memory
+	// (maxmemory with noeviction); reads keep working.
+	ErrFull = errors.New("record: store full")
+)
+
 // Store keeps conversation records. Every method makes at most one round
 // trip to the server (pipelined), and every key of one conversation shares
 // one cluster slot.
