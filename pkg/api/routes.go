@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
@@ -27,6 +29,23 @@ import (
 // exactly like a missing one.
 func (s *Server) conversation(ctx context.Context, user, cid, tid string) (*record.Conversation, map[string]record.CallOutcome, error) {
 	conv, outcomes, err := s.Store.Load(ctx, cid, tid)
+	if errors.Is(err, record.ErrNotFound) {
+		return nil, nil, errNotFound
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+	}
+	if conv.Meta.Owner != user {
+		return nil, nil, errNotFound
+	}
+	return conv, outcomes, nil
+}
+
+// step loads what one request about cid needs (record.Store.LoadStep): the
+// meta and the active turns, and q's turn; never the whole history. It
+// checks the owner like conversation.
+func (s *Server) step(ctx context.Context, user, cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, error) {
+	conv, outcomes, err := s.Store.LoadStep(ctx, cid, q)
 	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil, errNotFound
 	}
@@ -112,7 +131,7 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, user st
 }
 
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, user string) error {
-	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
+	conv, _, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{})
 	if err != nil {
 		return err
 	}
@@ -134,13 +153,13 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, user
 }
 
 func (s *Server) uploadArtifact(w http.ResponseWriter, r *http.Request, user string) error {
-	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
+	conv, _, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{})
 	if err != nil {
 		return err
 	}
 	name := strings.TrimSpace(r.URL.Query().Get("name"))
-	if name == "" || len(name) > 200 || strings.ContainsAny(name, "/\\\x00") {
-		return errorf(http.StatusBadRequest, "invalid_name", "the query parameter name is required: a file name without slashes, at most 200 characters")
+	if err := checkFileName(name); err != nil {
+		return err
 	}
 	mime := r.Header.Get("Content-Type")
 	if mime == "" {
@@ -167,12 +186,62 @@ func (s *Server) uploadArtifact(w http.ResponseWriter, r *http.Request, user str
 	return nil
 }
 
+// maxFileName is the longest upload name, in characters.
+const maxFileName = 200
+
+// checkFileName refuses an upload name that is not a plain file name: empty,
+// "." or "..", longer than maxFileName characters (runes, not bytes), not
+// UTF-8, or holding a slash, a backslash, a double quote or a control or
+// format character (bidirectional overrides included). The name reaches
+// Content-Disposition headers, saved files and the model's prompt.
+func checkFileName(name string) error {
+	bad := func(why string) error {
+		return errorf(http.StatusBadRequest, "invalid_name", "the query parameter name must be a plain file name of at most 200 characters: "+why)
+	}
+	switch {
+	case name == "":
+		return bad("it is missing")
+	case name == "." || name == "..":
+		return bad(name + " is not a file name")
+	case !utf8.ValidString(name):
+		return bad("it is not valid UTF-8")
+	case utf8.RuneCountInString(name) > maxFileName:
+		return bad(fmt.Sprintf("it has %d characters", utf8.RuneCountInString(name)))
+	}
+	for _, c := range name {
+		switch {
+		case c == '/' || c == '\\':
+			return bad("no slashes or backslashes")
+		case c == '"':
+			return bad("no double quotes")
+		case unicode.IsControl(c) || unicode.Is(unicode.Cf, c):
+			return bad(fmt.Sprintf("no control characters (%U)", c))
+		}
+	}
+	return nil
+}
+
+// artifactLinkTTL is how long an artifact link (a redirect's or a
+// ?redirect=false answer's) stays valid.
+const artifactLinkTTL = 5 * time.Minute
+
 func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string) error {
-	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
+	link := false
+	switch v := r.URL.Query().Get("redirect"); v {
+	case "", "true":
+	case "false":
+		link = true
+	default:
+		return errorf(http.StatusBadRequest, "invalid_query", `redirect must be "true" or "false"`)
+	}
+	conv, _, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{})
 	if err != nil {
 		return err
 	}
 	aid := r.PathValue("aid")
+	if err := s.withArtifacts(r.Context(), conv, aid); err != nil {
+		return err
+	}
 	var meta *artifact.Artifact
 	for i := range conv.Artifacts {
 		if conv.Artifacts[i].ID == aid {
@@ -182,10 +251,20 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string
 	if meta == nil {
 		return errorf(http.StatusNotFound, "not_found", "no such artifact")
 	}
-	if s.RedirectArtifacts {
-		u, err := s.Artifacts.URL(r.Context(), conv.Meta.ID, aid, 5*time.Minute)
+	if link || s.RedirectArtifacts {
+		expires := s.now().Add(artifactLinkTTL)
+		u, err := s.Artifacts.URL(r.Context(), conv.Meta.ID, aid, artifactLinkTTL)
 		if err != nil {
 			return fmt.Errorf("presign artifact: %w", err)
+		}
+		if link {
+			// The link itself: a browser fetches it without the API's
+			// Authorization header, and a cross-origin fetch sends the page's
+			// Origin, which the bucket's CORS rule admits (following a 302
+			// from the API would send Origin: null).
+			w.Header().Set("Cache-Control", "no-store")
+			writeJSON(w, http.StatusOK, map[string]string{"url": u, "expires_at": expires.Format(time.RFC3339)})
+			return nil
 		}
 		http.Redirect(w, r, u, http.StatusFound)
 		return nil
@@ -248,8 +327,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		return errorf(http.StatusBadRequest, "invalid_workflow", "workflow.id is required")
 	}
 	ctx := r.Context()
-	conv, _, err := s.conversation(ctx, user, r.PathValue("cid"), "")
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
 	if err != nil {
+		return err
+	}
+	if err := s.withArtifacts(ctx, conv, body.Files...); err != nil {
 		return err
 	}
 	files, err := uploads(conv, body.Files)
@@ -406,6 +488,20 @@ func awaitingApproval(conv *record.Conversation) *record.Turn {
 	return nil
 }
 
+// withArtifacts adds to conv's catalog the artifacts ids names that the
+// request's load did not read (it reads only the newest of a long catalog).
+func (s *Server) withArtifacts(ctx context.Context, conv *record.Conversation, ids ...string) error {
+	if conv.ArtifactTotal == 0 || len(ids) == 0 {
+		return nil
+	}
+	arts, err := s.Store.Artifacts(ctx, conv.Meta.ID, ids...)
+	if err != nil {
+		return fmt.Errorf("read artifacts: %w", err)
+	}
+	conv.Artifacts = append(conv.Artifacts, arts...)
+	return nil
+}
+
 func uploads(conv *record.Conversation, ids []string) ([]artifact.Artifact, error) {
 	var files []artifact.Artifact
 	for _, id := range ids {
@@ -448,7 +544,7 @@ func yesNo(text string) (string, bool) {
 
 func (s *Server) getTurn(w http.ResponseWriter, r *http.Request, user string) error {
 	tid := r.PathValue("tid")
-	conv, outcomes, err := s.conversation(r.Context(), user, r.PathValue("cid"), tid)
+	conv, outcomes, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{TurnID: tid, Outcomes: true})
 	if err != nil {
 		return err
 	}
@@ -578,13 +674,20 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 	}
 	ctx := r.Context()
 	tid := r.PathValue("tid")
-	conv, _, err := s.conversation(ctx, user, r.PathValue("cid"), "")
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{TurnID: tid})
 	if err != nil {
 		return err
 	}
 	t, ok := conv.Turn(tid)
 	if !ok {
 		return errorf(http.StatusNotFound, "not_found", "no such turn")
+	}
+	var edits any
+	if body.Approval != nil {
+		edits = body.Approval.Arguments
+	}
+	if err := turn.ResolveArtifacts(ctx, s.Store, conv, t, edits, body.Files); err != nil {
+		return err
 	}
 	if _, err := uploads(conv, body.Files); err != nil {
 		return err

@@ -45,3 +45,7 @@ func CheckNames(names ...string) error {
 	}
 	return nil
 }
+
+// LooksLikeID reports whether s has the shape of an artifact id NewID
+// makes, so a value in a call's arguments may name one.
+func LooksLikeID(s string) bool { return len(s) > 4 && len(s) <= 64 && s[:4] == "art_" }

@@ -40,8 +40,11 @@ func MergeArtifacts(known map[string]artifact.Artifact, produced ...artifact.Art
 
 // PromptInput is what the system prompt shows besides the rules.
 type PromptInput struct {
-	// Catalog is the conversation's artifact catalog, in catalog order.
+	// Catalog is the conversation's artifact catalog, in catalog order: the
+	// newest entries of a long one.
 	Catalog []artifact.Artifact
+	// Older is how many older artifacts the catalog leaves out.
+	Older int
 	// RecentSkillInputs is the newest successful inputs per tool name.
 	RecentSkillInputs map[string]map[string]any
 	Now               time.Time
@@ -80,6 +83,9 @@ func SystemPrompt(p PromptInput) string {
 	b.WriteString("Artifacts in this conversation:\n")
 	if len(p.Catalog) == 0 {
 		b.WriteString("none yet\n")
+	}
+	if p.Older > 0 {
+		fmt.Fprintf(&b, "(%d older artifacts are not listed; their ids in the transcript still work)\n", p.Older)
 	}
 	for _, a := range p.Catalog {
 		fmt.Fprintf(&b, "- artifact_id=%s name=%s mime_type=%s", a.ID, oneLine(a.Name), a.MimeType)

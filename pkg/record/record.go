@@ -55,13 +55,50 @@ type Meta struct {
 	Status Status `json:"status,omitempty"`
 }
 
-// Conversation is everything stored for one conversation, as read in one
-// round trip. Turns are ordered by StartedAt (then id).
+// Conversation is what was read of one conversation, in one round trip.
+// Turns are ordered by StartedAt (then id). Store.Load reads everything;
+// Store.LoadStep reads what one step needs (Query), so that a step's cost
+// does not grow with the conversation's length: then Turns holds the
+// step's own turn in full, the turns still active and the newest turns
+// of the transcript window (their transcript blocks and call states
+// only), and Artifacts the newest of the catalog and those of the turn.
 type Conversation struct {
 	Meta      Meta
 	Turns     []*Turn
 	Artifacts []artifact.Artifact // the catalog, ordered by CreatedAt
+	// ArtifactTotal is the number of artifacts in the whole catalog, when
+	// Artifacts holds only part of it (0: Artifacts is the whole catalog).
+	ArtifactTotal int
+	// Inputs is the summary of recent_skill_inputs the store keeps (spec
+	// §3.5): per tool, the inputs of its newest succeeded call of any turn.
+	Inputs map[string]SkillInputs
 }
+
+// SkillInputs are the inputs of one succeeded call, at its time.
+type SkillInputs struct {
+	At     time.Time      `json:"at"`
+	Inputs map[string]any `json:"inputs"`
+}
+
+// Query says what Store.LoadStep reads besides the conversation's meta and
+// its active turns (running or waiting).
+type Query struct {
+	// TurnID is the step's turn, read in full ("" for none).
+	TurnID string
+	// Window > 0 also reads the newest turns whose transcript blocks cover
+	// Window entries of the LLM view (spec §3.6), for an LLM call.
+	Window int
+	// Outcomes reads the turn's stored call outcomes.
+	Outcomes bool
+	// Artifacts is how many of the newest catalog entries to read besides
+	// the turn's own (0: DefaultCatalogSize).
+	Artifacts int
+}
+
+// DefaultCatalogSize is how many of a conversation's newest artifacts a
+// step reads for the system prompt's catalog; older ones are looked up by
+// id when a call names them (Store.Artifacts).
+const DefaultCatalogSize = 50
 
 // WorkflowSelection is an explicit workflow start (API.md messages body).
 type WorkflowSelection struct {
@@ -300,6 +337,13 @@ type Store interface {
 	// and, when turnID is not empty, that turn's stored call outcomes.
 	// ErrNotFound when the conversation does not exist.
 	Load(ctx context.Context, cid, turnID string) (*Conversation, map[string]CallOutcome, error)
+	// LoadStep reads what one step of a turn needs (Query), in one round
+	// trip and without reading the whole history. ErrNotFound when the
+	// conversation does not exist.
+	LoadStep(ctx context.Context, cid string, q Query) (*Conversation, map[string]CallOutcome, error)
+	// Artifacts reads catalog entries by id; ids not in the catalog are
+	// left out.
+	Artifacts(ctx context.Context, cid string, ids ...string) ([]artifact.Artifact, error)
 	// AddSpend adds one provider call's spend (calls, tokens) to turnID's
 	// counters at once, apart from the turn's field, so a step that fails
 	// after the call still counts it and a retried step counts each real

@@ -3,7 +3,6 @@ package record
 import (
 	"encoding/json"
 	"sort"
-	"time"
 	"unicode/utf8"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -277,33 +276,62 @@ func applyWindow(view []llm.Message, selfStart, window int) []llm.Message {
 }
 
 // RecentSkillInputs is recent_skill_inputs (spec §3.5): for each tool, the
-// inputs of its newest succeeded call, taken from the tool_inputs of every
-// conversation_history entry of every turn, so they outlive the transcript
-// window. Newest is by entry time, then turn order.
+// inputs of its newest succeeded call, taken from the tool_inputs of the
+// conversation_history entries of every turn, so they outlive the
+// transcript window. The store keeps them as a summary updated on each
+// write (Conversation.Inputs), merged here with the turns that were read.
+// Newest is by entry time, then turn order.
 func (c *Conversation) RecentSkillInputs() map[string]map[string]any {
-	type pick struct {
-		at     time.Time
-		inputs map[string]any
+	best := map[string]SkillInputs{}
+	for tool, in := range c.Inputs {
+		best[tool] = in
 	}
-	best := map[string]pick{}
 	turns := append([]*Turn(nil), c.Turns...)
 	SortTurns(turns)
 	for _, t := range turns {
-		for _, h := range t.History {
-			if h.Status != ResultSucceeded || h.Tool == "" || len(h.ToolInputs) == 0 {
+		for tool, in := range t.NewestInputs() {
+			if b, ok := best[tool]; ok && in.At.Before(b.At) {
 				continue
 			}
-			if b, ok := best[h.Tool]; ok && h.At.Before(b.at) {
-				continue
-			}
-			best[h.Tool] = pick{h.At, h.ToolInputs}
+			best[tool] = in
 		}
 	}
 	out := make(map[string]map[string]any, len(best))
 	for tool, b := range best {
-		out[tool] = b.inputs
+		out[tool] = b.Inputs
 	}
 	return out
+}
+
+// NewestInputs are, per tool, the inputs of t's newest succeeded call, from
+// its conversation_history entries (the evidence of spec §3.5).
+func (t *Turn) NewestInputs() map[string]SkillInputs {
+	out := map[string]SkillInputs{}
+	for _, h := range t.History {
+		if h.Status != ResultSucceeded || h.Tool == "" || len(h.ToolInputs) == 0 {
+			continue
+		}
+		if b, ok := out[h.Tool]; ok && h.At.Before(b.At) {
+			continue
+		}
+		out[h.Tool] = SkillInputs{At: h.At, Inputs: h.ToolInputs}
+	}
+	return out
+}
+
+// ViewSize is how many entries t's block adds to the LLM view: its user
+// and assistant messages and one result per call (LLMView's repair gives
+// every call exactly one). The store keeps it beside the turn, so a step
+// reads back only the turns its window needs.
+func (t *Turn) ViewSize() int {
+	n := 0
+	for _, m := range t.Messages {
+		switch m.Role {
+		case llm.RoleUser, llm.RoleAssistant:
+			n += 1 + len(m.ToolCalls)
+		}
+	}
+	return n
 }
 
 // Entry kinds of conversation_history that StampTurnArtifacts treats apart.

@@ -106,6 +106,9 @@ func (h *Handlers) run(ctx context.Context, r Ref, conv *record.Conversation, t 
 	if err != nil {
 		return record.CallOutcome{}, nil, err
 	}
+	if err := ResolveArtifacts(ctx, h.Store, conv, t); err != nil {
+		return record.CallOutcome{}, nil, err
+	}
 	arts := Env(conv, t).Artifacts
 	// The specialist (or a workflow's steps) must finish before the step's
 	// own deadline, so its outcome, even a timeout, is still stored.

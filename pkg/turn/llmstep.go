@@ -52,7 +52,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		return h.failTurn(ctx, in)
 	}
 	started := h.now()
-	conv, t, _, err := h.load(ctx, in.Ref, false)
+	conv, t, _, err := h.load(ctx, in.Ref, false, true)
 	if err != nil {
 		return StepOutput{}, err
 	}
@@ -80,7 +80,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	}
 	req := llm.Request{
 		Flavour:  llm.Medium,
-		System:   catalog.SystemPrompt(catalog.PromptInput{Catalog: conv.Artifacts, RecentSkillInputs: conv.RecentSkillInputs(), Now: started, UserName: conv.Meta.Owner}),
+		System:   catalog.SystemPrompt(catalog.PromptInput{Catalog: conv.Artifacts, Older: olderArtifacts(conv), RecentSkillInputs: conv.RecentSkillInputs(), Now: started, UserName: conv.Meta.Owner}),
 		Messages: conv.LLMView(t.ID, h.Limits.Window),
 		Tools:    cat.Tools(),
 	}
@@ -139,6 +139,14 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		return StepOutput{}, err
 	}
 	return StepOutput{Next: NextTools}, nil
+}
+
+// olderArtifacts is how many artifacts of the catalog the step did not read.
+func olderArtifacts(conv *record.Conversation) int {
+	if conv.ArtifactTotal > len(conv.Artifacts) {
+		return conv.ArtifactTotal - len(conv.Artifacts)
+	}
+	return 0
 }
 
 // limitReached returns the step and message of a limit the turn has

@@ -153,14 +153,29 @@ func (h *Handlers) log() *slog.Logger {
 	return slog.Default()
 }
 
-// load reads the conversation, the turn and (for withOutcomes) its call
-// outcomes in one round trip.
-func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
-	tid := ""
-	if withOutcomes {
-		tid = r.TurnID
+// load reads what a step of turn r needs in one round trip
+// (record.Store.LoadStep): the turn, its outcomes when withOutcomes, and,
+// for an LLM call (window), the turns of the transcript window. Without a
+// window limit (Limits.Window <= 0) an LLM call reads every turn.
+func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool, window ...bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
+	q := record.Query{TurnID: r.TurnID, Outcomes: withOutcomes}
+	var (
+		conv     *record.Conversation
+		outcomes map[string]record.CallOutcome
+		err      error
+	)
+	if len(window) > 0 && window[0] && h.Limits.Window <= 0 {
+		tid := ""
+		if withOutcomes {
+			tid = r.TurnID
+		}
+		conv, outcomes, err = h.Store.Load(ctx, r.ConversationID, tid)
+	} else {
+		if len(window) > 0 && window[0] {
+			q.Window = h.Limits.Window
+		}
+		conv, outcomes, err = h.Store.LoadStep(ctx, r.ConversationID, q)
 	}
-	conv, outcomes, err := h.Store.Load(ctx, r.ConversationID, tid)
 	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil, nil, &NotFoundError{What: "conversation " + r.ConversationID}
 	}
@@ -171,7 +186,74 @@ func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool) (*record.
 	if !ok {
 		return nil, nil, nil, &NotFoundError{What: "turn " + r.TurnID}
 	}
+	if withOutcomes && outcomes == nil {
+		outcomes = map[string]record.CallOutcome{}
+	}
 	return conv, t, outcomes, nil
+}
+
+// ResolveArtifacts adds to conv's catalog the artifacts that turn t's
+// calls (and extra values, e.g. a user's edited arguments) name but the
+// step did not read: a step reads only the newest of a long catalog, and
+// validation and invocation must know every artifact a call names. It
+// makes a round trip only when a call names an artifact not read.
+func ResolveArtifacts(ctx context.Context, store record.Store, conv *record.Conversation, t *record.Turn, extra ...any) error {
+	if conv.ArtifactTotal == 0 {
+		return nil // the whole catalog was read
+	}
+	known := make(map[string]bool, len(conv.Artifacts))
+	for _, a := range conv.Artifacts {
+		known[a.ID] = true
+	}
+	var missing []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case string:
+			if artifact.LooksLikeID(x) && !known[x] {
+				known[x] = true
+				missing = append(missing, x)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case map[string]map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		}
+	}
+	for _, pc := range t.Pending {
+		walk(pc.Arguments)
+	}
+	if last, ok := lastAssistant(t); ok {
+		for _, c := range last.ToolCalls {
+			var args any
+			if json.Unmarshal([]byte(c.Arguments), &args) == nil {
+				walk(args)
+			}
+		}
+	}
+	for _, id := range t.Files {
+		walk(id)
+	}
+	for _, v := range extra {
+		walk(v)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	arts, err := store.Artifacts(ctx, conv.Meta.ID, missing...)
+	if err != nil {
+		return &TransientError{Err: fmt.Errorf("read artifacts of %s: %w", conv.Meta.ID, err)}
+	}
+	conv.Artifacts = append(conv.Artifacts, arts...)
+	return nil
 }
 
 func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {

@@ -118,6 +118,13 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	if err != nil {
 		return ValidateOutput{}, err
 	}
+	var edits any
+	if in.Reply != nil && in.Reply.Approval != nil {
+		edits = in.Reply.Approval.Arguments
+	}
+	if err := ResolveArtifacts(ctx, h.Store, conv, t, edits); err != nil {
+		return ValidateOutput{}, err
+	}
 	e := Env(conv, t)
 	before := callStates(t)
 	switch r := in.Reply; {

@@ -3,22 +3,31 @@
 // cannot lose each other's writes and every key of one conversation shares
 // one cluster slot:
 //
-//	conv:{<cid>}                  hash: meta (JSON Meta), updated, title, turn:<tid> (JSON Turn),
+//	conv:{<cid>}                  hash: meta (JSON Meta), updated, title, status, layout, and per turn:
+//	                              turn:<tid> (JSON Turn without its messages), msgs:<tid> (its
+//	                              llm_messages), head:<tid> (start, status, call states), n:<tid>
+//	                              (its size in the LLM view), arts:<tid> (the artifacts it made or
+//	                              was given), answered:<tid>, llm_calls:<tid>, tokens:<tid>,
 //	                              results:<tid> (marker: that turn has a results hash)
+//	conv:{<cid>}:turns            sorted set: turn ids by start time
+//	conv:{<cid>}:active           set: the turns still running or waiting
 //	conv:{<cid>}:artifacts        hash: artifact id → JSON artifact.Artifact
+//	conv:{<cid>}:artorder         sorted set: artifact ids by creation time
+//	conv:{<cid>}:inputs           hash: tool → "<ms>|<JSON inputs>" of its newest succeeded call
 //	conv:{<cid>}:results:<tid>    hash: call id → JSON CallOutcome, written once (HSETNX)
 //	user:{<sub>}:convs            sorted set: the owner's conversation ids
 //
-// Every method is one round trip. The merged view (turn order, title,
-// update time) is computed on read by record.Assemble. The package must not
-// interpret turns beyond that: the loop's rules live in package record and
-// in the step handlers.
+// Every method is one round trip (Delete two). LoadStep reads only what a
+// step needs — its turn, the active turns, the newest turns of the
+// transcript window, the newest artifacts and the skill-inputs summary — in
+// one read-only script, so a step's cost does not grow with the
+// conversation's length; SaveTurn keeps the indexes and the summary on
+// write. Reads never use MULTI/EXEC: a full server refuses every command of
+// a transaction, while plain reads (and EVAL_RO) keep working.
 //
 // The owner index is written only by Create (score: creation time) and read
 // by List, which orders by each conversation's `updated` field and prunes
-// ids whose conversation is gone (expired or deleted). SaveTurn therefore
-// never needs the owner and touches only the conversation's own slot, so
-// it is one atomic MULTI/EXEC even on a cluster.
+// ids whose conversation is gone (expired or deleted).
 package valkey
 
 import (
@@ -28,13 +37,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -74,6 +80,14 @@ const (
 	// answeredPrefix+<tid> holds the task token the API answered last.
 	answeredPrefix = "answered:"
 	turnPrefix     = "turn:"
+	msgsPrefix     = "msgs:"
+	headPrefix     = "head:"
+	sizePrefix     = "n:"
+	artsPrefix     = "arts:"
+	// fieldLayout marks a conversation stored in this layout (turns
+	// indexed, messages apart); one without it is migrated on first step.
+	fieldLayout = "layout"
+	layout      = "2"
 	// callsPrefix+<tid> and tokensPrefix+<tid> count the turn's provider
 	// calls and tokens (AddSpend), apart from its field.
 	callsPrefix   = "llm_calls:"
@@ -83,6 +97,10 @@ const (
 
 func convKey(cid string) string      { return "conv:{" + cid + "}" }
 func artifactsKey(cid string) string { return "conv:{" + cid + "}:artifacts" }
+func turnsKey(cid string) string     { return "conv:{" + cid + "}:turns" }
+func activeKey(cid string) string    { return "conv:{" + cid + "}:active" }
+func artOrderKey(cid string) string  { return "conv:{" + cid + "}:artorder" }
+func inputsKey(cid string) string    { return "conv:{" + cid + "}:inputs" }
 func resultsKey(cid, tid string) string {
 	return "conv:{" + cid + "}:results:" + tid
 }
@@ -108,6 +126,7 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		p.HSetNX(ctx, ck, fieldMeta, b)
 		p.HSetNX(ctx, ck, fieldUpdated, m.CreatedAt.Format(time.RFC3339Nano))
+		p.HSetNX(ctx, ck, fieldLayout, layout)
 		p.Expire(ctx, ck, s.ttl)
 		p.ZAdd(ctx, userKey(m.Owner), redis.Z{Score: float64(m.CreatedAt.UnixMilli()), Member: m.ID})
 		p.Expire(ctx, userKey(m.Owner), s.ttl)
@@ -118,124 +137,6 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 	}
 	return nil
 }
-
-// Load reads the conversation and, when turnID is set, that turn's stored
-// outcomes, in one MULTI/EXEC (a consistent snapshot). It returns
-// record.ErrNotFound (wrapped) when the conversation has no meta.
-func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversation, map[string]record.CallOutcome, error) {
-	var conv, arts, res *redis.MapStringStringCmd
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		conv = p.HGetAll(ctx, convKey(cid))
-		arts = p.HGetAll(ctx, artifactsKey(cid))
-		if turnID != "" {
-			res = p.HGetAll(ctx, resultsKey(cid, turnID))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
-	}
-	fields := conv.Val()
-	metaJSON, ok := fields[fieldMeta]
-	if !ok {
-		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
-	}
-	var m record.Meta
-	if err := json.Unmarshal([]byte(metaJSON), &m); err != nil {
-		return nil, nil, fmt.Errorf("load conversation %s: meta: %w", cid, err)
-	}
-	if m.Title == "" {
-		m.Title = record.Title(fields[fieldTitle])
-	}
-	var turns []*record.Turn
-	for f, v := range fields {
-		if !strings.HasPrefix(f, turnPrefix) {
-			continue
-		}
-		t := new(record.Turn)
-		if err := json.Unmarshal([]byte(v), t); err != nil {
-			return nil, nil, fmt.Errorf("load conversation %s: %s: %w", cid, f, err)
-		}
-		t.AnsweredToken = fields[answeredPrefix+t.ID]
-		if n, err := strconv.Atoi(fields[callsPrefix+t.ID]); err == nil {
-			t.LLMCalls = n
-		}
-		if n, err := strconv.Atoi(fields[tokensPrefix+t.ID]); err == nil {
-			t.Tokens = n
-		}
-		turns = append(turns, t)
-	}
-	var catalog []artifact.Artifact
-	for id, v := range arts.Val() {
-		var a artifact.Artifact
-		if err := json.Unmarshal([]byte(v), &a); err != nil {
-			return nil, nil, fmt.Errorf("load conversation %s: artifact %s: %w", cid, id, err)
-		}
-		catalog = append(catalog, a)
-	}
-	var outcomes map[string]record.CallOutcome
-	if res != nil {
-		outcomes = make(map[string]record.CallOutcome, len(res.Val()))
-		for id, v := range res.Val() {
-			var o record.CallOutcome
-			if err := json.Unmarshal([]byte(v), &o); err != nil {
-				return nil, nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, id, err)
-			}
-			outcomes[id] = o
-		}
-	}
-	return record.Assemble(m, turns, catalog), outcomes, nil
-}
-
-// SaveTurn writes t's own field (never another turn's), adds artifacts to
-// the catalog, records the update time and the first title, and refreshes
-// the idle expiry of every key of the conversation, in one MULTI/EXEC.
-// It does not check that the conversation exists: a turn only runs after
-// its conversation was loaded.
-func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts ...artifact.Artifact) error {
-	if t == nil || t.ID == "" {
-		return fmt.Errorf("save turn of %s: turn id is required", cid)
-	}
-	b, err := json.Marshal(t)
-	if err != nil {
-		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
-	}
-	updated := t.UpdatedAt
-	if updated.IsZero() {
-		updated = time.Now().UTC()
-	}
-	args := []any{int64(s.ttl / time.Second), turnPrefix + t.ID, b, updated.Format(time.RFC3339Nano), string(t.Status), t.Text, t.StartedAt.UnixMilli()}
-	for _, a := range arts {
-		ab, err := json.Marshal(a)
-		if err != nil {
-			return fmt.Errorf("save turn %s of %s: artifact %s: %w", t.ID, cid, a.ID, err)
-		}
-		args = append(args, a.ID, ab)
-	}
-	n, err := saveTurnScript.Run(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid), resultsKey(cid, t.ID)}, args...).Int()
-	if err != nil {
-		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
-	}
-	return nil
-}
-
-// saveTurnScript writes one turn's field (and the artifacts it produced)
-// only while the conversation exists: a step still running when its
-// conversation is deleted must not bring the deleted record back. One
-// round trip, one slot (every key has the {cid} tag).
-var saveTurnScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
-redis.call('HSET', KEYS[1], ARGV[2], ARGV[3], 'updated', ARGV[4])
-local newest = tonumber(redis.call('HGET', KEYS[1], 'status_started') or '0')
-if tonumber(ARGV[7]) >= newest then redis.call('HSET', KEYS[1], 'status', ARGV[5], 'status_started', ARGV[7]) end
-if ARGV[6] ~= '' then redis.call('HSETNX', KEYS[1], 'title', ARGV[6]) end
-for i = 8, #ARGV, 2 do redis.call('HSET', KEYS[2], ARGV[i], ARGV[i+1]) end
-for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
-return 1
-`)
 
 // AddSpend adds one provider call's spend to the turn's counters with
 // HINCRBY, only while the conversation exists (one script, one round trip).
@@ -259,31 +160,6 @@ redis.call('EXPIRE', KEYS[1], ARGV[1])
 return 1
 `)
 
-// PutArtifacts adds artifacts to the conversation's catalog in one
-// transaction (uploads, which belong to no turn yet).
-func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error {
-	if len(arts) == 0 {
-		return nil
-	}
-	vals := make([]any, 0, 2*len(arts))
-	for _, a := range arts {
-		ab, err := json.Marshal(a)
-		if err != nil {
-			return fmt.Errorf("put artifact %s of %s: %w", a.ID, cid, err)
-		}
-		vals = append(vals, a.ID, ab)
-	}
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, artifactsKey(cid), vals...)
-		s.expire(ctx, p, cid, "")
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("put artifacts of %s: %w", cid, err)
-	}
-	return nil
-}
-
 // MarkAnswered stores the answered token beside the turn's own field, so
 // the API never writes a turn its execution owns.
 func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) error {
@@ -296,14 +172,6 @@ func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) err
 		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, err)
 	}
 	return nil
-}
-
-// expire refreshes the idle expiry of the conversation's keys a turn
-// touches. EXPIRE on a key that does not exist yet is a no-op.
-func (s *Store) expire(ctx context.Context, p redis.Pipeliner, cid, tid string) {
-	p.Expire(ctx, convKey(cid), s.ttl)
-	p.Expire(ctx, artifactsKey(cid), s.ttl)
-	p.Expire(ctx, resultsKey(cid, tid), s.ttl)
 }
 
 // PutOutcome stores o under its call id unless an outcome is stored there
@@ -422,31 +290,4 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 		}
 	}
 	return out, nil
-}
-
-// deleteScript removes every key of one conversation: the hash, the
-// catalog and the results hash of every turn named in the hash (by its
-// turn:<tid> field or the results:<tid> marker PutOutcome writes). The keys
-// all share the {cid} hash tag, so the script stays in one slot.
-var deleteScript = redis.NewScript(`
-local fields = redis.call('HKEYS', KEYS[1])
-local n = 0
-for _, f in ipairs(fields) do
-  if string.sub(f, 1, 5) == 'turn:' then
-    n = n + redis.call('DEL', KEYS[1] .. ':results:' .. string.sub(f, 6))
-  elseif string.sub(f, 1, 8) == 'results:' then
-    n = n + redis.call('DEL', KEYS[1] .. ':' .. f)
-  end
-end
-return n + redis.call('DEL', KEYS[1], KEYS[2])
-`)
-
-// Delete removes every key of the conversation in one script call (EVAL,
-// not EVALSHA, so it is one round trip even on a fresh server). The
-// owner's index entry is pruned by the next List.
-func (s *Store) Delete(ctx context.Context, cid string) error {
-	if err := deleteScript.Eval(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid)}).Err(); err != nil && !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("delete conversation %s: %w", cid, err)
-	}
-	return nil
 }

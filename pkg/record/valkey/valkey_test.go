@@ -228,7 +228,8 @@ func TestDeleteRemovesEveryKey(t *testing.T) {
 		if _, err := s.PutOutcome(t.Context(), cid, "never-saved", record.CallOutcome{CallID: "c"}); err != nil {
 			t.Fatal(err)
 		}
-		keys := []string{"conv:{" + cid + "}", "conv:{" + cid + "}:artifacts", "conv:{" + cid + "}:results:t00", "conv:{" + cid + "}:results:t02", "conv:{" + cid + "}:results:never-saved"}
+		keys := []string{"conv:{" + cid + "}", "conv:{" + cid + "}:artifacts", "conv:{" + cid + "}:results:t00", "conv:{" + cid + "}:results:t02", "conv:{" + cid + "}:results:never-saved",
+			"conv:{" + cid + "}:turns", "conv:{" + cid + "}:active", "conv:{" + cid + "}:artorder"}
 		if n := c.Exists(t.Context(), keys...).Val(); n != int64(len(keys)) {
 			t.Fatalf("before Delete: %d of %d keys exist", n, len(keys))
 		}

@@ -1,0 +1,139 @@
+package devstack
+
+// Issue 13, "flat and fast": a step's Valkey reads do not grow with the
+// number of earlier turns beyond the transcript window.
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// readBytes sums the sizes of the replies the platform's Valkey client
+// reads, by command name.
+type readBytes struct {
+	mu    sync.Mutex
+	total int64
+	by    map[string]int64
+}
+
+func (r *readBytes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *readBytes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		r.add(cmd)
+		return err
+	}
+}
+func (r *readBytes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			r.add(c)
+		}
+		return err
+	}
+}
+
+func (r *readBytes) add(cmd redis.Cmder) {
+	n := int64(replySize(cmdVal(cmd)))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.by == nil {
+		r.by = map[string]int64{}
+	}
+	r.total += n
+	r.by[cmd.Name()] += n
+}
+
+func (r *readBytes) take() (int64, map[string]int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, by := r.total, r.by
+	r.total, r.by = 0, nil
+	return t, by
+}
+
+func cmdVal(cmd redis.Cmder) any {
+	switch c := cmd.(type) {
+	case *redis.MapStringStringCmd:
+		return c.Val()
+	case *redis.StringCmd:
+		return c.Val()
+	case *redis.SliceCmd:
+		return c.Val()
+	case *redis.StringSliceCmd:
+		return c.Val()
+	case *redis.Cmd:
+		return c.Val()
+	}
+	return nil
+}
+
+// replySize approximates the bytes of a reply: the lengths of its strings.
+func replySize(v any) int {
+	switch x := v.(type) {
+	case string:
+		return len(x)
+	case []string:
+		n := 0
+		for _, s := range x {
+			n += len(s)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range x {
+			n += replySize(e)
+		}
+		return n
+	case map[string]string:
+		n := 0
+		for k, s := range x {
+			n += len(k) + len(s)
+		}
+		return n
+	case map[any]any:
+		n := 0
+		for k, e := range x {
+			n += replySize(k) + replySize(e)
+		}
+		return n
+	}
+	return 8
+}
+
+// TestStepReadsAreFlat runs Popelnase turns one after another in one
+// conversation and compares the bytes read from Valkey by the platform
+// (API and step handlers) in turn 10 and turn 200: beyond the window, a
+// turn must not read more (issue 13: ≤ 1.2×).
+func TestStepReadsAreFlat(t *testing.T) {
+	if testing.Short() {
+		t.Skip("200 turns")
+	}
+	t.Parallel()
+	st, c := stack(t, nil)
+	rb := &readBytes{}
+	st.Redis.AddHook(rb)
+	cid := c.newConversation()
+	at := map[int]int64{}
+	for i := 1; i <= 200; i++ {
+		rb.take()
+		tid := c.send(cid, fmt.Sprintf("Create a PNG image with the word Flat%d", i))
+		if _, err := st.history(t.Context(), tid); err != nil {
+			t.Fatal(err)
+		}
+		n, by := rb.take()
+		switch i {
+		case 1, 10, 50, 200:
+			at[i] = n
+			t.Logf("turn %d: %d bytes read %v", i, n, by)
+		}
+	}
+	if float64(at[200]) > 1.2*float64(at[10]) {
+		t.Errorf("turn 200 read %d bytes, turn 10 %d: more than 1.2×", at[200], at[10])
+	}
+}

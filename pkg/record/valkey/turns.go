@@ -1,0 +1,601 @@
+package valkey
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// head is what a step reads of a turn other than its own: enough for the
+// LLM view's order and placeholders (record.LLMView).
+type head struct {
+	ID        string        `json:"turn_id"`
+	StartedAt time.Time     `json:"started_at"`
+	Status    record.Status `json:"status"`
+	Pending   []callState   `json:"pending,omitempty"`
+}
+
+type callState struct {
+	CallID string           `json:"call_id"`
+	State  record.CallState `json:"state"`
+}
+
+// SaveTurn writes t's own fields (never another turn's), adds artifacts
+// to the catalog, keeps the turn index, the active set and the
+// skill-inputs summary, records the update time and the first title, and
+// refreshes the idle expiry of every key of the conversation, in one
+// script. A turn of a conversation that no longer exists is not written
+// (record.ErrNotFound): a step still running when its conversation is
+// deleted must not bring the deleted record back.
+func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts ...artifact.Artifact) error {
+	if t == nil || t.ID == "" {
+		return fmt.Errorf("save turn of %s: turn id is required", cid)
+	}
+	args, err := s.turnArgs(t, arts)
+	if err != nil {
+		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
+	}
+	n, err := saveTurnScript.Run(ctx, s.rdb, s.turnKeys(cid, t.ID), args...).Int()
+	if err != nil {
+		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, classify(err))
+	}
+	if n == 0 {
+		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
+	}
+	return nil
+}
+
+// turnKeys are the keys SaveTurn and LoadStep declare (every key a script
+// touches is declared, as ElastiCache Serverless requires).
+func (s *Store) turnKeys(cid, tid string) []string {
+	return []string{convKey(cid), artifactsKey(cid), resultsKey(cid, tid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid)}
+}
+
+func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error) {
+	body := *t
+	body.Messages = nil
+	tb, err := json.Marshal(&body)
+	if err != nil {
+		return nil, err
+	}
+	mb, err := json.Marshal(t.Messages)
+	if err != nil {
+		return nil, err
+	}
+	h := head{ID: t.ID, StartedAt: t.StartedAt, Status: t.Status}
+	for _, pc := range t.Pending {
+		h.Pending = append(h.Pending, callState{pc.CallID, pc.State})
+	}
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return nil, err
+	}
+	updated := t.UpdatedAt
+	if updated.IsZero() {
+		updated = time.Now().UTC()
+	}
+	final := "0"
+	if t.Status.Final() {
+		final = "1"
+	}
+	own := append(append([]string(nil), t.Produced...), t.Files...)
+	inputs := t.NewestInputs()
+	args := []any{int64(s.ttl / time.Second), t.ID, tb, mb, hb, t.ViewSize(), updated.Format(time.RFC3339Nano),
+		string(t.Status), t.Text, t.StartedAt.UnixMilli(), final, strings.Join(own, ","), len(inputs)}
+	for tool, in := range inputs {
+		ib, err := json.Marshal(in.Inputs)
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, tool, strconv.FormatInt(in.At.UnixMilli(), 10)+"|"+string(ib))
+	}
+	for _, a := range arts {
+		ab, err := json.Marshal(a)
+		if err != nil {
+			return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
+		}
+		args = append(args, a.ID, ab, a.CreatedAt.UnixMilli())
+	}
+	return args, nil
+}
+
+// saveTurnScript: KEYS conv, artifacts, results:<tid>, turns, active,
+// artorder, inputs. ARGV ttl, tid, turn, msgs, head, view size, updated,
+// status, text, started (ms), final, own artifact ids, the number of
+// inputs, then (tool, "<ms>|<json>") per input, then (id, json, created
+// ms) per artifact. The summary keeps, per tool, the newest inputs of any
+// turn; concurrent turns each write only their own turn's fields.
+var saveTurnScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
+local tid = ARGV[2]
+redis.call('HSET', KEYS[1], 'turn:' .. tid, ARGV[3], 'msgs:' .. tid, ARGV[4], 'head:' .. tid, ARGV[5],
+  'n:' .. tid, ARGV[6], 'arts:' .. tid, ARGV[12], 'updated', ARGV[7])
+local newest = tonumber(redis.call('HGET', KEYS[1], 'status_started') or '0')
+if tonumber(ARGV[10]) >= newest then redis.call('HSET', KEYS[1], 'status', ARGV[8], 'status_started', ARGV[10]) end
+if ARGV[9] ~= '' then redis.call('HSETNX', KEYS[1], 'title', ARGV[9]) end
+redis.call('ZADD', KEYS[4], ARGV[10], tid)
+if ARGV[11] == '1' then redis.call('SREM', KEYS[5], tid) else redis.call('SADD', KEYS[5], tid) end
+local i = 14
+for _ = 1, tonumber(ARGV[13]) do
+  local cur = redis.call('HGET', KEYS[7], ARGV[i])
+  if not cur or tonumber(string.match(cur, '^(%d+)|')) <= tonumber(string.match(ARGV[i + 1], '^(%d+)|')) then
+    redis.call('HSET', KEYS[7], ARGV[i], ARGV[i + 1])
+  end
+  i = i + 2
+end
+while i <= #ARGV do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[6], ARGV[i + 2], ARGV[i])
+  i = i + 3
+end
+for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+return 1
+`)
+
+// PutArtifacts adds artifacts to the conversation's catalog (uploads,
+// which belong to no turn yet), in one pipeline.
+func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error {
+	if len(arts) == 0 {
+		return nil
+	}
+	vals := make([]any, 0, 2*len(arts))
+	order := make([]redis.Z, 0, len(arts))
+	for _, a := range arts {
+		ab, err := json.Marshal(a)
+		if err != nil {
+			return fmt.Errorf("put artifact %s of %s: %w", a.ID, cid, err)
+		}
+		vals = append(vals, a.ID, ab)
+		order = append(order, redis.Z{Score: float64(a.CreatedAt.UnixMilli()), Member: a.ID})
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, artifactsKey(cid), vals...)
+		p.ZAdd(ctx, artOrderKey(cid), order...)
+		for _, k := range []string{convKey(cid), artifactsKey(cid), artOrderKey(cid)} {
+			p.Expire(ctx, k, s.ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("put artifacts of %s: %w", cid, classify(err))
+	}
+	return nil
+}
+
+// Artifacts reads catalog entries by id (HMGET); unknown ids are left out.
+func (s *Store) Artifacts(ctx context.Context, cid string, ids ...string) ([]artifact.Artifact, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	vals, err := s.rdb.HMGet(ctx, artifactsKey(cid), ids...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("read artifacts of %s: %w", cid, classify(err))
+	}
+	var out []artifact.Artifact
+	for i, v := range vals {
+		raw, _ := v.(string)
+		if raw == "" {
+			continue
+		}
+		var a artifact.Artifact
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+			return nil, fmt.Errorf("read artifacts of %s: %s: %w", cid, ids[i], err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// Load reads the whole conversation (meta, every turn, the whole catalog,
+// the skill-inputs summary) and, when turnID is set, that turn's stored
+// outcomes, in one pipeline of plain reads (no transaction: a full server
+// still serves them). It is for readers of the whole conversation (the
+// API's conversation route); a step uses LoadStep. It returns
+// record.ErrNotFound (wrapped) when the conversation has no meta.
+func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversation, map[string]record.CallOutcome, error) {
+	var conv, arts, inputs, res *redis.MapStringStringCmd
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		conv = p.HGetAll(ctx, convKey(cid))
+		arts = p.HGetAll(ctx, artifactsKey(cid))
+		inputs = p.HGetAll(ctx, inputsKey(cid))
+		if turnID != "" {
+			res = p.HGetAll(ctx, resultsKey(cid, turnID))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, classify(err))
+	}
+	fields := conv.Val()
+	m, err := decodeMeta(cid, fields[fieldMeta], fields[fieldTitle], fields[fieldUpdated])
+	if err != nil {
+		return nil, nil, err
+	}
+	var turns []*record.Turn
+	for f, v := range fields {
+		id, ok := strings.CutPrefix(f, turnPrefix)
+		if !ok {
+			continue
+		}
+		t, err := decodeTurn(id, v, fields[msgsPrefix+id], fields)
+		if err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+		}
+		turns = append(turns, t)
+	}
+	var catalog []artifact.Artifact
+	for id, v := range arts.Val() {
+		var a artifact.Artifact
+		if err := json.Unmarshal([]byte(v), &a); err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: artifact %s: %w", cid, id, err)
+		}
+		catalog = append(catalog, a)
+	}
+	outcomes, err := decodeOutcomes(cid, res)
+	if err != nil {
+		return nil, nil, err
+	}
+	c := record.Assemble(m, turns, catalog)
+	if c.Inputs, err = decodeInputs(inputs.Val()); err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+	}
+	return c, outcomes, nil
+}
+
+// LoadStep reads what one step needs (record.Query) in one read-only
+// script (EVALSHA_RO: it runs on replicas and on a full server): the
+// meta; the turn in full with its outcomes; the active turns and, for a
+// Window, the newest turns until their view sizes cover it (heads and
+// messages only); the newest catalog entries and the turn's own; the
+// skill-inputs summary. What it reads is bounded by the window and the
+// catalog size, never by the conversation's length.
+func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, error) {
+	size := q.Artifacts
+	if size <= 0 {
+		size = record.DefaultCatalogSize
+	}
+	outcomes := "0"
+	if q.Outcomes && q.TurnID != "" {
+		outcomes = "1"
+	}
+	raw, err := loadStepScript.RunRO(ctx, s.rdb, s.turnKeys(cid, q.TurnID), q.TurnID, q.Window, size, outcomes).Slice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, classify(err))
+	}
+	if len(raw) == 1 {
+		// Stored before turns were indexed: index them once, then read.
+		if err := s.migrate(ctx, cid); err != nil {
+			return nil, nil, err
+		}
+		return s.LoadStep(ctx, cid, q)
+	}
+	return decodeStep(cid, q.TurnID, raw)
+}
+
+// loadStepScript: KEYS as turnKeys; ARGV tid, window, catalog size,
+// outcomes (1/0). It returns nil for a missing conversation, {"migrate"}
+// for one stored before this layout, else {meta fields, own fields, other
+// ids, their heads and messages, artifact JSONs, the total, outcomes,
+// inputs}.
+var loadStepScript = redis.NewScript(`
+local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout')
+if not m[1] then return nil end
+if m[4] ~= '2' then return {'migrate'} end
+local tid = ARGV[1]
+local own = {}
+if tid ~= '' then
+  own = redis.call('HMGET', KEYS[1], 'turn:' .. tid, 'msgs:' .. tid, 'answered:' .. tid, 'llm_calls:' .. tid, 'tokens:' .. tid, 'arts:' .. tid)
+end
+local ids, seen = {}, {}
+seen[tid] = true
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+  if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
+end
+local window, sum, from = tonumber(ARGV[2]), 0, 0
+while sum < window do
+  local page = redis.call('ZREVRANGE', KEYS[4], from, from + 15)
+  if #page == 0 then break end
+  local names = {}
+  for i, id in ipairs(page) do names[i] = 'n:' .. id end
+  local sizes = redis.call('HMGET', KEYS[1], unpack(names))
+  for i, id in ipairs(page) do
+    if id ~= tid then
+      if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
+      sum = sum + (tonumber(sizes[i]) or 1)
+      if sum >= window then break end
+    end
+  end
+  from = from + 16
+end
+local bodies = {}
+if #ids > 0 then
+  local names = {}
+  for _, id in ipairs(ids) do names[#names + 1] = 'head:' .. id; names[#names + 1] = 'msgs:' .. id end
+  bodies = redis.call('HMGET', KEYS[1], unpack(names))
+end
+local artIDs = redis.call('ZREVRANGE', KEYS[6], 0, tonumber(ARGV[3]) - 1)
+if own[6] and own[6] ~= '' then
+  for id in string.gmatch(own[6], '[^,]+') do artIDs[#artIDs + 1] = id end
+end
+local arts = {}
+if #artIDs > 0 then arts = redis.call('HMGET', KEYS[2], unpack(artIDs)) end
+local outcomes = {}
+if ARGV[4] == '1' then outcomes = redis.call('HGETALL', KEYS[3]) end
+return {m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]), outcomes, redis.call('HGETALL', KEYS[7])}
+`)
+
+func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]record.CallOutcome, error) {
+	if len(raw) != 8 {
+		return nil, nil, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
+	}
+	m := strs(raw[0])
+	meta, err := decodeMeta(cid, m[0], m[1], m[2])
+	if err != nil {
+		return nil, nil, err
+	}
+	var turns []*record.Turn
+	if own := strs(raw[1]); tid != "" && own[0] != "" {
+		t, err := decodeTurn(tid, own[0], own[1], map[string]string{
+			answeredPrefix + tid: own[2], callsPrefix + tid: own[3], tokensPrefix + tid: own[4]})
+		if err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+		}
+		turns = append(turns, t)
+	}
+	ids, bodies := strs(raw[2]), strs(raw[3])
+	for i, id := range ids {
+		if 2*i+1 >= len(bodies) || bodies[2*i] == "" {
+			continue
+		}
+		var h head
+		if err := json.Unmarshal([]byte(bodies[2*i]), &h); err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: head of %s: %w", cid, id, err)
+		}
+		t := &record.Turn{ID: id, StartedAt: h.StartedAt, Status: h.Status}
+		for _, p := range h.Pending {
+			t.Pending = append(t.Pending, record.PendingCall{CallID: p.CallID, State: p.State})
+		}
+		if err := json.Unmarshal([]byte(bodies[2*i+1]), &t.Messages); err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: messages of %s: %w", cid, id, err)
+		}
+		turns = append(turns, t)
+	}
+	var catalog []artifact.Artifact
+	seen := map[string]bool{}
+	for _, v := range strs(raw[4]) {
+		if v == "" {
+			continue
+		}
+		var a artifact.Artifact
+		if err := json.Unmarshal([]byte(v), &a); err != nil {
+			return nil, nil, fmt.Errorf("load conversation %s: artifact: %w", cid, err)
+		}
+		if !seen[a.ID] {
+			seen[a.ID] = true
+			catalog = append(catalog, a)
+		}
+	}
+	var outcomes map[string]record.CallOutcome
+	if tid != "" {
+		outcomes = map[string]record.CallOutcome{}
+		kv := strs(raw[6])
+		for i := 0; i+1 < len(kv); i += 2 {
+			var o record.CallOutcome
+			if err := json.Unmarshal([]byte(kv[i+1]), &o); err != nil {
+				return nil, nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, kv[i], err)
+			}
+			outcomes[kv[i]] = o
+		}
+	}
+	c := record.Assemble(meta, turns, catalog)
+	if total, _ := raw[5].(int64); int(total) > len(catalog) {
+		c.ArtifactTotal = int(total)
+	}
+	in := map[string]string{}
+	kv := strs(raw[7])
+	for i := 0; i+1 < len(kv); i += 2 {
+		in[kv[i]] = kv[i+1]
+	}
+	if c.Inputs, err = decodeInputs(in); err != nil {
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+	}
+	return c, outcomes, nil
+}
+
+// strs reads a script's array reply; nil entries become "".
+func strs(v any) []string {
+	arr, _ := v.([]any)
+	out := make([]string, len(arr))
+	for i, e := range arr {
+		out[i], _ = e.(string)
+	}
+	return out
+}
+
+func decodeMeta(cid, metaJSON, title, updated string) (record.Meta, error) {
+	var m record.Meta
+	if metaJSON == "" {
+		return m, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
+	}
+	if err := json.Unmarshal([]byte(metaJSON), &m); err != nil {
+		return m, fmt.Errorf("load conversation %s: meta: %w", cid, err)
+	}
+	if m.Title == "" {
+		m.Title = record.Title(title)
+	}
+	if ts, err := time.Parse(time.RFC3339Nano, updated); err == nil {
+		m.UpdatedAt = ts
+	}
+	return m, nil
+}
+
+// decodeTurn reads a turn's field and, when stored apart, its messages;
+// fields holds the turn's answered token and spend counters.
+func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, error) {
+	t := new(record.Turn)
+	if err := json.Unmarshal([]byte(body), t); err != nil {
+		return nil, fmt.Errorf("turn %s: %w", id, err)
+	}
+	if msgs != "" {
+		if err := json.Unmarshal([]byte(msgs), &t.Messages); err != nil {
+			return nil, fmt.Errorf("messages of turn %s: %w", id, err)
+		}
+	}
+	t.AnsweredToken = fields[answeredPrefix+t.ID]
+	if n, err := strconv.Atoi(fields[callsPrefix+t.ID]); err == nil {
+		t.LLMCalls = n
+	}
+	if n, err := strconv.Atoi(fields[tokensPrefix+t.ID]); err == nil {
+		t.Tokens = n
+	}
+	return t, nil
+}
+
+func decodeOutcomes(cid string, res *redis.MapStringStringCmd) (map[string]record.CallOutcome, error) {
+	if res == nil {
+		return nil, nil
+	}
+	out := make(map[string]record.CallOutcome, len(res.Val()))
+	for id, v := range res.Val() {
+		var o record.CallOutcome
+		if err := json.Unmarshal([]byte(v), &o); err != nil {
+			return nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, id, err)
+		}
+		out[id] = o
+	}
+	return out, nil
+}
+
+func decodeInputs(fields map[string]string) (map[string]record.SkillInputs, error) {
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]record.SkillInputs, len(fields))
+	for tool, v := range fields {
+		ms, body, ok := strings.Cut(v, "|")
+		n, err := strconv.ParseInt(ms, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("inputs of %s: %q", tool, v)
+		}
+		in := record.SkillInputs{At: time.UnixMilli(n).UTC()}
+		if err := json.Unmarshal([]byte(body), &in.Inputs); err != nil {
+			return nil, fmt.Errorf("inputs of %s: %w", tool, err)
+		}
+		out[tool] = in
+	}
+	return out, nil
+}
+
+// migrate rewrites a conversation stored before turns were indexed in this
+// layout (every turn whole in its turn:<tid> field): each turn is saved
+// again, which indexes it and splits its messages out, then the layout is
+// marked. Saving is idempotent, so concurrent migrations are harmless.
+func (s *Store) migrate(ctx context.Context, cid string) error {
+	conv, _, err := s.Load(ctx, cid, "")
+	if err != nil {
+		return err
+	}
+	for _, t := range conv.Turns {
+		if err := s.SaveTurn(ctx, cid, t); err != nil {
+			return fmt.Errorf("migrate conversation %s: %w", cid, err)
+		}
+	}
+	order := make([]redis.Z, 0, len(conv.Artifacts))
+	for _, a := range conv.Artifacts {
+		order = append(order, redis.Z{Score: float64(a.CreatedAt.UnixMilli()), Member: a.ID})
+	}
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if len(order) > 0 {
+			p.ZAdd(ctx, artOrderKey(cid), order...)
+			p.Expire(ctx, artOrderKey(cid), s.ttl)
+		}
+		p.HSet(ctx, convKey(cid), fieldLayout, layout)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("migrate conversation %s: %w", cid, classify(err))
+	}
+	return nil
+}
+
+// Delete removes every key of the conversation: one read of the turn ids
+// (the index, and the results markers of turns never saved), then one
+// pipeline of DELs naming each key, so no script touches a key it did not
+// declare (ElastiCache Serverless refuses that). The owner's index entry
+// is pruned by the next List.
+func (s *Store) Delete(ctx context.Context, cid string) error {
+	var turns *redis.StringSliceCmd
+	var fields *redis.StringSliceCmd
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		turns = p.ZRange(ctx, turnsKey(cid), 0, -1)
+		fields = p.HKeys(ctx, convKey(cid))
+		return nil
+	}); err != nil {
+		return fmt.Errorf("delete conversation %s: %w", cid, classify(err))
+	}
+	ids := map[string]bool{}
+	for _, id := range turns.Val() {
+		ids[id] = true
+	}
+	for _, f := range fields.Val() {
+		for _, prefix := range []string{turnPrefix, resultsPrefix} {
+			if id, ok := strings.CutPrefix(f, prefix); ok {
+				ids[id] = true
+			}
+		}
+	}
+	keys := []string{convKey(cid), artifactsKey(cid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid)}
+	for id := range ids {
+		keys = append(keys, resultsKey(cid, id))
+	}
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("delete conversation %s: %w", cid, classify(err))
+	}
+	return nil
+}
+
+// classify wraps a store error with the record fault callers branch on: a
+// write refused for lack of memory is record.ErrFull; a server that does
+// not answer in time, refuses connections or whose pool is exhausted is
+// record.ErrUnavailable.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "OOM ") {
+		return fmt.Errorf("%w: %w", record.ErrFull, err)
+	}
+	var nerr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrClosed),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.As(err, &nerr):
+		return fmt.Errorf("%w: %w", record.ErrUnavailable, err)
+	}
+	return err
+}
+
