@@ -10,13 +10,36 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Client timeouts: every Valkey call has a deadline even when a caller's
-// context has none.
+// Client defaults: every Valkey call has a deadline even when a caller's
+// context has none, and a store that is paused, unreachable or
+// overloaded is an answer within about 2 s (one retry of 700 ms each):
+// the API's 503 store_unavailable, a step's TransientError the state
+// machine retries — well inside API Gateway's 29 s and a page's polling.
+// A URL's dial_timeout, read_timeout, write_timeout, pool_timeout and
+// max_retries parameters win.
 const (
-	DialTimeout = 5 * time.Second
-	IOTimeout   = 3 * time.Second
+	DialTimeout = 700 * time.Millisecond
+	IOTimeout   = 700 * time.Millisecond
+	PoolTimeout = time.Second
+	MaxRetries  = 1
 	pingTimeout = 5 * time.Second
 )
+
+// timeouts applies the defaults to the options a URL left unset.
+func timeouts(q url.Values, dial, read, write, pool *time.Duration, retries *int) {
+	set := func(name string, d *time.Duration, def time.Duration) {
+		if q.Get(name) == "" || *d <= 0 {
+			*d = def
+		}
+	}
+	set("dial_timeout", dial, DialTimeout)
+	set("read_timeout", read, IOTimeout)
+	set("write_timeout", write, IOTimeout)
+	set("pool_timeout", pool, PoolTimeout)
+	if q.Get("max_retries") == "" {
+		*retries = MaxRetries
+	}
+}
 
 // Open connects to the Valkey/Redis at rawURL and returns the client and a
 // function that closes it. An empty rawURL starts an embedded server
@@ -32,7 +55,7 @@ func Open(ctx context.Context, rawURL string) (redis.UniversalClient, func(), er
 		if err := mr.Start(); err != nil {
 			return nil, nil, fmt.Errorf("start embedded valkey: %w", err)
 		}
-		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: DialTimeout, ReadTimeout: IOTimeout, WriteTimeout: IOTimeout})
+		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: DialTimeout, ReadTimeout: IOTimeout, WriteTimeout: IOTimeout, PoolTimeout: PoolTimeout, MaxRetries: MaxRetries})
 		stop := expireInRealTime(mr)
 		return c, func() { stop(); _ = c.Close(); mr.Close() }, nil
 	}
@@ -50,18 +73,14 @@ func Open(ctx context.Context, rawURL string) (redis.UniversalClient, func(), er
 		if err != nil {
 			return nil, nil, fmt.Errorf("open valkey: %w", err)
 		}
-		o.DialTimeout = positive(o.DialTimeout, DialTimeout)
-		o.ReadTimeout = positive(o.ReadTimeout, IOTimeout)
-		o.WriteTimeout = positive(o.WriteTimeout, IOTimeout)
+		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
 		c = redis.NewClusterClient(o)
 	} else {
 		o, err := redis.ParseURL(u.String())
 		if err != nil {
 			return nil, nil, fmt.Errorf("open valkey: %w", err)
 		}
-		o.DialTimeout = positive(o.DialTimeout, DialTimeout)
-		o.ReadTimeout = positive(o.ReadTimeout, IOTimeout)
-		o.WriteTimeout = positive(o.WriteTimeout, IOTimeout)
+		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
 		c = redis.NewClient(o)
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
@@ -71,13 +90,6 @@ func Open(ctx context.Context, rawURL string) (redis.UniversalClient, func(), er
 		return nil, nil, fmt.Errorf("open valkey %s: ping: %w", u.Redacted(), err)
 	}
 	return c, func() { _ = c.Close() }, nil
-}
-
-func positive(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 // embeddedTick is how often the embedded server's clock follows real time.

@@ -1,0 +1,217 @@
+package valkey_test
+
+// Issue 14, store faults, against a real redis-server started by the test
+// (CI installs redis-server; without it these tests skip and say so): a
+// paused server is an answer within 2 s, a full server keeps serving
+// reads, and a cluster-mode server runs every script with declared keys.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
+)
+
+// redisServer starts a redis-server with args on a free port and returns
+// its address and process; it is killed at cleanup.
+func redisServer(t *testing.T, args ...string) (string, *os.Process) {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not installed: skipping the real-server fault test (CI installs it: apt-get install redis-server)")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		_ = cmd.Process.Kill()
+		_, _ = cmd.Process.Wait()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	for range 100 {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return addr, cmd.Process
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("redis-server on %s did not start", addr)
+	return "", nil
+}
+
+func seed(t *testing.T, s *valkey.Store, cid string) {
+	t.Helper()
+	ctx := t.Context()
+	if err := s.Create(ctx, record.Meta{ID: cid, Owner: "dev", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if err := s.SaveTurn(ctx, cid, finished(i), artifact.Artifact{ID: fmt.Sprintf("art_%d", i), CreatedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A paused server (SIGSTOP) is record.ErrUnavailable within 2 s, for reads
+// and writes; once it resumes, the store works again with nothing lost.
+func TestPausedServerFailsFast(t *testing.T) {
+	t.Parallel()
+	addr, proc := redisServer(t)
+	c, closeC, err := valkey.Open(t.Context(), "redis://"+addr+"/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeC()
+	s := valkey.New(c, valkey.Options{})
+	seed(t, s, "paused")
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for name, op := range map[string]func(context.Context) error{
+		"LoadStep": func(ctx context.Context) error {
+			_, _, err := s.LoadStep(ctx, "paused", record.Query{TurnID: "t01", Window: 80})
+			return err
+		},
+		"SaveTurn": func(ctx context.Context) error { return s.SaveTurn(ctx, "paused", finished(9)) },
+	} {
+		start := time.Now()
+		err := op(context.Background())
+		if took := time.Since(start); !errors.Is(err, record.ErrUnavailable) || took > 2*time.Second {
+			t.Errorf("%s on a paused server = %v after %s, want ErrUnavailable within 2s", name, err, took)
+		}
+	}
+	if err := proc.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	var conv *record.Conversation
+	for range 50 {
+		if conv, _, err = s.LoadStep(t.Context(), "paused", record.Query{TurnID: "t04", Window: 80}); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil || len(conv.Turns) < 5 {
+		t.Fatalf("after resume: %v, %d turns; want all 5 back", err, len(conv.Turns))
+	}
+}
+
+// A full server (maxmemory, noeviction) refuses writes with
+// record.ErrFull and keeps serving reads: no read is a transaction (a
+// full server refuses every command of a MULTI), and the step's read
+// script is read-only (EVAL_RO).
+func TestFullServerServesReads(t *testing.T) {
+	t.Parallel()
+	addr, _ := redisServer(t, "--maxmemory-policy", "noeviction")
+	c, closeC, err := valkey.Open(t.Context(), "redis://"+addr+"/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeC()
+	s := valkey.New(c, valkey.Options{})
+	seed(t, s, "full")
+	ctx := t.Context()
+	used, err := c.Do(ctx, "MEMORY", "USAGE", "conv:{full}").Int64()
+	if err != nil || used <= 0 {
+		t.Fatalf("MEMORY USAGE = %d, %v", used, err)
+	}
+	info := c.Info(ctx, "memory").Val()
+	var usedMem int64
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			fmt.Sscan(v, &usedMem)
+		}
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(usedMem/2)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ConfigSet(context.Background(), "maxmemory", "0")
+	if err := s.SaveTurn(ctx, "full", finished(9)); !errors.Is(err, record.ErrFull) {
+		t.Errorf("SaveTurn on a full server = %v, want ErrFull", err)
+	}
+	if err := s.PutArtifacts(ctx, "full", artifact.Artifact{ID: "art_x", CreatedAt: t0}); !errors.Is(err, record.ErrFull) {
+		t.Errorf("PutArtifacts on a full server = %v, want ErrFull", err)
+	}
+	if conv, _, err := s.LoadStep(ctx, "full", record.Query{TurnID: "t04", Window: 80, Outcomes: true}); err != nil || len(conv.Turns) != 5 {
+		t.Errorf("LoadStep on a full server = %v; want the 5 turns", err)
+	}
+	if conv, _, err := s.Load(ctx, "full", "t04"); err != nil || len(conv.Turns) != 5 {
+		t.Errorf("Load on a full server = %v; want the 5 turns", err)
+	}
+	if arts, err := s.Artifacts(ctx, "full", "art_1"); err != nil || len(arts) != 1 {
+		t.Errorf("Artifacts on a full server = %v, %v", arts, err)
+	}
+	if _, err := s.List(ctx, "dev"); err != nil {
+		t.Errorf("List on a full server = %v", err)
+	}
+}
+
+// ElastiCache Serverless is cluster mode and refuses scripts that touch
+// keys they do not declare: every method works on a real cluster-mode
+// server (one node holding every slot).
+func TestEveryMethodOnARealCluster(t *testing.T) {
+	t.Parallel()
+	addr, _ := redisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf"))
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	ctx := t.Context()
+	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
+	}
+	for range 100 {
+		if strings.Contains(admin.ClusterInfo(ctx).Val(), "cluster_state:ok") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c, closeC, err := valkey.Open(ctx, "redis://"+addr+"/0?cluster=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeC()
+	s := valkey.New(c, valkey.Options{})
+	seed(t, s, "cl")
+	if _, err := s.PutOutcome(ctx, "cl", "t01", record.CallOutcome{CallID: "c1"}); err != nil {
+		t.Errorf("PutOutcome = %v", err)
+	}
+	if err := s.AddSpend(ctx, "cl", "t01", 1, 10); err != nil {
+		t.Errorf("AddSpend = %v", err)
+	}
+	if err := s.MarkAnswered(ctx, "cl", "t01", "tok"); err != nil {
+		t.Errorf("MarkAnswered = %v", err)
+	}
+	conv, outcomes, err := s.LoadStep(ctx, "cl", record.Query{TurnID: "t01", Window: 80, Outcomes: true})
+	if err != nil || len(conv.Turns) != 5 || len(outcomes) != 1 {
+		t.Errorf("LoadStep = %v (%d outcomes)", err, len(outcomes))
+	}
+	if _, _, err := s.Load(ctx, "cl", "t01"); err != nil {
+		t.Errorf("Load = %v", err)
+	}
+	if err := s.Delete(ctx, "cl"); err != nil {
+		t.Errorf("Delete = %v", err)
+	}
+	if n := admin.Exists(ctx, "conv:{cl}", "conv:{cl}:turns", "conv:{cl}:results:t01", "conv:{cl}:artifacts").Val(); n != 0 {
+		t.Errorf("after Delete %d keys remain", n)
+	}
+}
