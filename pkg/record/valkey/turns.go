@@ -598,4 +598,3 @@ func classify(err error) error {
 	}
 	return err
 }
-
