@@ -45,6 +45,7 @@ func TestLoadStepViewEqualsFullView(t *testing.T) {
 			if i == 30 {
 				tr = progress(i, 1)
 				tr.Status = record.StatusAwaitingApproval
+				tr.TaskToken = "tok30"
 				tr.Pending = []record.PendingCall{{CallID: "t30-c0", State: record.CallNeedsApproval}}
 				tr.Messages = tr.Messages[:2] // the call, no result yet
 			}
@@ -84,6 +85,12 @@ func TestLoadStepViewEqualsFullView(t *testing.T) {
 			if diff := cmp.Diff(full.RecentSkillInputs(), step.RecentSkillInputs()); diff != "" {
 				t.Errorf("recent_skill_inputs differ (-full +step):\n%s", diff)
 			}
+		}
+		// Active turns are read whole: the API answers their task tokens.
+		if step, _, err := s.LoadStep(ctx, cid, record.Query{}); err != nil || len(step.Turns) != 2 {
+			t.Errorf("LoadStep(no turn) = %v, %v; want the two active turns", step, err)
+		} else if w, _ := step.Turn("t30"); w == nil || w.TaskToken != "tok30" {
+			t.Errorf("active turn t30 = %+v, want it whole with its task token", w)
 		}
 		// Without a window a step reads its own turn and the active ones.
 		step, _, err := s.LoadStep(ctx, cid, record.Query{TurnID: "t59"})

@@ -290,23 +290,28 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 
 // loadStepScript: KEYS as turnKeys; ARGV tid, window, catalog size,
 // outcomes (1/0). It returns nil for a missing conversation, {"migrate"}
-// for one stored before this layout, else {meta fields, own fields, other
-// ids, their heads and messages, artifact JSONs, the total, outcomes,
-// inputs}.
+// for one stored before this layout, else {meta fields, own fields, window
+// turn ids, their heads and messages, artifact JSONs, the catalog's size,
+// outcomes, inputs, active turns (id, fields)…}. The step's own turn and
+// the active ones are read whole (the API answers their task tokens); the
+// window's other turns only as far as the LLM view needs them.
 var loadStepScript = redis.NewScript(`
 local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout')
 if not m[1] then return nil end
 if m[4] ~= '2' then return {'migrate'} end
 local tid = ARGV[1]
+local function whole(id)
+  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id)
+end
 local own = {}
-if tid ~= '' then
-  own = redis.call('HMGET', KEYS[1], 'turn:' .. tid, 'msgs:' .. tid, 'answered:' .. tid, 'llm_calls:' .. tid, 'tokens:' .. tid, 'arts:' .. tid)
-end
-local ids, seen = {}, {}
+if tid ~= '' then own = whole(tid) end
+local seen = {}
 seen[tid] = true
+local active = {}
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-  if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
+  if not seen[id] then seen[id] = true; active[#active + 1] = id; active[#active + 1] = whole(id) end
 end
+local ids = {}
 local window, sum, from = tonumber(ARGV[2]), 0, 0
 while sum < window do
   local page = redis.call('ZREVRANGE', KEYS[4], from, from + 15)
@@ -337,11 +342,11 @@ local arts = {}
 if #artIDs > 0 then arts = redis.call('HMGET', KEYS[2], unpack(artIDs)) end
 local outcomes = {}
 if ARGV[4] == '1' then outcomes = redis.call('HGETALL', KEYS[3]) end
-return {m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]), outcomes, redis.call('HGETALL', KEYS[7])}
+return {m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]), outcomes, redis.call('HGETALL', KEYS[7]), active}
 `)
 
 func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]record.CallOutcome, error) {
-	if len(raw) != 8 {
+	if len(raw) != 9 {
 		return nil, nil, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
 	}
 	m := strs(raw[0])
@@ -350,13 +355,29 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 		return nil, nil, err
 	}
 	var turns []*record.Turn
-	if own := strs(raw[1]); tid != "" && own[0] != "" {
-		t, err := decodeTurn(tid, own[0], own[1], map[string]string{
-			answeredPrefix + tid: own[2], callsPrefix + tid: own[3], tokensPrefix + tid: own[4]})
+	whole := func(id string, f []string) error {
+		if len(f) < 5 || f[0] == "" {
+			return nil
+		}
+		t, err := decodeTurn(id, f[0], f[1], map[string]string{
+			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4]})
 		if err != nil {
-			return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
+			return fmt.Errorf("load conversation %s: %w", cid, err)
 		}
 		turns = append(turns, t)
+		return nil
+	}
+	if tid != "" {
+		if err := whole(tid, strs(raw[1])); err != nil {
+			return nil, nil, err
+		}
+	}
+	active, _ := raw[8].([]any)
+	for i := 0; i+1 < len(active); i += 2 {
+		id, _ := active[i].(string)
+		if err := whole(id, strs(active[i+1])); err != nil {
+			return nil, nil, err
+		}
 	}
 	ids, bodies := strs(raw[2]), strs(raw[3])
 	for i, id := range ids {
