@@ -37,10 +37,8 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
 	$(GO) vet ./...
 
-fuzz: ## each fuzz target for FUZZTIME (default 5m)
-	$(GO) test -run='^$$' -fuzz=FuzzLLMView -fuzztime=$${FUZZTIME:-5m} ./pkg/record/
-	$(GO) test -run='^$$' -fuzz=FuzzMergeTurns -fuzztime=$${FUZZTIME:-5m} ./pkg/record/
-	$(GO) test -run='^$$' -fuzz=FuzzWorkflowTemplate -fuzztime=$${FUZZTIME:-5m} ./pkg/catalog/
+fuzz: ## every Fuzz* target of the module, each for FUZZTIME (default 20s); found with go test -list
+	FUZZTIME=$${FUZZTIME:-20s} GO=$(GO) scripts/fuzz.sh
 
 bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per turn)
 	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/devstack/
@@ -63,11 +61,11 @@ INFRA_ARGS = -c env=$(ENV) $(if $(JWT_ISSUER),-c jwtIssuer=$(JWT_ISSUER)) $(if $
 test-infra: ## synthesize the CDK stack and check it (no AWS account needed)
 	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
 
-synth: build ## make synth ENV=dev|staging|prod: the template under $$CDK_OUTDIR, else ./cdk.out (offline, no CDK CLI)
+synth: build ## make synth ENV=dev|staging|prod: both stacks' templates under $$CDK_OUTDIR, else ./cdk.out (offline, no CDK CLI)
 	cd infra && $(JSII_QUIET) $(GO) run . $(INFRA_ARGS)
 
-deploy: build ## make deploy ENV=dev [JWT_ISSUER=https://… JWT_AUDIENCE=…] (AWS credentials, a bootstrapped account; docs/deploy.md)
-	$(JSII_QUIET) $(CDK) deploy $(INFRA_ARGS) --require-approval broadening --outputs-file cdk.out/outputs-$(ENV).json
+deploy: build ## make deploy ENV=dev [JWT_ISSUER=https://… JWT_AUDIENCE=…]: both stacks, data then app (AWS credentials, a bootstrapped account; docs/deploy.md)
+	$(JSII_QUIET) $(CDK) deploy $(INFRA_ARGS) --all --require-approval broadening --outputs-file cdk.out/outputs-$(ENV).json
 
-destroy: build ## make destroy ENV=…: delete the stack (prod keeps its data; docs/deploy.md, teardown)
-	$(JSII_QUIET) $(CDK) destroy $(INFRA_ARGS)
+destroy: build ## make destroy ENV=…: delete the app stack clientagent-<env>; the data stack stays (docs/deploy.md, teardown)
+	$(JSII_QUIET) $(CDK) destroy $(INFRA_ARGS) clientagent-$(ENV)

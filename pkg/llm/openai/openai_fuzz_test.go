@@ -1,0 +1,89 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/clientagent/clientagent/pkg/llm/openai"
+)
+
+// wireCall is a tool call as the Chat Completions wire format has it,
+// decoded independently of the SDK, for the fuzz target's oracle.
+type wireCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// FuzzResponseDecoding feeds arbitrary response bodies to the provider's
+// decoding (the SDK's, then ours; issue 20): it returns an error or a
+// response, never panics, and when
+// the body holds tool calls none is lost: each comes out with its id and
+// name, its arguments intact ("{}" for blank ones), and an
+// ArgumentsError exactly when the arguments are not a JSON object.
+func FuzzResponseDecoding(f *testing.F) {
+	for _, name := range []string{"response_text.json", "response_tool_calls.json", "response_bad_arguments.json"} {
+		b, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte(`{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_0","type":"function","function":{"name":"x","arguments":""}},{"id":"call_0","type":"function","function":{"name":"x","arguments":"[1]"}}]}}]}`))
+	f.Add([]byte(`{"choices":[]}`))
+	f.Add([]byte(`null`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		resp, err := openai.DecodeResponse(b)
+		var wire struct {
+			Choices []struct {
+				Message struct {
+					ToolCalls []wireCall `json:"tool_calls"`
+				} `json:"message"`
+			} `json:"choices"`
+		}
+		if json.Unmarshal(b, &wire) != nil || len(wire.Choices) == 0 {
+			return // not a completion: an error or whatever the SDK made of it
+		}
+		if err != nil {
+			// The SDK may refuse shapes the lenient oracle accepts; it must
+			// then say so, never return half a response.
+			if resp != nil {
+				t.Fatalf("Complete() returned a response and an error %v", err)
+			}
+			return
+		}
+		want := wire.Choices[0].Message.ToolCalls
+		if len(resp.ToolCalls) != len(want) {
+			t.Fatalf("Complete() = %d tool calls, the body has %d: %s", len(resp.ToolCalls), len(want), b)
+		}
+		for i, w := range want {
+			got := resp.ToolCalls[i]
+			if got.ID != w.ID {
+				t.Errorf("call %d id = %q, want %q", i, got.ID, w.ID)
+			}
+			if w.Type != "" && w.Type != "function" {
+				if got.ArgumentsError == "" {
+					t.Errorf("call %d of type %q has no ArgumentsError", i, w.Type)
+				}
+				continue
+			}
+			args := w.Function.Arguments
+			if strings.TrimSpace(args) == "" {
+				args = "{}"
+			}
+			if got.Name != w.Function.Name || got.Arguments != args {
+				t.Errorf("call %d = %q(%q), want %q(%q)", i, got.Name, got.Arguments, w.Function.Name, args)
+			}
+			var obj map[string]json.RawMessage
+			isObject := json.Unmarshal([]byte(args), &obj) == nil && obj != nil
+			if isObject != (got.ArgumentsError == "") {
+				t.Errorf("call %d arguments %q: ArgumentsError %q, want one exactly when not a JSON object", i, args, got.ArgumentsError)
+			}
+		}
+	})
+}
