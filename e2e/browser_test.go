@@ -5,12 +5,15 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +100,75 @@ func TestBrowser(t *testing.T) {
 			t.Logf("node %s:\n%s", sc.file, out.String())
 		})
 	}
+}
+
+// TestBrowserAgainstFakeAPI runs the checks that need what the local stack
+// does not do: an API answering 503 for a while (a paused store), and
+// artifacts downloaded like on AWS (a 302 to a signed link that refuses a
+// second Authorization). e2e/browser/fake-api.mjs plays the API.
+func TestBrowserAgainstFakeAPI(t *testing.T) {
+	root := repoRoot(t)
+	node := needBrowser(t, root)
+	fake := startFakeAPI(t, node, root)
+	for _, file := range []string{
+		"unavailable.mjs",   // 503 store_unavailable: "unavailable, retrying", one poll per Retry-After
+		"artifact-link.mjs", // ?redirect=false, then the link fetched without the token
+	} {
+		t.Run(file, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, node, filepath.Join(root, "e2e", "browser", file))
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "CLIENTAGENT_URL="+fake.url, "CLIENTAGENT_TOKEN="+fake.token)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &out
+			cmd.WaitDelay = 5 * time.Second
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("node %s: %v\n%s", file, err, out.String())
+			}
+			t.Logf("node %s:\n%s", file, out.String())
+		})
+	}
+}
+
+// startFakeAPI starts e2e/browser/fake-api.mjs on a free port, its turns'
+// steps slow enough (1 s each) for an outage to fall inside a turn, and
+// stops it when the test ends.
+func startFakeAPI(t *testing.T, node, root string) runningStack {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, node, filepath.Join(root, "e2e", "browser", "fake-api.mjs"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "PORT=0", "FAKE_STEP_MS=1000")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatalf("start fake-api.mjs: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Wait()
+	})
+	var st runningStack
+	sc := bufio.NewScanner(stdout)
+	for (st.url == "" || st.token == "") && sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CLIENTAGENT_URL="); ok {
+			st.url = v
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "CLIENTAGENT_TOKEN="); ok {
+			st.token = v
+		}
+	}
+	if st.url == "" || st.token == "" {
+		t.Fatalf("fake-api.mjs printed no CLIENTAGENT_URL and CLIENTAGENT_TOKEN (%v)", sc.Err())
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return st
 }
 
 // runningStack is a started local stack and a token for the user dev.

@@ -49,6 +49,8 @@ const (
 	CtxRetainData          = "retainData"
 	CtxAlarmEmail          = "alarmEmail"
 	CtxWorkflowsDir        = "workflowsDir"
+	CtxAPIThrottleRate     = "apiThrottleRateLimit"
+	CtxAPIThrottleBurst    = "apiThrottleBurstLimit"
 )
 
 // StackProps configures one environment's stack. The zero value of an
@@ -82,7 +84,8 @@ type StackProps struct {
 	// OpenAIBaseURL is OPENAI_BASE_URL (empty: api.openai.com).
 	OpenAIBaseURL string
 	// OpenAIKeySecretName names an existing Secrets Manager secret holding the
-	// API key; empty: the stack creates one whose value you set after deploy.
+	// API key; empty: the data stack creates one whose value you set after
+	// deploy.
 	OpenAIKeySecretName string
 
 	// Agents are specialist base URLs (CLIENTAGENT_AGENTS) besides the demo ones.
@@ -128,12 +131,20 @@ type StackProps struct {
 	ValkeySnapshotRetentionDays int
 	ValkeySnapshotTime          string
 
-	// RetainData keeps the buckets, log groups, the cache, the user pool and
-	// the created secret when the stack is deleted (prod). Without it they
-	// are deleted with the stack (a bucket only once it is empty).
+	// RetainData protects the data stack from deletion (termination
+	// protection) and keeps its buckets, log groups, cache, user pool and
+	// created secret even if that stack is deleted (prod). Without it they
+	// are deleted with the data stack (a bucket only once it is empty).
 	RetainData bool
 	// AlarmEmail, when set, subscribes this address to the alarm topic.
 	AlarmEmail string
+
+	// APIThrottleRateLimit and APIThrottleBurstLimit are the HTTP API
+	// stage's default route throttling: steady requests per second and the
+	// burst above it (defaults 50 and 100), so one client polling too fast
+	// meets 429s long before the account's limit, which every API shares.
+	APIThrottleRateLimit  int
+	APIThrottleBurstLimit int
 }
 
 // Allowed values of the enumerated settings.
@@ -198,6 +209,12 @@ func (p StackProps) withDefaults() StackProps {
 	if p.ValkeySnapshotRetentionDays > 0 && p.ValkeySnapshotTime == "" {
 		p.ValkeySnapshotTime = "03:00"
 	}
+	if p.APIThrottleRateLimit == 0 {
+		p.APIThrottleRateLimit = 50
+	}
+	if p.APIThrottleBurstLimit == 0 {
+		p.APIThrottleBurstLimit = 100
+	}
 	return p
 }
 
@@ -237,6 +254,10 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("valkeySnapshotTime %q: want HH:MM (UTC)", p.ValkeySnapshotTime)
 	case p.AlarmEmail != "" && !strings.Contains(p.AlarmEmail, "@"):
 		return fmt.Errorf("alarmEmail %q: want an email address", p.AlarmEmail)
+	case p.APIThrottleRateLimit < 1 || p.APIThrottleRateLimit > 10000:
+		return fmt.Errorf("apiThrottleRateLimit %d: want 1 to 10000 requests per second (the account's limit)", p.APIThrottleRateLimit)
+	case p.APIThrottleBurstLimit < 1 || p.APIThrottleBurstLimit > 5000:
+		return fmt.Errorf("apiThrottleBurstLimit %d: want 1 to 5000 requests (the account's burst)", p.APIThrottleBurstLimit)
 	}
 	for _, name := range append(functionNames(), FnDemoAgents) {
 		if name == FnDemoAgents && !p.DemoAgents {
@@ -413,6 +434,8 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		{CtxValkeyMaxStorageGB, &p.ValkeyMaxStorageGB, false},
 		{CtxValkeyMaxECPU, &p.ValkeyMaxECPUPerSecond, false},
 		{CtxValkeySnapshotDays, &p.ValkeySnapshotRetentionDays, true},
+		{CtxAPIThrottleRate, &p.APIThrottleRateLimit, false},
+		{CtxAPIThrottleBurst, &p.APIThrottleBurstLimit, false},
 	} {
 		if *n.dst, err = num(n.key, n.zeroOK); err != nil {
 			return nil, err

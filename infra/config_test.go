@@ -41,6 +41,8 @@ func TestValidate(t *testing.T) {
 		{"snapshot retention", func(p *StackProps) { p.ValkeySnapshotRetentionDays = 36 }, "valkeySnapshotRetentionDays"},
 		{"snapshot time", func(p *StackProps) { p.ValkeySnapshotRetentionDays, p.ValkeySnapshotTime = 1, "25:00" }, "valkeySnapshotTime"},
 		{"alarm email", func(p *StackProps) { p.AlarmEmail = "ops" }, "alarmEmail"},
+		{"API rate above the account's", func(p *StackProps) { p.APIThrottleRateLimit = 20000 }, "apiThrottleRateLimit"},
+		{"API burst above the account's", func(p *StackProps) { p.APIThrottleBurstLimit = 6000 }, "apiThrottleBurstLimit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +73,7 @@ func TestPropsFromContext(t *testing.T) {
 		CtxDemoAgents: "false", CtxArtifactExpiryDays: "7", CtxNATGateways: float64(2),
 		CtxAgents: "https://x.example/a,https://y.example", CtxLogLevel: "warn",
 		CtxValkeySnapshotDays: "0", CtxRetainData: true, CtxAlarmEmail: "ops@example.com",
+		CtxAPIThrottleRate: float64(20),
 	}
 	got, err := PropsFromContext(func(k string) any { return ctx[k] })
 	if err != nil {
@@ -84,6 +87,7 @@ func TestPropsFromContext(t *testing.T) {
 		DemoAgents: false, ArtifactExpiryDays: 7, NATGateways: 2,
 		LogLevel: "WARN", SystemLogLevel: "INFO", StateMachineLogLevel: "ALL", LogRetentionDays: 30,
 		ValkeyMaxStorageGB: 1, ValkeyMaxECPUPerSecond: 5000, RetainData: true, AlarmEmail: "ops@example.com",
+		APIThrottleRateLimit: 20, APIThrottleBurstLimit: 100,
 	}
 	if diff := cmp.Diff(want, got, ignoreCDKProps); diff != "" {
 		t.Errorf("PropsFromContext() (-want +got):\n%s", diff)
@@ -98,7 +102,7 @@ func TestPropsFromContext(t *testing.T) {
 	}
 	for _, bad := range []map[string]any{
 		{CtxDemoAgents: "maybe"}, {CtxArtifactExpiryDays: "-1"}, {CtxNATGateways: "x"}, {CtxRetainData: "sometimes"},
-		{CtxLogRetentionDays: "0"}, {CtxEnvironments: "dev"}, {CtxEnvironments: map[string]any{"dev": "verbose"}},
+		{CtxLogRetentionDays: "0"}, {CtxAPIThrottleBurst: "-5"}, {CtxEnvironments: "dev"}, {CtxEnvironments: map[string]any{"dev": "verbose"}},
 	} {
 		if _, err := PropsFromContext(func(k string) any { return bad[k] }); err == nil {
 			t.Errorf("PropsFromContext(%v) error = nil, want one", bad)
@@ -154,11 +158,12 @@ func TestCDKJSONEnvironments(t *testing.T) {
 		LogRetentionDays               int
 		RetainData                     bool
 		SnapshotDays                   int
+		APIRate, APIBurst              int
 	}
 	want := map[string]settings{
-		"dev":     {"DEBUG", "ALL", 7, false, 0},
-		"staging": {"INFO", "ERROR", 30, false, 1},
-		"prod":    {"INFO", "ERROR", 365, true, 7},
+		"dev":     {"DEBUG", "ALL", 7, false, 0, 25, 50},
+		"staging": {"INFO", "ERROR", 30, false, 1, 50, 100},
+		"prod":    {"INFO", "ERROR", 365, true, 7, 500, 1000},
 	}
 	for env, w := range want {
 		c := map[string]any{CtxEnv: env, CtxBinDir: testBinDir, CtxASLFile: aslPath}
@@ -175,7 +180,8 @@ func TestCDKJSONEnvironments(t *testing.T) {
 		if err := p.Validate(); err != nil {
 			t.Errorf("%s: Validate() = %v, want nil", env, err)
 		}
-		got := settings{p.LogLevel, p.StateMachineLogLevel, p.LogRetentionDays, p.RetainData, p.ValkeySnapshotRetentionDays}
+		got := settings{p.LogLevel, p.StateMachineLogLevel, p.LogRetentionDays, p.RetainData, p.ValkeySnapshotRetentionDays,
+			p.APIThrottleRateLimit, p.APIThrottleBurstLimit}
 		if diff := cmp.Diff(w, got); diff != "" {
 			t.Errorf("%s settings (-want +got):\n%s", env, diff)
 		}

@@ -221,14 +221,16 @@ func TestEveryFunctionArm64ProvidedAL2023(t *testing.T) {
 	}
 }
 
-// Alarms: failed and timed-out turns, and every function's errors and
-// throttles, all to the alarm topic; alarmEmail subscribes an address.
+// Alarms: failed and timed-out executions, every function's errors and
+// throttles, and turn-ended events in the dead-letter queue, all to the
+// alarm topic; alarmEmail subscribes an address.
 func TestAlarms(t *testing.T) {
 	t.Parallel()
 	for _, config := range []string{"bedrock", "prod"} {
 		s := synth(t, config)
 		topicID, _ := s.one(t, "AWS::SNS::Topic")
 		smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+		dlqID, _ := s.one(t, "AWS::SQS::Queue")
 		var got []string
 		for id, a := range s.resources("AWS::CloudWatch::Alarm") {
 			if diff := cmp.Diff([]any{map[string]any{"Ref": topicID}}, a["AlarmActions"]); diff != "" {
@@ -268,6 +270,12 @@ func TestAlarms(t *testing.T) {
 			switch {
 			case target == smID:
 				target = "statemachine"
+			case target == dlqID:
+				target = "turn-ended-dlq"
+				// Messages waiting, not a sum over the period.
+				if metric["Statistic"] != "Maximum" {
+					t.Errorf("%s: alarm %s statistic = %v, want Maximum", config, id, metric["Statistic"])
+				}
 			case strings.Contains(string(dims), "FunctionName"):
 				for _, name := range append(functionNames(), FnDemoAgents) {
 					if fid := s.functionID(name); fid == target {
@@ -278,7 +286,8 @@ func TestAlarms(t *testing.T) {
 			got = append(got, fmt.Sprintf("%v %v/%v%s", target, metric["Namespace"], metric["MetricName"], suffix))
 		}
 		slices.Sort(got)
-		want := []string{"statemachine AWS/States/ExecutionsFailed", "statemachine AWS/States/ExecutionsTimedOut"}
+		want := []string{"statemachine AWS/States/ExecutionsFailed", "statemachine AWS/States/ExecutionsTimedOut",
+			"turn-ended-dlq AWS/SQS/ApproximateNumberOfMessagesVisible"}
 		names := functionNames()
 		if s.props.DemoAgents {
 			names = append(names, FnDemoAgents)
@@ -455,5 +464,90 @@ func TestTurnEndedRule(t *testing.T) {
 	}
 	if !allowed {
 		t.Errorf("no Lambda permission lets EventBridge invoke llmstep")
+	}
+
+	// Issue 14: an event EventBridge cannot deliver, or whose handling
+	// fails through Lambda's asynchronous retries, lands in one encrypted
+	// dead-letter queue (kept 14 days, alarmed on: TestAlarms).
+	dlqID, dlq := s.one(t, "AWS::SQS::Queue")
+	gotQueue := map[string]any{"SqsManagedSseEnabled": dlq["SqsManagedSseEnabled"], "MessageRetentionPeriod": dlq["MessageRetentionPeriod"]}
+	if diff := cmp.Diff(map[string]any{"SqsManagedSseEnabled": true, "MessageRetentionPeriod": float64(14 * 24 * 3600)}, gotQueue); diff != "" {
+		t.Errorf("dead-letter queue (-want +got):\n%s", diff)
+	}
+	target := targets[0].(map[string]any)
+	gotTarget := map[string]any{"DeadLetterConfig": target["DeadLetterConfig"], "RetryPolicy": target["RetryPolicy"]}
+	wantTarget := map[string]any{
+		"DeadLetterConfig": map[string]any{"Arn": map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}}},
+		"RetryPolicy":      map[string]any{"MaximumRetryAttempts": float64(8), "MaximumEventAgeInSeconds": float64(6 * 3600)},
+	}
+	if diff := cmp.Diff(wantTarget, gotTarget); diff != "" {
+		t.Errorf("rule target (-want +got):\n%s", diff)
+	}
+	// Only EventBridge may put messages in it, and only over TLS.
+	_, qp := s.one(t, "AWS::SQS::QueuePolicy")
+	var senders []string
+	for _, st := range asList(asMap(qp["PolicyDocument"])["Statement"]) {
+		sm := asMap(st)
+		if sm["Effect"] == "Allow" {
+			senders = append(senders, fmt.Sprintf("%v %v if %s", asMap(sm["Principal"])["Service"], sm["Action"], mustJSON(sm["Condition"])))
+		}
+	}
+	ruleID, _ := s.one(t, "AWS::Events::Rule")
+	wantSender := fmt.Sprintf(`events.amazonaws.com sqs:SendMessage if {"ArnEquals":{"aws:SourceArn":{"Fn::GetAtt":["%s","Arn"]}}}`, ruleID)
+	if diff := cmp.Diff([]string{wantSender}, senders); diff != "" {
+		t.Errorf("queue policy Allow statements (-want +got):\n%s", diff)
+	}
+	if doc := mustJSON(qp["PolicyDocument"]); !strings.Contains(doc, `"aws:SecureTransport":"false"`) {
+		t.Errorf("queue policy = %s, want a Deny without TLS", doc)
+	}
+	// llmstep's own failures on these events (its asynchronous invocations:
+	// only EventBridge makes them) go to the same queue.
+	_, cfg := s.one(t, "AWS::Lambda::EventInvokeConfig")
+	gotCfg := map[string]any{"FunctionName": cfg["FunctionName"], "OnFailure": asMap(cfg["DestinationConfig"])["OnFailure"]}
+	wantCfg := map[string]any{
+		"FunctionName": map[string]any{"Ref": llmID},
+		"OnFailure":    map[string]any{"Destination": map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}}},
+	}
+	if diff := cmp.Diff(wantCfg, gotCfg); diff != "" {
+		t.Errorf("llmstep asynchronous invocation (-want +got):\n%s", diff)
+	}
+}
+
+// Issue 14: the HTTP API's stage logs every request as one JSON object to
+// a log group of the data stack, and throttles every route by default at
+// the environment's limits (cdk.json).
+func TestHTTPAPIStageLogsAndThrottles(t *testing.T) {
+	t.Parallel()
+	want := map[string][2]float64{"dev": {25, 50}, "prod": {500, 1000}, "bedrock": {50, 100}}
+	for config, limits := range want {
+		s := synth(t, config)
+		apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api")
+		_, stage := s.one(t, "AWS::ApiGatewayV2::Stage")
+		if stage["StageName"] != "$default" || mustJSON(stage["ApiId"]) != mustJSON(map[string]any{"Ref": apiID}) {
+			t.Errorf("%s: stage %v of %v, want $default of %s", config, stage["StageName"], stage["ApiId"], apiID)
+		}
+		gotThrottle := asMap(stage["DefaultRouteSettings"])
+		wantThrottle := map[string]any{"ThrottlingRateLimit": limits[0], "ThrottlingBurstLimit": limits[1]}
+		if diff := cmp.Diff(wantThrottle, gotThrottle); diff != "" {
+			t.Errorf("%s: DefaultRouteSettings (-want +got):\n%s", config, diff)
+		}
+		logs := asMap(stage["AccessLogSettings"])
+		groupID, _ := s.named(t, "AWS::Logs::LogGroup", "ApiAccessLogs")
+		if diff := cmp.Diff(map[string]any{"Fn::GetAtt": []any{groupID, "Arn"}}, logs["DestinationArn"]); diff != "" {
+			t.Errorf("%s: access log destination (-want +got):\n%s", config, diff)
+		}
+		if _, ok := asMap(s.data["Resources"])[groupID]; !ok {
+			t.Errorf("%s: access log group %s is not in the data stack", config, groupID)
+		}
+		format, _ := logs["Format"].(string)
+		var line map[string]string
+		if err := json.Unmarshal([]byte(format), &line); err != nil {
+			t.Errorf("%s: access log format %q is not a JSON object: %v", config, format, err)
+		}
+		for key, v := range map[string]string{"requestId": "$context.requestId", "status": "$context.status", "routeKey": "$context.routeKey", "user": "$context.authorizer.claims.sub"} {
+			if line[key] != v {
+				t.Errorf("%s: access log %s = %q, want %q", config, key, line[key], v)
+			}
+		}
 	}
 }

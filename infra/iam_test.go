@@ -115,14 +115,19 @@ func TestFunctionRolesExactActions(t *testing.T) {
 		slices.Sort(out)
 		return out
 	}
+	// The demo specialists' URL (IAM auth) for the functions that read
+	// agent cards or call skills.
+	demoURL := []string{"lambda:InvokeFunction", "lambda:InvokeFunctionUrl"}
 	want := map[string][]string{
-		FnAPI: with("s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
+		FnAPI: with(append(demoURL, "s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 			"states:DescribeExecution", "states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess",
-			"states:StartExecution", "states:StopExecution"),
-		FnLLMStep:    with("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "s3:PutObject"),
-		FnValidate:   with("s3:PutObject"),
-		FnInvoke:     with("s3:GetObject", "s3:ListBucket", "s3:PutObject"),
-		FnAppend:     with("s3:PutObject"),
+			"states:StartExecution", "states:StopExecution")...),
+		// sqs: a turn-ended event it failed to handle goes to the dead-letter queue.
+		FnLLMStep: with(append(demoURL, "bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "s3:PutObject",
+			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage")...),
+		FnValidate:   with(append(demoURL, "s3:PutObject")...),
+		FnInvoke:     with(append(demoURL, "s3:GetObject", "s3:ListBucket", "s3:PutObject")...),
+		FnAppend:     with(append(demoURL, "s3:PutObject")...),
 		FnAwait:      with(),
 		FnDemoAgents: with(),
 	}
@@ -176,5 +181,88 @@ func TestTaskTokenAnsweredOnlyByAPI(t *testing.T) {
 		if diff := cmp.Diff(map[string]any{"Fn::GetAtt": []any{awaitID, "Arn"}}, sm["DefinitionSubstitutions"].(map[string]any)["AwaitFunction"]); diff != "" {
 			t.Errorf("%s: the pause's function (-want await +got):\n%s", config, diff)
 		}
+	}
+}
+
+// wildcardResourceExceptions are the actions a role may hold on Resource
+// "*", each because AWS offers no narrower resource for it (the service
+// authorization reference lists no resource type). Anything else on "*" is
+// a grant wider than it needs to be.
+var wildcardResourceExceptions = map[string]string{
+	// Lambda's attachment to the VPC (AWSLambdaVPCAccessExecutionRole's actions).
+	"ec2:CreateNetworkInterface":     "Lambda in a VPC",
+	"ec2:DescribeNetworkInterfaces":  "Lambda in a VPC",
+	"ec2:DescribeSubnets":            "Lambda in a VPC",
+	"ec2:DeleteNetworkInterface":     "Lambda in a VPC",
+	"ec2:AssignPrivateIpAddresses":   "Lambda in a VPC",
+	"ec2:UnassignPrivateIpAddresses": "Lambda in a VPC",
+	// X-Ray tracing of the functions and the state machine.
+	"xray:PutTraceSegments":    "tracing",
+	"xray:PutTelemetryRecords": "tracing",
+	"xray:GetSamplingRules":    "tracing",
+	"xray:GetSamplingTargets":  "tracing",
+	// Step Functions' log delivery to CloudWatch Logs (the state machine's role).
+	"logs:CreateLogDelivery":        "state machine logging",
+	"logs:GetLogDelivery":           "state machine logging",
+	"logs:UpdateLogDelivery":        "state machine logging",
+	"logs:DeleteLogDelivery":        "state machine logging",
+	"logs:ListLogDeliveries":        "state machine logging",
+	"logs:PutResourcePolicy":        "state machine logging",
+	"logs:DescribeResourcePolicies": "state machine logging",
+	"logs:DescribeLogGroups":        "state machine logging",
+	// Issue 14: a task token is not a resource; api answers the pauses.
+	"states:SendTaskSuccess":   "task tokens (api only: TestTaskTokenAnsweredOnlyByAPI)",
+	"states:SendTaskFailure":   "task tokens (api only: TestTaskTokenAnsweredOnlyByAPI)",
+	"states:SendTaskHeartbeat": "task tokens (api only: TestTaskTokenAnsweredOnlyByAPI)",
+}
+
+// wildcardResourceActions lists "<policy>: <action>" for every action an
+// Allow statement of an IAM policy grants on Resource "*" (alone or among
+// others), sorted.
+func wildcardResourceActions(tpl map[string]any) []string {
+	var out []string
+	for id, r := range asMap(tpl["Resources"]) {
+		rm := asMap(r)
+		if rm["Type"] != "AWS::IAM::Policy" {
+			continue
+		}
+		doc := asMap(asMap(rm["Properties"])["PolicyDocument"])
+		for _, st := range asList(doc["Statement"]) {
+			sm := asMap(st)
+			if sm["Effect"] != "Allow" || !slices.Contains(asList(sm["Resource"]), any("*")) {
+				continue
+			}
+			for _, a := range actionsOf(sm) {
+				out = append(out, id+": "+a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Least privilege for resources too: "*" only for the actions AWS offers
+// no narrower resource for, each named above with its reason.
+func TestWildcardResourcesOnlyWhereRequired(t *testing.T) {
+	t.Parallel()
+	for _, config := range slices.Sorted(maps.Keys(configs)) {
+		s := synth(t, config)
+		for _, entry := range wildcardResourceActions(s.json) {
+			_, action, _ := strings.Cut(entry, ": ")
+			if _, ok := wildcardResourceExceptions[action]; !ok {
+				t.Errorf("%s: %s on Resource \"*\", want a resource (or a named exception with its reason)", config, entry)
+			}
+		}
+	}
+	// The check sees what it must.
+	var tpl map[string]any
+	if err := json.Unmarshal([]byte(`{"Resources":{"P":{"Type":"AWS::IAM::Policy","Properties":{"PolicyDocument":{"Statement":[
+		{"Effect":"Allow","Action":["s3:GetObject","ec2:DescribeSubnets"],"Resource":["arn:x","*"]},
+		{"Effect":"Allow","Action":"s3:PutObject","Resource":"arn:y"},
+		{"Effect":"Deny","Action":"s3:DeleteObject","Resource":"*"}]}}}}}`), &tpl); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"P: ec2:DescribeSubnets", "P: s3:GetObject"}, wildcardResourceActions(tpl)); diff != "" {
+		t.Errorf("wildcardResourceActions() (-want +got):\n%s", diff)
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// main synthesizes the stack clientagent-<env>. It runs in infra/, started
+// main synthesizes the stacks clientagent-<env>-data and clientagent-<env>
+// (NewDeployment). It runs in infra/, started
 // by the CDK CLI from the repository root (cdk.json: "cd infra && go run .")
 // or by `make synth` (`go run . -c env=prod …`, no CLI).
 //
@@ -54,7 +55,7 @@ func main() {
 	if account, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION"); account != "" && region != "" {
 		props.Env = &awscdk.Environment{Account: jsii.String(account), Region: jsii.String(region)}
 	}
-	NewClientAgentStack(app, "clientagent-"+props.EnvName, props)
+	NewDeployment(app, props)
 	app.Synth(nil)
 }
 

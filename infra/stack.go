@@ -1,9 +1,12 @@
-// Package main is the CDK app that deploys clientagent to AWS, one stack per
-// environment (DESIGN §6): the HTTP API with a JWT authorizer, the arm64
-// provided.al2023 Lambdas built by `make build`, the STANDARD state machine
-// from statemachine/turn.asl.json, ElastiCache Serverless Valkey in a VPC, the
-// artifact bucket and the LLM's permissions or secret. It only describes
-// resources; it must not call AWS itself (synthesis works offline).
+// Package main is the CDK app that deploys clientagent to AWS (DESIGN §6),
+// two stacks per environment. The data stack (data.go) holds what holds
+// state: the VPC and ElastiCache Serverless Valkey in it, the artifact and
+// audit buckets, the Cognito user pool, a created key secret and the log
+// groups. The app stack holds the rest and retains nothing: the HTTP API
+// with a JWT authorizer, the arm64 provided.al2023 Lambdas built by `make
+// build`, the STANDARD state machine from statemachine/turn.asl.json, the
+// turn-ended rule, alarms and dashboard. It only describes resources; it
+// must not call AWS itself (synthesis works offline).
 package main
 
 import (
@@ -13,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -22,18 +24,18 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awselasticache"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -103,6 +105,22 @@ var platformFunctions = []functionSpec{
 	{FnAwait, 256, 30, "turn step: stores the task token of a pause"},
 }
 
+// AgentCallers are the functions that talk to specialists: api, llmstep,
+// validate and append build the tool catalogue from the agent cards, and
+// invoke calls the skills. await does neither.
+var AgentCallers = []string{FnAPI, FnLLMStep, FnValidate, FnInvoke, FnAppend}
+
+// TaskTokenActions answer a paused execution's task token (api only).
+var TaskTokenActions = []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
+
+// AccessLogFormat is the HTTP API's access log line: JSON, one object per
+// request, with the caller's subject but no header or body.
+const AccessLogFormat = `{"requestId":"$context.requestId","ip":"$context.identity.sourceIp","requestTime":"$context.requestTime",` +
+	`"method":"$context.httpMethod","routeKey":"$context.routeKey","path":"$context.path","status":"$context.status",` +
+	`"protocol":"$context.protocol","responseLength":"$context.responseLength","responseLatency":"$context.responseLatency",` +
+	`"integrationLatency":"$context.integrationLatency","integrationError":"$context.integrationErrorMessage",` +
+	`"authorizerError":"$context.authorizer.error","user":"$context.authorizer.claims.sub"}`
+
 func functionNames() []string {
 	out := make([]string, 0, len(platformFunctions))
 	for _, f := range platformFunctions {
@@ -126,153 +144,76 @@ func ASLPlaceholders(asl string) []string {
 
 var placeholderRE = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`)
 
-// NewClientAgentStack defines the stack of one environment. It panics on an
-// invalid configuration, as CDK constructs do; call props.Validate first for
-// an error instead.
-func NewClientAgentStack(scope constructs.Construct, id string, props *StackProps) awscdk.Stack {
+// AppStackName names an environment's app stack: what may be deleted and
+// created again at will (`make destroy` deletes it alone).
+func AppStackName(env string) string { return "clientagent-" + env }
+
+// DataStackName names an environment's data stack: what holds state (data.go).
+func DataStackName(env string) string { return "clientagent-" + env + "-data" }
+
+// Deployment is one environment's two stacks. App uses Data through
+// cross-stack references (CloudFormation exports), so Data is deployed first
+// and App deleted first; `make destroy` deletes App alone (docs/deploy.md).
+type Deployment struct {
+	Data awscdk.Stack
+	App  awscdk.Stack
+}
+
+// NewDeployment defines the stacks of one environment. It panics on an
+// invalid configuration, as CDK constructs do; call props.Validate first
+// for an error instead.
+func NewDeployment(scope constructs.Construct, props *StackProps) Deployment {
 	if props == nil {
 		props = &StackProps{}
 	}
 	if err := props.Validate(); err != nil {
-		panic(fmt.Sprintf("clientagent stack %s: %v", id, err))
+		panic(fmt.Sprintf("clientagent %s: %v", props.withDefaults().EnvName, err))
 	}
 	p := props.withDefaults()
+	data := newDataStack(scope, p)
+	return Deployment{Data: data.stack, App: newAppStack(scope, p, data)}
+}
+
+// newAppStack defines the app stack: the functions, the state machine,
+// the HTTP API, the rules, alarms and dashboard. It retains nothing, and
+// what it names is deleted with it, so it can be deleted and deployed again
+// at any time; the data it uses lives in the data stack d.
+func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.Stack {
 	sprops := p.StackProps
 	if sprops.Description == nil {
 		sprops.Description = jsii.String("clientagent (" + p.EnvName + "): LLM tool-calling orchestrator")
 	}
-	stack := awscdk.NewStack(scope, jsii.String(id), &sprops)
-	awscdk.Tags_Of(stack).Add(jsii.String("app"), jsii.String("clientagent"), nil)
-	awscdk.Tags_Of(stack).Add(jsii.String("env"), jsii.String(p.EnvName), nil)
+	stack := awscdk.NewStack(scope, jsii.String(AppStackName(p.EnvName)), &sprops)
+	tag(stack, p)
 	prefix := "clientagent-" + p.EnvName
-	// What holds data (buckets, logs, the cache, users, the created secret)
-	// outlives the stack in prod; elsewhere it goes with it. Buckets are
-	// deleted only when empty: CDK's autoDeleteObjects would bring a custom
-	// resource whose role has wildcard S3 actions (docs/deploy.md, teardown).
-	removal := awscdk.RemovalPolicy_DESTROY
-	if p.RetainData {
-		removal = awscdk.RemovalPolicy_RETAIN
-	}
 	if len(p.WebOrigins) == 0 {
 		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("clientagent:noWebOrigins"),
 			jsii.String("webOrigins is empty: no browser origin may call the API (CLI only); set -c webOrigins=https://… for the web page"), nil)
 	}
+	bucket, auditBucket := d.artifacts, d.audit
 
-	// Network: the Lambdas live in private subnets with NAT egress (the LLM,
-	// the specialists and the AWS APIs are outside the VPC; docs/deploy.md
-	// weighs NAT against endpoints); the cache is reachable only from the
-	// Lambdas' security group.
-	vpc := awsec2.NewVpc(stack, jsii.String("Vpc"), &awsec2.VpcProps{
-		MaxAzs:      jsii.Number(2),
-		NatGateways: jsii.Number(float64(p.NATGateways)),
-		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{
-			{Name: jsii.String("public"), SubnetType: awsec2.SubnetType_PUBLIC, CidrMask: jsii.Number(24)},
-			{Name: jsii.String("private"), SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS, CidrMask: jsii.Number(22)},
-		},
-		GatewayEndpoints: &map[string]*awsec2.GatewayVpcEndpointOptions{
-			// Artifact bytes to and from S3 stay off the NAT gateway (free).
-			"S3": {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
-		},
-	})
-	privateSubnets := vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS})
-	fnSG := awsec2.NewSecurityGroup(stack, jsii.String("FunctionsSecurityGroup"), &awsec2.SecurityGroupProps{
-		Vpc:              vpc,
-		Description:      jsii.String(prefix + " Lambdas (egress to Valkey, the LLM, specialists, AWS APIs)"),
-		AllowAllOutbound: jsii.Bool(true),
-	})
-	cacheSG := awsec2.NewSecurityGroup(stack, jsii.String("ValkeySecurityGroup"), &awsec2.SecurityGroupProps{
-		Vpc:              vpc,
-		Description:      jsii.String(prefix + " ElastiCache Serverless Valkey"),
-		AllowAllOutbound: jsii.Bool(false),
-	})
-	cacheSG.AddIngressRule(fnSG, awsec2.Port_TcpRange(jsii.Number(valkeyPort), jsii.Number(valkeyReaderPort)),
-		jsii.String("Valkey from the clientagent Lambdas"), nil)
-
-	subnetIDs := []interface{}{}
-	for _, s := range *privateSubnets.SubnetIds {
-		subnetIDs = append(subnetIDs, s)
-	}
-	cacheProps := &awselasticache.CfnServerlessCacheProps{
-		Engine:              jsii.String("valkey"),
-		MajorEngineVersion:  jsii.String("8"),
-		ServerlessCacheName: jsii.String(prefix),
-		Description:         jsii.String("clientagent conversation records (DESIGN §3)"),
-		SubnetIds:           &subnetIDs,
-		SecurityGroupIds:    &[]interface{}{cacheSG.SecurityGroupId()},
-		// Serverless scales without bound unless told: the limits turn a
-		// runaway client into errors instead of a bill.
-		CacheUsageLimits: &awselasticache.CfnServerlessCache_CacheUsageLimitsProperty{
-			DataStorage: &awselasticache.CfnServerlessCache_DataStorageProperty{
-				Maximum: jsii.Number(float64(p.ValkeyMaxStorageGB)), Unit: jsii.String("GB"),
-			},
-			EcpuPerSecond: &awselasticache.CfnServerlessCache_ECPUPerSecondProperty{
-				Maximum: jsii.Number(float64(p.ValkeyMaxECPUPerSecond)),
-			},
-		},
-	}
-	if p.ValkeySnapshotRetentionDays > 0 {
-		cacheProps.SnapshotRetentionLimit = jsii.Number(float64(p.ValkeySnapshotRetentionDays))
-		cacheProps.DailySnapshotTime = jsii.String(p.ValkeySnapshotTime)
-	}
-	cache := awselasticache.NewCfnServerlessCache(stack, jsii.String("Valkey"), cacheProps)
-	cache.ApplyRemovalPolicy(removal, nil)
-	// TLS is always on for ElastiCache Serverless, hence rediss; it is cluster
-	// mode, hence pkg/record/valkey's cluster=true (a cluster client).
-	valkeyURL := awscdk.Fn_Join(jsii.String(""), &[]*string{
-		jsii.String("rediss://"), cache.AttrEndpointAddress(), jsii.String(":" + strconv.Itoa(valkeyPort) + "?cluster=true"),
-	})
-
-	// Artifacts.
-	var bucketCORS *[]*awss3.CorsRule
-	if len(p.WebOrigins) > 0 {
-		bucketCORS = &[]*awss3.CorsRule{{
-			// The API redirects downloads to presigned URLs; the web page follows them.
-			AllowedMethods: &[]awss3.HttpMethods{awss3.HttpMethods_GET, awss3.HttpMethods_HEAD},
-			AllowedOrigins: jsii.Strings(p.WebOrigins...),
-			AllowedHeaders: jsii.Strings("*"),
-			MaxAge:         jsii.Number(3600),
-		}}
-	}
-	bucket := awss3.NewBucket(stack, jsii.String("Artifacts"), &awss3.BucketProps{
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		Versioned:         jsii.Bool(false),
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		Cors:              bucketCORS,
-		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:                                  jsii.String("expire-artifacts"),
-			Expiration:                          awscdk.Duration_Days(jsii.Number(float64(p.ArtifactExpiryDays))),
-			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
-		}},
-		RemovalPolicy: removal,
-	})
-
-	// The audit log (DESIGN §7, pkg/audit): what users approved or rejected
-	// and what ran. Versioned, never expires; kept with the stack's data.
-	auditBucket := awss3.NewBucket(stack, jsii.String("Audit"), &awss3.BucketProps{
-		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
-		Encryption:        awss3.BucketEncryption_S3_MANAGED,
-		EnforceSSL:        jsii.Bool(true),
-		Versioned:         jsii.Bool(true),
-		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		RemovalPolicy:     removal,
-	})
-
-	place := &vpcPlacement{vpc: vpc, sg: fnSG}
-	// Demo specialists: public A2A endpoints (a Function URL) in the VPC, so
-	// their tasks and publication ledger live in Valkey: an input-required
-	// answer may reach another instance than the question, and a retried
-	// publish must not publish twice. They fetch inputs by presigned URL.
+	place := &vpcPlacement{vpc: d.vpc, sg: d.fnSG}
+	// Demo specialists: A2A endpoints on a Function URL with IAM auth (only
+	// the functions granted below may call it, each request signed with
+	// SigV4), in the VPC, so their tasks and publication ledger live in
+	// Valkey: an input-required answer may reach another instance than the
+	// question, and a retried publish must not publish twice. They fetch
+	// inputs by presigned URL.
 	agentURLs := slices.Clone(p.Agents)
 	var demo awslambda.Function
 	var demoURL awslambda.FunctionUrl
 	if p.DemoAgents {
-		demo = newFunction(stack, p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, place, removal)
+		// Their logs are not data the deployment keeps: they go with the app.
+		demoLogs := awslogs.NewLogGroup(stack, jsii.String("FnDemoagentsLogs"), &awslogs.LogGroupProps{
+			LogGroupName:  jsii.String("/aws/lambda/" + prefix + "-" + FnDemoAgents),
+			Retention:     retentionDays[p.LogRetentionDays],
+			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		})
+		demo = newFunction(stack, p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, place, demoLogs)
 		// PUBLIC_URL stays empty: the function takes its base URL from each
 		// request's Host, since its own URL in its environment would be a cycle.
-		demo.AddEnvironment(jsii.String("VALKEY_URL"), valkeyURL, nil)
-		demoURL = demo.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_NONE})
+		demo.AddEnvironment(jsii.String("VALKEY_URL"), d.valkeyURL, nil)
+		demoURL = demo.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM})
 		for _, path := range []string{"agents/svg", "agents/png", "agents/flange", "agents/publish"} {
 			// The URL attribute ends with "/".
 			agentURLs = append(agentURLs, *demoURL.Url()+path)
@@ -281,7 +222,7 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 
 	env := map[string]*string{
 		"CLIENTAGENT_ENV": jsii.String(p.EnvName),
-		"VALKEY_URL":      valkeyURL,
+		"VALKEY_URL":      d.valkeyURL,
 		"ARTIFACT_BUCKET": bucket.BucketName(),
 		"AUDIT_BUCKET":    auditBucket.BucketName(),
 		"CLIENTAGENT_LLM": jsii.String(p.LLM),
@@ -301,7 +242,8 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 			env[k] = jsii.String(v)
 		}
 	}
-	// Workflow templates of the deployment's own, as a layer under /opt.
+	// Workflow templates of the deployment's own, as a layer under /opt:
+	// code, not data, so it goes with the app stack.
 	var layers []awslambda.ILayerVersion
 	if p.WorkflowsDir != "" {
 		layers = append(layers, awslambda.NewLayerVersion(stack, jsii.String("Workflows"), &awslambda.LayerVersionProps{
@@ -309,13 +251,13 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 			CompatibleArchitectures: &[]awslambda.Architecture{awslambda.Architecture_ARM_64()},
 			CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
 			Description:             jsii.String(prefix + " workflow templates (docs/workflows.md)"),
-			RemovalPolicy:           removal,
+			RemovalPolicy:           awscdk.RemovalPolicy_DESTROY,
 		}))
 		env["CLIENTAGENT_WORKFLOWS_DIR"] = jsii.String("/opt")
 	}
 	fns := map[string]awslambda.Function{}
 	for _, spec := range platformFunctions {
-		fn := newFunction(stack, p, spec, place, removal)
+		fn := newFunction(stack, p, spec, place, d.fnLogs[spec.name])
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
 		}
@@ -323,6 +265,19 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 			fn.AddLayers(layers...)
 		}
 		fns[spec.name] = fn
+	}
+	// The functions that build the tool catalogue fetch the agent cards, and
+	// invoke calls the skills: with the demo specialists behind IAM auth they
+	// sign their requests (pkg/agents, CLIENTAGENT_AGENT_AUTH) and may call
+	// that URL. await never reads the catalogue.
+	if demoURL != nil {
+		for _, name := range AgentCallers {
+			fns[name].AddEnvironment(jsii.String("CLIENTAGENT_AGENT_AUTH"), jsii.String("sigv4"), nil)
+			// lambda:InvokeFunctionUrl for an AWS_IAM URL, and, as Lambda
+			// requires of URLs created since October 2025, lambda:InvokeFunction
+			// when invoked through a URL (lambda:InvokedViaFunctionUrl).
+			demoURL.GrantInvokeUrl(fns[name])
+		}
 	}
 	// Explicit S3 actions rather than the CDK's grants, whose action lists
 	// hold wildcards (s3:GetObject*, s3:List*, s3:Abort*). Only these two
@@ -359,15 +314,13 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		// template nor the function's configuration ever holds it.
 		var secret awssecretsmanager.ISecret
 		secretID := jsii.String(p.OpenAIKeySecretName)
-		if p.OpenAIKeySecretName != "" {
-			secret = awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("OpenAIKey"), secretID)
-		} else {
-			created := awssecretsmanager.NewSecret(stack, jsii.String("OpenAIKey"), &awssecretsmanager.SecretProps{
-				SecretName:    jsii.String(prefix + "/openai-api-key"),
-				Description:   jsii.String("clientagent " + p.EnvName + ": the OpenAI-compatible API key (put-secret-value; read at each cold start)"),
-				RemovalPolicy: removal,
+		if d.openAIKey != nil {
+			secret, secretID = d.openAIKey, d.openAIKey.SecretArn()
+			awscdk.NewCfnOutput(stack, jsii.String("OpenAIKeySecretArn"), &awscdk.CfnOutputProps{
+				Value: secretID, Description: jsii.String("the created secret of the OpenAI-compatible key: put the real key in it"),
 			})
-			secret, secretID = created, created.SecretArn()
+		} else {
+			secret = awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("OpenAIKey"), secretID)
 		}
 		// GrantRead gives exactly GetSecretValue and DescribeSecret, on the
 		// secret's ARN (with the random suffix matched for a secret by name).
@@ -390,11 +343,6 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 			panic(fmt.Sprintf("%s uses ${%s}, which the stack does not provide", p.ASLFile, key))
 		}
 	}
-	smLogs := awslogs.NewLogGroup(stack, jsii.String("TurnStateMachineLogs"), &awslogs.LogGroupProps{
-		LogGroupName:  jsii.String("/aws/vendedlogs/states/" + prefix + "-turn"),
-		Retention:     retentionDays[p.LogRetentionDays],
-		RemovalPolicy: removal,
-	})
 	sm := awsstepfunctions.NewStateMachine(stack, jsii.String("TurnStateMachine"), &awsstepfunctions.StateMachineProps{
 		StateMachineName:        jsii.String(prefix + "-turn"),
 		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
@@ -402,7 +350,7 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		DefinitionSubstitutions: &subs,
 		TracingEnabled:          jsii.Bool(true),
 		Logs: &awsstepfunctions.LogOptions{
-			Destination: smLogs,
+			Destination: d.turnLogs,
 			Level:       awsstepfunctions.LogLevel(p.StateMachineLogLevel),
 			// Payloads carry ids, but a form's answers pass through too.
 			IncludeExecutionData: jsii.Bool(false),
@@ -417,7 +365,8 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	// step recording it (FailTurn could not reach Valkey, an operator
 	// stopped it) is ended in its record by llmstep (turn.ExecutionEnded),
 	// which EventBridge invokes asynchronously; a turn already ended is
-	// left as it is.
+	// left as it is. (A turn a limit ended is not among them: its execution
+	// succeeds, the turn reading failed with its message.)
 	turnEnded := awsevents.NewRule(stack, jsii.String("TurnEnded"), &awsevents.RuleProps{
 		RuleName:    jsii.String(prefix + "-turn-ended"),
 		Description: jsii.String("a turn's execution ended abnormally: llmstep records it on the turn"),
@@ -430,10 +379,27 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 			},
 		},
 	})
+	// An event that cannot be delivered (EventBridge gave up) or whose
+	// handling failed (Lambda's asynchronous retries spent) lands in one
+	// queue, which an alarm watches, instead of vanishing: the turn it
+	// names may still read as running, and the message says which.
+	turnEndedDLQ := awssqs.NewQueue(stack, jsii.String("TurnEndedDLQ"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
 	turnEnded.AddTarget(awseventstargets.NewLambdaFunction(llmFn, &awseventstargets.LambdaFunctionProps{
-		RetryAttempts: jsii.Number(8),
-		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
+		RetryAttempts:   jsii.Number(8),
+		MaxEventAge:     awscdk.Duration_Hours(jsii.Number(6)),
+		DeadLetterQueue: turnEndedDLQ,
 	}))
+	// Only EventBridge invokes llmstep asynchronously (the state machine
+	// waits for it), so this applies to the turn-ended events alone.
+	llmFn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
+		RetryAttempts: jsii.Number(2),
+		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
+		OnFailure:     awslambdadestinations.NewSqsDestination(turnEndedDLQ),
+	})
 
 	// api starts and inspects turns and answers their task tokens; the state
 	// machine never references api, so the template has no cycle. await, which
@@ -442,42 +408,28 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 	api.AddEnvironment(jsii.String("STATE_MACHINE_ARN"), sm.StateMachineArn(), nil)
 	sm.GrantStartExecution(api)
 	sm.GrantExecution(api, jsii.String("states:DescribeExecution"), jsii.String("states:StopExecution"))
-	sm.GrantTaskResponse(api)
+	// A task token names its execution, not a resource IAM could match: the
+	// service authorization reference lists no resource type for
+	// SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat, so a statement
+	// naming the state machine matches no request. Their resource is "*",
+	// for these three actions alone (TestWildcardResourcesOnlyWhereRequired).
+	allow(api, "AnswerTaskTokens", TaskTokenActions, jsii.String("*"))
 
-	// Who may call: the given issuer, or a Cognito user pool of our own.
+	// Who may call: the given issuer, or the data stack's Cognito user pool.
 	issuer, audience := jsii.String(p.JWTIssuer), jsii.Strings(p.JWTAudience...)
-	if p.JWTIssuer == "" {
-		pool := awscognito.NewUserPool(stack, jsii.String("Users"), &awscognito.UserPoolProps{
-			UserPoolName: jsii.String(prefix + "-users"),
-			// Users are created by an administrator (docs/deploy.md).
-			SelfSignUpEnabled: jsii.Bool(false),
-			SignInAliases:     &awscognito.SignInAliases{Email: jsii.Bool(true)},
-			AutoVerify:        &awscognito.AutoVerifiedAttrs{Email: jsii.Bool(true)},
-			AccountRecovery:   awscognito.AccountRecovery_EMAIL_ONLY,
-			PasswordPolicy:    &awscognito.PasswordPolicy{MinLength: jsii.Number(12)},
-			RemovalPolicy:     removal,
-		})
-		client := pool.AddClient(jsii.String("Client"), &awscognito.UserPoolClientOptions{
-			UserPoolClientName: jsii.String(prefix + "-web-cli"),
-			// A public client (the web page, `clientagent chat`): no secret,
-			// no hosted UI; tokens by password (SRP or plain over TLS).
-			GenerateSecret:             jsii.Bool(false),
-			AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true), UserPassword: jsii.Bool(true)},
-			DisableOAuth:               jsii.Bool(true),
-			PreventUserExistenceErrors: jsii.Bool(true),
-		})
+	if d.pool != nil {
 		// API Gateway checks a Cognito access token's client_id (it has no
 		// aud) and an ID token's aud against the audience: both work.
 		// The issuer as Cognito writes it into tokens (ProviderURL lacks https://).
 		issuer = awscdk.Fn_Join(jsii.String(""), &[]*string{
-			jsii.String("https://cognito-idp."), awscdk.Aws_REGION(), jsii.String("."), awscdk.Aws_URL_SUFFIX(), jsii.String("/"), pool.UserPoolId(),
+			jsii.String("https://cognito-idp."), awscdk.Aws_REGION(), jsii.String("."), awscdk.Aws_URL_SUFFIX(), jsii.String("/"), d.pool.UserPoolId(),
 		})
-		audience = &[]*string{client.UserPoolClientId()}
+		audience = &[]*string{d.client.UserPoolClientId()}
 		awscdk.NewCfnOutput(stack, jsii.String("UserPoolId"), &awscdk.CfnOutputProps{
-			Value: pool.UserPoolId(), Description: jsii.String("the Cognito user pool (create users here)"),
+			Value: d.pool.UserPoolId(), Description: jsii.String("the Cognito user pool (create users here)"),
 		})
 		awscdk.NewCfnOutput(stack, jsii.String("UserPoolClientId"), &awscdk.CfnOutputProps{
-			Value: client.UserPoolClientId(), Description: jsii.String("the app client of the web page and the CLI (the JWT audience)"),
+			Value: d.client.UserPoolClientId(), Description: jsii.String("the app client of the web page and the CLI (the JWT audience)"),
 		})
 	}
 
@@ -501,6 +453,18 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		Description:   jsii.String("clientagent HTTP API (API.md)"),
 		CorsPreflight: cors,
 	})
+	// The $default stage: the environment's default throttling for every
+	// route, and a JSON access log line per request in the data stack's log
+	// group (API Gateway delivers it through its service-linked role).
+	stage := httpAPI.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
+		ThrottlingRateLimit:  jsii.Number(float64(p.APIThrottleRateLimit)),
+		ThrottlingBurstLimit: jsii.Number(float64(p.APIThrottleBurstLimit)),
+	})
+	stage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: d.accessLogs.LogGroupArn(),
+		Format:         jsii.String(AccessLogFormat),
+	})
 	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), issuer,
 		&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
 			AuthorizerName: jsii.String(prefix + "-jwt"),
@@ -518,8 +482,9 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		Authorizer:  authorizer,
 	})
 
-	// Alarms: a failed or timed-out turn, and any function's errors or
-	// throttles, to one SNS topic (subscribe to it, or set alarmEmail).
+	// Alarms: a failed or timed-out execution (a fault: a turn a limit ended
+	// succeeds), any function's errors or throttles, and an undelivered
+	// turn-ended event, to one SNS topic (subscribe to it, or set alarmEmail).
 	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
 		TopicName:   jsii.String(prefix + "-alarms"),
 		DisplayName: jsii.String("clientagent " + p.EnvName + " alarms"),
@@ -541,6 +506,8 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		DefaultValue:    jsii.Number(0),
 	})
 	alarm := func(id, name, desc string, metric awscloudwatch.IMetric) {
+		// ≥ 1 in a period: a failed execution, a function error, a message
+		// in the dead-letter queue each deserve a look.
 		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          jsii.String(prefix + "-" + name),
 			AlarmDescription:   jsii.String(desc),
@@ -553,7 +520,7 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		a.AddAlarmAction(alarmAction)
 	}
 	fiveMinutes := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
-	alarm("AlarmTurnsFailed", "turns-failed", "a turn's execution failed", sm.MetricFailed(fiveMinutes))
+	alarm("AlarmTurnsFailed", "turns-failed", "a turn's execution failed: a fault (a step's error, FailTurn), not a limit", sm.MetricFailed(fiveMinutes))
 	alarm("AlarmTurnsTimedOut", "turns-timed-out", "a turn's execution timed out", sm.MetricTimedOut(fiveMinutes))
 	alarmed := slices.Clone(platformFunctions)
 	if demo != nil {
@@ -577,7 +544,11 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		alarm("Alarm"+id+"Errors", spec.name+"-errors", spec.name+" returned errors", errs)
 		alarm("Alarm"+id+"Throttles", spec.name+"-throttles", spec.name+" was throttled", fn.MetricThrottles(fiveMinutes))
 	}
-	newDashboard(stack, prefix, sm, fns, alarmed, continuations, cache)
+	alarm("AlarmTurnEndedDLQ", "turn-ended-dlq", "a turn-ended event was not handled: its turn may still read as running (messages in the dead-letter queue)",
+		turnEndedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
+		}))
+	newDashboard(stack, prefix, sm, fns, alarmed, continuations, d.cache.Ref())
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value: httpAPI.ApiEndpoint(), Description: jsii.String("base URL of the HTTP API (append /v1/…)"),
@@ -595,14 +566,14 @@ func NewClientAgentStack(scope constructs.Construct, id string, props *StackProp
 		Value: auditBucket.BucketName(), Description: jsii.String("the audit log of approvals and executed calls"),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("ValkeyEndpoint"), &awscdk.CfnOutputProps{
-		Value: cache.AttrEndpointAddress(), Description: jsii.String("ElastiCache Serverless Valkey (TLS, port 6379)"),
+		Value: d.cache.AttrEndpointAddress(), Description: jsii.String("ElastiCache Serverless Valkey (TLS, port 6379)"),
 	})
 	awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
 		Value: topic.TopicArn(), Description: jsii.String("SNS topic of the alarms (subscribe to be told)"),
 	})
 	if demoURL != nil {
 		awscdk.NewCfnOutput(stack, jsii.String("DemoAgentsUrl"), &awscdk.CfnOutputProps{
-			Value: demoURL.Url(), Description: jsii.String("the demo A2A specialists (agents/svg, agents/png, …)"),
+			Value: demoURL.Url(), Description: jsii.String("the demo A2A specialists (agents/svg, agents/png, …; IAM auth, SigV4-signed requests only)"),
 		})
 	}
 	return stack
@@ -628,17 +599,13 @@ func functionID(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:]
 }
 
-// newFunction defines one Lambda from BinDir/<name>/bootstrap, with a role
-// of its own that holds only explicit statements: no AWS managed policies
-// (AWSLambdaBasicExecutionRole would let it write to any log group).
-func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpcPlacement, removal awscdk.RemovalPolicy) awslambda.Function {
+// newFunction defines one Lambda from BinDir/<name>/bootstrap, logging to
+// logs, with a role of its own that holds only explicit statements: no AWS
+// managed policies (AWSLambdaBasicExecutionRole would let it write to any
+// log group).
+func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpcPlacement, logs awslogs.ILogGroup) awslambda.Function {
 	id := "Fn" + functionID(spec.name)
 	name := "clientagent-" + p.EnvName + "-" + spec.name
-	logs := awslogs.NewLogGroup(stack, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
-		LogGroupName:  jsii.String("/aws/lambda/" + name),
-		Retention:     retentionDays[p.LogRetentionDays],
-		RemovalPolicy: removal,
-	})
 	role := awsiam.NewRole(stack, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String(name + " (least privilege: every statement is in the template)"),
@@ -686,7 +653,7 @@ func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpc
 // succeeded, failed, their duration), every function's duration, errors
 // and throttles, the workflow continuations, and the cache's load.
 func newDashboard(stack awscdk.Stack, prefix string, sm awsstepfunctions.StateMachine, fns map[string]awslambda.Function, specs []functionSpec,
-	continuations awslogs.MetricFilter, cache awselasticache.CfnServerlessCache) {
+	continuations awslogs.MetricFilter, cacheName *string) {
 	period := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
 	p99 := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("p99")}
 	graph := func(title string, metrics ...awscloudwatch.IMetric) awscloudwatch.IWidget {
@@ -706,7 +673,7 @@ func newDashboard(stack awscdk.Stack, prefix string, sm awsstepfunctions.StateMa
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace:     jsii.String("AWS/ElastiCache"),
 			MetricName:    jsii.String(name),
-			DimensionsMap: &map[string]*string{"clusterId": cache.ServerlessCacheName()},
+			DimensionsMap: &map[string]*string{"clusterId": cacheName},
 			Statistic:     jsii.String(stat),
 			Period:        awscdk.Duration_Minutes(jsii.Number(5)),
 		})

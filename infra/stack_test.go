@@ -20,9 +20,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// The tests synthesize the stack (no AWS account needed) and read the
-// CloudFormation template. Each configuration is synthesized once and shared:
-// one synthesis costs seconds of node time.
+// The tests synthesize the stacks (no AWS account needed) and read the
+// CloudFormation templates. Each configuration is synthesized once and
+// shared: one synthesis costs seconds of node time. Most tests read both
+// stacks as one template with the app stack's imports resolved to what the
+// data stack exports (merged), so a reference reads the same whichever
+// stack holds its target; the tests of the split read each stack alone.
 
 const (
 	testIssuer = "https://issuer.example.com/"
@@ -60,12 +63,19 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// synthesized is one configuration's synthesized stack.
+// synthesized is one configuration's synthesized stacks.
 type synthesized struct {
-	props    StackProps
-	tpl      assertions.Template
-	json     map[string]any
-	assembly string // cloud assembly directory (cdk.out)
+	props StackProps
+	// tpl and json are both stacks' resources and outputs as one template,
+	// every Fn::ImportValue of the app stack replaced by the value the data
+	// stack exports under that name.
+	tpl  assertions.Template
+	json map[string]any
+	// app and data are each stack's own template.
+	app, data map[string]any
+	// dataProtected is the data stack's termination protection.
+	dataProtected bool
+	assembly      string // cloud assembly directory (cdk.out)
 }
 
 func baseProps() StackProps {
@@ -146,15 +156,96 @@ func synth(t *testing.T, config string) *synthesized {
 				t.Fatalf("synth %s: %v", config, r)
 			}
 		}()
-		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir)})
-		p := props
-		stack := NewClientAgentStack(app, "clientagent-"+p.EnvName, &p)
-		tpl := assertions.Template_FromStack(stack, nil)
-		asm := app.Synth(nil)
-		s = &synthesized{props: props.withDefaults(), tpl: tpl, json: *tpl.ToJSON(), assembly: *asm.Directory()}
+		var err error
+		if s, err = synthesize(props, outdir); err != nil {
+			t.Fatalf("synth %s: %v", config, err)
+		}
 	}()
 	synthCache[config] = s
 	return s
+}
+
+// synthesize defines a deployment of props in a new app writing to outdir
+// and reads its templates. The caller holds synthMu.
+func synthesize(props StackProps, outdir string) (*synthesized, error) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir)})
+	p := props
+	dep := NewDeployment(app, &p)
+	appTpl := *assertions.Template_FromStack(dep.App, nil).ToJSON()
+	dataTpl := *assertions.Template_FromStack(dep.Data, nil).ToJSON()
+	asm := app.Synth(nil)
+	merged, err := mergeTemplates(dataTpl, appTpl)
+	if err != nil {
+		return nil, err
+	}
+	protected := dep.Data.TerminationProtection() != nil && *dep.Data.TerminationProtection()
+	return &synthesized{
+		props: props.withDefaults(), tpl: assertions.Template_FromJSON(&merged, nil), json: merged,
+		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(),
+	}, nil
+}
+
+// mergeTemplates returns the resources and outputs of both templates as
+// one, with each Fn::ImportValue in app replaced by the value that data
+// exports under its name. A logical id in both, or an import that data does
+// not export, is an error.
+func mergeTemplates(data, app map[string]any) (map[string]any, error) {
+	exports := map[string]any{}
+	outputs := map[string]any{}
+	for name, o := range asMap(data["Outputs"]) {
+		om := asMap(o)
+		if e, ok := asMap(om["Export"])["Name"].(string); ok {
+			exports[e] = om["Value"]
+		}
+		outputs[name] = o
+	}
+	var missing []string
+	var resolve func(v any) any
+	resolve = func(v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			if name, ok := x["Fn::ImportValue"].(string); ok && len(x) == 1 {
+				if val, ok := exports[name]; ok {
+					return val
+				}
+				missing = append(missing, name)
+			}
+			out := make(map[string]any, len(x))
+			for k, e := range x {
+				out[k] = resolve(e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = resolve(e)
+			}
+			return out
+		}
+		return v
+	}
+	resources := maps.Clone(asMap(data["Resources"]))
+	for id, r := range asMap(app["Resources"]) {
+		if _, ok := resources[id]; ok {
+			return nil, fmt.Errorf("logical id %s in both stacks", id)
+		}
+		resources[id] = resolve(r)
+	}
+	for name, o := range asMap(app["Outputs"]) {
+		if _, ok := outputs[name]; ok {
+			return nil, fmt.Errorf("output %s in both stacks", name)
+		}
+		outputs[name] = resolve(o)
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("the app stack imports %v, which the data stack does not export", missing)
+	}
+	return map[string]any{"Resources": resources, "Outputs": outputs}, nil
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // assertTemplate runs an assertions.Template check, which panics on failure.
@@ -530,9 +621,15 @@ func TestAPIFunctionDrivesExecutions(t *testing.T) {
 	}
 	stmts := s.roleStatements(t, api, "Role")
 	onMachine := mustJSON(map[string]any{"Ref": smID})
-	for _, action := range []string{"states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"} {
-		if got := allowed(stmts, action); !slices.Contains(got, onMachine) {
-			t.Errorf("api may %s on %v, want %s", action, got, onMachine)
+	if got := allowed(stmts, "states:StartExecution"); !slices.Equal(got, []string{onMachine}) {
+		t.Errorf("api may states:StartExecution on %v, want %s", got, onMachine)
+	}
+	// Issue 14: the task-token actions have no resource type (the service
+	// authorization reference), so on the state machine's ARN they match
+	// nothing and every answer of a pause would be denied.
+	for _, action := range TaskTokenActions {
+		if got := allowed(stmts, action); !slices.Equal(got, []string{`"*"`}) {
+			t.Errorf("api may %s on %v, want \"*\" (the action has no resource type)", action, got)
 		}
 	}
 	for _, action := range []string{"states:DescribeExecution", "states:StopExecution"} {
@@ -815,20 +912,68 @@ func TestLLMOpenAI(t *testing.T) {
 	})
 }
 
-// The demo specialists answer on a public Function URL, from the VPC (their
-// A2A tasks and ledger are in Valkey).
+// Issue 14: the demo specialists answer on a Function URL with IAM auth,
+// from the VPC (their A2A tasks and ledger are in Valkey). The functions
+// that read agent cards or call skills may call it and sign their requests
+// (CLIENTAGENT_AGENT_AUTH=sigv4); nothing else may, and without the demo
+// specialists no function signs anything.
 func TestDemoAgentsFunctionURL(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
 	demoID, demo := s.function(t, FnDemoAgents)
 	_, url := s.one(t, "AWS::Lambda::Url")
 	got := map[string]any{"AuthType": url["AuthType"], "Target": url["TargetFunctionArn"]}
-	want := map[string]any{"AuthType": "NONE", "Target": map[string]any{"Fn::GetAtt": []any{demoID, "Arn"}}}
+	want := map[string]any{"AuthType": "AWS_IAM", "Target": map[string]any{"Fn::GetAtt": []any{demoID, "Arn"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Function URL (-want +got):\n%s", diff)
 	}
 	if demo["VpcConfig"] == nil {
 		t.Errorf("demoagents has no VpcConfig, want it in the VPC to reach Valkey")
+	}
+	// No resource policy opens it to anyone (AuthType NONE needs one).
+	for id, perm := range s.resources("AWS::Lambda::Permission") {
+		if mustJSON(perm["FunctionName"]) == mustJSON(map[string]any{"Fn::GetAtt": []any{demoID, "Arn"}}) {
+			t.Errorf("Lambda permission %s on demoagents: %s, want none", id, mustJSON(perm))
+		}
+	}
+	onDemo := mustJSON(map[string]any{"Fn::GetAtt": []any{demoID, "Arn"}})
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		_, fn := s.function(t, name)
+		caller := slices.Contains(AgentCallers, name)
+		var grants []string
+		for _, st := range s.roleStatements(t, fn, "Role") {
+			for _, a := range actionsOf(st) {
+				if strings.HasPrefix(a, "lambda:Invoke") {
+					grants = append(grants, fmt.Sprintf("%s on %s if %s", a, mustJSON(st["Resource"]), mustJSON(st["Condition"])))
+				}
+			}
+		}
+		slices.Sort(grants)
+		var wantGrants []string
+		if caller {
+			// Lambda requires both of URLs created since October 2025.
+			wantGrants = []string{
+				"lambda:InvokeFunction on " + onDemo + ` if {"Bool":{"lambda:InvokedViaFunctionUrl":true}}`,
+				"lambda:InvokeFunctionUrl on " + onDemo + ` if {"StringEquals":{"lambda:FunctionUrlAuthType":"AWS_IAM"}}`,
+			}
+		}
+		if diff := cmp.Diff(wantGrants, grants); diff != "" {
+			t.Errorf("%s may invoke (-want +got):\n%s", name, diff)
+		}
+		wantAuth := map[bool]any{true: "sigv4", false: nil}[caller]
+		if got := envOf(fn)["CLIENTAGENT_AGENT_AUTH"]; got != wantAuth {
+			t.Errorf("%s CLIENTAGENT_AGENT_AUTH = %v, want %v", name, got, wantAuth)
+		}
+	}
+	plain := synth(t, "openai")
+	for _, name := range functionNames() {
+		_, fn := plain.function(t, name)
+		if got, ok := envOf(fn)["CLIENTAGENT_AGENT_AUTH"]; ok {
+			t.Errorf("without demo specialists: %s CLIENTAGENT_AGENT_AUTH = %v, want unset", name, got)
+		}
+		if got := allowed(plain.roleStatements(t, fn, "Role"), "lambda:InvokeFunctionUrl"); len(got) > 0 {
+			t.Errorf("without demo specialists: %s may lambda:InvokeFunctionUrl on %v", name, got)
+		}
 	}
 }
 
@@ -999,12 +1144,12 @@ func TestUnknownASLKeyPanics(t *testing.T) {
 	defer func() {
 		r := recover()
 		if r == nil || !strings.Contains(fmt.Sprint(r), "${OtherFunction}") {
-			t.Errorf("NewClientAgentStack() panic = %v, want one naming ${OtherFunction}", r)
+			t.Errorf("NewDeployment() panic = %v, want one naming ${OtherFunction}", r)
 		}
 	}()
 	synthMu.Lock() // jsii calls must not overlap
 	defer synthMu.Unlock()
-	NewClientAgentStack(awscdk.NewApp(nil), "clientagent-bad", &p)
+	NewDeployment(awscdk.NewApp(nil), &p)
 }
 
 func TestASLPlaceholders(t *testing.T) {
@@ -1019,13 +1164,14 @@ func TestASLPlaceholders(t *testing.T) {
 // shows only real changes (Go's map order must not leak into it).
 func TestTemplateIsStable(t *testing.T) {
 	t.Parallel()
-	first := mustJSON(synth(t, "bedrock").json)
+	first := synth(t, "bedrock")
 	synthMu.Lock()
 	defer synthMu.Unlock()
-	p := baseProps()
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
-	again := mustJSON(*assertions.Template_FromStack(NewClientAgentStack(app, "clientagent-test", &p), nil).ToJSON())
-	if first != again {
+	again, err := synthesize(baseProps(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustJSON(first.app) != mustJSON(again.app) || mustJSON(first.data) != mustJSON(again.data) {
 		t.Errorf("a second synthesis differs from the first")
 	}
 }

@@ -1,14 +1,33 @@
 // API client for the clientagent HTTP API (docs/api/openapi.yaml). It only
 // speaks HTTP; it never touches the DOM.
 
-/** APIError is a failed call: status 0 means the network failed. */
+/**
+ * APIError is a failed call: status 0 means the network failed. retryAfter
+ * is the answer's Retry-After in seconds (0 when absent); a 503
+ * (store_unavailable, store_full) says how long to wait before trying again.
+ */
 export class APIError extends Error {
-  constructor(status, code, message) {
+  constructor(status, code, message, retryAfter = 0) {
     super(message);
     this.name = "APIError";
     this.status = status;
     this.code = code;
+    this.retryAfter = retryAfter;
   }
+
+  /** unavailable is true for a 503: the service will answer again shortly. */
+  get unavailable() {
+    return this.status === 503;
+  }
+}
+
+/** retryAfterSeconds reads a Retry-After header: delay seconds or an HTTP date. */
+export function retryAfterSeconds(header) {
+  if (!header) return 0;
+  const v = header.trim();
+  if (/^\d+$/.test(v)) return Number(v);
+  const at = Date.parse(v);
+  return Number.isFinite(at) ? Math.max(0, Math.ceil((at - Date.now()) / 1000)) : 0;
 }
 
 export class API {
@@ -43,11 +62,14 @@ export class API {
         if (data && data.error) {
           code = data.error.code || code;
           message = data.error.message || message;
+        } else if (data && typeof data.message === "string") {
+          // API Gateway's own answer (e.g. a body over Lambda's payload limit).
+          message = `${data.message} (HTTP ${res.status})`;
         }
       } catch {
         // Not JSON (a proxy's error page): keep the generic message.
       }
-      throw new APIError(res.status, code, message);
+      throw new APIError(res.status, code, message, retryAfterSeconds(res.headers.get("Retry-After")));
     }
     if (raw) return res;
     if (res.status === 204) return null;
@@ -99,9 +121,22 @@ export class API {
   sendInput(cid, tid, input) {
     return this.request("POST", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}/input`, { json: input });
   }
-  /** artifactBlob fetches an artifact's bytes with the bearer token. */
+  /**
+   * artifactBlob fetches an artifact's bytes: it asks the API for the
+   * artifact's link (?redirect=false, with the bearer token) and fetches the
+   * link without it. Following the API's 302 instead would send
+   * "Origin: null" to the bucket, which its CORS rule refuses.
+   */
   async artifactBlob(cid, aid, mimeType) {
-    const res = await this.request("GET", `/v1/conversations/${enc(cid)}/artifacts/${enc(aid)}`, { raw: true });
+    const link = await this.request("GET", `/v1/conversations/${enc(cid)}/artifacts/${enc(aid)}?redirect=false`);
+    if (!link || !link.url) throw new APIError(0, "no_link", `The artifact ${aid} has no download link.`);
+    let res;
+    try {
+      res = await fetch(new URL(link.url, location.href), { credentials: "omit", referrerPolicy: "no-referrer" });
+    } catch (err) {
+      throw new APIError(0, "network", `Network error while downloading the artifact: ${err.message}`);
+    }
+    if (!res.ok) throw new APIError(res.status, `http_${res.status}`, `Downloading the artifact failed with HTTP ${res.status}.`);
     const blob = await res.blob();
     // Trust the catalog's type so an <img> of an SVG works even when the
     // bytes come back as application/octet-stream (e.g. from a bucket).

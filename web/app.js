@@ -120,15 +120,30 @@ $("change-token").addEventListener("click", () => {
 // ---- errors ----------------------------------------------------------------
 
 function showError(err) {
-  const msg = err instanceof Error ? err.message : String(err);
+  let msg = err instanceof Error ? err.message : String(err);
+  if (err instanceof APIError && err.unavailable) msg = `The service is unavailable; please try again in a moment. (${msg})`;
   els.bannerText.textContent = msg;
   els.banner.hidden = false;
+  els.banner.dataset.kind = "error";
   if (err instanceof APIError && err.status === 401) askToken();
+}
+
+/** showUnavailable says the service answered 503 and when the page retries. */
+function showUnavailable(seconds) {
+  els.bannerText.textContent = `The service is unavailable, retrying in ${seconds} s…`;
+  els.banner.hidden = false;
+  els.banner.dataset.kind = "unavailable";
+}
+
+/** clearUnavailable hides the banner if it is showUnavailable's. */
+function clearUnavailable() {
+  if (els.banner.dataset.kind === "unavailable") clearError();
 }
 
 function clearError() {
   els.banner.hidden = true;
   els.bannerText.textContent = "";
+  delete els.banner.dataset.kind;
 }
 
 $("banner-close").addEventListener("click", clearError);
@@ -483,12 +498,21 @@ async function pollTurn(view) {
       const seq = view.seq;
       try {
         turn = await api.getTurn(cid, view.id);
+        if (failures) clearUnavailable();
         failures = 0;
       } catch (err) {
         if (gen !== state.gen) return;
+        failures++;
+        if (err instanceof APIError && err.unavailable) {
+          // 503: the store did not answer (or is full). Wait as long as the
+          // server asks (or back off), polling once per wait, not piling up.
+          const seconds = Math.min(60, err.retryAfter > 0 ? err.retryAfter : Math.min(30, 2 ** failures));
+          showUnavailable(seconds);
+          await nap(view, seconds * 1000);
+          continue;
+        }
         showError(err);
         if (err instanceof APIError && err.status >= 400 && err.status < 500) return;
-        failures++;
         await nap(view, Math.min(8000, 1000 * 2 ** failures));
         continue;
       }

@@ -18,6 +18,16 @@
 // invalid_arguments), edits with "reject" or for a call not in the approval
 // are 400 invalid_edit. GET /_fake/last-input returns the last input body
 // the fake accepted or refused, so a check can see what the page sent.
+//
+// Artifacts download like on AWS: GET …/artifacts/{aid} answers 302 to a
+// signed link, ?redirect=false answers {url, expires_at}, and the link
+// (/_fake/files/…) refuses a request that carries an Authorization header
+// (as S3 refuses a presigned URL sent with another auth mechanism).
+// GET /_fake/requests lists the artifact and link requests seen.
+//
+// Outages: POST /_fake/outage {"count", "retry_after", "code"} makes the
+// next count turn reads answer 503 {code} with Retry-After; GET
+// /_fake/turn-reads lists every turn read ({at, status}).
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
@@ -32,6 +42,11 @@ const STEP_MS = Number(process.env.FAKE_STEP_MS || 400);
 
 const convs = new Map(); // cid → {id, title, updated_at, history, turns: Map, artifacts: Map}
 let lastInput = null; // the last POST …/input body, for GET /_fake/last-input
+const requests = []; // artifact downloads and link fetches: {path, authorization}
+const turnReads = []; // every GET of a turn: {at, status}
+let outage = { count: 0, retry_after: 1, code: "store_unavailable" };
+const FILE_SECRET = crypto.randomBytes(8).toString("hex");
+const linkSig = (cid, aid) => crypto.createHmac("sha256", FILE_SECRET).update(`${cid}/${aid}`).digest("hex").slice(0, 32);
 const CHANNELS = ["web", "print", "archive"];
 const now = () => new Date().toISOString();
 const id = (p) => `${p}_${crypto.randomBytes(4).toString("hex")}`;
@@ -262,10 +277,17 @@ async function api(req, res, url) {
     return send(res, 201, a);
   }
   if (parts[3] === "artifacts" && parts.length === 5 && m === "GET") {
+    requests.push({ path: url.pathname + url.search, authorization: !!req.headers.authorization });
     const a = conv.artifacts.get(parts[4]);
     if (!a) return fail(res, 404, "not_found", "artifact not found");
-    res.writeHead(200, { "Content-Type": a.mime_type, "Content-Length": a.bytes.length });
-    return res.end(a.bytes);
+    const redirect = url.searchParams.get("redirect");
+    if (redirect !== null && redirect !== "true" && redirect !== "false") return fail(res, 400, "invalid_query", 'redirect must be "true" or "false"');
+    const link = `http://${req.headers.host}/_fake/files/${enc(conv.id)}/${enc(a.artifact_id)}?sig=${linkSig(conv.id, a.artifact_id)}`;
+    if (redirect === "false") {
+      return send(res, 200, { url: link, expires_at: new Date(Date.now() + 5 * 60000).toISOString() }, { "Cache-Control": "no-store" });
+    }
+    res.writeHead(302, { Location: link });
+    return res.end();
   }
   if (parts[3] === "messages" && m === "POST") {
     const body = JSON.parse((await readBody(req)).toString() || "{}");
@@ -289,7 +311,15 @@ async function api(req, res, url) {
   if (parts[3] === "turns" && parts.length >= 5) {
     const t = conv.turns.get(parts[4]);
     if (!t) return fail(res, 404, "not_found", "turn not found");
-    if (parts.length === 5 && m === "GET") return send(res, 200, publicTurn(t));
+    if (parts.length === 5 && m === "GET") {
+      if (outage.count > 0) {
+        outage.count--;
+        turnReads.push({ at: Date.now(), status: 503 });
+        return send(res, 503, { error: { code: outage.code, message: "the store did not answer" } }, { "Retry-After": String(outage.retry_after) });
+      }
+      turnReads.push({ at: Date.now(), status: 200 });
+      return send(res, 200, publicTurn(t));
+    }
     if (parts[5] === "input" && m === "POST") {
       const body = JSON.parse((await readBody(req)).toString() || "{}");
       lastInput = body;
@@ -330,6 +360,20 @@ async function api(req, res, url) {
   return fail(res, 404, "not_found", "no such route");
 }
 
+/** serveLink serves a signed artifact link; like S3 with a presigned URL, it refuses a second auth mechanism. */
+function serveLink(req, res, url) {
+  requests.push({ path: url.pathname + url.search, authorization: !!req.headers.authorization });
+  const [cid, aid] = url.pathname.split("/").slice(3).map(decodeURIComponent);
+  if (req.headers.authorization) return fail(res, 400, "invalid_argument", "Only one auth mechanism allowed");
+  if (url.searchParams.get("sig") !== linkSig(cid, aid)) return fail(res, 403, "forbidden", "bad signature");
+  const a = convs.get(cid) && convs.get(cid).artifacts.get(aid);
+  if (!a) return fail(res, 404, "not_found", "no such object");
+  res.writeHead(200, { "Content-Type": a.mime_type, "Content-Length": a.bytes.length });
+  return res.end(a.bytes);
+}
+
+const enc = encodeURIComponent;
+
 const types = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" };
 
 const server = http.createServer(async (req, res) => {
@@ -337,6 +381,13 @@ const server = http.createServer(async (req, res) => {
   try {
     if (url.pathname.startsWith("/v1/")) return await api(req, res, url);
     if (url.pathname === "/_fake/last-input" && req.method === "GET") return send(res, 200, { body: lastInput });
+    if (url.pathname === "/_fake/requests" && req.method === "GET") return send(res, 200, { requests });
+    if (url.pathname === "/_fake/turn-reads" && req.method === "GET") return send(res, 200, { reads: turnReads });
+    if (url.pathname === "/_fake/outage" && req.method === "POST") {
+      outage = { count: 0, retry_after: 1, code: "store_unavailable", ...JSON.parse((await readBody(req)).toString() || "{}") };
+      return send(res, 200, outage);
+    }
+    if (url.pathname.startsWith("/_fake/files/") && req.method === "GET") return serveLink(req, res, url);
     const rel = url.pathname === "/" ? "index.html" : url.pathname.slice(1);
     const file = path.join(webDir, path.normalize(rel));
     if (!file.startsWith(webDir) || !fs.existsSync(file)) return fail(res, 404, "not_found", "no such file");

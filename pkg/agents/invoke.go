@@ -14,14 +14,12 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"path"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -31,6 +29,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -60,10 +59,19 @@ type InvokerOptions struct {
 	Logger     *slog.Logger
 	// NewID returns a new artifact id (default "art_" + 16 random hex digits).
 	NewID func() string
-	// PublicFilesOnly refuses to download a file a specialist returned by
-	// URL from a loopback, private or link-local address (also after DNS and
-	// redirects), so an agent cannot make the platform read its own network.
-	// The local stack leaves it off: its agents run on loopback.
+	// A file a specialist returns by URL is downloaded only from a public
+	// address, checked on the address actually dialled (DNS names and
+	// redirects included, pkg/agents/netguard), so an agent cannot make the
+	// platform read its own network. FileOrigins allows exact origins
+	// (scheme://host:port) beside the public internet: the local stack's
+	// own URL. AllowPrivateFiles turns the check off (specialists that
+	// serve their files on a private network, by explicit configuration).
+	FileOrigins       []string
+	AllowPrivateFiles bool
+	// PublicFilesOnly is the former switch of the check, which is now
+	// always on unless AllowPrivateFiles; it is ignored.
+	//
+	// Deprecated: the check is the default; see AllowPrivateFiles.
 	PublicFilesOnly bool
 	// PollInterval is the first wait between tasks/get polls of a task that
 	// is still working after the blocking send (default 500ms, doubling to 5s).
@@ -76,6 +84,8 @@ type Invoker struct {
 	store      artifact.Store
 	hc         *http.Client
 	files      *http.Client // downloads of files agents return by URL
+	fileAllow  []string     // origins files may come from beside public addresses
+	anyFiles   bool         // AllowPrivateFiles: no address check
 	timeout    time.Duration
 	fileURLTTL time.Duration
 	log        *slog.Logger
@@ -98,7 +108,9 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	i := &Invoker{
 		store:      opts.Artifacts,
 		hc:         &hc,
-		files:      &hc,
+		files:      &http.Client{},
+		fileAllow:  opts.FileOrigins,
+		anyFiles:   opts.AllowPrivateFiles,
 		timeout:    opts.Timeout,
 		fileURLTTL: opts.FileURLTTL,
 		log:        opts.Logger,
@@ -120,33 +132,12 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	if i.poll <= 0 {
 		i.poll = 500 * time.Millisecond
 	}
-	if opts.PublicFilesOnly {
-		i.files = publicOnlyClient()
+	if !i.anyFiles {
+		// Never the A2A client: a file URL is the agent's to choose, and
+		// requests to agents may carry credentials (SigV4).
+		i.files = netguard.Client(netguard.Options{Allow: opts.FileOrigins})
 	}
 	return i
-}
-
-// publicOnlyClient downloads only from public addresses: the check runs on
-// the address actually dialled, so DNS names and redirects are covered.
-func publicOnlyClient() *http.Client {
-	dialer := &net.Dialer{
-		Timeout: 10 * time.Second,
-		Control: func(network, address string, _ syscall.RawConn) error {
-			host, _, err := net.SplitHostPort(address)
-			if err != nil {
-				return err
-			}
-			ip := net.ParseIP(host)
-			if ip == nil || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast() {
-				return fmt.Errorf("refusing to fetch a file from %s: not a public address", host)
-			}
-			return nil
-		},
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = dialer.DialContext
-	tr.Proxy = nil
-	return &http.Client{Transport: tr}
 }
 
 func randomArtifactID() string {
@@ -669,7 +660,7 @@ func decodeBase64(s string) ([]byte, error) {
 
 // download opens a file URL the agent returned, within the call deadline.
 func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, string, error) {
-	if err := checkFileURL(uri); err != nil {
+	if err := i.checkFileURL(uri); err != nil {
 		return nil, "", err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
@@ -790,11 +781,17 @@ func capRaw(raw []byte) json.RawMessage {
 	}
 }
 
-// checkFileURL refuses file URLs a specialist must not make us fetch: other
-// schemes than http(s), and link-local hosts such as the cloud metadata
-// endpoint (169.254.169.254), whose answer would become a user-visible
-// artifact. Names resolving to such addresses are not caught here.
-func checkFileURL(uri string) error {
+// checkFileURL refuses, by their text, file URLs a specialist must not
+// make us fetch: other schemes than http(s), and (unless AllowPrivateFiles)
+// hosts that are not public addresses, numeric forms of them included. The
+// dial-time check of i.files is the one that holds for names and redirects;
+// this one gives the clearer message. With AllowPrivateFiles the cloud
+// metadata endpoint is still refused: its answer would become a
+// user-visible artifact.
+func (i *Invoker) checkFileURL(uri string) error {
+	if !i.anyFiles {
+		return netguard.CheckURL(uri, i.fileAllow...)
+	}
 	u, err := url.Parse(uri)
 	if err != nil {
 		return fmt.Errorf("bad URL: %w", err)

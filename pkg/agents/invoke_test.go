@@ -282,7 +282,8 @@ func TestInvokeCompletedWithFiles(t *testing.T) {
 	if _, err := store.Put(t.Context(), "c1", "art_in", "text/plain", strings.NewReader("hello file")); err != nil {
 		t.Fatal(err)
 	}
-	inv := NewInvoker(InvokerOptions{Artifacts: store, NewID: seqIDs()})
+	// The agent serves its files on loopback: allowed by its origin only.
+	inv := NewInvoker(InvokerOptions{Artifacts: store, NewID: seqIDs(), FileOrigins: []string{srv.URL}})
 	in := artifact.Artifact{ID: "art_in", Name: "in.txt", MimeType: "text/plain"}
 	out := inv.Invoke(t.Context(), Call{
 		ConversationID: "c1", TurnID: "t1", CallID: "call_1",
@@ -443,7 +444,7 @@ func TestInvokeFailures(t *testing.T) {
 			if url == "" {
 				url = srv.URL + tt.path
 			}
-			inv := NewInvoker(InvokerOptions{Timeout: tt.timeout, Artifacts: newMemStore(t)})
+			inv := NewInvoker(InvokerOptions{Timeout: tt.timeout, Artifacts: newMemStore(t), FileOrigins: []string{srv.URL}})
 			out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_f",
 				Capability: testCapability(url), Arguments: map[string]any{"mode": tt.mode}})
 			if out.Result.Status != record.ResultFailed {
@@ -586,20 +587,29 @@ func TestInvokePollsWorkingTask(t *testing.T) {
 
 func TestCheckFileURL(t *testing.T) {
 	t.Parallel()
+	guarded := NewInvoker(InvokerOptions{FileOrigins: []string{"http://127.0.0.1:8080"}})
+	private := NewInvoker(InvokerOptions{AllowPrivateFiles: true})
 	tests := []struct {
+		inv *Invoker
 		uri string
 		ok  bool
 	}{
-		{"http://127.0.0.1:8080/f.png", true},
-		{"https://bucket.s3.amazonaws.com/x?sig=1", true},
-		{"http://169.254.169.254/latest/meta-data/", false},
-		{"http://[fd00:ec2::254]/latest/", false},
-		{"file:///etc/passwd", false},
-		{"gopher://x", false},
+		{guarded, "http://127.0.0.1:8080/f.png", true}, // the allowed origin
+		{guarded, "http://127.0.0.1:9090/f.png", false},
+		{guarded, "http://10.1.2.3/f.png", false},
+		{guarded, "http://2130706433/f.png", false},
+		{guarded, "https://bucket.s3.amazonaws.com/x?sig=1", true},
+		{guarded, "http://169.254.169.254/latest/meta-data/", false},
+		{guarded, "file:///etc/passwd", false},
+		{private, "http://10.1.2.3/f.png", true},
+		{private, "http://127.0.0.1:9090/f.png", true},
+		{private, "http://169.254.169.254/latest/meta-data/", false},
+		{private, "http://[fd00:ec2::254]/latest/", false},
+		{private, "gopher://x", false},
 	}
 	for _, tt := range tests {
-		if err := checkFileURL(tt.uri); (err == nil) != tt.ok {
-			t.Errorf("checkFileURL(%q) = %v, want ok=%v", tt.uri, err, tt.ok)
+		if err := tt.inv.checkFileURL(tt.uri); (err == nil) != tt.ok {
+			t.Errorf("checkFileURL(%q) (private %v) = %v, want ok=%v", tt.uri, tt.inv.anyFiles, err, tt.ok)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/record"
 )
 
 // AgentCardPath is where an A2A agent publishes its card, under its base URL.
@@ -128,7 +129,8 @@ type agentState struct {
 // URL order with unique tool names. Stale agents are fetched again
 // (concurrently); an agent that is down keeps its last good card with every
 // capability marked Unavailable, and an agent never seen and down is left
-// out (and logged). The error is only for the cache itself failing.
+// out (and logged). The error is only for the cache itself failing; it
+// wraps record.ErrUnavailable when the cache did not answer.
 func (r *Registry) Capabilities(ctx context.Context) ([]catalog.Capability, error) {
 	states, err := r.load(ctx)
 	if err != nil {
@@ -170,7 +172,9 @@ func (r *Registry) load(ctx context.Context) ([]*agentState, error) {
 	}
 	vals, err := r.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
-		return nil, fmt.Errorf("read capability cache: %w", err)
+		// A read that failed is a store that did not answer (paused,
+		// unreachable, pool exhausted): callers answer 503, not 500.
+		return nil, fmt.Errorf("read capability cache: %w: %w", record.ErrUnavailable, err)
 	}
 	for i, s := range states {
 		if v, ok := vals[2*i].(string); ok {

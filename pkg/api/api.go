@@ -11,9 +11,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,11 +80,15 @@ type Server struct {
 const DefaultFreshFor = 15 * time.Second
 
 // Error is an API error: an HTTP status, a stable code and a message for
-// the caller. Anything else becomes "internal error" and is logged in full.
+// the caller. Anything else becomes "internal error" and is logged in full,
+// except the store faults of record (ErrUnavailable, ErrFull), which are
+// 503 with a Retry-After.
 type Error struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter, when set, is sent as the Retry-After header (seconds).
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -95,6 +101,16 @@ func errorf(status int, code, msg string) *Error {
 var errEmptyBody = errorf(http.StatusBadRequest, "invalid_json", "the body is empty; send a JSON object")
 
 var errNotFound = errorf(http.StatusNotFound, "not_found", "no such conversation")
+
+// Store faults: the conversation store did not answer in time (it answers
+// or gives up within about two seconds), or refused a write for lack of
+// memory. Either may pass; clients retry after Retry-After.
+var (
+	errStoreUnavailable = &Error{Status: http.StatusServiceUnavailable, Code: "store_unavailable",
+		Message: "the service is unavailable for a moment (its store did not answer); retry shortly", RetryAfter: 2 * time.Second}
+	errStoreFull = &Error{Status: http.StatusServiceUnavailable, Code: "store_full",
+		Message: "the service cannot store anything more right now; nothing was changed, retry later", RetryAfter: 10 * time.Second}
+)
 
 // Handler returns the routes of API.md.
 func (s *Server) Handler() http.Handler {
@@ -144,9 +160,20 @@ func (s *Server) log() *slog.Logger {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
-	if !errors.As(err, &e) {
+	switch {
+	case errors.As(err, &e):
+	case errors.Is(err, record.ErrUnavailable):
+		s.log().WarnContext(r.Context(), "store unavailable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		e = errStoreUnavailable
+	case errors.Is(err, record.ErrFull):
+		s.log().ErrorContext(r.Context(), "store full", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		e = errStoreFull
+	default:
 		s.log().ErrorContext(r.Context(), "api error", "method", r.Method, "path", r.URL.Path, "error", err.Error())
 		e = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.RetryAfter+time.Second-1)/time.Second)))
 	}
 	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
 }
@@ -157,22 +184,83 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// decode reads a JSON body of at most limit bytes into v.
+// maxDepth bounds how deeply a request body may nest objects and arrays;
+// no route's body needs more, and a deeper one is refused as it streams in,
+// before it is read whole.
+const maxDepth = 32
+
+var errTooDeep = errorf(http.StatusBadRequest, "invalid_json", fmt.Sprintf("the body is nested deeper than %d levels", maxDepth))
+
+// decode reads a JSON body of at most limit bytes into v: exactly one JSON
+// value (anything but white space after it is 400), no unknown fields, at
+// most maxDepth levels deep.
 func decode(r *http.Request, limit int64, v any) error {
 	r.Body = http.MaxBytesReader(nil, r.Body, limit)
-	dec := json.NewDecoder(r.Body)
+	dec := json.NewDecoder(&depthReader{r: r.Body})
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return errEmptyBody
+	err := dec.Decode(v)
+	if err == nil {
+		// One value only: `{"title":"a"} xx` or two objects are not a body.
+		var extra json.RawMessage
+		switch err = dec.Decode(&extra); {
+		case errors.Is(err, io.EOF):
+			return nil
+		case err == nil:
+			return errorf(http.StatusBadRequest, "invalid_json", "the body has data after its JSON value; send exactly one JSON object")
 		}
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is too large")
+		if !errors.Is(err, errTooDeep) && !isMaxBytes(err) {
+			return errorf(http.StatusBadRequest, "invalid_json", "the body has data after its JSON value; send exactly one JSON object")
 		}
-		return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
 	}
-	return nil
+	switch {
+	case errors.Is(err, io.EOF):
+		return errEmptyBody
+	case errors.Is(err, errTooDeep):
+		return errTooDeep
+	case isMaxBytes(err):
+		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is too large")
+	}
+	return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+}
+
+func isMaxBytes(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// depthReader passes JSON through and fails with errTooDeep as soon as the
+// bytes read nest objects or arrays deeper than maxDepth. It follows
+// strings and escapes, so brackets inside strings do not count.
+type depthReader struct {
+	r             io.Reader
+	depth         int
+	inString, esc bool
+}
+
+func (d *depthReader) Read(p []byte) (int, error) {
+	n, err := d.r.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case d.esc:
+			d.esc = false
+		case d.inString:
+			switch c {
+			case '\\':
+				d.esc = true
+			case '"':
+				d.inString = false
+			}
+		case c == '"':
+			d.inString = true
+		case c == '{' || c == '[':
+			if d.depth++; d.depth > maxDepth {
+				return 0, errTooDeep
+			}
+		case c == '}' || c == ']':
+			d.depth--
+		}
+	}
+	return n, err
 }
 
 func newID(prefix string) string {

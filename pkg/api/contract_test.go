@@ -80,6 +80,9 @@ func TestOpenAPIDocument(t *testing.T) {
 			if op.Responses.Status(http.StatusInternalServerError) == nil {
 				t.Errorf("%s %s: no 500 response", method, path)
 			}
+			if op.Responses.Status(http.StatusServiceUnavailable) == nil {
+				t.Errorf("%s %s: no 503 response (store_unavailable, store_full)", method, path)
+			}
 			if strings.Contains(path, "{cid}") && op.Responses.Status(http.StatusNotFound) == nil {
 				t.Errorf("%s %s: no 404 response", method, path)
 			}

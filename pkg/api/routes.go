@@ -263,6 +263,7 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string
 			// Origin, which the bucket's CORS rule admits (following a 302
 			// from the API would send Origin: null).
 			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Content-Type-Options", "nosniff")
 			writeJSON(w, http.StatusOK, map[string]string{"url": u, "expires_at": expires.Format(time.RFC3339)})
 			return nil
 		}

@@ -4,7 +4,11 @@
 package auth
 
 import (
+	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -25,12 +29,30 @@ type Authenticator interface {
 }
 
 // Local verifies HS256 JWTs signed with a key of the local stack and mints
-// them for `clientagent token`.
+// them for `clientagent token`. Tokens are signed with a key derived from
+// Key for this purpose alone (DeriveKey(Key, PurposeJWT)), so the stack's
+// other signatures made from the same Key (artifact links) can never pass
+// for a token, nor a token for them.
 type Local struct {
 	Key    []byte
 	Issuer string
 	TTL    time.Duration
 }
+
+// PurposeJWT is the DeriveKey purpose of the local stack's token key.
+const PurposeJWT = "clientagent/jwt/v1"
+
+// DeriveKey returns the key for one purpose derived from a master key
+// (HMAC-SHA256(key, purpose)): each signature the stack makes uses a key of
+// its own, and knowing one derived key reveals neither the master key nor
+// another purpose's key.
+func DeriveKey(key []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(purpose))
+	return m.Sum(nil)
+}
+
+func (l *Local) signingKey() []byte { return DeriveKey(l.Key, PurposeJWT) }
 
 // LoadOrCreateKey reads the local signing key from path, creating a random
 // one (mode 0600) on first use, so tokens survive restarts of the stack.
@@ -74,22 +96,51 @@ func (l *Local) Mint(user string) (string, error) {
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	}
-	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(l.Key)
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(l.signingKey())
 }
 
-// Subject verifies the request's bearer token.
+// Subject verifies the request's bearer token: HS256 with the token key,
+// our issuer, an expiry in the future, and exp, nbf and iat (when present)
+// JSON numbers — a string such as "exp":"9999999999" is refused, where the
+// JWT library would read it as a number.
 func (l *Local) Subject(r *http.Request) (string, error) {
 	tok, ok := bearer(r)
 	if !ok {
 		return "", ErrUnauthenticated
 	}
-	var claims jwt.RegisteredClaims
-	_, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return l.Key, nil },
+	var claims localClaims
+	_, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return l.signingKey(), nil },
 		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(l.issuer()), jwt.WithExpirationRequired())
 	if err != nil || claims.Subject == "" {
 		return "", ErrUnauthenticated
 	}
 	return claims.Subject, nil
+}
+
+// localClaims are the registered claims, with the time claims required to
+// be JSON numbers (RFC 7519 §2 NumericDate).
+type localClaims struct {
+	jwt.RegisteredClaims
+}
+
+func (c *localClaims) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for _, k := range []string{"exp", "nbf", "iat"} {
+		v, ok := raw[k]
+		if !ok {
+			continue
+		}
+		// A JSON number, not a string holding one (which json.Number, and so
+		// jwt.NumericDate, would accept) nor null.
+		var f float64
+		if err := json.Unmarshal(v, &f); err != nil || bytes.HasPrefix(bytes.TrimSpace(v), []byte("null")) {
+			return fmt.Errorf("claim %s is not a number", k)
+		}
+	}
+	return json.Unmarshal(b, &c.RegisteredClaims)
 }
 
 func bearer(r *http.Request) (string, bool) {

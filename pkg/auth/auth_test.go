@@ -1,9 +1,13 @@
 package auth
 
 import (
+	"bytes"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
 )
 
 func TestLocalRoundTrip(t *testing.T) {
@@ -40,5 +44,78 @@ func TestLocalRoundTrip(t *testing.T) {
 	r.Header.Set("Authorization", "Bearer "+tok)
 	if _, err := other.Subject(r); err == nil {
 		t.Errorf("Subject() with another key accepted the token")
+	}
+}
+
+// A token whose exp, nbf or iat is not a JSON number is refused, even when
+// the string holds a number the JWT library would accept ("exp":"…").
+func TestLocalRefusesNonNumericTimeClaims(t *testing.T) {
+	t.Parallel()
+	l := &Local{Key: []byte("0123456789abcdef0123456789abcdef")}
+	future := time.Now().Add(time.Hour).Unix()
+	sign := func(claims jwt.MapClaims) string {
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(l.signingKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	base := func(extra map[string]any) jwt.MapClaims {
+		c := jwt.MapClaims{"sub": "alice", "iss": "clientagent-local", "exp": future}
+		for k, v := range extra {
+			c[k] = v
+		}
+		return c
+	}
+	tests := []struct {
+		name   string
+		claims jwt.MapClaims
+		ok     bool
+	}{
+		{"numbers", base(map[string]any{"iat": time.Now().Unix() - 60, "nbf": time.Now().Unix() - 60}), true},
+		{"exp a numeric string", base(map[string]any{"exp": strconv.FormatInt(future, 10)}), false},
+		{"exp a word", base(map[string]any{"exp": "tomorrow"}), false},
+		{"exp an object", base(map[string]any{"exp": map[string]any{"n": future}}), false},
+		{"exp null", base(map[string]any{"exp": nil}), false},
+		{"nbf a string", base(map[string]any{"nbf": "0"}), false},
+		{"iat a string", base(map[string]any{"iat": "0"}), false},
+		{"iat a boolean", base(map[string]any{"iat": true}), false},
+		{"no exp", jwt.MapClaims{"sub": "alice", "iss": "clientagent-local"}, false},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+sign(tc.claims))
+		got, err := l.Subject(r)
+		if (err == nil) != tc.ok || (tc.ok && got != "alice") {
+			t.Errorf("%s: Subject() = %q, %v; want ok=%v", tc.name, got, err, tc.ok)
+		}
+	}
+}
+
+// Tokens are signed with a key derived for tokens alone: a token signed with
+// the stack's master key itself (the key the artifact links derive theirs
+// from) is refused, and the token key is neither the master key nor the
+// link key.
+func TestLocalSignsWithAPurposeKey(t *testing.T) {
+	t.Parallel()
+	master := []byte("0123456789abcdef0123456789abcdef")
+	l := &Local{Key: master}
+	raw, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.RegisteredClaims{
+		Subject: "alice", Issuer: "clientagent-local", ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour)),
+	}).SignedString(master)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer "+raw)
+	if got, err := l.Subject(r); err == nil {
+		t.Errorf("Subject(token signed with the master key) = %q, want refused", got)
+	}
+	tok, _ := l.Mint("alice")
+	if _, err := jwt.Parse(tok, func(*jwt.Token) (any, error) { return master, nil }); err == nil {
+		t.Errorf("a minted token verifies with the master key; want a derived key")
+	}
+	if k := DeriveKey(master, PurposeJWT); bytes.Equal(k, master) || bytes.Equal(k, DeriveKey(master, "clientagent/artifact-links/v1")) {
+		t.Errorf("DeriveKey(%s) is the master or the link key", PurposeJWT)
 	}
 }

@@ -226,13 +226,45 @@ func (s *session) upload(ctx context.Context, path string) error {
 	return nil
 }
 
+// Waits while the service answers 503 (its store is unavailable or full):
+// the server's Retry-After, else unavailableWait, within [poll, maxRetryWait];
+// after maxUnavailable of 503s in a row following a turn gives up.
+const (
+	unavailableWait = 2 * time.Second
+	maxRetryWait    = time.Minute
+	maxUnavailable  = 2 * time.Minute
+)
+
 // follow polls a turn until it ends, printing steps as they appear and
-// asking the user whenever the turn waits for input or approval.
+// asking the user whenever the turn waits for input or approval. While the
+// service answers 503 it says so once and polls only every Retry-After.
 func (s *session) follow(ctx context.Context, tid string) error {
 	printed := map[string]string{} // step key → last printed status
 	failures := 0
+	var down time.Time // when the current run of 503s began
 	for {
 		t, err := s.api.GetTurn(ctx, s.cid, tid)
+		if ae := Unavailable(err); ae != nil && ctx.Err() == nil {
+			wait := ae.RetryAfter
+			if wait <= 0 {
+				wait = unavailableWait
+			}
+			wait = min(max(wait, s.poll), maxRetryWait)
+			if down.IsZero() {
+				down = time.Now()
+				s.printf("the service is unavailable, retrying in %s (%s)\n", wait, ae.Code)
+			} else if time.Since(down) > maxUnavailable {
+				return fmt.Errorf("read turn %s: the service has been unavailable for %s: %w", tid, time.Since(down).Round(time.Second), err)
+			}
+			if err := sleep(ctx, wait); err != nil {
+				return err
+			}
+			continue
+		}
+		if err == nil && !down.IsZero() {
+			down = time.Time{}
+			s.printf("the service is back\n")
+		}
 		if err != nil {
 			if ctx.Err() != nil || IsClientError(err) {
 				return fmt.Errorf("read turn %s: %w", tid, err)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -119,6 +120,9 @@ type APIError struct {
 	Status  int
 	Code    string
 	Message string
+	// RetryAfter is the answer's Retry-After (zero when absent): a 503
+	// (store_unavailable, store_full) says how long to wait.
+	RetryAfter time.Duration
 }
 
 func (e *APIError) Error() string {
@@ -129,6 +133,31 @@ func (e *APIError) Error() string {
 func IsClientError(err error) bool {
 	var ae *APIError
 	return errors.As(err, &ae) && ae.Status >= 400 && ae.Status < 500
+}
+
+// Unavailable returns the 503 answer err carries (the service's store did
+// not answer, or is full), or nil.
+func Unavailable(err error) *APIError {
+	var ae *APIError
+	if errors.As(err, &ae) && ae.Status == http.StatusServiceUnavailable {
+		return ae
+	}
+	return nil
+}
+
+// retryAfter reads a Retry-After header: delay seconds or an HTTP date.
+func retryAfter(h string, now time.Time) time.Duration {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(h); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(h); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 // Client calls the clientagent HTTP API with a bearer token.
@@ -170,11 +199,17 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 				Code    string `json:"code"`
 				Message string `json:"message"`
 			} `json:"error"`
+			// Message is API Gateway's own error shape ({"message"}), e.g. a
+			// body over Lambda's payload limit refused before the function.
+			Message string `json:"message"`
 		}
 		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		ae := &APIError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Message: fmt.Sprintf("%s %s failed", method, path)}
+		ae := &APIError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Message: fmt.Sprintf("%s %s failed", method, path),
+			RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now())}
 		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
 			ae.Code, ae.Message = e.Error.Code, e.Error.Message
+		} else if e.Message != "" {
+			ae.Message = fmt.Sprintf("%s %s: %s", method, path, e.Message)
 		}
 		return ae
 	}

@@ -22,14 +22,24 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/a2astore"
+	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/catalog"
 )
 
 // Options configures the demo specialists.
 type Options struct {
 	// HTTPClient fetches input files from FilePart URIs. Default: a client
-	// with a 30 s timeout.
+	// with a 30 s timeout. Whatever the client, a fetch dials only public
+	// addresses and FetchOrigins (pkg/agents/netguard, checked on the
+	// address dialled, so names and redirects are covered): a nil or
+	// *http.Transport gets the guarded dialing; another RoundTripper is
+	// trusted to guard its own, and only the URL's text is checked.
 	HTTPClient *http.Client
+	// FetchOrigins are origins (scheme://host:port) input files may come
+	// from although their address is not public. Default: the origin of
+	// the public base URL given to Handler (the local stack serves its
+	// artifact links there); never the rest of loopback.
+	FetchOrigins []string
 	// Publications records what publish_artifact published. Default:
 	// NewRedisLedger(Redis) when Redis is set, else a new in-memory Ledger.
 	Publications *Ledger
@@ -78,6 +88,10 @@ func Handler(publicBaseURL string, opts Options) http.Handler {
 	if opts.HTTPClient == nil {
 		opts.HTTPClient = &http.Client{Timeout: 30 * time.Second}
 	}
+	if opts.FetchOrigins == nil && publicBaseURL != "" {
+		opts.FetchOrigins = []string{publicBaseURL}
+	}
+	opts.HTTPClient = guarded(opts.HTTPClient, opts.FetchOrigins)
 	if opts.Publications == nil {
 		opts.Publications = NewMemoryLedger()
 		if opts.Redis != nil {
@@ -115,6 +129,19 @@ func Handler(publicBaseURL string, opts Options) http.Handler {
 		_ = json.NewEncoder(w).Encode(list)
 	})
 	return mux
+}
+
+// guarded returns a copy of hc whose transport dials only public addresses
+// and the allowed origins.
+func guarded(hc *http.Client, allow []string) *http.Client {
+	c := *hc
+	switch tr := c.Transport.(type) {
+	case nil:
+		c.Transport = netguard.Transport(netguard.Options{Allow: allow})
+	case *http.Transport:
+		c.Transport = netguard.Transport(netguard.Options{Allow: allow, Base: tr})
+	}
+	return &c
 }
 
 // cardHandler serves the agent card of sk, built per request so that its

@@ -22,8 +22,10 @@ import (
 	"github.com/clientagent/clientagent/pkg/catalog"
 )
 
-// stack is the demo agents on an httptest server plus a file server that
-// plays the artifact store's signed URLs.
+// stack is the demo agents on an httptest server that also serves
+// /files/, playing the artifact store's signed URLs on the same origin (as
+// the local stack does), plus another loopback server, files, whose links
+// the agents must refuse (netguard).
 type stack struct {
 	agents *httptest.Server
 	files  *httptest.Server
@@ -49,31 +51,44 @@ func newStackWith(t *testing.T, opts Options) *stack {
 		}
 	}
 	s := &stack{ledger: opts.Publications, blobs: map[string][]byte{}}
-	var h http.Handler
-	s.agents = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	t.Cleanup(s.agents.Close)
-	h = Handler(s.agents.URL, opts)
-	s.files = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	blob := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		b, ok := s.blobs[strings.TrimPrefix(r.URL.Path, "/")]
+		b, ok := s.blobs[strings.TrimPrefix(r.URL.Path, "/files/")]
 		s.mu.Unlock()
 		if !ok {
 			http.NotFound(w, r)
 			return
 		}
 		_, _ = w.Write(b)
+	})
+	var h http.Handler
+	s.agents = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/files/") {
+			blob(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
 	}))
+	t.Cleanup(s.agents.Close)
+	h = Handler(s.agents.URL, opts)
+	s.files = httptest.NewServer(blob)
 	t.Cleanup(s.files.Close)
 	return s
 }
 
-// put serves b and returns the FilePart the orchestrator would attach.
+// put serves b on the agents' own origin (the stack's /files/) and returns
+// the FilePart the orchestrator would attach.
 func (s *stack) put(id, name, mime string, b []byte) a2a.FilePart {
+	return s.putAt(s.agents.URL, id, name, mime, b)
+}
+
+// putAt serves b under base + "/files/" (s.agents.URL or s.files.URL).
+func (s *stack) putAt(base, id, name, mime string, b []byte) a2a.FilePart {
 	s.mu.Lock()
 	s.blobs[id] = b
 	s.mu.Unlock()
 	return a2a.FilePart{
-		File:     a2a.FileURI{FileMeta: a2a.FileMeta{Name: name, MimeType: mime}, URI: s.files.URL + "/" + id + "?sig=abc"},
+		File:     a2a.FileURI{FileMeta: a2a.FileMeta{Name: name, MimeType: mime}, URI: base + "/files/" + id + "?sig=abc"},
 		Metadata: map[string]any{"artifact_id": id},
 	}
 }

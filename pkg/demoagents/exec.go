@@ -18,6 +18,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
+	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/catalog"
 )
 
@@ -323,11 +324,17 @@ func fileMeta(f *a2a.FilePart) a2a.FileMeta {
 func (e *executor) download(ctx context.Context, uri string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	if err := netguard.CheckURL(uri, e.opts.FetchOrigins...); err != nil {
+		return nil, userErrorf("the input file URI is not allowed: %v", err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
 	if err != nil {
 		return nil, userErrorf("the input file URI is not a valid URL")
 	}
 	resp, err := e.opts.HTTPClient.Do(req)
+	if errors.Is(err, netguard.ErrNotPublic) {
+		return nil, userErrorf("the input file is not on a public address (checked after DNS and redirects)")
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fetch input file: %w", err)
 	}

@@ -109,6 +109,9 @@ func TestPublishOnceAcrossInstances(t *testing.T) {
 
 	first := send(t, a.client(t, PathPublish), "call_p1", args, fp)
 	wantState(t, first, a2a.TaskStateCompleted)
+	// A retried call carries a freshly signed link; here, one on B's origin
+	// (each instance fetches only from public addresses and its own origin).
+	fp = b.put("art_pub", "Popelnase.png", "image/png", []byte("png bytes"))
 	retry := send(t, b.client(t, PathPublish), "call_p1", args, fp)
 	wantState(t, retry, a2a.TaskStateCompleted)
 	if !strings.Contains(statusText(retry), "already published") {

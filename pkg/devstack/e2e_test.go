@@ -361,37 +361,61 @@ func TestApprovalExpires(t *testing.T) {
 
 // Scenario 7 (spec §3.6, seed 004): a model that never stops fails the turn
 // after 12 LLM calls; the same call repeated is stopped earlier.
+//
+// Issue 14: a limit ends the turn, not the execution. The turn reads
+// failed with its message, while the execution succeeds: only faults fail
+// executions (and fire the alarm on failed executions).
 func TestLimits(t *testing.T) {
 	t.Parallel()
+	executionSucceeded := func(st *Stack, tid string) {
+		t.Helper()
+		h, err := st.history(t.Context(), tid)
+		if err != nil {
+			t.Fatalf("history(%s) = %v", tid, err)
+		}
+		if last := h[len(h)-1].Type; last != "ExecutionSucceeded" {
+			t.Errorf("turn %s: execution ended with %s, want ExecutionSucceeded", tid, last)
+		}
+		arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
+		if ex, err := st.Engine.DescribeExecution(t.Context(), arn); err != nil || ex.Status != "SUCCEEDED" {
+			t.Errorf("turn %s: execution status %s (%v), want SUCCEEDED", tid, ex.Status, err)
+		}
+	}
 	n := 0
 	endless := &model{decide: func(req llm.Request) *llm.Response {
 		n++
 		return calls(call("w", "create_svg_artifact", map[string]any{"word": "again" + strings.Repeat("!", n)}))
 	}}
-	_, c := stack(t, endless)
+	st, c := stack(t, endless)
 	cid := c.newConversation()
-	v := c.wait(cid, c.send(cid, "loop forever"))
+	tid := c.send(cid, "loop forever")
+	v := c.wait(cid, tid)
 	if v.Status != "failed" || v.LLMCalls != 12 || !strings.Contains(v.Reply, "12") {
 		t.Errorf("endless: status %s, llm_calls %d, reply %q; want failed after 12 with a message", v.Status, v.LLMCalls, v.Reply)
 	}
+	executionSucceeded(st, tid)
 
 	same := &model{decide: func(req llm.Request) *llm.Response {
 		return calls(call("s", "create_svg_artifact", map[string]any{"word": "same"}))
 	}}
-	_, c2 := stack(t, same)
+	st2, c2 := stack(t, same)
 	cid2 := c2.newConversation()
-	v = c2.wait(cid2, c2.send(cid2, "repeat yourself"))
+	tid2 := c2.send(cid2, "repeat yourself")
+	v = c2.wait(cid2, tid2)
 	if v.Status != "failed" || v.LLMCalls != 3 || !strings.Contains(v.Reply, "no progress") {
 		t.Errorf("repeat: status %s, llm_calls %d, reply %q; want failed by no-progress at the third call", v.Status, v.LLMCalls, v.Reply)
 	}
+	executionSucceeded(st2, tid2)
 
 	empty := &model{decide: func(llm.Request) *llm.Response { return answer("   ") }}
-	_, c3 := stack(t, empty)
+	st3, c3 := stack(t, empty)
 	cid3 := c3.newConversation()
-	v = c3.wait(cid3, c3.send(cid3, "say nothing"))
+	tid3 := c3.send(cid3, "say nothing")
+	v = c3.wait(cid3, tid3)
 	if v.Status != "failed" || !strings.Contains(v.Reply, "empty") {
 		t.Errorf("empty answer: status %s reply %q, want failed", v.Status, v.Reply)
 	}
+	executionSucceeded(st3, tid3)
 }
 
 // Scenario 8 (spec §3.3): unknown tool, malformed JSON, schema violation and

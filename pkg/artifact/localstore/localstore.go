@@ -34,15 +34,18 @@ const FilesPath = "/files/"
 type Store struct {
 	dir  string
 	base string // public base URL, no trailing slash
-	key  []byte
+	key  []byte // the derived link key
 	now  func() time.Time
 }
 
 var _ artifact.Store = (*Store)(nil)
 
 // New returns a Store under dir (created if missing) whose URLs start with
-// publicBaseURL + "/files/". key signs the URLs; an empty key gets a random
-// one, so URLs are valid only for this process.
+// publicBaseURL + "/files/". The URLs are signed with a key derived from
+// key for links alone (HMAC-SHA256(key, PurposeLinks)), so the stack may
+// pass the master key it also derives its token key from, and a link
+// signature never passes for a token or the reverse. An empty key gets a
+// random one, so URLs are valid only for this process.
 func New(dir, publicBaseURL string, key []byte) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create artifact dir %s: %w", dir, err)
@@ -51,8 +54,14 @@ func New(dir, publicBaseURL string, key []byte) (*Store, error) {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key)
 	}
-	return &Store{dir: dir, base: strings.TrimRight(publicBaseURL, "/"), key: key, now: time.Now}, nil
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(PurposeLinks))
+	return &Store{dir: dir, base: strings.TrimRight(publicBaseURL, "/"), key: m.Sum(nil), now: time.Now}, nil
 }
+
+// PurposeLinks is the purpose the link-signing key is derived for (the
+// scheme of auth.DeriveKey).
+const PurposeLinks = "clientagent/artifact-links/v1"
 
 func (s *Store) paths(cid, id string) (data, typ string, err error) {
 	if err := artifact.CheckNames(cid, id); err != nil {

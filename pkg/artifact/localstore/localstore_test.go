@@ -2,6 +2,10 @@ package localstore
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -99,5 +103,34 @@ func TestSignedURLs(t *testing.T) {
 				t.Errorf("%s: no sandboxing CSP on served artifact", tt.name)
 			}
 		}
+	}
+}
+
+// Links are signed with a key derived for links alone: a link signed with
+// the master key itself (the key the stack's tokens derive theirs from) is
+// refused, and the link key is the documented derivation.
+func TestLinksUseAPurposeKey(t *testing.T) {
+	t.Parallel()
+	master := []byte("test key")
+	s, srv := newServed(t)
+	if _, err := s.Put(t.Context(), "c1", "a1", "text/plain", strings.NewReader("x")); err != nil {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Minute).Unix()
+	m := hmac.New(sha256.New, master)
+	fmt.Fprintf(m, "%s/%s\n%d", "c1", "a1", exp)
+	withMaster := fmt.Sprintf("%s/files/c1/a1?exp=%d&sig=%s", srv.URL, exp, hex.EncodeToString(m.Sum(nil)))
+	resp, err := http.Get(withMaster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET of a link signed with the master key = %d, want 403", resp.StatusCode)
+	}
+	d := hmac.New(sha256.New, master)
+	d.Write([]byte(PurposeLinks))
+	if !bytes.Equal(s.key, d.Sum(nil)) {
+		t.Errorf("link key = %x, want HMAC-SHA256(key, %q)", s.key, PurposeLinks)
 	}
 }

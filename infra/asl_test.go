@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The state machine's own file (statemachine/turn.asl.json), read as what
+// Step Functions runs: these tests need no synthesis.
+
+// lambdaErrors are the errors of Lambda's own service that AWS recommends
+// retrying on every Task that invokes a function: the function never ran,
+// or its answer was lost on the way.
+var lambdaErrors = []string{
+	"Lambda.ServiceException",
+	"Lambda.AWSLambdaException",
+	"Lambda.SdkClientException",
+	"Lambda.ClientExecutionTimeoutException",
+	"Lambda.TooManyRequestsException",
+}
+
+// aslStates returns every state of a definition by name, those of Map
+// item processors and Parallel branches included.
+func aslStates(def map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	var walk func(states map[string]any)
+	walk = func(states map[string]any) {
+		for name, st := range states {
+			sm := asMap(st)
+			out[name] = sm
+			for _, key := range []string{"ItemProcessor", "Iterator"} {
+				walk(asMap(asMap(sm[key])["States"]))
+			}
+			for _, b := range asList(sm["Branches"]) {
+				walk(asMap(asMap(b)["States"]))
+			}
+		}
+	}
+	walk(asMap(def["States"]))
+	return out
+}
+
+// missingLambdaRetries returns "<state>: <error>" for each Task state whose
+// Retry does not name one of lambdaErrors (States.ALL does not count: it is
+// a retrier for the handler's own errors, with its own budget).
+func missingLambdaRetries(def map[string]any) []string {
+	var out []string
+	for name, st := range aslStates(def) {
+		if st["Type"] != "Task" {
+			continue
+		}
+		var named []string
+		for _, r := range asList(st["Retry"]) {
+			for _, e := range asList(asMap(r)["ErrorEquals"]) {
+				if s, ok := e.(string); ok {
+					named = append(named, s)
+				}
+			}
+		}
+		for _, e := range lambdaErrors {
+			if !slices.Contains(named, e) {
+				out = append(out, name+": "+e)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func readASL(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(aslPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var def map[string]any
+	if err := json.Unmarshal(b, &def); err != nil {
+		t.Fatalf("%s: %v", aslPath, err)
+	}
+	return def
+}
+
+// Issue 14: every Task retries Lambda's own errors, as AWS recommends.
+func TestEveryTaskRetriesLambdaErrors(t *testing.T) {
+	t.Parallel()
+	def := readASL(t)
+	var tasks []string
+	for name, st := range aslStates(def) {
+		if st["Type"] == "Task" {
+			tasks = append(tasks, name)
+		}
+	}
+	sort.Strings(tasks)
+	// The walk reaches every Task, the Map's too.
+	if diff := cmp.Diff([]string{"AppendResults", "AwaitUser", "CallFailed", "FailTurn", "InvokeCall", "LLMStep", "ValidateBatch"}, tasks); diff != "" {
+		t.Errorf("Task states (-want +got):\n%s", diff)
+	}
+	if got := missingLambdaRetries(def); len(got) > 0 {
+		t.Errorf("Task states that do not retry Lambda's errors: %v", got)
+	}
+
+	// The check sees a missing name, in a Map too, and does not take
+	// States.ALL for the names.
+	var bad map[string]any
+	if err := json.Unmarshal([]byte(`{"States":{
+		"A":{"Type":"Task","Retry":[{"ErrorEquals":["States.ALL"]}]},
+		"M":{"Type":"Map","ItemProcessor":{"States":{"B":{"Type":"Task","Retry":[
+			{"ErrorEquals":["Lambda.ServiceException","Lambda.AWSLambdaException","Lambda.SdkClientException"]},
+			{"ErrorEquals":["Lambda.ClientExecutionTimeoutException"]}]}}}},
+		"P":{"Type":"Pass"}}}`), &bad); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"B: Lambda.TooManyRequestsException"}
+	for _, e := range lambdaErrors {
+		want = append(want, "A: "+e)
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, missingLambdaRetries(bad)); diff != "" {
+		t.Errorf("missingLambdaRetries() (-want +got):\n%s", diff)
+	}
+}
+
+// Issue 14: a turn that a limit ended (LLMStep's "failed": the call limit,
+// the budget, no progress, an empty answer) is a normal outcome: its
+// execution succeeds, so only faults fail executions and fire the alarm on
+// ExecutionsFailed. A fault still ends in a Fail state, through FailTurn.
+func TestOnlyFaultsFailTheExecution(t *testing.T) {
+	t.Parallel()
+	states := aslStates(readASL(t))
+	typeAfter := func(from, next string) string {
+		if st, ok := states[next]; ok {
+			return from + " → " + next + " (" + st["Type"].(string) + ")"
+		}
+		return from + " → " + next + " (missing)"
+	}
+	var got []string
+	for _, c := range asList(states["AfterLLMStep"]["Choices"]) {
+		cm := asMap(c)
+		if cm["Condition"] == `{% $states.input.next = "failed" %}` {
+			got = append(got, typeAfter("failed", cm["Next"].(string)))
+		}
+	}
+	failTurn := states["FailTurn"]
+	got = append(got, typeAfter("FailTurn", failTurn["Next"].(string)))
+	for _, c := range asList(failTurn["Catch"]) {
+		got = append(got, typeAfter("FailTurn catch", asMap(c)["Next"].(string)))
+	}
+	want := []string{"failed → TurnEndedWithMessage (Succeed)", "FailTurn → TurnFailed (Fail)", "FailTurn catch → TurnFailed (Fail)"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("how turns end (-want +got):\n%s", diff)
+	}
+	// Nothing else reaches a Fail state: every other error goes through FailTurn.
+	for name, st := range states {
+		for _, next := range append([]any{st["Next"], st["Default"]}, nextsOf(st)...) {
+			n, _ := next.(string)
+			if target, ok := states[n]; ok && target["Type"] == "Fail" && name != "FailTurn" {
+				t.Errorf("%s → %s: a Fail state reached without FailTurn", name, n)
+			}
+		}
+	}
+}
+
+// nextsOf returns the Next of each Choice and Catch of a state.
+func nextsOf(st map[string]any) []any {
+	var out []any
+	for _, key := range []string{"Choices", "Catch"} {
+		for _, c := range asList(st[key]) {
+			out = append(out, asMap(c)["Next"])
+		}
+	}
+	return out
+}
