@@ -444,7 +444,7 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 				awsapigatewayv2.CorsHttpMethod_DELETE, awsapigatewayv2.CorsHttpMethod_OPTIONS,
 			},
 			AllowHeaders:  jsii.Strings("authorization", "content-type"),
-			ExposeHeaders: jsii.Strings("location", "www-authenticate"),
+			ExposeHeaders: jsii.Strings("location", "www-authenticate", "retry-after"),
 			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
 		}
 	}

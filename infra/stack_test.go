@@ -666,6 +666,10 @@ func TestHTTPAPIJWTOnEveryRoute(t *testing.T) {
 	if !slices.Contains(asList(cors["AllowHeaders"]), any("authorization")) {
 		t.Errorf("CORS AllowHeaders = %v, want authorization", cors["AllowHeaders"])
 	}
+	// A 503's Retry-After must reach the page, which backs off by it.
+	if !slices.Contains(asList(cors["ExposeHeaders"]), any("retry-after")) {
+		t.Errorf("CORS ExposeHeaders = %v, want retry-after", cors["ExposeHeaders"])
+	}
 	authID, auth := s.one(t, "AWS::ApiGatewayV2::Authorizer")
 	wantAuth := map[string]any{
 		"AuthorizerType":   "JWT",

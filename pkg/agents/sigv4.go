@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,7 +45,11 @@ func ClientFromEnv(ctx context.Context, getenv func(string) string) (*http.Clien
 		if err != nil {
 			return nil, fmt.Errorf("%s=sigv4: aws config: %w", AgentAuthEnv, err)
 		}
-		return SigV4Client(nil, cfg.Credentials, region), nil
+		c := SigV4Client(nil, cfg.Credentials, region)
+		// Only Lambda Function URLs get the role's signature: an agent at
+		// any other host (CLIENTAGENT_AGENTS) never sees its credentials.
+		c.Transport.(*sigV4Transport).only = func(host string) bool { return IsLambdaURLHost(host, region) }
+		return c, nil
 	default:
 		return nil, fmt.Errorf("%s=%q: want empty or sigv4", AgentAuthEnv, mode)
 	}
@@ -70,7 +75,9 @@ func SigV4Client(base *http.Client, creds aws.CredentialsProvider, region string
 // sigV4Transport signs each request it sends (redirects included, each with
 // its own signature).
 type sigV4Transport struct {
-	base   http.RoundTripper
+	base http.RoundTripper
+	// only, when set, names the hosts to sign; others pass unsigned.
+	only   func(host string) bool
 	creds  aws.CredentialsProvider
 	region string
 	signer *v4.Signer
@@ -78,6 +85,9 @@ type sigV4Transport struct {
 }
 
 func (t *sigV4Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.only != nil && !t.only(req.URL.Hostname()) {
+		return t.base.RoundTrip(req)
+	}
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
 		b, err := io.ReadAll(req.Body)
@@ -110,4 +120,11 @@ func (t *sigV4Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("sigv4: sign: %w", err)
 	}
 	return t.base.RoundTrip(r)
+}
+
+// IsLambdaURLHost reports whether host is a Lambda Function URL of region
+// (<id>.lambda-url.<region>.on.aws).
+func IsLambdaURLHost(host, region string) bool {
+	id, ok := strings.CutSuffix(strings.ToLower(host), ".lambda-url."+strings.ToLower(region)+".on.aws")
+	return ok && id != "" && !strings.Contains(id, ".")
 }
