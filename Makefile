@@ -43,11 +43,15 @@ fuzz: ## every Fuzz* target of the module, each for FUZZTIME (default 20s); foun
 bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per turn)
 	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/devstack/
 
+.PHONY: bench-peers
+bench-peers: ## ours against OpenAI Agents JS, LangGraph.js and bare round trips on the Popelnase turn (../shared/bench; RUNS, TURNS1, TURNS20, POLL, CPUPROFILE; docs/benchmarks.md)
+	scripts/bench-peers.sh
+
 clean:
 	rm -rf bin .data
 
 # ---- AWS (infra/, a separate Go module: the CDK app; docs/deploy.md, infra/README.md) ----
-.PHONY: synth deploy destroy test-infra
+.PHONY: synth deploy destroy test-infra smoke
 ENV ?= dev
 # jsii reads this before any Go code runs, so it is set here: node 20 works.
 JSII_QUIET := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=18,20
@@ -57,6 +61,9 @@ JSII_QUIET := JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=18,20
 INFRA_CONTEXT ?=
 CDK ?= npx --yes aws-cdk@2
 INFRA_ARGS = -c env=$(ENV) $(if $(JWT_ISSUER),-c jwtIssuer=$(JWT_ISSUER)) $(if $(JWT_AUDIENCE),-c jwtAudience=$(JWT_AUDIENCE)) $(INFRA_CONTEXT)
+
+smoke: ## make smoke URL=… TOKEN=… [ORIGIN=…] or ENV=dev TOKEN=…: check a deployment end to end (default: the local stack)
+	$(GO) run ./cmd/clientagent smoke $(if $(URL),-url $(URL)) $(if $(TOKEN),-token $(TOKEN)) $(if $(ORIGIN),-origin $(ORIGIN)) $(if $(filter command line,$(origin ENV)),-env $(ENV))
 
 test-infra: ## synthesize the CDK stack and check it (no AWS account needed)
 	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
