@@ -287,7 +287,7 @@ func TestAlarms(t *testing.T) {
 		}
 		slices.Sort(got)
 		want := []string{"statemachine AWS/States/ExecutionsFailed", "statemachine AWS/States/ExecutionsTimedOut",
-			"turn-ended-dlq AWS/SQS/ApproximateNumberOfMessagesVisible"}
+			"turn-ended-dlq AWS/SQS/ApproximateNumberOfMessagesVisible", " clientagent/" + s.props.EnvName + "/StoreFull"}
 		names := functionNames()
 		if s.props.DemoAgents {
 			names = append(names, FnDemoAgents)

@@ -226,6 +226,8 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		"ARTIFACT_BUCKET": bucket.BucketName(),
 		"AUDIT_BUCKET":    auditBucket.BucketName(),
 		"CLIENTAGENT_LLM": jsii.String(p.LLM),
+		// pkg/metrics writes its Embedded Metric Format lines to this namespace.
+		"CLIENTAGENT_METRICS_NAMESPACE": jsii.String("clientagent/" + p.EnvName),
 	}
 	if len(agentURLs) > 0 {
 		// Tokens inside a Go string (the demo URL) resolve to an Fn::Join.
@@ -522,6 +524,12 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	fiveMinutes := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
 	alarm("AlarmTurnsFailed", "turns-failed", "a turn's execution failed: a fault (a step's error, FailTurn), not a limit", sm.MetricFailed(fiveMinutes))
 	alarm("AlarmTurnsTimedOut", "turns-timed-out", "a turn's execution timed out", sm.MetricTimedOut(fiveMinutes))
+	// A full Valkey refuses writes (reads keep working): pkg/metrics counts
+	// each refusal from the functions' logs (Embedded Metric Format).
+	alarm("AlarmStoreFull", "store-full", "Valkey refused a write for lack of memory (maxmemory): raise the cache's limit", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String("clientagent/" + p.EnvName), MetricName: jsii.String("StoreFull"),
+		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
+	}))
 	alarmed := slices.Clone(platformFunctions)
 	if demo != nil {
 		alarmed = append(alarmed, functionSpec{name: FnDemoAgents})

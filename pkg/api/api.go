@@ -24,6 +24,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/auth"
+	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
@@ -163,10 +164,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &e):
 	case errors.Is(err, record.ErrUnavailable):
-		s.log().WarnContext(r.Context(), "store unavailable", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		s.log().WarnContext(r.Context(), "store unavailable", append([]any{"method", r.Method, "path", r.URL.Path, "error", err.Error()}, metrics.Count(metrics.StoreUnavailable)...)...)
 		e = errStoreUnavailable
 	case errors.Is(err, record.ErrFull):
-		s.log().ErrorContext(r.Context(), "store full", "method", r.Method, "path", r.URL.Path, "error", err.Error())
+		s.log().ErrorContext(r.Context(), "store full", append([]any{"method", r.Method, "path", r.URL.Path, "error", err.Error()}, metrics.Count(metrics.StoreFull)...)...)
 		e = errStoreFull
 	default:
 		s.log().ErrorContext(r.Context(), "api error", "method", r.Method, "path", r.URL.Path, "error", err.Error())

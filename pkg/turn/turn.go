@@ -19,6 +19,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -261,6 +262,11 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 	if err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...); errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if err != nil {
+		if errors.Is(err, record.ErrFull) {
+			// The ops signal of a full store: the turn waits for the state
+			// machine's retries, and reads keep working meanwhile.
+			h.log().ErrorContext(ctx, "store full", append([]any{"conversation", r.ConversationID, "turn", t.ID, "error", err.Error()}, metrics.Count(metrics.StoreFull)...)...)
+		}
 		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
 	}
 	return nil
