@@ -133,7 +133,7 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("create conversation %s: %w", m.ID, err)
+		return fmt.Errorf("create conversation %s: %w", m.ID, classify(err))
 	}
 	return nil
 }
@@ -144,7 +144,7 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, calls, tokens 
 	n, err := addSpendScript.Run(ctx, s.rdb, []string{convKey(cid)},
 		int64(s.ttl/time.Second), callsPrefix+turnID, calls, tokensPrefix+turnID, tokens).Int()
 	if err != nil {
-		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, err)
+		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, classify(err))
 	}
 	if n == 0 {
 		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, record.ErrNotFound)
@@ -169,7 +169,7 @@ func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) err
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, err)
+		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, classify(err))
 	}
 	return nil
 }
@@ -189,7 +189,7 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	n, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid)},
 		int64(s.ttl/time.Second), o.CallID, b, resultsPrefix+turnID).Int()
 	if err != nil {
-		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
 	}
 	if n < 0 {
 		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, record.ErrNotFound)
@@ -213,7 +213,7 @@ return set
 // answer to a specialist's input-required).
 func (s *Store) DeleteOutcome(ctx context.Context, cid, turnID, callID string) error {
 	if err := s.rdb.HDel(ctx, resultsKey(cid, turnID), callID).Err(); err != nil {
-		return fmt.Errorf("delete outcome %s of %s/%s: %w", callID, cid, turnID, err)
+		return fmt.Errorf("delete outcome %s of %s/%s: %w", callID, cid, turnID, classify(err))
 	}
 	return nil
 }
@@ -232,7 +232,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 		p.Expire(ctx, uk, s.ttl)
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("list conversations of %s: %w", owner, err)
+		return nil, fmt.Errorf("list conversations of %s: %w", owner, classify(err))
 	}
 	if len(ids.Val()) == 0 {
 		return []record.Meta{}, nil
@@ -244,7 +244,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 		}
 		return nil
 	}); err != nil {
-		return nil, fmt.Errorf("list conversations of %s: %w", owner, err)
+		return nil, fmt.Errorf("list conversations of %s: %w", owner, classify(err))
 	}
 	out := make([]record.Meta, 0, len(cmds))
 	var gone []any
@@ -286,7 +286,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 	})
 	if len(gone) > 0 {
 		if err := s.rdb.ZRem(ctx, uk, gone...).Err(); err != nil && !errors.Is(err, context.Canceled) {
-			return nil, fmt.Errorf("list conversations of %s: prune: %w", owner, err)
+			return nil, fmt.Errorf("list conversations of %s: prune: %w", owner, classify(err))
 		}
 	}
 	return out, nil
