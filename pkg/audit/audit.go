@@ -15,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -85,7 +86,9 @@ func (e Event) Name() string {
 // event, written atomically.
 type Dir struct{ Path string }
 
-// Record writes each event to its file.
+// Record writes each event to its file: one write and one rename. The
+// event's directory is created only when the write finds it missing (the
+// first event of a turn, or after someone removed it), not every time.
 func (d Dir) Record(_ context.Context, events ...Event) error {
 	for _, e := range events {
 		b, err := json.Marshal(e)
@@ -93,11 +96,14 @@ func (d Dir) Record(_ context.Context, events ...Event) error {
 			return fmt.Errorf("audit %s: %w", e.Name(), err)
 		}
 		path := filepath.Join(d.Path, filepath.FromSlash(e.Name()))
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return fmt.Errorf("audit %s: %w", e.Name(), err)
-		}
 		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		err = os.WriteFile(tmp, b, 0o600)
+		if errors.Is(err, fs.ErrNotExist) {
+			if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
+				err = os.WriteFile(tmp, b, 0o600)
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("audit %s: %w", e.Name(), err)
 		}
 		if err := os.Rename(tmp, path); err != nil {

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"os"
@@ -95,5 +96,42 @@ func TestS3(t *testing.T) {
 	_ = json.Unmarshal(b, &got)
 	if diff := cmp.Diff(call, got); diff != "" {
 		t.Errorf("stored call event (-want +got):\n%s", diff)
+	}
+}
+
+// Directories are created when an event's write finds them missing: for a
+// new turn, and again after the directory was removed.
+func TestDirCreatesMissingDirectories(t *testing.T) {
+	t.Parallel()
+	d := Dir{Path: filepath.Join(t.TempDir(), "audit")}
+	second := sample
+	second.Turn, second.CallID = "t_2", "call_2"
+	for _, e := range []Event{sample, second} {
+		if err := d.Record(t.Context(), e); err != nil {
+			t.Fatalf("Record(%s) = %v", e.Name(), err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(d.Path, "c_1")); err != nil {
+		t.Fatal(err)
+	}
+	again := sample
+	again.Kind = KindCall
+	if err := d.Record(t.Context(), again); err != nil {
+		t.Fatalf("Record after the directory was removed = %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(d.Path, filepath.FromSlash(again.Name()))); err != nil {
+		t.Errorf("event file after the directory was removed: %v", err)
+	}
+}
+
+// BenchmarkDirRecord is the cost of one event in a turn's existing directory.
+func BenchmarkDirRecord(b *testing.B) {
+	d := Dir{Path: b.TempDir()}
+	e := sample
+	for i := 0; b.Loop(); i++ {
+		e.CallID = fmt.Sprintf("call_%d", i%32)
+		if err := d.Record(b.Context(), e); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -171,8 +171,8 @@ func (c *Conversation) LLMView(turnID string, window int) []llm.Message {
 	}
 
 	var view []llm.Message
+	var owners []string // the turn of each view entry
 	selfStart := -1
-	used := map[string]bool{} // call ids in the view so far
 	for _, t := range ordered {
 		if t == self {
 			selfStart = len(view)
@@ -184,27 +184,19 @@ func (c *Conversation) LLMView(turnID string, window int) []llm.Message {
 			case llm.RoleUser:
 				view = append(view, llm.Message{Role: llm.RoleUser, Content: m.Content})
 			case llm.RoleAssistant:
-				var calls, shown []llm.ToolCall
+				var calls []llm.ToolCall
 				for _, tc := range m.ToolCalls {
 					if tc.ID == "" || seen[tc.ID] {
 						continue
 					}
 					seen[tc.ID] = true
 					calls = append(calls, tc)
-					// Providers want each id once per transcript: an id
-					// another turn used already (records from before ids
-					// carried their turn) is shown with this turn's id.
-					if used[tc.ID] {
-						tc.ID += "_" + t.ID
-					}
-					used[tc.ID] = true
-					shown = append(shown, tc)
 				}
 				if m.Content == "" && len(calls) == 0 {
 					continue
 				}
-				view = append(view, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: shown})
-				for i, tc := range calls {
+				view = append(view, llm.Message{Role: llm.RoleAssistant, Content: m.Content, ToolCalls: calls})
+				for _, tc := range calls {
 					r, ok := results[tc.ID]
 					if !ok {
 						r, ok = moved[tc.ID]
@@ -213,17 +205,53 @@ func (c *Conversation) LLMView(turnID string, window int) []llm.Message {
 					if !ok {
 						r = placeholder(t, tc.ID, t == self)
 					}
-					view = append(view, llm.ToolResultMessage(shown[i].ID, r))
+					view = append(view, llm.ToolResultMessage(tc.ID, r))
 				}
 			}
 			// System messages and tool results are not copied: results are
 			// placed after their calls above, system text is the prompt's.
 		}
+		for len(owners) < len(view) {
+			owners = append(owners, t.ID)
+		}
 	}
 	if selfStart < 0 {
 		selfStart = len(view)
 	}
-	return applyWindow(view, selfStart, window)
+	from := windowStart(view, selfStart, window)
+	return uniqueIDs(view[from:], owners[from:])
+}
+
+// uniqueIDs gives every call of view an id no earlier call of the view has:
+// providers want each id once per transcript, and records from before ids
+// carried their turn may share one. A repeated id is shown with its turn's
+// id appended, on the call and its result alike. It works on the windowed
+// view, so a turn's view does not depend on turns the window left out.
+func uniqueIDs(view []llm.Message, owners []string) []llm.Message {
+	used := map[string]bool{}
+	renamed := map[string]string{} // owner+"\x00"+id → shown id
+	for i := range view {
+		m := &view[i]
+		if len(m.ToolCalls) > 0 {
+			calls := make([]llm.ToolCall, len(m.ToolCalls))
+			copy(calls, m.ToolCalls)
+			for k := range calls {
+				id := calls[k].ID
+				if used[id] {
+					calls[k].ID = id + "_" + owners[i]
+					renamed[owners[i]+"\x00"+id] = calls[k].ID
+				}
+				used[calls[k].ID] = true
+			}
+			m.ToolCalls = calls
+		}
+		if m.Role == llm.RoleTool {
+			if shown, ok := renamed[owners[i]+"\x00"+m.ToolCallID]; ok {
+				m.ToolCallID = shown
+			}
+		}
+	}
+	return view
 }
 
 // placeholder is the result shown for call id of turn owner, which has no
@@ -252,12 +280,13 @@ func placeholder(owner *Turn, id string, isSelf bool) string {
 	return stillRunningResult
 }
 
-// applyWindow cuts view to at most window entries where it can (spec §3.6):
-// only at a user message at or before selfStart. When no such cut is short
-// enough, it keeps from the last allowed one, so this turn's block stays whole.
-func applyWindow(view []llm.Message, selfStart, window int) []llm.Message {
+// windowStart is where the window of spec §3.6 cuts view (window <= 0:
+// none): the first user message at or before selfStart from which at most
+// window entries remain. When no such cut is short enough, it keeps from
+// the last allowed one, so this turn's block stays whole.
+func windowStart(view []llm.Message, selfStart, window int) int {
 	if window <= 0 || len(view) <= window {
-		return view
+		return 0
 	}
 	last := -1
 	for i := 0; i <= selfStart && i < len(view); i++ {
@@ -265,14 +294,14 @@ func applyWindow(view []llm.Message, selfStart, window int) []llm.Message {
 			continue
 		}
 		if len(view)-i <= window {
-			return view[i:]
+			return i
 		}
 		last = i
 	}
 	if last < 0 {
-		return view
+		return 0
 	}
-	return view[last:]
+	return last
 }
 
 // RecentSkillInputs is recent_skill_inputs (spec §3.5): for each tool, the

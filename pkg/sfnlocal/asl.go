@@ -18,6 +18,7 @@ type machine struct {
 	name       string
 	arn        string
 	definition []byte
+	defHash    string // names the definition in a store (Snapshot.DefinitionHash)
 	root       *graph
 	timeout    int // execution TimeoutSeconds, 0 = none
 }
@@ -83,7 +84,7 @@ type catcher struct {
 }
 
 type choiceRule struct {
-	Condition string
+	Condition *expr
 	Next      string
 	Assign    map[string]any
 	Output    any
@@ -139,12 +140,76 @@ func parseMachine(definition []byte) (*graph, int, error) {
 		}
 		timeout = int(f)
 	}
-	names := map[string]bool{}
-	g, err := parseGraph(top, names)
+	p := &parser{names: map[string]bool{}, exprs: map[string]*expr{}}
+	g, err := p.graph(top)
 	if err != nil {
 		return nil, 0, err
 	}
 	return g, timeout, nil
+}
+
+// parser holds what one definition's states share: the state names (unique
+// across Map scopes) and its compiled expressions, each compiled once.
+type parser struct {
+	names map[string]bool
+	exprs map[string]*expr
+}
+
+// compile returns tmpl with every "{% expr %}" string replaced by its
+// compiled expression, so a definition with a bad expression is rejected at
+// load and no expression is compiled again when it runs.
+func (p *parser) compile(where string, tmpl any) (any, error) {
+	switch t := tmpl.(type) {
+	case string:
+		src, ok := isExpr(t)
+		if !ok {
+			return t, nil
+		}
+		if x, ok := p.exprs[src]; ok {
+			return x, nil
+		}
+		x, err := compileExpr(src)
+		if err != nil {
+			return nil, fmt.Errorf("%s: JSONata expression %q: %w", where, src, err)
+		}
+		p.exprs[src] = x
+		return x, nil
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, v := range t {
+			c, err := p.compile(where, v)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
+	case []any:
+		out := make([]any, len(t))
+		for i, v := range t {
+			c, err := p.compile(where, v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = c
+		}
+		return out, nil
+	default:
+		return t, nil
+	}
+}
+
+// compileAssign compiles an Assign object.
+func (p *parser) compileAssign(where string, v any) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%s: field \"Assign\" must be an object", where)
+	}
+	c, err := p.compile(where, m)
+	if err != nil {
+		return nil, err
+	}
+	return c.(map[string]any), nil
 }
 
 func onlyFields(where string, obj map[string]any, allowed map[string]bool) error {
@@ -161,7 +226,7 @@ func onlyFields(where string, obj map[string]any, allowed map[string]bool) error
 	return nil
 }
 
-func parseGraph(obj map[string]any, names map[string]bool) (*graph, error) {
+func (p *parser) graph(obj map[string]any) (*graph, error) {
 	start, _ := obj["StartAt"].(string)
 	rawStates, ok := obj["States"].(map[string]any)
 	if start == "" || !ok || len(rawStates) == 0 {
@@ -174,15 +239,15 @@ func parseGraph(obj map[string]any, names map[string]bool) (*graph, error) {
 	}
 	sort.Strings(keys)
 	for _, name := range keys {
-		if names[name] {
+		if p.names[name] {
 			return nil, fmt.Errorf("state %q: duplicate state name", name)
 		}
-		names[name] = true
+		p.names[name] = true
 		raw, ok := rawStates[name].(map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("state %q: not an object", name)
 		}
-		s, err := parseState(name, raw, names)
+		s, err := p.state(name, raw)
 		if err != nil {
 			return nil, err
 		}
@@ -221,7 +286,7 @@ func parseGraph(obj map[string]any, names map[string]bool) (*graph, error) {
 	return g, nil
 }
 
-func parseState(name string, raw map[string]any, names map[string]bool) (*state, error) {
+func (p *parser) state(name string, raw map[string]any) (*state, error) {
 	where := fmt.Sprintf("state %q", name)
 	typ, _ := raw["Type"].(string)
 	allowed, ok := stateFlds[typ]
@@ -235,7 +300,15 @@ func parseState(name string, raw map[string]any, names map[string]bool) (*state,
 		return nil, fmt.Errorf("%s: field \"QueryLanguage\" must be \"JSONata\"", where)
 	}
 	s := &state{Name: name, Type: typ}
-	var exprs []any
+	// compile is p.compile for this state's fields; the first error is kept.
+	var cerr error
+	compile := func(v any) any {
+		c, err := p.compile(where, v)
+		if cerr == nil {
+			cerr = err
+		}
+		return c
+	}
 	if v, ok := raw["Next"]; ok {
 		s.Next, _ = v.(string)
 		if s.Next == "" {
@@ -252,16 +325,14 @@ func parseState(name string, raw map[string]any, names map[string]bool) (*state,
 		return nil, fmt.Errorf("%s: exactly one of \"Next\" and \"End\" is required", where)
 	}
 	if v, ok := raw["Assign"]; ok {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: field \"Assign\" must be an object", where)
+		m, err := p.compileAssign(where, v)
+		if err != nil {
+			return nil, err
 		}
 		s.Assign = m
-		exprs = append(exprs, v)
 	}
 	if v, ok := raw["Output"]; ok {
-		s.Output, s.hasOutput = v, true
-		exprs = append(exprs, v)
+		s.Output, s.hasOutput = compile(v), true
 	}
 	switch typ {
 	case "Task":
@@ -277,7 +348,6 @@ func parseState(name string, raw map[string]any, names map[string]bool) (*state,
 		if !ok {
 			return nil, fmt.Errorf("%s: field \"Arguments\" with FunctionName is required for %s", where, s.Resource)
 		}
-		s.Arguments, s.hasArguments = v, true
 		if m, ok := v.(map[string]any); ok {
 			if err := onlyFields(where+" Arguments", m, argFields); err != nil {
 				return nil, err
@@ -286,7 +356,7 @@ func parseState(name string, raw map[string]any, names map[string]bool) (*state,
 				return nil, fmt.Errorf("%s: field \"Arguments.FunctionName\" is required", where)
 			}
 		}
-		exprs = append(exprs, v)
+		s.Arguments, s.hasArguments = compile(v), true
 		for _, f := range []string{"TimeoutSeconds", "HeartbeatSeconds"} {
 			v, ok := raw[f]
 			if !ok {
@@ -295,11 +365,10 @@ func parseState(name string, raw map[string]any, names map[string]bool) (*state,
 			if err := numberOrExpr(v); err != nil {
 				return nil, fmt.Errorf("%s: field %q: %w", where, f, err)
 			}
-			exprs = append(exprs, v)
 			if f == "TimeoutSeconds" {
-				s.TimeoutSeconds = v
+				s.TimeoutSeconds = compile(v)
 			} else {
-				s.HeartbeatSeconds = v
+				s.HeartbeatSeconds = compile(v)
 			}
 		}
 	case "Choice":
@@ -317,27 +386,27 @@ func parseState(name string, raw map[string]any, names map[string]bool) (*state,
 				return nil, err
 			}
 			var c choiceRule
-			c.Condition, _ = m["Condition"].(string)
-			if _, ok := isExpr(c.Condition); !ok {
+			cond, _ := m["Condition"].(string)
+			if _, ok := isExpr(cond); !ok {
 				return nil, fmt.Errorf("%s: field \"Condition\" must be a {%% ... %%} expression", cw)
 			}
+			cx, err := p.compile(cw, cond)
+			if err != nil {
+				return nil, err
+			}
+			c.Condition = cx.(*expr)
 			c.Next, _ = m["Next"].(string)
 			if c.Next == "" {
 				return nil, fmt.Errorf("%s: field \"Next\" is required", cw)
 			}
 			if a, ok := m["Assign"]; ok {
-				am, ok := a.(map[string]any)
-				if !ok {
-					return nil, fmt.Errorf("%s: field \"Assign\" must be an object", cw)
+				if c.Assign, err = p.compileAssign(cw, a); err != nil {
+					return nil, err
 				}
-				c.Assign = am
-				exprs = append(exprs, a)
 			}
 			if o, ok := m["Output"]; ok {
-				c.Output, c.hasOutput = o, true
-				exprs = append(exprs, o)
+				c.Output, c.hasOutput = compile(o), true
 			}
-			exprs = append(exprs, c.Condition)
 			s.Choices = append(s.Choices, c)
 		}
 		if v, ok := raw["Default"]; ok {
@@ -359,48 +428,37 @@ func parseState(name string, raw map[string]any, names map[string]bool) (*state,
 				}
 			}
 		}
-		g, err := parseGraph(proc, names)
+		g, err := p.graph(proc)
 		if err != nil {
 			return nil, fmt.Errorf("%s ItemProcessor: %w", where, err)
 		}
 		s.processor = g
 		if v, ok := raw["Items"]; ok {
-			s.Items, s.hasItems = v, true
-			exprs = append(exprs, v)
+			s.Items, s.hasItems = compile(v), true
 		}
 		if v, ok := raw["ItemSelector"]; ok {
-			s.ItemSelector, s.hasSelector = v, true
-			exprs = append(exprs, v)
+			s.ItemSelector, s.hasSelector = compile(v), true
 		}
 		if v, ok := raw["MaxConcurrency"]; ok {
 			if err := numberOrExpr(v); err != nil {
 				return nil, fmt.Errorf("%s: field \"MaxConcurrency\": %w", where, err)
 			}
-			s.MaxConcurrency = v
-			exprs = append(exprs, v)
+			s.MaxConcurrency = compile(v)
 		}
 	case "Fail":
-		s.Error, s.Cause = raw["Error"], raw["Cause"]
-		exprs = append(exprs, s.Error, s.Cause)
+		s.Error, s.Cause = compile(raw["Error"]), compile(raw["Cause"])
 	}
 	if typ == "Task" || typ == "Map" {
 		var err error
 		if s.Retry, err = parseRetry(where, raw["Retry"]); err != nil {
 			return nil, err
 		}
-		cs, cexprs, err := parseCatch(where, raw["Catch"])
-		if err != nil {
+		if s.Catch, err = p.catch(where, raw["Catch"]); err != nil {
 			return nil, err
 		}
-		s.Catch = cs
-		exprs = append(exprs, cexprs...)
 	}
-	for _, e := range exprs {
-		for _, x := range templateExprs(e) {
-			if err := compileCheck(x); err != nil {
-				return nil, fmt.Errorf("%s: JSONata expression %q: %w", where, x, err)
-			}
-		}
+	if cerr != nil {
+		return nil, cerr
 	}
 	return s, nil
 }
@@ -505,49 +563,47 @@ func parseRetry(where string, v any) ([]retrier, error) {
 	return out, nil
 }
 
-func parseCatch(where string, v any) ([]catcher, []any, error) {
+func (p *parser) catch(where string, v any) ([]catcher, error) {
 	if v == nil {
-		return nil, nil, nil
+		return nil, nil
 	}
 	arr, ok := v.([]any)
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: field \"Catch\" must be an array", where)
+		return nil, fmt.Errorf("%s: field \"Catch\" must be an array", where)
 	}
 	var out []catcher
-	var exprs []any
 	for i, x := range arr {
 		cw := fmt.Sprintf("%s Catch[%d]", where, i)
 		m, ok := x.(map[string]any)
 		if !ok {
-			return nil, nil, fmt.Errorf("%s: not an object", cw)
+			return nil, fmt.Errorf("%s: not an object", cw)
 		}
 		if err := onlyFields(cw, m, catchFields); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		var c catcher
 		var err error
 		if c.ErrorEquals, err = errorNames(cw, m["ErrorEquals"]); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		c.Next, _ = m["Next"].(string)
 		if c.Next == "" {
-			return nil, nil, fmt.Errorf("%s: field \"Next\" is required", cw)
+			return nil, fmt.Errorf("%s: field \"Next\" is required", cw)
 		}
 		if a, ok := m["Assign"]; ok {
-			am, ok := a.(map[string]any)
-			if !ok {
-				return nil, nil, fmt.Errorf("%s: field \"Assign\" must be an object", cw)
+			if c.Assign, err = p.compileAssign(cw, a); err != nil {
+				return nil, err
 			}
-			c.Assign = am
-			exprs = append(exprs, a)
 		}
 		if o, ok := m["Output"]; ok {
-			c.Output, c.hasOutput = o, true
-			exprs = append(exprs, o)
+			if c.Output, err = p.compile(cw, o); err != nil {
+				return nil, err
+			}
+			c.hasOutput = true
 		}
 		out = append(out, c)
 	}
-	return out, exprs, nil
+	return out, nil
 }
 
 // functionName resolves a Lambda function name, full or partial ARN

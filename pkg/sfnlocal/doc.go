@@ -8,15 +8,53 @@
 // lambda:invoke.waitForTaskToken), Choice, inline Map, Pass, Succeed and
 // Fail; Arguments, Output, Assign, Retry, Catch, TimeoutSeconds and
 // HeartbeatSeconds; task tokens; idempotent starts; AWS event histories;
-// persistence of running executions (Resume after a restart); and the
-// Step Functions JSON 1.0 HTTP protocol for the aws-sdk-go-v2 sfn client.
+// persistence of executions (Resume after a restart); and the Step
+// Functions JSON 1.0 HTTP protocol for the aws-sdk-go-v2 sfn client.
 //
 // It must not pretend: any state type, field or resource it does not
 // implement is rejected when the state machine is created, naming the state
-// and field, and JSONPath machines are rejected. It checks no credentials or
-// signatures, so its HTTP endpoint is for loopback use only.
+// and field, and JSONPath machines are rejected; every JSONata expression
+// is compiled then, once. It checks no credentials or signatures, so its
+// HTTP endpoint is for loopback use only.
 //
-// Delivery after a restart is at-least-once: a task that was running when
-// the engine closed runs again on Resume, and a Map in flight restarts from
-// its input. A task waiting on a token waits again on the same token.
+// # Persistence
+//
+// With a Persister, an execution is saved when it starts, before a Task or
+// Map that follows another task's result, when a task waits on a token or
+// to retry, and when it ends; never for a Choice or Pass state alone. A
+// RedisPersister writes what a save adds (the position and the new history
+// events) and the definition once per process, under its hash.
+//
+// Delivery after a restart is at-least-once: a resumed execution runs from
+// its last save, so a task that was running, or whose result came after
+// that save, runs again, and so do the Choice and Pass states that follow
+// it (they give the same outcome from the same input and variables). A Map
+// in flight restarts from its input. A task waiting on a token waits again
+// on the same token; one waiting to retry retries at the same time with
+// the same counts.
+//
+// The engine keeps the running executions in memory and the newest
+// KeepEnded ended ones; older ones are read back from the Persister, which
+// keeps an ended execution for its retention (DefaultRetention unless set;
+// an EXPIRE in Valkey) so DescribeExecution and GetExecutionHistory answer
+// for it.
+//
+// # Invocation errors
+//
+// A handler's error is named after its Go type, as aws-lambda-go names it
+// (a messages.InvokeResponse_Error keeps its Type). The engine's own faults
+// while invoking carry the names Lambda gives them:
+//
+//	function not registered                    Lambda.ResourceNotFoundException
+//	handler panics, or returns non-JSON        Lambda.Unknown (an unhandled function error)
+//	invocation outlasts Options.InvokeTimeout  Lambda.ClientExecutionTimeoutException
+//	Task TimeoutSeconds passes                 States.Timeout
+//	Task HeartbeatSeconds passes               States.HeartbeatTimeout
+//
+// Lambda.ServiceException, Lambda.AWSLambdaException,
+// Lambda.SdkClientException and Lambda.TooManyRequestsException come from
+// the Lambda service, the network to it and its concurrency quota, which an
+// in-process call does not have: the engine never raises them, but a
+// handler returning a messages.InvokeResponse_Error of that Type fails with
+// that name, which is how a test exercises a Retry written for them.
 package sfnlocal

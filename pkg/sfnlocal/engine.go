@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -22,8 +23,10 @@ type Handler func(ctx context.Context, payload json.RawMessage) (json.RawMessage
 type Options struct {
 	// Clock drives timeouts, heartbeats and retry delays (default RealClock).
 	Clock Clock
-	// Persist stores running executions so that they survive a restart
-	// (default: none, executions live in memory only).
+	// Persist stores executions so that running ones survive a restart
+	// and ended ones can be described after they leave memory (default:
+	// none, executions live in memory only, and only the newest
+	// KeepEnded ended ones).
 	Persist Persister
 	// Logger receives one event per execution step (default: discard).
 	Logger *slog.Logger
@@ -32,7 +35,16 @@ type Options struct {
 	AccountID string
 	// Jitter returns a number in [0,1) for JitterStrategy FULL (default math/rand).
 	Jitter func() float64
+	// InvokeTimeout bounds one invocation of a function, as the Lambda
+	// client's timeout does: a handler still running after it fails the
+	// attempt with Lambda.ClientExecutionTimeoutException and its context is
+	// cancelled. It runs on Clock (default: none).
+	InvokeTimeout time.Duration
 }
+
+// KeepEnded is how many ended executions the engine keeps in memory, the
+// newest; older ones are read back from the Persister when asked for.
+const KeepEnded = 64
 
 // Execution statuses, as DescribeExecution reports them.
 const (
@@ -60,12 +72,13 @@ type Execution struct {
 // Engine runs JSONata state machines locally with AWS Step Functions
 // semantics. It is safe for concurrent use.
 type Engine struct {
-	clock   Clock
-	persist Persister
-	log     *slog.Logger
-	region  string
-	account string
-	jitter  func() float64
+	clock         Clock
+	persist       Persister
+	log           *slog.Logger
+	region        string
+	account       string
+	jitter        func() float64
+	invokeTimeout time.Duration
 
 	root   context.Context
 	cancel context.CancelFunc
@@ -73,8 +86,9 @@ type Engine struct {
 
 	mu        sync.Mutex
 	functions map[string]Handler
-	machines  map[string]*machine // by ARN
-	execs     map[string]*execution
+	machines  map[string]*machine   // by ARN
+	execs     map[string]*execution // running, and the newest KeepEnded ended
+	endedArns []string              // ARNs of the ended executions in execs, oldest first
 	rules     []StatusRule
 	closed    bool
 }
@@ -83,7 +97,7 @@ type Engine struct {
 func New(opts Options) *Engine {
 	e := &Engine{
 		clock: opts.Clock, persist: opts.Persist, log: opts.Logger,
-		region: opts.Region, account: opts.AccountID, jitter: opts.Jitter,
+		region: opts.Region, account: opts.AccountID, jitter: opts.Jitter, invokeTimeout: opts.InvokeTimeout,
 		functions: map[string]Handler{}, machines: map[string]*machine{}, execs: map[string]*execution{},
 	}
 	if e.clock == nil {
@@ -131,7 +145,7 @@ func (e *Engine) CreateStateMachine(name string, definition []byte) (string, err
 		}
 		return arn, nil
 	}
-	e.machines[arn] = &machine{name: name, arn: arn, definition: bytes.Clone(definition), root: g, timeout: timeout}
+	e.machines[arn] = &machine{name: name, arn: arn, definition: bytes.Clone(definition), defHash: definitionHash(definition), root: g, timeout: timeout}
 	return arn, nil
 }
 
@@ -145,10 +159,11 @@ func Substitute(definition []byte, subs map[string]string) []byte {
 	return []byte(s)
 }
 
-// StartExecution starts an execution of the state machine smArn. An empty
-// name gets a random one. As on AWS, a start with the name of a running
-// execution and the same input returns that execution; a different input,
-// or a closed execution of that name, is ErrExecutionAlreadyExists.
+// StartExecution starts an execution of the state machine smArn and saves
+// it before returning. An empty name gets a random one. As on AWS, a start
+// with the name of a running execution and the same input returns that
+// execution; a different input, or a closed execution of that name (in
+// memory or in the store), is ErrExecutionAlreadyExists.
 func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input json.RawMessage) (string, time.Time, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
@@ -171,16 +186,36 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input j
 		return "", time.Time{}, apiErr(ErrStateMachineDoesNotExist, "state machine %s", smArn)
 	}
 	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", e.region, e.account, sm.name, name)
-	if x, ok := e.execs[arn]; ok {
-		e.mu.Unlock()
+	same := func(x *execution) (string, time.Time, error) {
 		meta := x.describe()
 		if meta.Status == StatusRunning && jsonEqual(meta.Input, input) {
 			return arn, meta.StartDate, nil
 		}
 		return "", time.Time{}, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
 	}
+	x, ok := e.execs[arn]
+	e.mu.Unlock()
+	if ok {
+		return same(x)
+	}
+	if e.persist != nil { // ended and gone from memory?
+		if _, err := e.persist.Load(ctx, arn); err == nil {
+			return "", time.Time{}, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
+		} else if !errors.Is(err, ErrExecutionDoesNotExist) {
+			return "", time.Time{}, fmt.Errorf("start execution %s: %w", arn, err)
+		}
+	}
+	e.mu.Lock()
+	if x, ok := e.execs[arn]; ok { // started meanwhile
+		e.mu.Unlock()
+		return same(x)
+	}
+	if e.closed {
+		e.mu.Unlock()
+		return "", time.Time{}, apiErr(ErrValidation, "engine is closed")
+	}
 	now := e.clock.Now().UTC()
-	x := newExecution(Execution{
+	x = newExecution(Execution{
 		ExecutionArn: arn, StateMachineArn: smArn, Name: name, Status: StatusRunning,
 		StartDate: now, Input: compact(input),
 	}, sm)
@@ -190,13 +225,15 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input j
 	x.event(e.clock, HistoryEvent{Type: "ExecutionStarted", ExecutionStartedEventDetails: &ExecutionDetails{
 		Input: string(x.meta.Input), RoleArn: fmt.Sprintf("arn:aws:iam::%s:role/sfnlocal", e.account)}})
 	e.log.InfoContext(ctx, "execution started", "execution", arn)
-	e.launch(x, &cursor{state: sm.root.StartAt, input: in, vars: map[string]any{}})
+	c := &cursor{state: sm.root.StartAt, input: in, vars: map[string]any{}}
+	e.save(x, c)
+	e.launch(x, c)
 	return arn, now, nil
 }
 
 // DescribeExecution returns the execution's current description.
-func (e *Engine) DescribeExecution(_ context.Context, execArn string) (Execution, error) {
-	x, err := e.lookup(execArn)
+func (e *Engine) DescribeExecution(ctx context.Context, execArn string) (Execution, error) {
+	x, err := e.lookup(ctx, execArn)
 	if err != nil {
 		return Execution{}, err
 	}
@@ -204,8 +241,8 @@ func (e *Engine) DescribeExecution(_ context.Context, execArn string) (Execution
 }
 
 // History returns the execution's events in order.
-func (e *Engine) History(_ context.Context, execArn string) ([]HistoryEvent, error) {
-	x, err := e.lookup(execArn)
+func (e *Engine) History(ctx context.Context, execArn string) ([]HistoryEvent, error) {
+	x, err := e.lookup(ctx, execArn)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +255,7 @@ func (e *Engine) History(_ context.Context, execArn string) ([]HistoryEvent, err
 // later answer gets ErrTaskTimedOut). Stopping a closed execution changes
 // nothing. It returns the stop date.
 func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause string) (time.Time, error) {
-	x, err := e.lookup(execArn)
+	x, err := e.lookup(ctx, execArn)
 	if err != nil {
 		return time.Time{}, err
 	}
@@ -234,7 +271,7 @@ func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause stri
 
 // Wait blocks until the execution closes or ctx ends, and returns its description.
 func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
-	x, err := e.lookup(execArn)
+	x, err := e.lookup(ctx, execArn)
 	if err != nil {
 		return Execution{}, err
 	}
@@ -263,14 +300,43 @@ func (e *Engine) isClosed() bool {
 	return e.closed
 }
 
-func (e *Engine) lookup(execArn string) (*execution, error) {
+// lookup finds an execution in memory or, once it has left memory, in the store.
+func (e *Engine) lookup(ctx context.Context, execArn string) (*execution, error) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
 	x, ok := e.execs[execArn]
-	if !ok {
+	e.mu.Unlock()
+	if ok {
+		return x, nil
+	}
+	if e.persist == nil {
 		return nil, apiErr(ErrExecutionDoesNotExist, "execution %s", execArn)
 	}
-	return x, nil
+	s, err := e.persist.Load(ctx, execArn)
+	if err != nil {
+		return nil, err
+	}
+	if s.Execution.Status == StatusRunning {
+		// Stored as running but not run here (Resume has not loaded it):
+		// nothing here can answer for it.
+		return nil, apiErr(ErrExecutionDoesNotExist, "execution %s is not resumed", execArn)
+	}
+	return restore(s, nil), nil
+}
+
+// retire keeps x, which has ended, among the newest KeepEnded ended
+// executions in memory and lets the oldest go.
+func (e *Engine) retire(x *execution) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	arn := x.meta.ExecutionArn
+	if e.execs[arn] != x {
+		return
+	}
+	e.endedArns = append(e.endedArns, arn)
+	for len(e.endedArns) > KeepEnded {
+		delete(e.execs, e.endedArns[0])
+		e.endedArns = e.endedArns[1:]
+	}
 }
 
 func (e *Engine) handler(name string) (Handler, bool) {
@@ -281,12 +347,14 @@ func (e *Engine) handler(name string) (Handler, bool) {
 }
 
 // cursor is where a top-level run starts: a state, its input, the variables
-// and, after a restart, the task token the state is waiting on.
+// and, after a restart, the task token the state is waiting on or the
+// retry it is waiting for.
 type cursor struct {
 	state string
 	input any
 	vars  map[string]any
 	wait  *persistedWait
+	retry *persistedRetry
 }
 
 // launch runs x from c in a goroutine.
@@ -300,7 +368,7 @@ func (e *Engine) launch(x *execution, c *cursor) {
 		if x.sm.timeout > 0 {
 			go e.watchTimeout(ctx, x)
 		}
-		out, serr := e.runGraph(ctx, x, x.sm.root, c, nil)
+		out, serr := e.runGraph(ctx, x, x.sm.root, c)
 		if e.isClosed() && ctx.Err() != nil {
 			return // process "exit": keep the snapshot for Resume
 		}
@@ -339,27 +407,29 @@ func (e *Engine) watchTimeout(ctx context.Context, x *execution) {
 	}
 }
 
-// forget drops the persisted snapshot of a closed execution.
-func (e *Engine) forget(ctx context.Context, x *execution) {
-	if e.persist == nil {
-		return
-	}
-	if err := e.persist.Delete(context.WithoutCancel(ctx), x.meta.ExecutionArn); err != nil {
-		e.log.Error("delete execution snapshot", "execution", x.meta.ExecutionArn, "err", err)
-	}
-}
-
-// save persists the top-level position of x (every state transition).
+// save persists x at c, a boundary a crash must not lose (runGraph says
+// which), or, with c nil, x as it ended. Saves of one execution are
+// serialized, and a position saved after the end is dropped, so a late
+// save cannot make an ended execution look running to the next Resume.
 func (e *Engine) save(x *execution, c *cursor) {
 	if e.persist == nil || e.isClosed() {
 		return
 	}
-	snap, err := x.snapshot(c)
+	x.saveMu.Lock()
+	defer x.saveMu.Unlock()
+	snap, ok, err := x.snapshot(c)
 	if err != nil {
 		e.log.Error("snapshot execution", "execution", x.meta.ExecutionArn, "err", err)
 		return
 	}
-	if err := e.persist.Save(context.Background(), snap); err != nil {
+	if !ok {
+		return
+	}
+	save := e.persist.Save
+	if c == nil {
+		save = e.persist.End
+	}
+	if err := save(context.Background(), snap); err != nil {
 		e.log.Error("save execution snapshot", "execution", x.meta.ExecutionArn, "err", err)
 	}
 }

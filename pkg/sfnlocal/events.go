@@ -62,10 +62,12 @@ type StatusDetail struct {
 	Cause           *string `json:"cause"`
 }
 
-// ended is what the engine does once an execution ended: it drops the
-// execution's snapshot and sends the status change to matching rules.
+// ended is what the engine does once an execution ended: it saves the
+// execution as it ended, lets it leave memory in its turn (retire) and
+// sends the status change to matching rules.
 func (e *Engine) ended(ctx context.Context, x *execution) {
-	e.forget(ctx, x)
+	e.save(x, nil)
+	e.retire(x)
 	d := x.describe()
 	e.mu.Lock()
 	var targets []string

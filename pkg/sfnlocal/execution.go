@@ -17,6 +17,7 @@ type execution struct {
 	sm     *machine
 	done   chan struct{}
 	cancel context.CancelFunc
+	saveMu sync.Mutex // serializes the saves of this execution
 
 	mu      sync.Mutex
 	meta    Execution

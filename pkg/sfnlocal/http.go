@@ -92,7 +92,7 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		err = err2
 		resp = map[string]any{"stopDate": epoch(stop)}
 	case "GetExecutionHistory":
-		resp, err = e.historyPage(req.ExecutionArn, req.MaxResults, req.NextToken, req.ReverseOrder)
+		resp, err = e.historyPage(ctx, req.ExecutionArn, req.MaxResults, req.NextToken, req.ReverseOrder)
 	case "SendTaskSuccess":
 		err = e.SendTaskSuccess(ctx, req.TaskToken, json.RawMessage(req.Output))
 		resp = struct{}{}
@@ -120,8 +120,8 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-func (e *Engine) historyPage(execArn string, maxResults int, next string, reverse bool) (any, error) {
-	events, err := e.History(context.Background(), execArn)
+func (e *Engine) historyPage(ctx context.Context, execArn string, maxResults int, next string, reverse bool) (any, error) {
+	events, err := e.History(ctx, execArn)
 	if err != nil {
 		return nil, err
 	}

@@ -23,10 +23,12 @@ import (
 // jsonataNull is the value blues/jsonata-go uses for JSON null.
 var jsonataNull *interface{}
 
-// evalMu serializes evaluation: blues/jsonata-go mutates its shared
-// built-in function objects (name, context) during a call, which races
-// when two executions evaluate at once.
-var evalMu sync.Mutex
+// callMu serializes the evaluation of expressions that call functions:
+// blues/jsonata-go's built-in functions are package-level objects whose
+// name and context it sets on every call, so two such calls at once race.
+// Expressions without calls (most of ours: paths, comparisons, object
+// constructors) run concurrently.
+var callMu sync.Mutex
 
 // errUndefined reports an expression whose value is JSONata's undefined.
 var errUndefined = errors.New("expression evaluated to undefined")
@@ -40,38 +42,130 @@ func isExpr(s string) (string, bool) {
 	return "", false
 }
 
-// compileCheck parses expr so that a definition with a bad expression is
-// rejected at load.
-func compileCheck(expr string) error {
-	evalMu.Lock()
-	defer evalMu.Unlock()
-	_, err := jsonata.Compile(expr)
-	return err
+var (
+	// varRe finds the variables an expression names ($states, $cid, and
+	// function names such as $exists, which are simply not bound).
+	varRe = regexp.MustCompile(`\$([\p{L}\p{N}_]+)`)
+	// callRe finds anything that may call a function: a name followed by "(".
+	callRe = regexp.MustCompile(`[\p{L}\p{N}_$]\s*\(`)
+	// statesRe finds the uses of $states and the field each one reads.
+	statesRe = regexp.MustCompile(`\$states\b(?:\.([\p{L}\p{N}_]+))?`)
+)
+
+// expr is one compiled "{% %}" expression of a definition. A compiled
+// jsonata.Expr keeps its bound variables, so each evaluation takes one
+// from a pool and binds its own; "~>" is excluded from reuse because the
+// library rewrites the call node on the right of "~>" on every evaluation.
+type expr struct {
+	src    string
+	vars   []string // names it may read as workflow variables ("states" apart)
+	fields []string // the fields of $states it reads; nil: all of them
+	calls  bool     // may call a function: evaluated under callMu
+	path   bool     // a plain path such as $states.input.calls
+	reuse  bool
+	pool   sync.Pool // of *compiled
 }
 
-// evalExpr evaluates one JSONata expression with $states and the workflow
-// variables bound. It returns errUndefined when the result is undefined.
-func evalExpr(expr string, states map[string]any, vars map[string]any) (any, error) {
-	evalMu.Lock()
-	defer evalMu.Unlock()
-	e, err := jsonata.Compile(expr)
+// compiled is one jsonata.Expr with the names bound on it so far.
+type compiled struct {
+	prog  *jsonata.Expr
+	bound map[string]bool
+}
+
+// compileExpr compiles src once, at load.
+func compileExpr(src string) (*expr, error) {
+	prog, err := jsonata.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("compile %q: %w", expr, err)
+		return nil, err
 	}
-	bind := make(map[string]any, len(vars)+1)
-	for k, v := range vars {
-		bind[k] = toJSONata(v)
+	x := &expr{src: src, path: pathRe.MatchString(src), reuse: !strings.Contains(src, "~>")}
+	x.calls = !x.reuse || callRe.MatchString(src)
+	// Converting $states for the library costs more than evaluating most
+	// expressions: convert only the fields read, when every use names one.
+	fields := map[string]bool{}
+	for _, m := range statesRe.FindAllStringSubmatch(src, -1) {
+		if m[1] == "" {
+			fields = nil
+			break
+		}
+		if !fields[m[1]] {
+			fields[m[1]] = true
+			x.fields = append(x.fields, m[1])
+		}
 	}
-	bind["states"] = toJSONata(states)
-	if err := e.RegisterVars(bind); err != nil {
+	if fields == nil {
+		x.fields = nil
+	}
+	seen := map[string]bool{}
+	for _, m := range varRe.FindAllStringSubmatch(src, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			x.vars = append(x.vars, m[1])
+		}
+	}
+	x.pool.Put(&compiled{prog: prog, bound: map[string]bool{}})
+	return x, nil
+}
+
+// get returns a compiled copy on which binding bind leaves no other name
+// bound (a variable bound by an earlier evaluation and absent now must read
+// as undefined, or as the built-in function of that name).
+func (x *expr) get(bind map[string]any) (*compiled, error) {
+	if c, ok := x.pool.Get().(*compiled); ok {
+		fits := true
+		for name := range c.bound {
+			if _, ok := bind[name]; !ok {
+				fits = false
+				break
+			}
+		}
+		if fits {
+			return c, nil
+		}
+	}
+	prog, err := jsonata.Compile(x.src)
+	if err != nil {
+		return nil, fmt.Errorf("compile %q: %w", x.src, err)
+	}
+	return &compiled{prog: prog, bound: map[string]bool{}}, nil
+}
+
+// eval evaluates x with $states and the workflow variables it names bound.
+// It returns errUndefined when the result is undefined.
+func (x *expr) eval(states map[string]any, vars map[string]any) (any, error) {
+	bind := make(map[string]any, len(x.vars))
+	for _, name := range x.vars {
+		if name == "states" {
+			bind[name] = x.statesBinding(states)
+		} else if v, ok := vars[name]; ok {
+			bind[name] = toJSONata(v)
+		}
+	}
+	c, err := x.get(bind)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.prog.RegisterVars(bind); err != nil {
 		return nil, fmt.Errorf("bind variables: %w", err)
 	}
-	v, err := e.Eval(nil)
+	for name := range bind {
+		c.bound[name] = true
+	}
+	if x.calls {
+		callMu.Lock()
+	}
+	v, err := c.prog.Eval(nil)
+	if x.calls {
+		callMu.Unlock()
+	}
+	if x.reuse {
+		x.pool.Put(c)
+	}
 	if errors.Is(err, jsonata.ErrUndefined) {
 		// blues/jsonata-go reads a field holding [] as undefined; jsonata-js
 		// 2.0.6 returns []. Fix it up for plain paths ($states.input.calls).
-		if pathRe.MatchString(expr) {
-			if v, ok := walkPath(expr, states, vars); ok {
+		if x.path {
+			if v, ok := walkPath(x.src, states, vars); ok {
 				if a, ok := v.([]any); ok && len(a) == 0 {
 					return []any{}, nil
 				}
@@ -80,26 +174,36 @@ func evalExpr(expr string, states map[string]any, vars map[string]any) (any, err
 		return nil, errUndefined
 	}
 	if err != nil {
-		return nil, fmt.Errorf("evaluate %q: %w", expr, err)
+		return nil, fmt.Errorf("evaluate %q: %w", x.src, err)
 	}
 	return fromJSONata(v)
 }
 
+// statesBinding converts what x reads of $states.
+func (x *expr) statesBinding(states map[string]any) any {
+	if x.fields == nil {
+		return toJSONata(states)
+	}
+	m := make(map[string]any, len(x.fields))
+	for _, f := range x.fields {
+		if v, ok := states[f]; ok {
+			m[f] = toJSONata(v)
+		}
+	}
+	return m
+}
+
 // evalTemplate evaluates a field value of Arguments, Output, Assign,
-// ItemSelector and the like: a string that is exactly "{% expr %}" is
+// ItemSelector and the like, as compiled at load: expressions are
 // evaluated, other strings are literals, objects and arrays are walked.
 // Undefined anywhere is an error (States.QueryEvaluationError), so a
 // mistyped field name fails loudly instead of dropping data.
 func evalTemplate(tmpl any, states map[string]any, vars map[string]any) (any, error) {
 	switch t := tmpl.(type) {
-	case string:
-		expr, ok := isExpr(t)
-		if !ok {
-			return t, nil
-		}
-		v, err := evalExpr(expr, states, vars)
+	case *expr:
+		v, err := t.eval(states, vars)
 		if errors.Is(err, errUndefined) {
-			return nil, fmt.Errorf("the JSONata expression '%s' returned undefined", expr)
+			return nil, fmt.Errorf("the JSONata expression '%s' returned undefined", t.src)
 		}
 		return v, err
 	case map[string]any:

@@ -14,7 +14,7 @@ import (
 )
 
 // repoRoot is the directory holding go.mod.
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs(".")
 	if err != nil {
@@ -191,7 +191,11 @@ func TestJSONataParity(t *testing.T) {
 				bind[k] = v
 			}
 			cases = append(cases, evalCase{Expr: x, Bindings: bind})
-			v, err := evalExpr(x, s.States, s.Variables)
+			var v any
+			c, err := compileExpr(x)
+			if err == nil {
+				v, err = c.eval(s.States, s.Variables)
+			}
 			switch {
 			case errors.Is(err, errUndefined):
 				goResults = append(goResults, evalOutcome{Undefined: true})

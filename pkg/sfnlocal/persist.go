@@ -1,6 +1,7 @@
 package sfnlocal
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,61 +12,96 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Snapshot is the persisted state of a running execution, written at every
-// top-level state transition and when a top-level task starts waiting on a
-// token. It holds references-sized data only: the execution, the position
-// (state name + its input + variables), the history and the open token.
+// Snapshot is the persisted state of an execution. A running one is saved
+// at the boundaries a crash must not lose (runGraph says which); one that has
+// ended is saved once more, whole, and kept for its Persister's retention,
+// so that DescribeExecution and GetExecutionHistory answer for it after it
+// has left memory. It holds references-sized data only: the execution, the
+// position (state name + its input + variables), the history and the open
+// token or retry timer.
 type Snapshot struct {
 	Execution        Execution       `json:"execution"`
 	StateMachineName string          `json:"stateMachineName"`
 	Definition       json.RawMessage `json:"definition,omitempty"`
-	// DefinitionHash names the definition stored apart (RedisPersister).
+	// DefinitionHash names the definition, which RedisPersister stores apart.
 	DefinitionHash string          `json:"definitionHash,omitempty"`
-	State          string          `json:"state"`
-	StateInput     json.RawMessage `json:"stateInput"`
-	Variables      map[string]any  `json:"variables"`
-	History        []HistoryEvent  `json:"history"`
+	State          string          `json:"state,omitempty"`
+	StateInput     json.RawMessage `json:"stateInput,omitempty"`
+	Variables      map[string]any  `json:"variables,omitempty"`
+	History        []HistoryEvent  `json:"history,omitempty"`
 	Wait           *persistedWait  `json:"wait,omitempty"`
+	Retry          *persistedRetry `json:"retry,omitempty"`
 }
 
-// Persister stores snapshots of running executions.
+// DefaultRetention is how long a Persister keeps an ended execution when
+// its Retention is zero.
+const DefaultRetention = 24 * time.Hour
+
+// Persister stores snapshots of executions.
 type Persister interface {
-	// Save stores s, replacing the snapshot of the same execution.
+	// Save stores the snapshot of a running execution, replacing the last.
 	Save(ctx context.Context, s Snapshot) error
-	// LoadAll returns every stored snapshot.
+	// End stores the snapshot of an execution that has ended, for the
+	// persister's retention; LoadAll no longer returns it.
+	End(ctx context.Context, s Snapshot) error
+	// Load returns the snapshot of execArn, running or ended; one never
+	// stored, or expired, is ErrExecutionDoesNotExist.
+	Load(ctx context.Context, execArn string) (Snapshot, error)
+	// LoadAll returns the snapshots of the running executions.
 	LoadAll(ctx context.Context) ([]Snapshot, error)
-	// Delete drops the snapshot of execArn; a missing one is no error.
-	Delete(ctx context.Context, execArn string) error
 }
 
-func (x *execution) snapshot(c *cursor) (Snapshot, error) {
-	in, err := json.Marshal(c.input)
-	if err != nil {
-		return Snapshot{}, fmt.Errorf("encode state input: %w", err)
-	}
-	vars := make(map[string]any, len(c.vars))
-	for k, v := range c.vars {
-		vars[k] = v
+// snapshot returns what to persist of x at c (nil: x has ended, no
+// position). ok is false for a position of an execution that has ended
+// meanwhile: a late save must not bring it back.
+func (x *execution) snapshot(c *cursor) (s Snapshot, ok bool, err error) {
+	s = Snapshot{StateMachineName: x.sm.name, Definition: x.sm.definition, DefinitionHash: x.sm.defHash}
+	if c != nil {
+		in, err := json.Marshal(c.input)
+		if err != nil {
+			return Snapshot{}, false, fmt.Errorf("encode state input: %w", err)
+		}
+		s.State, s.StateInput, s.Wait, s.Retry = c.state, in, c.wait, c.retry
+		s.Variables = make(map[string]any, len(c.vars))
+		for k, v := range c.vars {
+			s.Variables[k] = v
+		}
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return Snapshot{
-		Execution: x.meta, StateMachineName: x.sm.name, Definition: x.sm.definition,
-		State: c.state, StateInput: in, Variables: vars,
-		History: append([]HistoryEvent(nil), x.history...), Wait: c.wait,
-	}, nil
+	if (c != nil) != (x.meta.Status == StatusRunning) {
+		return Snapshot{}, false, nil
+	}
+	s.Execution = x.meta
+	s.History = append([]HistoryEvent(nil), x.history...)
+	return s, true, nil
 }
 
-// Resume loads the persisted executions and runs them again. One that was
-// waiting on a task token waits again on the same token (its TimeoutSeconds
-// deadline kept, its heartbeat timer restarted). One that was inside a task
-// runs that task again: delivery is at-least-once, as Lambda retries are.
-// A Map in flight restarts from the Map state's input. State machines that
-// are not created yet are created from the snapshot's definition.
+// restore rebuilds an execution from its snapshot; an ended one is closed
+// and read-only (sm may be nil).
+func restore(s Snapshot, sm *machine) *execution {
+	x := newExecution(s.Execution, sm)
+	x.history = s.History
+	if s.Execution.Status != StatusRunning {
+		close(x.done)
+	}
+	return x
+}
+
+// Resume loads the persisted running executions and runs them again from
+// their last saved boundary. One that was waiting on a task token waits
+// again on the same token (its TimeoutSeconds deadline kept, its heartbeat
+// timer restarted); one waiting to retry a task retries it at the same
+// time with the same counts. One that was inside a task runs that task
+// again: delivery is at-least-once, as Lambda retries are, and a Choice or
+// Pass after the last save runs again too. A Map in flight restarts from
+// the Map state's input. State machines that are not created yet are
+// created from the snapshot's definition.
 func (e *Engine) Resume(ctx context.Context) error {
 	if e.persist == nil {
 		return nil
@@ -78,12 +114,15 @@ func (e *Engine) Resume(ctx context.Context) error {
 		if s.Execution.Status != StatusRunning {
 			continue
 		}
-		smArn, err := e.CreateStateMachine(s.StateMachineName, s.Definition)
-		if err != nil && !errors.Is(err, ErrStateMachineAlreadyExists) {
-			return fmt.Errorf("resume %s: %w", s.Execution.ExecutionArn, err)
-		}
-		if smArn == "" {
-			smArn = s.Execution.StateMachineArn
+		smArn := s.Execution.StateMachineArn
+		if len(s.Definition) > 0 {
+			arn, err := e.CreateStateMachine(s.StateMachineName, s.Definition)
+			if err != nil && !errors.Is(err, ErrStateMachineAlreadyExists) {
+				return fmt.Errorf("resume %s: %w", s.Execution.ExecutionArn, err)
+			}
+			if arn != "" {
+				smArn = arn
+			}
 		}
 		e.mu.Lock()
 		sm := e.machines[smArn]
@@ -91,6 +130,9 @@ func (e *Engine) Resume(ctx context.Context) error {
 		e.mu.Unlock()
 		if exists {
 			continue
+		}
+		if sm == nil {
+			return fmt.Errorf("resume %s: state machine %s is neither created nor stored", s.Execution.ExecutionArn, smArn)
 		}
 		g := sm.root
 		if g.States[s.State] == nil {
@@ -100,8 +142,7 @@ func (e *Engine) Resume(ctx context.Context) error {
 		if err := json.Unmarshal(s.StateInput, &input); err != nil {
 			return fmt.Errorf("resume %s: decode state input: %w", s.Execution.ExecutionArn, err)
 		}
-		x := newExecution(s.Execution, sm)
-		x.history = s.History
+		x := restore(s, sm)
 		vars := s.Variables
 		if vars == nil {
 			vars = map[string]any{}
@@ -115,14 +156,17 @@ func (e *Engine) Resume(ctx context.Context) error {
 		e.execs[s.Execution.ExecutionArn] = x
 		e.mu.Unlock()
 		e.log.InfoContext(ctx, "execution resumed", "execution", s.Execution.ExecutionArn, "state", s.State, "waiting", s.Wait != nil)
-		e.launch(x, &cursor{state: s.State, input: input, vars: vars, wait: s.Wait})
+		e.launch(x, &cursor{state: s.State, input: input, vars: vars, wait: s.Wait, retry: s.Retry})
 	}
 	return nil
 }
 
-// FilePersister keeps one JSON file per execution in Dir.
+// FilePersister keeps one JSON file per execution in Dir. The file of an
+// ended execution is dropped once it is older than Retention (default
+// DefaultRetention), when it is next read.
 type FilePersister struct {
-	Dir string
+	Dir       string
+	Retention time.Duration
 }
 
 var _ Persister = (*FilePersister)(nil)
@@ -160,7 +204,50 @@ func (p *FilePersister) Save(_ context.Context, s Snapshot) error {
 	return nil
 }
 
-// LoadAll reads every snapshot file of Dir; a missing Dir holds none.
+// End writes the ended execution's file; its age counts from now.
+func (p *FilePersister) End(ctx context.Context, s Snapshot) error {
+	return p.Save(ctx, s)
+}
+
+// read decodes the file at path; an expired ended execution is removed
+// and reported as missing (ok false).
+func (p *FilePersister) read(path string) (s Snapshot, ok bool, err error) {
+	info, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Snapshot{}, false, nil
+	}
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("read snapshot %s: %w", filepath.Base(path), err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Snapshot{}, false, fmt.Errorf("read snapshot %s: %w", filepath.Base(path), err)
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Snapshot{}, false, fmt.Errorf("decode snapshot %s: %w", filepath.Base(path), err)
+	}
+	retention := cmp.Or(p.Retention, DefaultRetention)
+	if s.Execution.Status != StatusRunning && time.Since(info.ModTime()) > retention {
+		_ = os.Remove(path)
+		return Snapshot{}, false, nil
+	}
+	return s, true, nil
+}
+
+// Load reads the execution's file.
+func (p *FilePersister) Load(_ context.Context, execArn string) (Snapshot, error) {
+	s, ok, err := p.read(p.path(execArn))
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if !ok {
+		return Snapshot{}, apiErr(ErrExecutionDoesNotExist, "execution %s", execArn)
+	}
+	return s, nil
+}
+
+// LoadAll reads the running executions' files of Dir (a missing Dir holds
+// none), dropping expired ones on the way.
 func (p *FilePersister) LoadAll(_ context.Context) ([]Snapshot, error) {
 	entries, err := os.ReadDir(p.Dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -174,40 +261,33 @@ func (p *FilePersister) LoadAll(_ context.Context) ([]Snapshot, error) {
 		if en.IsDir() || !strings.HasSuffix(en.Name(), ".json") || strings.HasPrefix(en.Name(), ".") {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(p.Dir, en.Name()))
+		s, ok, err := p.read(filepath.Join(p.Dir, en.Name()))
 		if err != nil {
-			return nil, fmt.Errorf("read snapshot %s: %w", en.Name(), err)
+			return nil, err
 		}
-		var s Snapshot
-		if err := json.Unmarshal(b, &s); err != nil {
-			return nil, fmt.Errorf("decode snapshot %s: %w", en.Name(), err)
+		if ok && s.Execution.Status == StatusRunning {
+			out = append(out, s)
 		}
-		out = append(out, s)
 	}
 	return out, nil
 }
 
-// Delete removes the execution's file.
-func (p *FilePersister) Delete(_ context.Context, execArn string) error {
-	err := os.Remove(p.path(execArn))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("delete snapshot %s: %w", execArn, err)
-	}
-	return nil
-}
-
 // RedisPersister keeps snapshots in Valkey/Redis, written incrementally so
-// a transition costs what it adds, not the whole execution again: the
-// position (state, input, variables, token) under Prefix+"exec:"+arn, the
-// history as a list Prefix+"hist:"+arn that each save appends the new
-// events to, the definition once under Prefix+"def:"+its hash, and a set
-// Prefix+"execs" of the ARNs. Prefix defaults to "sfnlocal:".
+// a save costs what it adds, not the whole execution again: the position
+// (state, input, variables, token) under Prefix+"exec:"+arn, the history as
+// a list Prefix+"hist:"+arn that each save appends the new events to, the
+// definition once per process under Prefix+"def:"+its hash, and a set
+// Prefix+"execs" of the running executions' ARNs. An ended execution's two
+// keys expire after Retention (default DefaultRetention). Prefix defaults
+// to "sfnlocal:".
 type RedisPersister struct {
-	Client redis.UniversalClient
-	Prefix string
+	Client    redis.UniversalClient
+	Prefix    string
+	Retention time.Duration
 
 	mu    sync.Mutex
-	saved map[string]int // arn → history events stored by this process
+	saved map[string]int  // arn → history events stored by this process
+	defs  map[string]bool // definitions stored by this process, by hash
 }
 
 var _ Persister = (*RedisPersister)(nil)
@@ -219,13 +299,25 @@ func (p *RedisPersister) prefix() string {
 	return p.Prefix
 }
 
-// Save stores the position, appends the history events not stored yet and
-// indexes the ARN, in one MULTI/EXEC. The first save of an execution in
-// this process rewrites its whole history.
+// Save stores the position and appends the history events not stored yet,
+// in one MULTI/EXEC. The first save of an execution in this process
+// rewrites its whole history and indexes its ARN.
 func (p *RedisPersister) Save(ctx context.Context, s Snapshot) error {
+	return p.write(ctx, s, false)
+}
+
+// End stores the ended execution like Save, sets both its keys to expire
+// after the retention and takes it out of the running set.
+func (p *RedisPersister) End(ctx context.Context, s Snapshot) error {
+	return p.write(ctx, s, true)
+}
+
+func (p *RedisPersister) write(ctx context.Context, s Snapshot, ended bool) error {
 	arn := s.Execution.ExecutionArn
-	sum := sha256.Sum256(s.Definition)
-	defHash := hex.EncodeToString(sum[:16])
+	defHash := s.DefinitionHash
+	if defHash == "" {
+		defHash = definitionHash(s.Definition)
+	}
 	pos := s
 	pos.History, pos.Definition, pos.DefinitionHash = nil, nil, defHash
 	b, err := json.Marshal(pos)
@@ -234,6 +326,7 @@ func (p *RedisPersister) Save(ctx context.Context, s Snapshot) error {
 	}
 	p.mu.Lock()
 	n, known := p.saved[arn]
+	sendDef := !p.defs[defHash] && len(s.Definition) > 0
 	p.mu.Unlock()
 	if n > len(s.History) {
 		known = false
@@ -250,100 +343,143 @@ func (p *RedisPersister) Save(ctx context.Context, s Snapshot) error {
 		}
 		events = append(events, eb)
 	}
-	hk := p.prefix() + "hist:" + arn
+	ek, hk := p.prefix()+"exec:"+arn, p.prefix()+"hist:"+arn
+	ttl := cmp.Or(p.Retention, DefaultRetention)
 	_, err = p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Set(ctx, p.prefix()+"exec:"+arn, b, 0)
-		pipe.SetNX(ctx, p.prefix()+"def:"+defHash, []byte(s.Definition), 0)
+		if ended {
+			pipe.Set(ctx, ek, b, ttl)
+		} else {
+			pipe.Set(ctx, ek, b, 0)
+		}
+		if sendDef {
+			pipe.SetNX(ctx, p.prefix()+"def:"+defHash, []byte(s.Definition), 0)
+		}
 		if !known {
 			pipe.Del(ctx, hk)
 		}
 		if len(events) > 0 {
 			pipe.RPush(ctx, hk, events...)
 		}
-		pipe.SAdd(ctx, p.prefix()+"execs", arn)
+		switch {
+		case ended:
+			pipe.Expire(ctx, hk, ttl)
+			pipe.SRem(ctx, p.prefix()+"execs", arn)
+		case !known:
+			pipe.SAdd(ctx, p.prefix()+"execs", arn)
+		}
 		return nil
 	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err != nil || ended {
+		// After an error what was stored is unknown: the next save rewrites it all.
+		delete(p.saved, arn)
+	} else {
+		if p.saved == nil {
+			p.saved = map[string]int{}
+		}
+		p.saved[arn] = len(s.History)
+	}
 	if err != nil {
-		// What was stored is unknown now: the next save rewrites it all.
-		p.forget(arn)
 		return fmt.Errorf("save snapshot %s: %w", arn, err)
 	}
-	p.remember(arn, len(s.History))
+	if sendDef {
+		if p.defs == nil {
+			p.defs = map[string]bool{}
+		}
+		p.defs[defHash] = true
+	}
 	return nil
 }
 
-func (p *RedisPersister) remember(arn string, n int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.saved == nil {
-		p.saved = map[string]int{}
+// Load reads one execution, running or ended (without its definition).
+func (p *RedisPersister) Load(ctx context.Context, execArn string) (Snapshot, error) {
+	s, _, ok, err := p.read(ctx, execArn)
+	if err != nil {
+		return Snapshot{}, err
 	}
-	p.saved[arn] = n
+	if !ok {
+		return Snapshot{}, apiErr(ErrExecutionDoesNotExist, "execution %s", execArn)
+	}
+	return s, nil
 }
 
-func (p *RedisPersister) forget(arn string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.saved, arn)
+// read returns the snapshot of arn and how many history events its list
+// holds (none for a snapshot written whole by an older version).
+func (p *RedisPersister) read(ctx context.Context, arn string) (s Snapshot, listed int, ok bool, err error) {
+	var exec *redis.StringCmd
+	var hist *redis.StringSliceCmd
+	_, err = p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+		exec = pipe.Get(ctx, p.prefix()+"exec:"+arn)
+		hist = pipe.LRange(ctx, p.prefix()+"hist:"+arn, 0, -1)
+		return nil
+	})
+	if errors.Is(exec.Err(), redis.Nil) {
+		return Snapshot{}, 0, false, nil
+	}
+	if err != nil {
+		return Snapshot{}, 0, false, fmt.Errorf("read snapshot %s: %w", arn, err)
+	}
+	if err := json.Unmarshal([]byte(exec.Val()), &s); err != nil {
+		return Snapshot{}, 0, false, fmt.Errorf("decode snapshot %s: %w", arn, err)
+	}
+	events := hist.Val()
+	if len(events) > 0 {
+		s.History = make([]HistoryEvent, len(events))
+		for i, ev := range events {
+			if err := json.Unmarshal([]byte(ev), &s.History[i]); err != nil {
+				return Snapshot{}, 0, false, fmt.Errorf("decode history of %s: %w", arn, err)
+			}
+		}
+	}
+	return s, len(events), true, nil
 }
 
-// LoadAll reads every indexed snapshot with its history and definition.
-// (A snapshot written whole, by an older version, is read as it is.)
+// LoadAll reads every running execution with its history and definition.
+// (A snapshot written whole, by an older version, is read as it is.) A
+// definition no longer stored is left empty: Resume then runs the state
+// machine created under that ARN, if any.
 func (p *RedisPersister) LoadAll(ctx context.Context) ([]Snapshot, error) {
 	arns, err := p.Client.SMembers(ctx, p.prefix()+"execs").Result()
 	if err != nil {
 		return nil, fmt.Errorf("list snapshots: %w", err)
 	}
+	defs := map[string][]byte{}
 	var out []Snapshot
 	for _, arn := range arns {
-		var exec *redis.StringCmd
-		var hist *redis.StringSliceCmd
-		_, err := p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-			exec = pipe.Get(ctx, p.prefix()+"exec:"+arn)
-			hist = pipe.LRange(ctx, p.prefix()+"hist:"+arn, 0, -1)
-			return nil
-		})
-		if errors.Is(err, redis.Nil) && errors.Is(exec.Err(), redis.Nil) {
+		s, listed, ok, err := p.read(ctx, arn)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
-		if err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("read snapshot %s: %w", arn, err)
-		}
-		var s Snapshot
-		if err := json.Unmarshal([]byte(exec.Val()), &s); err != nil {
-			return nil, fmt.Errorf("decode snapshot %s: %w", arn, err)
-		}
-		if len(s.Definition) == 0 {
-			def, err := p.Client.Get(ctx, p.prefix()+"def:"+s.DefinitionHash).Bytes()
-			if err != nil {
-				return nil, fmt.Errorf("read definition of %s: %w", arn, err)
+		if len(s.Definition) == 0 && s.DefinitionHash != "" {
+			def, ok := defs[s.DefinitionHash]
+			if !ok {
+				def, err = p.Client.Get(ctx, p.prefix()+"def:"+s.DefinitionHash).Bytes()
+				if err != nil && !errors.Is(err, redis.Nil) {
+					return nil, fmt.Errorf("read definition of %s: %w", arn, err)
+				}
+				defs[s.DefinitionHash] = def
 			}
 			s.Definition = def
 		}
-		if events := hist.Val(); len(events) > 0 {
-			s.History = make([]HistoryEvent, len(events))
-			for i, ev := range events {
-				if err := json.Unmarshal([]byte(ev), &s.History[i]); err != nil {
-					return nil, fmt.Errorf("decode history of %s: %w", arn, err)
-				}
+		if listed > 0 {
+			p.mu.Lock()
+			if p.saved == nil {
+				p.saved = map[string]int{}
 			}
-			p.remember(arn, len(events))
+			p.saved[arn] = listed
+			p.mu.Unlock()
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-// Delete drops the snapshot, its history and its index entry.
-func (p *RedisPersister) Delete(ctx context.Context, execArn string) error {
-	_, err := p.Client.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
-		pipe.Del(ctx, p.prefix()+"exec:"+execArn, p.prefix()+"hist:"+execArn)
-		pipe.SRem(ctx, p.prefix()+"execs", execArn)
-		return nil
-	})
-	p.forget(execArn)
-	if err != nil {
-		return fmt.Errorf("delete snapshot %s: %w", execArn, err)
-	}
-	return nil
+// definitionHash names a definition in the store.
+func definitionHash(def []byte) string {
+	sum := sha256.Sum256(def)
+	return hex.EncodeToString(sum[:16])
 }

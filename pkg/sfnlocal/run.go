@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,35 +36,66 @@ type persistedWait struct {
 	HeartbeatSeconds int64     `json:"heartbeatSeconds,omitempty"`
 }
 
+// persistedRetry is what a restart needs to retry a top-level task as
+// planned: the attempts made, each retrier's count and when to retry.
+type persistedRetry struct {
+	Attempt int       `json:"attempt"`
+	Counts  []int     `json:"counts"`
+	At      time.Time `json:"at"`
+}
+
 // frame is how a state is being run: top-level (persisted) or inside a Map.
 type frame struct {
-	top    bool
-	resume *persistedWait         // waiting again after a restart
-	onWait func(w *persistedWait) // persists the open token (top level only)
+	top     bool
+	resume  *persistedWait          // waiting again after a restart
+	retry   *persistedRetry         // retrying after a restart
+	onWait  func(w *persistedWait)  // persists the open token (top level only)
+	onRetry func(r *persistedRetry) // persists a planned retry (top level only)
 }
 
 // runGraph runs the states of g from c until an end state or an error.
-func (e *Engine) runGraph(ctx context.Context, x *execution, g *graph, c *cursor, _ any) (any, *stateErr) {
+//
+// At the top level it saves the position at the boundaries a crash must
+// not lose: before a Task or Map runs when a task's result has come in
+// since the last save, when a task waits on a token and when it waits to
+// retry (StartExecution saves the start, ended the end). Between two saves
+// only Choice and Pass states run besides the task itself; after a crash
+// they run again from the saved input and variables, which gives the same
+// outcome, and the task runs again, which our handlers make harmless.
+func (e *Engine) runGraph(ctx context.Context, x *execution, g *graph, c *cursor) (any, *stateErr) {
 	top := g == x.sm.root
-	name, input, vars, resume := c.state, c.input, c.vars, c.wait
+	name, input, vars := c.state, c.input, c.vars
+	resume, retry := c.wait, c.retry
+	unsaved := false // a task's result came in after the last save
 	for {
 		if ctx.Err() != nil {
 			return nil, errAbort
 		}
 		s := g.States[name]
-		f := frame{top: top, resume: resume}
+		f := frame{top: top, resume: resume, retry: retry}
+		task := s.Type == "Task" || s.Type == "Map"
 		if top {
-			e.save(x, &cursor{state: name, input: input, vars: vars, wait: resume})
+			// A token task saves once it waits (onWait), which covers its start.
+			if unsaved && task && !s.waitForToken {
+				e.save(x, &cursor{state: name, input: input, vars: vars})
+				unsaved = false
+			}
 			stateName, stateInput := name, input
 			f.onWait = func(w *persistedWait) {
 				e.save(x, &cursor{state: stateName, input: stateInput, vars: vars, wait: w})
+				unsaved = false
+			}
+			f.onRetry = func(r *persistedRetry) {
+				e.save(x, &cursor{state: stateName, input: stateInput, vars: vars, retry: r})
+				unsaved = false
 			}
 		}
 		out, next, serr := e.runState(ctx, x, s, input, vars, f)
-		resume = nil
+		resume, retry = nil, nil
 		if serr != nil {
 			return nil, serr
 		}
+		unsaved = unsaved || task
 		if next == "" {
 			return out, nil
 		}
@@ -75,7 +107,7 @@ func (e *Engine) runGraph(ctx context.Context, x *execution, g *graph, c *cursor
 // ("" when the state ends the graph).
 func (e *Engine) runState(ctx context.Context, x *execution, s *state, input any, vars map[string]any, f frame) (any, string, *stateErr) {
 	states := map[string]any{"input": input, "context": x.contextObject(s.Name, e.clock.Now().UTC())}
-	if f.resume == nil {
+	if f.resume == nil && f.retry == nil {
 		x.event(e.clock, HistoryEvent{Type: s.Type + "StateEntered", StateEnteredEventDetails: &StateDetails{Name: s.Name, Input: mustJSON(input)}})
 	}
 	exited := func(out any) {
@@ -239,7 +271,25 @@ func matches(names []string, errName string) bool {
 // retrying runs a Task or Map attempt, retrying as its Retry says.
 func (e *Engine) retrying(ctx context.Context, x *execution, s *state, states, vars map[string]any, f frame) (any, *stateErr) {
 	counts := make([]int, len(s.Retry))
-	for attempt := 0; ; attempt++ {
+	attempt := 0
+	var at time.Time // when the next attempt starts (zero: now)
+	if r := f.retry; r != nil && len(r.Counts) == len(counts) {
+		copy(counts, r.Counts)
+		attempt, at = r.Attempt, r.At
+	}
+	for {
+		if !at.IsZero() {
+			t := e.clock.NewTimer(at.Sub(e.clock.Now()))
+			select {
+			case <-t.C():
+			case <-ctx.Done():
+				t.Stop()
+				return nil, errAbort
+			}
+			if st, ok := states["context"].(map[string]any)["State"].(map[string]any); ok {
+				st["RetryCount"] = attempt
+			}
+		}
 		var res any
 		var serr *stateErr
 		if s.Type == "Map" {
@@ -270,16 +320,11 @@ func (e *Engine) retrying(ctx context.Context, x *execution, s *state, states, v
 			delay *= e.jitter()
 		}
 		counts[idx]++
-		e.log.Info("retrying", "execution", x.meta.ExecutionArn, "state", s.Name, "error", serr.Error, "attempt", attempt+1, "delay_s", delay)
-		t := e.clock.NewTimer(time.Duration(delay * float64(time.Second)))
-		select {
-		case <-t.C():
-		case <-ctx.Done():
-			t.Stop()
-			return nil, errAbort
-		}
-		if st, ok := states["context"].(map[string]any)["State"].(map[string]any); ok {
-			st["RetryCount"] = attempt + 1
+		attempt++
+		at = e.clock.Now().Add(time.Duration(delay * float64(time.Second)))
+		e.log.Info("retrying", "execution", x.meta.ExecutionArn, "state", s.Name, "error", serr.Error, "attempt", attempt, "delay_s", delay)
+		if f.onRetry != nil {
+			f.onRetry(&persistedRetry{Attempt: attempt, Counts: slices.Clone(counts), At: at})
 		}
 	}
 }
@@ -390,6 +435,8 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 	}
 
 	var resC chan invokeResult
+	var invokeC <-chan time.Time // the engine's InvokeTimeout
+	var fn string
 	if f.resume != nil {
 		timeoutAt = f.resume.TimeoutAt
 		heartbeatS = f.resume.HeartbeatSeconds
@@ -399,7 +446,7 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 			return nil, queryErr(s, "Arguments", err)
 		}
 		args, _ := argsV.(map[string]any)
-		fn, _ := args["FunctionName"].(string)
+		fn, _ = args["FunctionName"].(string)
 		if fn == "" {
 			return nil, &stateErr{Error: "States.Runtime", Cause: fmt.Sprintf("state %q: Arguments must be an object with a string FunctionName, got %s", s.Name, mustJSON(argsV))}
 		}
@@ -431,6 +478,11 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 			x.openToken(token, e.clock.Now())
 		}
 		go func() { resC <- invoke(hctx, h, payload) }()
+		if e.invokeTimeout > 0 {
+			t := e.clock.NewTimer(e.invokeTimeout)
+			defer t.Stop()
+			invokeC = t.C()
+		}
 	}
 
 	var ot *openTask
@@ -442,7 +494,7 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 			ot = x.openToken(token, e.clock.Now())
 		}
 		defer x.closeToken(token)
-		if f.top && f.onWait != nil {
+		if f.top && f.onWait != nil && f.resume == nil {
 			f.onWait(&persistedWait{Token: token, TimeoutAt: timeoutAt, HeartbeatSeconds: heartbeatS})
 		}
 	}
@@ -498,7 +550,7 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 	for {
 		select {
 		case r := <-resC:
-			resC = nil
+			resC, invokeC = nil, nil
 			if r.err != nil {
 				if a, ok := closeOr(); ok {
 					return fromAnswer(a)
@@ -529,6 +581,14 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 				}
 			}
 			return fromAnswer(a)
+		case <-invokeC:
+			// The engine stops waiting for the function, as the Lambda
+			// client does at its timeout; the deferred cancel ends the handler.
+			if a, ok := closeOr(); ok {
+				return fromAnswer(a)
+			}
+			return fail("TaskFailed", &stateErr{Error: "Lambda.ClientExecutionTimeoutException",
+				Cause: fmt.Sprintf("Client execution did not complete before the timeout: function %s ran longer than %s", functionName(fn), e.invokeTimeout)})
 		case <-timeoutC:
 			if a, ok := closeOr(); ok {
 				return fromAnswer(a)
@@ -656,5 +716,5 @@ func (e *Engine) runIteration(ctx context.Context, x *execution, s *state, state
 	for k, v := range vars {
 		ivars[k] = v
 	}
-	return e.runGraph(ctx, x, s.processor, &cursor{state: s.processor.StartAt, input: input, vars: ivars}, nil)
+	return e.runGraph(ctx, x, s.processor, &cursor{state: s.processor.StartAt, input: input, vars: ivars})
 }

@@ -516,11 +516,25 @@ func TestRedisPersisterIsIncremental(t *testing.T) {
 			t.Errorf("legacy snapshot = %d events, definition %s", len(s.History), s.Definition)
 		}
 	}
-	if err := b.Delete(ctx, "arn:x:1"); err != nil {
+	ended := snap(8)
+	ended.Execution.Status = StatusSucceeded
+	if err := b.End(ctx, ended); err != nil {
 		t.Fatal(err)
 	}
-	if n := c.Exists(ctx, "sfnlocal:exec:arn:x:1", "sfnlocal:hist:arn:x:1").Val(); n != 0 {
-		t.Errorf("after Delete %d keys remain, want 0", n)
+	for _, k := range []string{"sfnlocal:exec:arn:x:1", "sfnlocal:hist:arn:x:1"} {
+		if ttl := mr.TTL(k); ttl != DefaultRetention {
+			t.Errorf("TTL(%s) after End = %v, want %v", k, ttl, DefaultRetention)
+		}
+	}
+	if c.SIsMember(ctx, "sfnlocal:execs", "arn:x:1").Val() {
+		t.Error("an ended execution is still in the running set")
+	}
+	got1, err := (&RedisPersister{Client: c}).Load(ctx, "arn:x:1")
+	if err != nil || got1.Execution.Status != StatusSucceeded || len(got1.History) != 8 {
+		t.Errorf("Load(ended) = %s with %d events, %v, want SUCCEEDED with 8", got1.Execution.Status, len(got1.History), err)
+	}
+	if _, err := b.Load(ctx, "arn:x:none"); !errors.Is(err, ErrExecutionDoesNotExist) {
+		t.Errorf("Load(unknown) = %v, want ErrExecutionDoesNotExist", err)
 	}
 }
 

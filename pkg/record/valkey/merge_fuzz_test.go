@@ -17,7 +17,11 @@ import (
 // real Store (on the embedded server) in a random interleaving, with
 // repeated saves, and checks that Load merges them (spec §3.4a, DESIGN §3):
 // every turn's final state is there, and the transcript is each turn's
-// block, whole and contiguous, ordered by turn start (ties by id).
+// block, whole and contiguous, ordered by turn start (ties by id). With
+// duplicate provider ids across turns (issue 12), each turn's view is
+// valid for a provider and holds every call of its own with its own
+// result; and the view a step builds from LoadStep (issue 13) is the view
+// of the whole conversation, for any window.
 func FuzzMergeTurns(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{5, 0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 0, 1, 2, 3, 4, 0, 0, 0})
@@ -41,6 +45,7 @@ func FuzzMergeTurns(f *testing.F) {
 		}
 		defer s.Delete(t.Context(), cid)
 		n := 1 + next(8)
+		dup := next(2) == 1 // every turn's calls are call_0, call_1, …
 		starts := make([]int, n)
 		final := make([]int, n)
 		for i := range n {
@@ -53,9 +58,12 @@ func FuzzMergeTurns(f *testing.F) {
 				Status: record.StatusRunning, Messages: []llm.Message{{Role: llm.RoleUser, Content: "u " + id}}}
 			for k := range step {
 				call := fmt.Sprintf("%s-%d", id, k)
+				if dup {
+					call = fmt.Sprintf("call_%d", k)
+				}
 				tr.Messages = append(tr.Messages,
 					llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: call, Name: "x", Arguments: "{}"}}},
-					llm.ToolResultMessage(call, "r "+call))
+					llm.ToolResultMessage(call, "r "+id+" "+call))
 			}
 			if step == final[i] {
 				tr.Status = record.StatusSucceeded
@@ -97,12 +105,64 @@ func FuzzMergeTurns(f *testing.F) {
 		if diff := cmp.Diff(want, conv.Turns); diff != "" {
 			t.Fatalf("Load() turns (-want +got):\n%s", diff)
 		}
-		var msgs []llm.Message
-		for _, tr := range want {
-			msgs = append(msgs, tr.Messages...)
+		if !dup {
+			var msgs []llm.Message
+			for _, tr := range want {
+				msgs = append(msgs, tr.Messages...)
+			}
+			if diff := cmp.Diff(msgs, conv.LLMView("", 0)); diff != "" {
+				t.Fatalf("LLMView() is not the turns' blocks in start order (-want +got):\n%s", diff)
+			}
 		}
-		if diff := cmp.Diff(msgs, conv.LLMView("", 0)); diff != "" {
-			t.Fatalf("LLMView() is not the turns' blocks in start order (-want +got):\n%s", diff)
+		window := next(30)
+		for _, tr := range want {
+			view := conv.LLMView(tr.ID, window)
+			if err := providerValid(view); err != "" {
+				t.Fatalf("LLMView(%s, %d): %s", tr.ID, window, err)
+			}
+			// Its own calls are all there, each with its own result.
+			got := map[string]bool{}
+			for _, m := range view {
+				if m.Role == llm.RoleTool {
+					got[m.Content] = true
+				}
+			}
+			for _, m := range tr.Messages {
+				if m.Role == llm.RoleTool && !got[m.Content] {
+					t.Fatalf("LLMView(%s) lost its own result %q", tr.ID, m.Content)
+				}
+			}
+			step, _, err := s.LoadStep(t.Context(), cid, record.Query{TurnID: tr.ID, Window: max(window, 1)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(conv.LLMView(tr.ID, max(window, 1)), step.LLMView(tr.ID, max(window, 1))); diff != "" {
+				t.Fatalf("LoadStep(%s, %d) view differs from the full view (-full +step):\n%s", tr.ID, window, diff)
+			}
 		}
 	})
+}
+
+// providerValid reports what makes a transcript invalid for a provider:
+// a call without its result right after it, a result without its call, an
+// id used twice.
+func providerValid(msgs []llm.Message) string {
+	seen := map[string]bool{}
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == llm.RoleTool {
+			return fmt.Sprintf("message %d: result %s without its call", i, m.ToolCallID)
+		}
+		for k, c := range m.ToolCalls {
+			if seen[c.ID] {
+				return fmt.Sprintf("call id %s used twice", c.ID)
+			}
+			seen[c.ID] = true
+			if j := i + 1 + k; j >= len(msgs) || msgs[j].Role != llm.RoleTool || msgs[j].ToolCallID != c.ID {
+				return fmt.Sprintf("call %s of message %d has no result right after it", c.ID, i)
+			}
+		}
+		i += len(m.ToolCalls)
+	}
+	return ""
 }

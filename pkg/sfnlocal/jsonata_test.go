@@ -1,0 +1,111 @@
+package sfnlocal
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// A compiled expression is evaluated many times, concurrently, each time
+// with its own bindings: no evaluation sees another's variables, a
+// variable bound before and absent now reads as undefined (or as the
+// built-in function of its name), and "~>", which the library rewrites
+// while evaluating, gives the same result every time.
+func TestCompiledExpressions(t *testing.T) {
+	t.Parallel()
+	compile := func(src string) *expr {
+		t.Helper()
+		x, err := compileExpr(src)
+		if err != nil {
+			t.Fatalf("compileExpr(%q) = %v", src, err)
+		}
+		return x
+	}
+	sum := compile(`{"cid": $cid, "n": $states.input.n + 1, "up": $uppercase($states.input.s)}`)
+	var wg sync.WaitGroup
+	errs := make(chan error, 400)
+	for i := range 400 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			states := map[string]any{"input": map[string]any{"n": float64(i), "s": fmt.Sprint("s", i)}}
+			v, err := sum.eval(states, map[string]any{"cid": fmt.Sprint("c", i)})
+			want := map[string]any{"cid": fmt.Sprint("c", i), "n": float64(i + 1), "up": fmt.Sprint("S", i)}
+			if err != nil || !cmp.Equal(any(want), v) {
+				errs <- fmt.Errorf("eval %d = %v, %v, want %v", i, v, err, want)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	// $count is a built-in function until a variable of that name is bound.
+	count := compile(`$count($states.input.items)`)
+	items := map[string]any{"input": map[string]any{"items": []any{1.0, 2.0}}}
+	if v, err := count.eval(items, map[string]any{"count": float64(5)}); err == nil {
+		t.Errorf("with the variable $count = 5: %v, want an error (5 is not a function)", v)
+	}
+	if v, err := count.eval(items, map[string]any{}); err != nil || v != float64(2) {
+		t.Errorf("without the variable: %v, %v, want 2 from the built-in, not the stale 5", v, err)
+	}
+	cid := compile(`$cid`)
+	if _, err := cid.eval(nil, map[string]any{"cid": "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := cid.eval(nil, map[string]any{}); !errors.Is(err, errUndefined) {
+		t.Errorf("$cid unbound after a bound evaluation = %v, %v, want undefined", v, err)
+	}
+
+	// Only the fields of $states an expression reads are converted for it;
+	// $states alone is all of them.
+	three := map[string]any{"input": map[string]any{"a": 1.0}, "context": map[string]any{}, "result": "r"}
+	if v, err := compile(`$count($keys($states)) & $states.input.a`).eval(three, nil); err != nil || v != "31" {
+		t.Errorf("$count($keys($states)) & $states.input.a = %v, %v, want \"31\"", v, err)
+	}
+
+	chain := compile(`$states.input.s ~> $uppercase()`)
+	for range 3 {
+		v, err := chain.eval(map[string]any{"input": map[string]any{"s": "ab"}}, nil)
+		if err != nil || v != "AB" {
+			t.Fatalf(`"ab" ~> $uppercase() = %v, %v, want "AB" every time`, v, err)
+		}
+	}
+}
+
+// BenchmarkEvalTemplate evaluates ValidateBatch's Arguments and a Choice
+// condition of statemachine/turn.asl.json, compiled once, from goroutines
+// at once (docs/benchmarks.md).
+func BenchmarkEvalTemplate(b *testing.B) {
+	p := &parser{names: map[string]bool{}, exprs: map[string]*expr{}}
+	args, err := p.compile("ValidateBatch", map[string]any{
+		"FunctionName": "clientagent-validate",
+		"Payload": map[string]any{"conversation_id": "{% $cid %}", "turn_id": "{% $tid %}",
+			"reply": "{% $exists($states.input.reply) ? $states.input.reply : null %}"},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cond, err := p.compile("AfterLLMStep", `{% $states.input.next = "tools" %}`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.RunParallel(func(pb *testing.PB) {
+		states := map[string]any{"input": map[string]any{"next": "tools", "calls": []any{"call_1"}},
+			"context": map[string]any{"Execution": map[string]any{"Id": "arn", "Name": "t"}, "State": map[string]any{"Name": "LLMStep", "RetryCount": 0.0}}}
+		vars := map[string]any{"cid": "c_1", "tid": "t_1", "awaitTimeout": 86400.0, "maxConcurrency": 8.0}
+		for pb.Next() {
+			if _, err := evalTemplate(args, states, vars); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := evalTemplate(cond, states, vars); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
