@@ -139,26 +139,23 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 }
 
 // AddSpend adds one provider call's spend to the turn's counters with
-// HINCRBY, only while the conversation exists (one script, one round trip).
+// HINCRBY, in one pipeline of plain commands (no script: the embedded
+// server interprets every script afresh). It does not check that the
+// conversation exists: a step only spends after loading it, and counters
+// left by a step racing a deletion sit in a hash without meta, which no
+// read takes for a conversation, until they expire.
 func (s *Store) AddSpend(ctx context.Context, cid, turnID string, calls, tokens int) error {
-	n, err := addSpendScript.Run(ctx, s.rdb, []string{convKey(cid)},
-		int64(s.ttl/time.Second), callsPrefix+turnID, calls, tokensPrefix+turnID, tokens).Int()
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HIncrBy(ctx, convKey(cid), callsPrefix+turnID, int64(calls))
+		p.HIncrBy(ctx, convKey(cid), tokensPrefix+turnID, int64(tokens))
+		p.Expire(ctx, convKey(cid), s.ttl)
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, classify(err))
 	}
-	if n == 0 {
-		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, record.ErrNotFound)
-	}
 	return nil
 }
-
-var addSpendScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], ARGV[2], ARGV[3])
-redis.call('HINCRBY', KEYS[1], ARGV[4], ARGV[5])
-redis.call('EXPIRE', KEYS[1], ARGV[1])
-return 1
-`)
 
 // MarkAnswered stores the answered token beside the turn's own field, so
 // the API never writes a turn its execution owns.
