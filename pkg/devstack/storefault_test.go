@@ -164,3 +164,55 @@ func TestFullValkeyServesReads(t *testing.T) {
 	}
 	_ = st
 }
+
+// A Valkey that is killed (kill -9) in the middle of a turn and restarted
+// from its append-only file: the turn resumes and succeeds, nothing lost.
+func TestKilledValkeyTurnResumes(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	aof := []string{"--appendonly", "yes", "--appendfsync", "always", "--dir", dir}
+	addr, proc := realRedis(t, aof...)
+	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if len(toolResults(req)) > 0 {
+			return answer("done after the restart")
+		}
+		return calls(call("x1", "slow_echo", map[string]any{"text": "hold on"}))
+	}}
+	_, c := stack(t, m, func(cfg *Config) {
+		cfg.ValkeyURL = "redis://" + addr + "/0"
+		cfg.Agents = []string{agentURL}
+	})
+	cid := c.newConversation()
+	tid := c.send(cid, "echo slowly")
+	deadline := time.Now().Add(10 * time.Second)
+	for running := false; !running; {
+		if time.Now().After(deadline) {
+			t.Fatal("the call never started")
+		}
+		for _, s := range c.turn(cid, tid).Steps {
+			running = running || (s.Tool == "slow_echo" && s.Status == "running")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := proc.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = proc.Wait()
+	time.Sleep(500 * time.Millisecond)
+	// The same port and files: the server comes back with what it had.
+	port := addr[strings.LastIndex(addr, ":")+1:]
+	bin, _ := exec.LookPath("redis-server")
+	cmd := exec.Command(bin, append([]string{"--port", port, "--bind", "127.0.0.1", "--save", ""}, aof...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" || v.Reply != "done after the restart" {
+		t.Fatalf("turn after a kill -9 of Valkey = %s %q, want it resumed and succeeded", v.Status, v.Reply)
+	}
+	if h := c.historyOf(cid); len(h) == 0 || h[0]["content"] != "echo slowly" {
+		t.Errorf("history = %v, want the user's message kept", h)
+	}
+}
