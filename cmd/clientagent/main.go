@@ -1,12 +1,14 @@
 // Command clientagent is the local stack and command-line client:
 //
 //	clientagent dev                 run everything on one machine (make run)
+//	clientagent bench               time turns through a running stack's API (make bench-peers)
 //	clientagent token --user NAME   print a token for NAME (last line of stdout)
 //	clientagent chat                chat with a local or deployed API in the terminal
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,10 +18,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/clientagent/clientagent/cmd/clientagent/internal/bench"
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -28,10 +33,21 @@ import (
 	"github.com/clientagent/clientagent/pkg/devstack"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/smoke"
 )
 
 const usage = `usage:
-  clientagent dev                      run the local stack (API, web page, engine, Valkey, demo agents)
+  clientagent dev [--fast-agents] [--cpuprofile FILE]
+                                       run the local stack (API, web page, engine, Valkey, demo agents);
+                                       --fast-agents (or CLIENTAGENT_FAST_AGENTS=1): the demo specialists
+                                       answer at once with a tiny artifact and keep nothing (load runs);
+                                       CLIENTAGENT_LOG_LEVEL=debug|info|warn|error (default info)
+  clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--poll 5ms] [--pid PID,…]
+                                       run N Popelnase turns, C at a time, through the API and print
+                                       p50/p99 ms, turns/s and the stack's memory as one JSON line
+  clientagent smoke [--url URL | --env ENV] [--token TOKEN] [--origin ORIGIN]
+                                       check a deployment end to end, one pass/fail line per step
+                                       (default: the local stack)
   clientagent token --user NAME        print a token for another user of the local stack
   clientagent chat [--url URL] [--token TOKEN] [--out DIR]
                                        chat in the terminal (default: the local stack)
@@ -55,7 +71,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	dataDir := env("CLIENTAGENT_DATA", ".data")
 	switch args[0] {
 	case "dev":
-		return dev(dataDir, stdout)
+		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+		fast := fs.Bool("fast-agents", env("CLIENTAGENT_FAST_AGENTS", "") == "1", "demo specialists that answer at once with a tiny artifact (load runs; docs/benchmarks.md)")
+		cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the stack to this file until it stops")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		return dev(dataDir, *fast, *cpuprofile, stdout)
+	case "bench":
+		return benchCmd(dataDir, args[1:], stdout)
+	case "smoke":
+		return smokeCmd(dataDir, args[1:], stdout)
 	case "token":
 		fs := flag.NewFlagSet("token", flag.ContinueOnError)
 		user := fs.String("user", "dev", "the user (JWT subject)")
@@ -100,9 +126,20 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	}
 }
 
-func dev(dataDir string, stdout io.Writer) error {
+func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cpuprofile != "" {
+		f, err := os.Create(cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	model, modelName, err := llmconfig.FromEnv(os.Getenv)
 	if err != nil {
 		return err
@@ -111,7 +148,16 @@ func dev(dataDir string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st, err := devstack.Start(ctx, devstack.Config{
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(env("CLIENTAGENT_LOG_LEVEL", "info"))); err != nil {
+		return fmt.Errorf("CLIENTAGENT_LOG_LEVEL: %w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	start := devstack.Start
+	if fastAgents {
+		start = devstack.StartFast
+	}
+	st, err := start(ctx, devstack.Config{
 		Addr:         env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),
 		DataDir:      dataDir,
 		ValkeyURL:    os.Getenv("VALKEY_URL"),
@@ -119,18 +165,71 @@ func dev(dataDir string, stdout io.Writer) error {
 		Agents:       agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
 		Limits:       limits,
 		WorkflowsDir: os.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
-		Logger:       slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Logger:       logger,
 	})
 	if err != nil {
 		return err
 	}
 	fmt.Fprint(stdout, st.Banner(modelName))
+	if fastAgents {
+		fmt.Fprintln(stdout, "fast agents: the demo specialists answer at once with a tiny artifact (load runs).")
+	}
 	if os.Getenv("VALKEY_URL") == "" {
 		fmt.Fprintln(stdout, "note: the embedded Valkey keeps conversations in memory only; set VALKEY_URL to keep them across restarts.")
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "\nshutting down…")
 	return st.Close()
+}
+
+// benchCmd runs `clientagent bench`: turns through a running stack's API,
+// one JSON line of figures on stdout (the peers' format, docs/benchmarks.md).
+func benchCmd(dataDir string, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	url := fs.String("url", env("CLIENTAGENT_URL", "http://"+env("CLIENTAGENT_ADDR", "127.0.0.1:8080")), "the API's base URL")
+	tok := fs.String("token", os.Getenv("CLIENTAGENT_TOKEN"), "a bearer token (default: minted for the user bench from the local stack's key)")
+	turns := fs.Int("turns", 200, "timed turns")
+	conc := fs.Int("c", 1, "turns at once (rounds of C, as the peers run them)")
+	warmup := fs.Int("warmup", 5, "untimed turns first, one at a time")
+	poll := fs.Duration("poll", 5*time.Millisecond, "how often a running turn is read")
+	pids := fs.String("pid", "", "the stack's process ids, comma-separated (a Valkey server's too), for their memory")
+	text := fs.String("text", bench.DefaultText, "the user message of every turn")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var pidList []int
+	for p := range strings.SplitSeq(*pids, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return fmt.Errorf("-pid: %q is not a process id", p)
+		}
+		pidList = append(pidList, n)
+	}
+	if *tok == "" {
+		t, err := mint(dataDir, "bench")
+		if err != nil {
+			return fmt.Errorf("no --token given and no local stack key: %w", err)
+		}
+		*tok = t
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	r, err := bench.Run(ctx, bench.Options{BaseURL: *url, Token: *tok, Turns: *turns, Concurrency: *conc, Warmup: *warmup, Poll: *poll, PIDs: pidList, Text: *text})
+	if r != nil {
+		if err := json.NewEncoder(stdout).Encode(r); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if r.Failed > 0 {
+		return fmt.Errorf("%d of %d turns failed; the first: %s", r.Failed, r.Turns, r.FirstError)
+	}
+	return nil
 }
 
 // checkWorkflows loads the templates of fsys and compiles them against the
@@ -198,4 +297,46 @@ func env(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// smokeCmd checks a deployment end to end (pkg/smoke): -url and -token, or
+// -env ENV reading the API URL from cdk.out/outputs-ENV.json (the token
+// still comes from -token or CLIENTAGENT_TOKEN); without either, the
+// local stack with a token minted from its key.
+func smokeCmd(dataDir string, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("smoke", flag.ContinueOnError)
+	url := fs.String("url", os.Getenv("CLIENTAGENT_URL"), "the API's base URL")
+	tok := fs.String("token", os.Getenv("CLIENTAGENT_TOKEN"), "a bearer token")
+	envName := fs.String("env", "", "read the API URL from cdk.out/outputs-ENV.json (make deploy writes it)")
+	origin := fs.String("origin", "", "the web page's origin, for the CORS checks (e.g. https://chat.example.com)")
+	timeout := fs.Duration("turn-timeout", 2*time.Minute, "how long one turn may take")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *envName != "" && *url == "" {
+		b, err := os.ReadFile(filepath.Join("cdk.out", "outputs-"+*envName+".json"))
+		if err != nil {
+			return fmt.Errorf("smoke -env %s: %w (run make deploy ENV=%s first, or pass -url)", *envName, err, *envName)
+		}
+		var outputs map[string]map[string]string
+		if err := json.Unmarshal(b, &outputs); err != nil {
+			return fmt.Errorf("smoke -env %s: %w", *envName, err)
+		}
+		*url = outputs["clientagent-"+*envName]["ApiUrl"]
+	}
+	if *url == "" {
+		*url = "http://" + env("CLIENTAGENT_ADDR", "127.0.0.1:8080")
+	}
+	if *tok == "" {
+		t, err := mint(dataDir, "dev")
+		if err != nil {
+			return fmt.Errorf("no -token given and no local stack key: %w", err)
+		}
+		*tok = t
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Fprintf(stdout, "smoke check of %s\n", *url)
+	_, err := smoke.Run(ctx, smoke.Config{URL: *url, Token: *tok, Origin: *origin, TurnTimeout: *timeout, Out: stdout})
+	return err
 }

@@ -1,0 +1,354 @@
+// Package bench drives turns through the HTTP API for the comparison with
+// the peer frameworks (`clientagent bench`, `make bench-peers`,
+// docs/benchmarks.md): N turns, C at a time, each in a new conversation,
+// timed from the POST of its message to its end. It only speaks the API
+// (and reads the stack's memory from /proc); it starts nothing.
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Options configures a run. BaseURL, Token, Turns and Concurrency are required.
+type Options struct {
+	// BaseURL is the API's base URL (the part before /v1/).
+	BaseURL string
+	// Token is a bearer token of the API.
+	Token string
+	// Turns is how many timed turns to run; Concurrency how many at once.
+	Turns, Concurrency int
+	// Warmup turns run one at a time before the timed ones (the peers run 5).
+	Warmup int
+	// Poll is how often a turn's view is read while it runs (default 5 ms).
+	Poll time.Duration
+	// Text is the user message (default the Popelnase request).
+	Text string
+	// PIDs are the stack's processes (the stack, a Valkey server of its
+	// own), whose memory the report gives, summed; none: not reported.
+	PIDs []int
+	// TurnTimeout bounds one turn, its polls included (default 30 s).
+	TurnTimeout time.Duration
+	// Client is the HTTP client (default one keeping 2×Concurrency idle
+	// connections, so no turn dials).
+	Client *http.Client
+}
+
+// DefaultText is the reference turn of docs/benchmarks.md.
+const DefaultText = "Create a PNG image with the word Popelnase"
+
+// Report is a run's figures, printed as one JSON line like the peers'.
+// Latencies are milliseconds; quantiles are taken as the peers take them
+// (the value at index ⌊q·n⌋ of the sorted times).
+type Report struct {
+	Peer        string `json:"peer"`
+	Turns       int    `json:"turns"`
+	Concurrency int    `json:"concurrency"`
+	// P50Ms and P99Ms time a turn from the POST of its message to its end
+	// as its record tells it (the Turn's ended_at when the API gives one,
+	// else the end of its last step, the final LLM call), so the poll
+	// interval is not in them.
+	P50Ms float64 `json:"p50_ms"`
+	P99Ms float64 `json:"p99_ms"`
+	// TurnsPerS is Turns over the wall time of the timed rounds, each
+	// turn's conversation creation and the polls that saw it end included.
+	TurnsPerS float64 `json:"turns_per_s"`
+	// RSSMB and PeakRSSMB are the stack processes' VmRSS and VmHWM after
+	// the run, summed, in MB (10^6 bytes, as the peers count); 0 without
+	// a PID.
+	RSSMB     float64 `json:"rss_mb"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// ClientP50Ms and ClientP99Ms time a turn until a poll saw it ended.
+	ClientP50Ms float64 `json:"client_p50_ms"`
+	ClientP99Ms float64 `json:"client_p99_ms"`
+	PollMs      float64 `json:"poll_ms"`
+	// PollsPerTurn, LLMCallsPerTurn and ArtifactsPerTurn are means over
+	// the timed turns that succeeded.
+	PollsPerTurn     float64 `json:"polls_per_turn"`
+	LLMCallsPerTurn  float64 `json:"llm_calls_per_turn"`
+	ArtifactsPerTurn float64 `json:"artifacts_per_turn"`
+	// Unavailable counts polls the API answered 503 (its store did not
+	// answer in time), which the driver retries as the web page does.
+	Unavailable int `json:"unavailable_polls"`
+	// Failed counts timed turns that did not succeed; FirstError says why
+	// the first of them failed.
+	Failed     int    `json:"failed"`
+	FirstError string `json:"first_error,omitempty"`
+}
+
+// turnView is what the driver reads of API.md's Turn.
+type turnView struct {
+	Status string `json:"status"`
+	// EndedAt, when the API gives it, is when the turn ended (its last
+	// write); without it the end of its last step stands in.
+	EndedAt   time.Time `json:"ended_at"`
+	Reply     string    `json:"reply"`
+	LLMCalls  int       `json:"llm_calls"`
+	Artifacts []struct {
+		ID string `json:"artifact_id"`
+	} `json:"artifacts"`
+	Steps []struct {
+		Tool    string    `json:"tool"`
+		EndedAt time.Time `json:"ended_at"`
+	} `json:"steps"`
+}
+
+// sample is one finished turn.
+type sample struct {
+	record, client     time.Duration
+	polls, unavailable int
+	view               turnView
+	err                error
+}
+
+// Run runs opts.Warmup turns one at a time, then opts.Turns turns in
+// rounds of opts.Concurrency started together, each round starting when
+// the previous one has ended (as the peers' drivers do). It fails only if
+// the run cannot go on (bad options, a warm-up turn or every timed turn
+// failed); a turn that fails is counted in the report. A poll answered
+// 503 is retried at the next tick.
+func Run(ctx context.Context, opts Options) (*Report, error) {
+	if opts.BaseURL == "" || opts.Token == "" || opts.Turns < 1 || opts.Concurrency < 1 {
+		return nil, errors.New("bench: a base URL, a token, turns ≥ 1 and concurrency ≥ 1 are required")
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = 5 * time.Millisecond
+	}
+	if opts.Text == "" {
+		opts.Text = DefaultText
+	}
+	if opts.TurnTimeout <= 0 {
+		opts.TurnTimeout = 30 * time.Second
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 2 * opts.Concurrency, IdleConnTimeout: time.Minute}}
+	}
+	d := &driver{opts: opts, base: strings.TrimRight(opts.BaseURL, "/")}
+	for range opts.Warmup {
+		if s := d.turn(ctx); s.err != nil {
+			return nil, fmt.Errorf("warm-up turn: %w", s.err)
+		}
+	}
+	samples := make([]sample, 0, opts.Turns)
+	start := time.Now()
+	for len(samples) < opts.Turns {
+		n := min(opts.Concurrency, opts.Turns-len(samples))
+		round := make([]sample, n)
+		var wg sync.WaitGroup
+		for i := range round {
+			wg.Go(func() { round[i] = d.turn(ctx) })
+		}
+		wg.Wait()
+		samples = append(samples, round...)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	wall := time.Since(start)
+	r := summarize(samples, wall)
+	r.Peer, r.Concurrency, r.PollMs = "clientagent", opts.Concurrency, ms(opts.Poll)
+	if r.Failed == len(samples) {
+		return r, fmt.Errorf("bench: every turn failed; the first: %s", r.FirstError)
+	}
+	for _, pid := range opts.PIDs {
+		rss, hwm, err := memory(pid)
+		if err != nil {
+			return r, err
+		}
+		r.RSSMB, r.PeakRSSMB = round1(r.RSSMB+rss), round1(r.PeakRSSMB+hwm)
+	}
+	return r, nil
+}
+
+// summarize computes the report's figures from the timed turns.
+func summarize(samples []sample, wall time.Duration) *Report {
+	r := &Report{Turns: len(samples), TurnsPerS: round1(float64(len(samples)) / wall.Seconds())}
+	var rec, cli []time.Duration
+	var polls, calls, arts int
+	for _, s := range samples {
+		r.Unavailable += s.unavailable
+		if s.err != nil {
+			if r.Failed == 0 {
+				r.FirstError = s.err.Error()
+			}
+			r.Failed++
+			continue
+		}
+		rec, cli = append(rec, s.record), append(cli, s.client)
+		polls += s.polls
+		calls += s.view.LLMCalls
+		arts += len(s.view.Artifacts)
+	}
+	if len(rec) == 0 {
+		return r
+	}
+	r.P50Ms, r.P99Ms = quantile(rec, 0.5), quantile(rec, 0.99)
+	r.ClientP50Ms, r.ClientP99Ms = quantile(cli, 0.5), quantile(cli, 0.99)
+	n := float64(len(rec))
+	r.PollsPerTurn, r.LLMCallsPerTurn, r.ArtifactsPerTurn = round2(float64(polls)/n), round2(float64(calls)/n), round2(float64(arts)/n)
+	return r
+}
+
+// quantile is the peers' quantile: the sorted value at index ⌊q·n⌋.
+func quantile(ds []time.Duration, q float64) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return ms(s[min(len(s)-1, int(math.Floor(q*float64(len(s)))))])
+}
+
+func ms(d time.Duration) float64 { return round2(float64(d.Microseconds()) / 1000) }
+func round1(x float64) float64   { return math.Round(x*10) / 10 }
+func round2(x float64) float64   { return math.Round(x*100) / 100 }
+
+type driver struct {
+	opts Options
+	base string
+}
+
+// turn runs one turn in a new conversation.
+func (d *driver) turn(ctx context.Context) sample {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.TurnTimeout)
+	defer cancel()
+	var conv struct {
+		ID string `json:"conversation_id"`
+	}
+	if err := d.do(ctx, http.MethodPost, "/v1/conversations", map[string]string{}, http.StatusCreated, &conv); err != nil {
+		return sample{err: err}
+	}
+	var posted struct {
+		TurnID string `json:"turn_id"`
+	}
+	t0 := time.Now()
+	if err := d.do(ctx, http.MethodPost, "/v1/conversations/"+conv.ID+"/messages", map[string]string{"text": d.opts.Text}, http.StatusAccepted, &posted); err != nil {
+		return sample{err: err}
+	}
+	s := sample{}
+	tick := time.NewTicker(d.opts.Poll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return sample{err: fmt.Errorf("turn %s: still %q after %d polls: %w", posted.TurnID, s.view.Status, s.polls, ctx.Err()), unavailable: s.unavailable}
+		case <-tick.C:
+		}
+		s.polls++
+		s.view = turnView{}
+		err := d.do(ctx, http.MethodGet, "/v1/conversations/"+conv.ID+"/turns/"+posted.TurnID, nil, http.StatusOK, &s.view)
+		var se *statusError
+		if errors.As(err, &se) && se.status == http.StatusServiceUnavailable {
+			s.unavailable++
+			s.view.Status = "running"
+			continue
+		}
+		if err != nil {
+			return sample{err: err, unavailable: s.unavailable}
+		}
+		if s.view.Status != "running" {
+			break
+		}
+	}
+	s.client = time.Since(t0)
+	if s.view.Status != "succeeded" {
+		return sample{err: fmt.Errorf("turn %s ended %s: %s", posted.TurnID, s.view.Status, s.view.Reply)}
+	}
+	end := s.view.EndedAt
+	for _, st := range s.view.Steps {
+		if st.EndedAt.After(end) {
+			end = st.EndedAt
+		}
+	}
+	if end.IsZero() {
+		return sample{err: fmt.Errorf("turn %s: no step has an end time", posted.TurnID)}
+	}
+	// t0's wall clock, not its monotonic reading: end comes from the
+	// stack's clock, which on one host is the same wall clock.
+	s.record = end.Sub(t0.Round(0))
+	return s
+}
+
+// do sends one API request with a JSON body (nil: none) and decodes the
+// JSON answer into out when the status is want.
+func (d *driver) do(ctx context.Context, method, path string, body any, want int, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, d.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.opts.Token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := d.opts.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("%s %s: read the answer: %w", method, path, err)
+	}
+	if resp.StatusCode != want {
+		return &statusError{fmt.Sprintf("%s %s", method, path), resp.StatusCode, want, b}
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%s %s: decode %.300q: %w", method, path, b, err)
+	}
+	return nil
+}
+
+// statusError is an API answer with another status than the one wanted.
+type statusError struct {
+	req          string
+	status, want int
+	body         []byte
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s = %d, want %d: %.300s", e.req, e.status, e.want, e.body)
+}
+
+// memory reads the resident and peak resident memory of process pid in MB.
+func memory(pid int) (rss, hwm float64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the memory of process %d: %w", pid, err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || (k != "VmRSS" && k != "VmHWM") {
+			continue
+		}
+		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		if err != nil {
+			return 0, 0, fmt.Errorf("process %d: %s is %q: %w", pid, k, v, err)
+		}
+		if k == "VmRSS" {
+			rss = kb * 1024 / 1e6
+		} else {
+			hwm = kb * 1024 / 1e6
+		}
+	}
+	if rss == 0 {
+		return 0, 0, fmt.Errorf("process %d: no VmRSS in /proc/%d/status", pid, pid)
+	}
+	return rss, hwm, nil
+}

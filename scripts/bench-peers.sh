@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# bench-peers.sh — clientagent against the peer frameworks on the reference turn
+# ("Create a PNG image with the word Popelnase"), all against the peer kit's scripted
+# OpenAI-compatible model (shared/bench, read-only: built, and the peers copied to a work
+# folder). In one window, RUNS times each, in turn, at c=1 and c=20: our local stack with
+# the fast specialists (`clientagent dev --fast-agents`, a new stack per run, timed through
+# its HTTP API by `clientagent bench`), with the embedded Valkey and, when one is
+# installed, with a Valkey server of its own; OpenAI Agents JS; LangGraph.js; and (c=1)
+# the bare round trips. Prints one table: min/median/max of each figure, and ours ÷ peer
+# on the medians. Our data folder (artifact files, audit log) is on tmpfs (/dev/shm) when
+# there is one, as the peers keep everything in memory.
+#
+#   make bench-peers            or   scripts/bench-peers.sh
+#   RUNS=3 TURNS1=200 TURNS20=1000 POLL=5ms     (the defaults)
+#   OURS="embedded server"       which Valkey our stack uses (server: valkey-server or
+#                                redis-server, started here); default both when one is installed
+#   CPUPROFILE=/tmp/stack.pprof  a CPU profile of our stack (first variant, first c=20 run)
+#   CLIENTAGENT_BIN=path         use this clientagent binary instead of building one
+#   BENCH_KIT=…/shared/bench  BENCH_DIR=/tmp/clientagent-bench-peers  BENCH_DATA=/dev/shm
+#   LLM_PORT=18700  STACK_PORT=18080  VALKEY_PORT=18379
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/.." && pwd)
+kit=${BENCH_KIT:-$repo/../shared/bench}
+work=${BENCH_DIR:-${TMPDIR:-/tmp}/clientagent-bench-peers}
+runs=${RUNS:-3}
+turns1=${TURNS1:-200}
+turns20=${TURNS20:-1000}
+poll=${POLL:-5ms}
+llm_addr=127.0.0.1:${LLM_PORT:-18700}
+stack_addr=127.0.0.1:${STACK_PORT:-18080}
+valkey_port=${VALKEY_PORT:-18379}
+valkey_bin=$(command -v valkey-server || command -v redis-server || true)
+variants=${OURS:-embedded${valkey_bin:+ server}}
+data_root=${BENCH_DATA:-/dev/shm}
+base=http://$llm_addr/v1
+
+[ -d "$kit/fakellm" ] && [ -d "$kit/peers" ] || { echo "bench-peers: no peer kit at $kit (set BENCH_KIT)" >&2; exit 1; }
+command -v node >/dev/null && command -v npm >/dev/null || { echo "bench-peers: node and npm are needed for the peers" >&2; exit 1; }
+mkdir -p "$work/peers"
+if [ ! -d "$data_root" ] || [ ! -w "$data_root" ]; then data_root=$work; fi
+results=$work/results.jsonl
+: >"$results"
+
+echo "building fakellm and clientagent…" >&2
+(cd "$kit/fakellm" && go build -o "$work/fakellm" .)
+if [ -n "${CLIENTAGENT_BIN:-}" ]; then
+	cp "$CLIENTAGENT_BIN" "$work/clientagent"
+else
+	(cd "$repo" && go build -o "$work/clientagent" ./cmd/clientagent)
+fi
+# The kit is read-only: the peers run from a copy, installed once per lock file.
+cp "$kit"/peers/*.mjs "$kit"/peers/package.json "$kit"/peers/package-lock.json "$work/peers/"
+if ! cmp -s "$work/peers/package-lock.json" "$work/peers/node_modules/.bench-peers-lock" 2>/dev/null; then
+	echo "npm ci for the peers in $work/peers…" >&2
+	(cd "$work/peers" && npm ci --no-audit --no-fund --loglevel=error >&2)
+	cp "$work/peers/package-lock.json" "$work/peers/node_modules/.bench-peers-lock"
+fi
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+"$work/fakellm" -addr "$llm_addr" >"$work/fakellm.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do curl -sf "http://$llm_addr/stats" >/dev/null && break; sleep 0.1; done
+
+# record IMPL C RUN JSON: one result line, tagged.
+record() { echo "{\"impl\":\"$1\",\"c\":$2,\"run\":$3,\"r\":$4}" >>"$results"; }
+
+# ours VARIANT C TURNS RUN [PROFILE]: a new stack with the fast specialists (and, for the
+# variant "server", a new Valkey server), timed by clientagent bench, then stopped.
+ours() {
+	local variant=$1 c=$2 turns=$3 run=$4 prof=${5:-} data valkey_url="" vpid="" pid out
+	data=$(mktemp -d "$data_root/clientagent-bench.XXXX")
+	if [ "$variant" = server ]; then
+		[ -n "$valkey_bin" ] || { echo "bench-peers: OURS=server needs valkey-server or redis-server" >&2; exit 1; }
+		"$valkey_bin" --bind 127.0.0.1 --port "$valkey_port" --save '' --appendonly no >"$data/valkey.log" 2>&1 &
+		vpid=$!
+		pids+=("$vpid")
+		valkey_url=redis://127.0.0.1:$valkey_port/0
+		for _ in $(seq 50); do grep -q "Ready to accept connections" "$data/valkey.log" && break; sleep 0.1; done
+	fi
+	VALKEY_URL=$valkey_url CLIENTAGENT_DATA=$data CLIENTAGENT_ADDR=$stack_addr \
+		CLIENTAGENT_LLM=openai OPENAI_BASE_URL=$base OPENAI_API_KEY=x CLIENTAGENT_LOG_LEVEL=warn \
+		"$work/clientagent" dev --fast-agents ${prof:+--cpuprofile "$prof"} >"$data/stdout" 2>"$data/stderr" &
+	pid=$!
+	pids+=("$pid")
+	for _ in $(seq 100); do grep -q "^token for the user dev" "$data/stdout" 2>/dev/null && break; sleep 0.1; done
+	grep -q "^token for the user dev" "$data/stdout" || { echo "bench-peers: the stack did not start:" >&2; cat "$data/stderr" >&2; exit 1; }
+	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" -poll "$poll" -pid "$pid${vpid:+,$vpid}")
+	kill -INT "$pid"
+	wait "$pid" || true
+	if [ -n "$vpid" ]; then
+		kill "$vpid"
+		wait "$vpid" || true
+	fi
+	if [ -s "$data/stderr" ]; then
+		echo "bench-peers: the stack logged ($variant, c=$c, run $run):" >&2
+		tail -5 "$data/stderr" >&2
+	fi
+	rm -rf "$data"
+	record "clientagent-$variant" "$c" "$run" "$out"
+}
+
+# peer IMPL SCRIPT C TURNS RUN
+peer() {
+	local out
+	out=$(cd "$work/peers" && node "$2" "$base" "$4" "$3")
+	record "$1" "$3" "$5" "$out"
+}
+
+start=$(date +%s)
+for run in $(seq "$runs"); do
+	for c in 1 20; do
+		turns=$turns1
+		if [ "$c" = 20 ]; then turns=$turns20; fi
+		prof=""
+		if [ "$run" = 1 ] && [ "$c" = 20 ]; then prof=${CPUPROFILE:-}; fi
+		echo "run $run/$runs, c=$c, $turns turns: clientagent ($variants), openai-agents, langgraph$(if [ "$c" = 1 ]; then echo ", raw"; fi)…" >&2
+		for v in $variants; do
+			ours "$v" "$c" "$turns" "$run" "$prof"
+			prof=""
+		done
+		peer openai-agents openai-agents.mjs "$c" "$turns" "$run"
+		peer langgraph langgraph.mjs "$c" "$turns" "$run"
+		if [ "$c" = 1 ]; then peer raw rawbaseline.mjs 1 "$turns" "$run"; fi
+	done
+done
+stats=$(curl -sf "http://$llm_addr/stats")
+echo "done in $(($(date +%s) - start)) s; results: $results" >&2
+
+node - "$results" "$stats" "$poll" "$data_root" <<'TABLE'
+const fs = require("fs");
+const [file, stats, poll, dataRoot] = process.argv.slice(2);
+const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const names = { "clientagent-embedded": "clientagent, embedded Valkey", "clientagent-server": "clientagent, Valkey server",
+  "openai-agents": "OpenAI Agents JS 0.20", langgraph: "LangGraph.js 1.7.3", raw: "bare round trips (no framework)" };
+const ours = ["clientagent-embedded", "clientagent-server"], peers = ["openai-agents", "langgraph"];
+const med = (xs) => { if (!xs.length) return NaN; const s = [...xs].sort((a, b) => a - b), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const fmt = (x) => (Number.isNaN(x) ? "–" : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+const mmm = (xs) => (!xs.length || xs.some(Number.isNaN) ? "–" : `${fmt(Math.min(...xs))} / **${fmt(med(xs))}** / ${fmt(Math.max(...xs))}`);
+const get = (impl, c, k) => rows.filter((r) => r.impl === impl && r.c === c).map((r) => (r.r[k] === undefined ? NaN : Number(r.r[k])));
+const ratio = (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? "–" : fmt(a / b) + "×");
+console.log("| c | implementation | p50 ms | p99 ms | turns/s | RSS MB | p50 ÷ OpenAI Agents | p50 ÷ LangGraph | turns/s ÷ OpenAI Agents | turns/s ÷ LangGraph |");
+console.log("|---|---|---|---|---|---|---|---|---|---|");
+for (const c of [1, 20]) {
+  for (const impl of [...ours, ...peers, "raw"]) {
+    const p50 = get(impl, c, "p50_ms");
+    if (!p50.length) continue;
+    const tps = get(impl, c, "turns_per_s");
+    const r = ours.includes(impl)
+      ? [...peers.map((p) => ratio(med(p50), med(get(p, c, "p50_ms")))), ...peers.map((p) => ratio(med(tps), med(get(p, c, "turns_per_s"))))]
+      : ["", "", "", ""];
+    console.log(`| ${c} | ${names[impl]} | ${mmm(p50)} | ${mmm(get(impl, c, "p99_ms"))} | ${mmm(tps)} | ${mmm(get(impl, c, "rss_mb"))} | ${r.join(" | ")} |`);
+    if (ours.includes(impl)) {
+      const cp50 = get(impl, c, "client_p50_ms");
+      console.log(`| ${c} | ↳ the same, as a ${poll} poll saw it | ${mmm(cp50)} | ${mmm(get(impl, c, "client_p99_ms"))} | | | ${peers.map((p) => ratio(med(cp50), med(get(p, c, "p50_ms")))).join(" | ")} | | |`);
+    }
+  }
+}
+const runs = Math.max(...rows.map((r) => r.run));
+console.log(`\nmin / **median** / max of ${runs} run${runs > 1 ? "s" : ""}; turns per run: ${[1, 20].map((c) => `c=${c}: ${rows.find((r) => r.c === c)?.r.turns}`).join(", ")}; ` +
+  `our stack's data folder on ${dataRoot}; our RSS is the stack's (plus the Valkey server's); fakellm: ${stats}`);
+TABLE
