@@ -1,6 +1,8 @@
 package turn
 
 import (
+	"time"
+
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
@@ -21,6 +23,8 @@ type View struct {
 	LLMCalls  int            `json:"llm_calls"`
 	Tokens    int            `json:"tokens"`
 	ExpiresAt string         `json:"expires_at,omitempty"`
+	// EndedAt is when the turn ended (its last write), once it has.
+	EndedAt string `json:"ended_at,omitempty"`
 }
 
 // FormView is the open form of a turn awaiting input.
@@ -71,6 +75,9 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		v.Reply = t.FinalReport
 	case record.StatusFailed, record.StatusExpired, record.StatusSuperseded:
 		v.Reply = t.Error
+	}
+	if t.Status.Final() {
+		v.EndedAt = t.UpdatedAt.Format(time.RFC3339Nano)
 	}
 	if !t.ExpiresAt.IsZero() && t.Status.Waiting() {
 		v.ExpiresAt = t.ExpiresAt.Format(timeLayout)
