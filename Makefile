@@ -26,10 +26,15 @@ npm:
 		if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then npm ci --no-audit --no-fund; fi; \
 	else echo "npm not found: the node-based checks will be skipped (install Node.js 20 and npm)"; fi
 
+# lambda.norpc: the Runtime API loop only (provided.al2023), no net/rpc.
+# grpcnotrace: gRPC without golang.org/x/net/trace, whose html/template
+# would keep every exported method of every type (docs/benchmarks.md).
+LAMBDA_TAGS := lambda.norpc,grpcnotrace
+
 build: ## Lambda bootstraps (arm64, provided.al2023) under bin/<function>/bootstrap, and the CLI
 	@for f in $(FUNCTIONS); do \
-		echo "build $$f"; \
-		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -tags lambda.norpc -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags="-s -w" -tags $(LAMBDA_TAGS) -o bin/$$f/bootstrap ./functions/$$f || exit 1; \
+		wc -c < bin/$$f/bootstrap | awk -v f=$$f '{ printf "build %-10s %5.1f MB\n", f, $$1 / 1000000 }'; \
 	done
 	$(GO) build -o bin/clientagent ./cmd/clientagent
 
@@ -40,8 +45,9 @@ lint:
 fuzz: ## every Fuzz* target of the module, each for FUZZTIME (default 20s); found with go test -list
 	FUZZTIME=$${FUZZTIME:-20s} GO=$(GO) scripts/fuzz.sh
 
-bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per turn)
+bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per turn) and the functions' cold starts
 	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/devstack/
+	$(GO) test -run='^$$' -bench=ColdInit -benchtime=20x ./functions/
 
 .PHONY: bench-peers
 bench-peers: ## ours against OpenAI Agents JS, LangGraph.js and bare round trips on the Popelnase turn (../shared/bench; RUNS, TURNS1, TURNS20, POLL, CPUPROFILE; docs/benchmarks.md)

@@ -127,7 +127,7 @@ func TestFunctionRolesExactActions(t *testing.T) {
 			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage")...),
 		FnValidate:   with(append(demoURL, "s3:PutObject")...),
 		FnInvoke:     with(append(demoURL, "s3:GetObject", "s3:ListBucket", "s3:PutObject")...),
-		FnAppend:     with(append(demoURL, "s3:PutObject")...),
+		FnAppend:     with(demoURL...),
 		FnAwait:      with(),
 		FnDemoAgents: with(),
 	}

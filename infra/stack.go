@@ -95,7 +95,7 @@ type functionSpec struct {
 // platformFunctions are the Lambdas that build pkg/platform from their
 // environment (VALKEY_URL, ARTIFACT_BUCKET, the model) and run in the VPC.
 // invoke is the longest: one specialist call may take 5 minutes
-// (platform.FromEnv's InvokeTimeout) plus the artifact transfers around it.
+// (platform.InvokeTimeout) plus the artifact transfers around it.
 var platformFunctions = []functionSpec{
 	{FnAPI, 512, 29, "HTTP API (API.md); answers task tokens"},
 	{FnLLMStep, 512, 120, "turn step: one LLM call with every tool"},
@@ -292,11 +292,12 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	allow(fns[FnInvoke], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject"}, objects(bucket))
 	allow(fns[FnInvoke], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
 	// Only the handlers that record decisions and calls write the audit
-	// log, and none may read or delete it: validate (approvals, rejections,
-	// superseded and expired batches), append (executed calls), llmstep
-	// (FailTurn keeps the calls of a batch that ran) and api (it records
-	// the failure of a dead execution the same way, turn.RecordFailure).
-	for _, name := range []string{FnValidate, FnAppend, FnLLMStep, FnAPI} {
+	// log, and none may read or delete it: validate (approvals, edits,
+	// rejections, superseded and expired batches), invoke (executed calls:
+	// only it knows a specialist ran), llmstep (FailTurn closes a batch's
+	// unrun calls) and api (it records the failure of a dead execution the
+	// same way, turn.RecordFailure).
+	for _, name := range []string{FnValidate, FnInvoke, FnLLMStep, FnAPI} {
 		allow(fns[name], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
 	}
 

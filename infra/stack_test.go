@@ -1182,8 +1182,9 @@ func TestTemplateIsStable(t *testing.T) {
 
 // DESIGN §7: the audit log outlives the operational record: versioned,
 // never expiring, TLS only (retained in prod: TestEnvironmentDifferences);
-// the handlers that write audit events (validate, append, llmstep's
-// FailTurn and api's RecordFailure, which close a batch) may only put.
+// the handlers that write audit events (validate, invoke for executed
+// calls, llmstep's FailTurn and api's RecordFailure, which close a batch)
+// may only put, and append, which writes none, may not.
 func TestAuditBucket(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
@@ -1205,7 +1206,7 @@ func TestAuditBucket(t *testing.T) {
 		}
 		got := actionsOn(s.roleStatements(t, fn, "Role"), auditID)
 		var want []string
-		if name == FnValidate || name == FnAppend || name == FnLLMStep || name == FnAPI {
+		if name == FnValidate || name == FnInvoke || name == FnLLMStep || name == FnAPI {
 			want = []string{"s3:PutObject"}
 		}
 		if diff := cmp.Diff(want, got); diff != "" {

@@ -1,9 +1,25 @@
 // Command append is the Lambda function of the turn state machine's Append step
-// (statemachine/turn.asl.json); the logic is turn.Handlers.Append.
+// (statemachine/turn.asl.json); the logic is turn.Handlers.Append, which
+// reads the record and the tool catalogue (the agent cards, cached in
+// Valkey) and writes the record.
 package main
 
-import "github.com/clientagent/clientagent/pkg/platform"
+import (
+	"context"
+
+	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
 
 func main() {
-	platform.StartLambda(func(p *platform.Lambda) any { return p.Handlers.Append })
+	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
+		h, err := env.Handlers()
+		if err != nil {
+			return nil, err
+		}
+		if h.Catalogs, err = env.Catalogs(ctx); err != nil {
+			return nil, err
+		}
+		return turn.JSON(h.Append), nil
+	})
 }

@@ -1,9 +1,21 @@
 // Command await is the Lambda function of the turn state machine's Await step
-// (statemachine/turn.asl.json); the logic is turn.Handlers.Await.
+// (statemachine/turn.asl.json); the logic is turn.Handlers.Await, which
+// reads and writes the record in Valkey and nothing else.
 package main
 
-import "github.com/clientagent/clientagent/pkg/platform"
+import (
+	"context"
+
+	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
 
 func main() {
-	platform.StartLambda(func(p *platform.Lambda) any { return p.Handlers.Await })
+	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
+		h, err := env.Handlers()
+		if err != nil {
+			return nil, err
+		}
+		return turn.JSON(h.Await), nil
+	})
 }

@@ -27,12 +27,12 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
-	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 )
 
 func main() {
-	logger := platform.LambdaLogger(os.Getenv)
+	logger := lambdalog.New(os.Getenv)
 	slog.SetDefault(logger)
 
 	timeout := 30 * time.Second

@@ -1,9 +1,38 @@
 // Command invoke is the Lambda function of the turn state machine's Invoke step
-// (statemachine/turn.asl.json); the logic is turn.Handlers.Invoke.
+// (statemachine/turn.asl.json); the logic is turn.Handlers.Invoke: the
+// record, the tool catalogue, the A2A invoker with the artifacts in S3, and
+// the audit log of executed calls. It has no model.
 package main
 
-import "github.com/clientagent/clientagent/pkg/platform"
+import (
+	"context"
+
+	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/awsenv"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
 
 func main() {
-	platform.StartLambda(func(p *platform.Lambda) any { return p.Handlers.Invoke })
+	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
+		h, err := env.Handlers()
+		if err != nil {
+			return nil, err
+		}
+		if h.Catalogs, err = env.Catalogs(ctx); err != nil {
+			return nil, err
+		}
+		aws, err := awsenv.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		arts, err := aws.Artifacts(env.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		if h.Invoker, err = env.Invoker(ctx, arts); err != nil {
+			return nil, err
+		}
+		h.Audit = aws.Audit(env.Getenv)
+		return turn.JSON(h.Invoke), nil
+	})
 }

@@ -1,14 +1,37 @@
 // Command llmstep is the Lambda function of the turn state machine's LLMStep
 // and FailTurn steps (statemachine/turn.asl.json), and the target of the
 // stack's rule on execution status changes; the logic is
-// turn.Handlers.LLMStep and turn.Handlers.ExecutionEnded.
+// turn.Handlers.LLMStep and turn.Handlers.ExecutionEnded: the record, the
+// tool catalogue, the model (pkg/llm/llmconfig) and the audit log (FailTurn
+// closes a batch). It has no A2A invoker.
 package main
 
 import (
+	"context"
+
+	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
 func main() {
-	platform.StartLambda(func(p *platform.Lambda) any { return turn.LLMStepOrEvent(p.Handlers) })
+	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
+		h, err := env.Handlers()
+		if err != nil {
+			return nil, err
+		}
+		if h.Catalogs, err = env.Catalogs(ctx); err != nil {
+			return nil, err
+		}
+		if h.LLM, _, err = llmconfig.FromEnvContext(ctx, env.Getenv); err != nil {
+			return nil, err
+		}
+		aws, err := awsenv.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h.Audit = aws.Audit(env.Getenv)
+		return turn.LLMStepOrEvent(h), nil
+	})
 }

@@ -1,9 +1,31 @@
 // Command validate is the Lambda function of the turn state machine's Validate step
-// (statemachine/turn.asl.json); the logic is turn.Handlers.Validate.
+// (statemachine/turn.asl.json); the logic is turn.Handlers.Validate: the
+// record, the tool catalogue and the audit log of the user's decisions. It
+// has no model and no A2A client.
 package main
 
-import "github.com/clientagent/clientagent/pkg/platform"
+import (
+	"context"
+
+	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/awsenv"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
 
 func main() {
-	platform.StartLambda(func(p *platform.Lambda) any { return p.Handlers.Validate })
+	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
+		h, err := env.Handlers()
+		if err != nil {
+			return nil, err
+		}
+		if h.Catalogs, err = env.Catalogs(ctx); err != nil {
+			return nil, err
+		}
+		aws, err := awsenv.Load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		h.Audit = aws.Audit(env.Getenv)
+		return turn.JSON(h.Validate), nil
+	})
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/record/valkey/embedded"
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/web"
@@ -127,7 +128,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}()
 
-	rdb, closeRDB, err := valkey.Open(ctx, cfg.ValkeyURL)
+	openValkey := func(ctx context.Context) (redis.UniversalClient, func(), error) {
+		return valkey.Open(ctx, cfg.ValkeyURL)
+	}
+	if cfg.ValkeyURL == "" {
+		openValkey = embedded.Open
+	}
+	rdb, closeRDB, err := openValkey(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("valkey: %w", err)
 	}

@@ -2,112 +2,156 @@ package platform
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
-	"github.com/clientagent/clientagent/pkg/artifact/s3store"
-	"github.com/clientagent/clientagent/pkg/audit"
-	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
+	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/turn"
 )
 
-// Lambda is what every Lambda function of the platform builds once, at
-// cold start, from its environment:
+// InvokeTimeout bounds one specialist call of a Lambda function (the
+// invoke function's own timeout is longer: infra/).
+const InvokeTimeout = 5 * time.Minute
+
+// Env builds, at a Lambda function's cold start, the parts of the platform
+// that the function's role uses, and nothing else (CONVENTIONS rule 1): a
+// step's turn.Handlers get only the fields its handler reaches. It reads:
 //
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
-//	ARTIFACT_BUCKET      the S3 bucket of artifacts (required)
-//	AUDIT_BUCKET         the S3 bucket of the audit log (versioned, never expires)
-//	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated
-//	CLIENTAGENT_WORKFLOWS_DIR   a folder of workflow templates (default: the built-in examples)
+//	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated (the tool catalogue)
+//	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agents.ClientFromEnv)
+//	CLIENTAGENT_WORKFLOWS_DIR      a folder of workflow templates (default: the built-in examples)
 //	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
-//	CLIENTAGENT_LLM, CLIENTAGENT_MODEL, OPENAI_BASE_URL …  the model (pkg/llm/llmconfig)
-//	CLIENTAGENT_MAX_LLM_CALLS …                            the turn limits (LimitsFromEnv)
-type Lambda struct {
-	*Platform
-	Artifacts artifact.Store
-	Logger    *slog.Logger
+//	CLIENTAGENT_MAX_LLM_CALLS …    the turn limits (LimitsFromEnv)
+//	AWS_LAMBDA_LOG_LEVEL           the log level (pkg/platform/lambdalog)
+//
+// The S3 pieces (artifacts, the audit log) are pkg/platform/awsenv's and
+// the model is pkg/llm/llmconfig's, so that a function without them does
+// not link them. An Env is for one goroutine: the cold start.
+type Env struct {
+	Getenv func(string) string
+	Logger *slog.Logger
+
+	rdb         redis.UniversalClient
+	agentClient *http.Client
+	agentAuth   bool // agentClient was made
 }
 
-// FromEnv builds the platform for a Lambda function.
-func FromEnv(ctx context.Context) (*Lambda, error) {
-	log := LambdaLogger(os.Getenv)
-	url := os.Getenv("VALKEY_URL")
-	bucket := os.Getenv("ARTIFACT_BUCKET")
-	if url == "" || bucket == "" {
-		return nil, errors.New("VALKEY_URL and ARTIFACT_BUCKET must be set")
+// NewEnv is the Env of the environment getenv reads.
+func NewEnv(getenv func(string) string) *Env {
+	return &Env{Getenv: getenv, Logger: lambdalog.New(getenv)}
+}
+
+// Valkey is the client of VALKEY_URL, made once. It does not contact the
+// server: a store that is down at cold start is the first step's
+// TransientError, which the state machine retries, not a function that
+// cannot start.
+func (e *Env) Valkey() (redis.UniversalClient, error) {
+	if e.rdb != nil {
+		return e.rdb, nil
 	}
-	rdb, _, err := valkey.Open(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("valkey: %w", err)
+	u := e.Getenv("VALKEY_URL")
+	if u == "" {
+		return nil, fmt.Errorf("VALKEY_URL must be set")
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
-	}
-	s3c := s3.NewFromConfig(awsCfg)
-	arts := s3store.New(s3c, bucket, os.Getenv("ARTIFACT_PREFIX"))
-	var auditLog audit.Log
-	if b := os.Getenv("AUDIT_BUCKET"); b != "" {
-		auditLog = audit.S3{API: s3c, Bucket: b}
-	}
-	model, _, err := llmconfig.FromEnv(os.Getenv)
+	rdb, err := valkey.NewClient(u)
 	if err != nil {
 		return nil, err
 	}
-	limits, err := LimitsFromEnv(os.Getenv)
+	e.rdb = rdb
+	return rdb, nil
+}
+
+// Handlers are the step handlers with what every step uses: the record
+// store in Valkey, the turn limits and the logger. The caller adds what
+// its role's handler reaches (Catalogs, Invoker, Audit, LLM); the rest
+// stays nil.
+func (e *Env) Handlers() (*turn.Handlers, error) {
+	rdb, err := e.Valkey()
 	if err != nil {
 		return nil, err
 	}
-	p, err := New(Config{
-		Agents:          agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
-		Limits:          limits,
-		InvokeTimeout:   5 * time.Minute,
-		PublicFilesOnly: os.Getenv("CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS") == "",
-		Audit:           auditLog,
-		WorkflowsDir:    os.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
-		Logger:          log,
-	}, rdb, arts, model)
+	limits, err := LimitsFromEnv(e.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	return &Lambda{Platform: p, Artifacts: arts, Logger: log}, nil
+	cfg := e.config()
+	cfg.Limits = limits
+	return newHandlers(cfg, valkey.New(rdb, valkey.Options{})), nil
 }
 
-// LambdaLogger logs JSON to stdout at the level Lambda's log controls set
-// (AWS_LAMBDA_LOG_LEVEL: TRACE, DEBUG, INFO, WARN, ERROR, FATAL; the
-// stack sets it per environment), INFO when unset. Lambda drops records
-// below that level anyway; not producing them saves the work.
-func LambdaLogger(getenv func(string) string) *slog.Logger {
-	level := slog.LevelInfo
-	switch strings.ToUpper(getenv("AWS_LAMBDA_LOG_LEVEL")) {
-	case "TRACE", "DEBUG":
-		level = slog.LevelDebug
-	case "WARN":
-		level = slog.LevelWarn
-	case "ERROR", "FATAL":
-		level = slog.LevelError
-	}
-	return slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: level}))
-}
-
-// StartLambda builds the platform from the environment once, at cold start,
-// and serves the handler handler picks from it (a turn.Handlers method).
-// It does not return.
-func StartLambda(handler func(*Lambda) any) {
-	p, err := FromEnv(context.Background())
+// Catalogs is the tool catalogue: the agent cards of CLIENTAGENT_AGENTS
+// (cached in Valkey, fetched when stale) and the workflow templates.
+func (e *Env) Catalogs(ctx context.Context) (*Catalogs, error) {
+	rdb, err := e.Valkey()
 	if err != nil {
-		slog.Error("cold start", "error", err)
+		return nil, err
+	}
+	cfg := e.config()
+	workflows, err := loadWorkflows(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.AgentClient, err = e.AgentClient(ctx); err != nil {
+		return nil, err
+	}
+	return newCatalogs(cfg, rdb, workflows), nil
+}
+
+// Invoker is the A2A invoker, storing what specialists return in arts.
+func (e *Env) Invoker(ctx context.Context, arts artifact.Store) (*agents.Invoker, error) {
+	cfg := e.config()
+	var err error
+	if cfg.AgentClient, err = e.AgentClient(ctx); err != nil {
+		return nil, err
+	}
+	return newInvoker(cfg, arts), nil
+}
+
+// AgentClient is the HTTP client of card fetches and A2A calls that
+// CLIENTAGENT_AGENT_AUTH asks for (nil: Go's default), made once.
+func (e *Env) AgentClient(ctx context.Context) (*http.Client, error) {
+	if !e.agentAuth {
+		c, err := agents.ClientFromEnv(ctx, e.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		e.agentClient, e.agentAuth = c, true
+	}
+	return e.agentClient, nil
+}
+
+// config is the part of Config the environment sets for every role.
+func (e *Env) config() Config {
+	return Config{
+		Agents:            agents.ParseAgentList(e.Getenv("CLIENTAGENT_AGENTS")),
+		InvokeTimeout:     InvokeTimeout,
+		AllowPrivateFiles: e.Getenv("CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS") != "",
+		WorkflowsDir:      e.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
+		Logger:            e.Logger,
+	}
+}
+
+// Start builds a function's handler once, at cold start, from the
+// process's environment, and serves it with lambda.Start. A handler that
+// cannot be built (a configuration error) is logged, and the process
+// exits: Lambda reports Runtime.ExitError. It does not return.
+func Start(build func(ctx context.Context, env *Env) (any, error)) {
+	env := NewEnv(os.Getenv)
+	slog.SetDefault(env.Logger)
+	h, err := build(context.Background(), env)
+	if err != nil {
+		env.Logger.Error("cold start", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(handler(p))
+	lambda.Start(h)
 }

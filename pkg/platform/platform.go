@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
@@ -41,9 +43,15 @@ type Config struct {
 	CatalogTTL time.Duration
 	// InvokeTimeout bounds one specialist call.
 	InvokeTimeout time.Duration
-	// PublicFilesOnly refuses file URLs from specialists that point at
-	// loopback, private or link-local addresses (on AWS).
-	PublicFilesOnly bool
+	// AgentClient carries agent-card fetches and A2A calls (nil: Go's
+	// default client); on AWS it may sign them (agents.ClientFromEnv).
+	AgentClient *http.Client
+	// FileOrigins are origins (scheme://host:port) a specialist's file URL
+	// may point at beside public addresses, e.g. the local stack's own URL;
+	// AllowPrivateFiles turns the public-address check off
+	// (agents.InvokerOptions).
+	FileOrigins       []string
+	AllowPrivateFiles bool
 	// Audit keeps approvals and executed calls durably (nil: none).
 	Audit audit.Log
 	// WorkflowsDir is the folder of workflow templates (*.json); empty:
@@ -101,12 +109,31 @@ type Platform struct {
 	Handlers *turn.Handlers
 }
 
-// New builds the platform on a Valkey client, an artifact store and a model.
+// New builds the whole platform on a Valkey client, an artifact store and a
+// model: every handler has every dependency. The local stack runs all the
+// steps in one process; a Lambda function builds only its role's part
+// (Env).
 func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.Provider) (*Platform, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	}
+	workflows, err := loadWorkflows(cfg)
+	if err != nil {
+		return nil, err
+	}
+	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL})
+	cfg.Logger = log
+	cats := newCatalogs(cfg, rdb, workflows)
+	inv := newInvoker(cfg, arts)
+	h := newHandlers(cfg, store)
+	h.LLM, h.Catalogs, h.Invoker, h.Audit = model, cats, inv, cfg.Audit
+	return &Platform{Store: store, Registry: cats.Registry, Invoker: inv, Catalogs: cats, Handlers: h}, nil
+}
+
+// loadWorkflows reads the workflow templates of cfg.WorkflowsDir, or the
+// built-in examples.
+func loadWorkflows(cfg Config) ([]catalog.Workflow, error) {
 	wfFS, wfDir := fs.FS(clientagent.Workflows), clientagent.WorkflowsDir
 	if cfg.WorkflowsDir != "" {
 		wfFS, wfDir = os.DirFS(cfg.WorkflowsDir), "."
@@ -115,21 +142,30 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	if err != nil {
 		return nil, fmt.Errorf("load workflow templates: %w", err)
 	}
-	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL})
-	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, Logger: log})
-	inv := agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, Timeout: cfg.InvokeTimeout, PublicFilesOnly: cfg.PublicFilesOnly, Logger: log})
-	cats := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: log}
+	return workflows, nil
+}
+
+// newCatalogs is the tool catalogue over the agent cards of cfg.Agents,
+// cached in rdb.
+func newCatalogs(cfg Config, rdb redis.UniversalClient, workflows []catalog.Workflow) *Catalogs {
+	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, HTTPClient: cfg.AgentClient, Logger: cfg.Logger})
+	return &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: cfg.Logger}
+}
+
+// newInvoker is the A2A invoker, storing what specialists return in arts.
+func newInvoker(cfg Config, arts artifact.Store) *agents.Invoker {
+	return agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, HTTPClient: cfg.AgentClient, Timeout: cfg.InvokeTimeout,
+		FileOrigins: cfg.FileOrigins, AllowPrivateFiles: cfg.AllowPrivateFiles, Logger: cfg.Logger})
+}
+
+// newHandlers are the step handlers with what every step uses (the store,
+// the limits, the logger); each role adds its own dependencies.
+func newHandlers(cfg Config, store record.Store) *turn.Handlers {
 	limits := cfg.Limits
 	if limits == (turn.Limits{}) {
 		limits = turn.DefaultLimits()
 	}
-	return &Platform{
-		Store:    store,
-		Registry: reg,
-		Invoker:  inv,
-		Catalogs: cats,
-		Handlers: &turn.Handlers{Store: store, LLM: model, Catalogs: cats, Invoker: inv, Audit: cfg.Audit, Limits: limits, CallTimeout: cfg.InvokeTimeout, Logger: log},
-	}, nil
+	return &turn.Handlers{Store: store, Limits: limits, CallTimeout: cfg.InvokeTimeout, Logger: cfg.Logger}
 }
 
 // Catalogs builds the tool catalogue from the registry's capabilities and

@@ -1,9 +1,13 @@
 package platform
 
 import (
-	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/turn"
 )
 
 func TestLimitsFromEnv(t *testing.T) {
@@ -55,28 +59,63 @@ func TestLimitsFromEnv(t *testing.T) {
 	}
 }
 
-// Issue 7: the stack sets Lambda's application log level per environment
-// (AWS_LAMBDA_LOG_LEVEL); the functions log at that level.
-func TestLambdaLogger(t *testing.T) {
+// Issue 13: a Lambda function builds only its role's part. Env.Handlers has
+// what every step uses, and nothing a role must add itself; it does not
+// contact Valkey, so a store that is down at cold start is a step's
+// TransientError rather than a function that cannot start.
+func TestEnvHandlers(t *testing.T) {
 	t.Parallel()
+	env := func(kv map[string]string) *Env { return NewEnv(func(k string) string { return kv[k] }) }
+	h, err := env(map[string]string{"VALKEY_URL": "redis://127.0.0.1:1/0"}).Handlers()
+	if err != nil {
+		t.Fatalf("Handlers() with an unreachable server = %v, want no error (no contact at cold start)", err)
+	}
+	if h.Store == nil || h.Logger == nil || h.Limits != turn.DefaultLimits() || h.CallTimeout != InvokeTimeout {
+		t.Errorf("Handlers() = %+v, want the store, the logger, the default limits and InvokeTimeout", h)
+	}
+	if h.LLM != nil || h.Catalogs != nil || h.Invoker != nil || h.Audit != nil {
+		t.Errorf("Handlers() = %+v, want no model, catalogue, invoker or audit log (each role adds its own)", h)
+	}
+
 	tests := []struct {
-		env  string
-		want slog.Level
+		name string
+		env  map[string]string
+		want string
 	}{
-		{"", slog.LevelInfo}, {"DEBUG", slog.LevelDebug}, {"trace", slog.LevelDebug},
-		{"INFO", slog.LevelInfo}, {"WARN", slog.LevelWarn}, {"ERROR", slog.LevelError}, {"FATAL", slog.LevelError},
+		{"no URL", nil, "VALKEY_URL"},
+		{"bad URL", map[string]string{"VALKEY_URL": "http://nope"}, "valkey"},
+		{"bad limits", map[string]string{"VALKEY_URL": "redis://127.0.0.1:1/0", "CLIENTAGENT_MAX_LLM_CALLS": "many"}, "CLIENTAGENT_MAX_LLM_CALLS"},
 	}
 	for _, tt := range tests {
-		l := LambdaLogger(func(k string) string {
-			if k == "AWS_LAMBDA_LOG_LEVEL" {
-				return tt.env
-			}
-			return ""
-		})
-		for _, lv := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError} {
-			if got, want := l.Enabled(t.Context(), lv), lv >= tt.want; got != want {
-				t.Errorf("LambdaLogger(%q).Enabled(%v) = %v, want %v", tt.env, lv, got, want)
-			}
+		if _, err := env(tt.env).Handlers(); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: Handlers() = %v, want an error naming %s", tt.name, err, tt.want)
+		}
+	}
+}
+
+func TestEnvCatalogs(t *testing.T) {
+	t.Parallel()
+	env := func(kv map[string]string) *Env {
+		kv["VALKEY_URL"] = "redis://127.0.0.1:1/0"
+		return NewEnv(func(k string) string { return kv[k] })
+	}
+	c, err := env(map[string]string{"CLIENTAGENT_AGENTS": "http://a.example/agents/svg, http://b.example/x/"}).Catalogs(t.Context())
+	if err != nil {
+		t.Fatalf("Catalogs() = %v", err)
+	}
+	if got := c.Registry.URLs(); len(got) != 2 || len(c.Workflows) == 0 {
+		t.Errorf("Catalogs() = agents %v, %d workflows; want 2 agents and the built-in workflows", got, len(c.Workflows))
+	}
+	bad := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bad, "broken.json"), []byte("{"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, kv := range map[string]map[string]string{
+		"agent auth":       {"CLIENTAGENT_AGENT_AUTH": "basic"},
+		"broken templates": {"CLIENTAGENT_WORKFLOWS_DIR": bad},
+	} {
+		if _, err := env(kv).Catalogs(t.Context()); err == nil {
+			t.Errorf("Catalogs(%s %v) = nil error, want an error", name, kv)
 		}
 	}
 }

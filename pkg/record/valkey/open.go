@@ -2,11 +2,11 @@ package valkey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,78 +41,71 @@ func timeouts(q url.Values, dial, read, write, pool *time.Duration, retries *int
 	}
 }
 
-// Open connects to the Valkey/Redis at rawURL and returns the client and a
-// function that closes it. An empty rawURL starts an embedded server
-// (miniredis) for the local stack and tests; closing stops it. Otherwise
-// rawURL is redis:// or rediss:// (TLS) as redis.ParseURL reads it; the
-// query parameter cluster=true selects a cluster client (ElastiCache
-// Serverless), with more seed nodes given as addr=host:port. Read and write
-// timeouts default to IOTimeout (a URL's read_timeout/write_timeout win
-// when positive), and the server is pinged before Open returns.
+// ErrNoURL is Open's and NewClient's error for an empty URL. The embedded
+// server of the local stack and tests is pkg/record/valkey/embedded: it
+// lives apart so that no Lambda binary links it.
+var ErrNoURL = errors.New("open valkey: no URL (the embedded server is pkg/record/valkey/embedded)")
+
+// Open connects to the Valkey/Redis at rawURL (see NewClient) and returns
+// the client and a function that closes it; the server is pinged before
+// Open returns.
 func Open(ctx context.Context, rawURL string) (redis.UniversalClient, func(), error) {
-	if rawURL == "" {
-		mr := miniredis.NewMiniRedis()
-		if err := mr.Start(); err != nil {
-			return nil, nil, fmt.Errorf("start embedded valkey: %w", err)
-		}
-		c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: DialTimeout, ReadTimeout: IOTimeout, WriteTimeout: IOTimeout, PoolTimeout: PoolTimeout, MaxRetries: MaxRetries})
-		stop := expireInRealTime(mr)
-		return c, func() { stop(); _ = c.Close(); mr.Close() }, nil
-	}
-	u, err := url.Parse(rawURL)
+	c, err := NewClient(rawURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open valkey: parse url: %w", err)
-	}
-	q := u.Query()
-	cluster := q.Get("cluster") == "true" || q.Get("cluster") == "1"
-	q.Del("cluster")
-	u.RawQuery = q.Encode()
-	var c redis.UniversalClient
-	if cluster {
-		o, err := redis.ParseClusterURL(u.String())
-		if err != nil {
-			return nil, nil, fmt.Errorf("open valkey: %w", err)
-		}
-		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
-		c = redis.NewClusterClient(o)
-	} else {
-		o, err := redis.ParseURL(u.String())
-		if err != nil {
-			return nil, nil, fmt.Errorf("open valkey: %w", err)
-		}
-		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
-		c = redis.NewClient(o)
+		return nil, nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
 	if err := c.Ping(pctx).Err(); err != nil {
 		_ = c.Close()
-		return nil, nil, fmt.Errorf("open valkey %s: ping: %w", u.Redacted(), err)
+		return nil, nil, fmt.Errorf("open valkey %s: ping: %w", redactedURL(rawURL), err)
 	}
 	return c, func() { _ = c.Close() }, nil
 }
 
-// embeddedTick is how often the embedded server's clock follows real time.
-const embeddedTick = 100 * time.Millisecond
-
-// expireInRealTime moves miniredis's clock, which only moves when told to,
-// with real time, so keys expire in a long `make run` as they do in Valkey
-// (a conversation's idle TTL, the card cache). It returns a stop function.
-func expireInRealTime(mr *miniredis.Miniredis) func() {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(embeddedTick)
-		defer t.Stop()
-		last := time.Now()
-		for {
-			select {
-			case <-done:
-				return
-			case now := <-t.C:
-				mr.FastForward(now.Sub(last))
-				last = now
-			}
+// NewClient returns a client of the Valkey/Redis at rawURL without
+// contacting it: the first command dials. rawURL is redis:// or rediss://
+// (TLS) as redis.ParseURL reads it; the query parameter cluster=true
+// selects a cluster client (ElastiCache Serverless), with more seed nodes
+// given as addr=host:port. Timeouts default to DialTimeout, IOTimeout and
+// PoolTimeout, and retries to MaxRetries; a URL's dial_timeout,
+// read_timeout, write_timeout, pool_timeout and max_retries win. A Lambda
+// function builds its client with NewClient at cold start, so a store that
+// is down then is a step's TransientError (retried by the state machine)
+// rather than a function that cannot start.
+func NewClient(rawURL string) (redis.UniversalClient, error) {
+	if rawURL == "" {
+		return nil, ErrNoURL
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open valkey: parse url: %w", err)
+	}
+	q := u.Query()
+	cluster := q.Get("cluster") == "true" || q.Get("cluster") == "1"
+	q.Del("cluster")
+	u.RawQuery = q.Encode()
+	if cluster {
+		o, err := redis.ParseClusterURL(u.String())
+		if err != nil {
+			return nil, fmt.Errorf("open valkey: %w", err)
 		}
-	}()
-	return func() { close(done) }
+		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
+		return redis.NewClusterClient(o), nil
+	}
+	o, err := redis.ParseURL(u.String())
+	if err != nil {
+		return nil, fmt.Errorf("open valkey: %w", err)
+	}
+	timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
+	return redis.NewClient(o), nil
+}
+
+// redactedURL is rawURL without its password, for errors and logs.
+func redactedURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
 }

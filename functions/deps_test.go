@@ -1,0 +1,131 @@
+package functions_test
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Package paths (prefixes) a function may link only when its role uses them
+// (CONVENTIONS rule 1).
+const (
+	openAI        = "github.com/openai/openai-go"
+	bedrock       = "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	secrets       = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	llmconfig     = "github.com/clientagent/clientagent/pkg/llm/llmconfig"
+	sfnClient     = "github.com/aws/aws-sdk-go-v2/service/sfn"
+	a2aServer     = "github.com/a2aproject/a2a-go/a2asrv"
+	a2aClient     = "github.com/a2aproject/a2a-go/a2aclient"
+	grpc          = "google.golang.org/grpc"
+	miniredis     = "github.com/alicebob/miniredis"
+	lua           = "github.com/yuin/gopher-lua"
+	demoAgentsPkg = "github.com/clientagent/clientagent/pkg/demoagents"
+	localStack    = "github.com/clientagent/clientagent/pkg/devstack"
+	localEngine   = "github.com/clientagent/clientagent/pkg/sfnlocal"
+	embeddedStore = "github.com/clientagent/clientagent/pkg/record/valkey/embedded"
+	awsSDK        = "github.com/aws/aws-sdk-go-v2"
+	awsenv        = "github.com/clientagent/clientagent/pkg/platform/awsenv"
+	turnSteps     = "github.com/clientagent/clientagent/pkg/turn"
+)
+
+// mustNotLink is, for each function, what its binary must not link: the
+// model is llmstep's alone, Step Functions the API's, the S3 wiring neither
+// await's nor append's, the A2A server the demo agents' (which link none of the
+// platform), and the embedded Valkey and the local engine nobody's.
+var mustNotLink = map[string][]string{
+	"api":        {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg},
+	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},
+	"validate":   {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg},
+	"invoke":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg},
+	"append":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
+	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
+	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, grpc, awsSDK, turnSteps},
+}
+
+// nobody links these.
+var noFunctionLinks = []string{miniredis, lua, embeddedStore, localStack, localEngine}
+
+// pending are links that are wrong but wait on another package's change.
+// The test fails when one of them is gone, so that it moves to mustNotLink
+// and stays gone.
+var pending = []struct{ fn, pkg, why string }{
+	{"await", a2aClient, agentsSplit}, {"await", grpc, agentsSplit},
+	{"append", a2aClient, agentsSplit}, {"append", grpc, agentsSplit},
+	{"validate", a2aClient, agentsSplit}, {"validate", grpc, agentsSplit},
+	{"llmstep", a2aClient, agentsSplit}, {"llmstep", grpc, agentsSplit},
+	{"api", a2aClient, agentsSplit}, {"api", grpc, agentsSplit},
+}
+
+const agentsSplit = "pkg/turn imports pkg/agents (for agents.Call), whose invoke.go holds the A2A client and gRPC beside the card registry"
+
+// Issue 13: each function links what its role uses and nothing of the
+// others' (go list over the deployed build: linux/arm64, LAMBDA_TAGS).
+func TestFunctionsLinkOnlyTheirRole(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("go is not on PATH: cannot list the functions' dependencies")
+	}
+	var mains []string
+	for fn := range mustNotLink {
+		mains = append(mains, "./"+fn)
+	}
+	cmd := exec.Command("go", append([]string{"list", "-tags", buildTags, "-f", "{{.ImportPath}} {{join .Deps \" \"}}"}, mains...)...)
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	deps := map[string][]string{} // function → its packages
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) > 0 {
+			deps[filepath.Base(f[0])] = f[1:]
+		}
+	}
+	links := func(fn, prefix string) string {
+		for _, p := range deps[fn] {
+			if p == prefix || strings.HasPrefix(p, prefix+"/") {
+				return p
+			}
+		}
+		return ""
+	}
+	for fn, banned := range mustNotLink {
+		if len(deps[fn]) == 0 {
+			t.Errorf("go list printed no dependencies of ./functions/%s", fn)
+			continue
+		}
+		for _, b := range append(banned, noFunctionLinks...) {
+			if p := links(fn, b); p != "" {
+				t.Errorf("functions/%s links %s (%s), which its role does not use", fn, p, b)
+			}
+		}
+	}
+	for _, p := range pending {
+		if links(p.fn, p.pkg) == "" {
+			t.Errorf("functions/%s no longer links %s: move it from pending to mustNotLink", p.fn, p.pkg)
+		}
+	}
+}
+
+// The runtime tests build with the tags the Makefile deploys with.
+func TestMakefileBuildsWithTheseTags(t *testing.T) {
+	t.Parallel()
+	mk, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^LAMBDA_TAGS\s*:?=\s*`+regexp.QuoteMeta(buildTags)+`\s*$`).Match(mk) ||
+		!bytes.Contains(mk, []byte("-tags $(LAMBDA_TAGS)")) {
+		t.Errorf("Makefile: want LAMBDA_TAGS := %s used by the build as -tags $(LAMBDA_TAGS)", buildTags)
+	}
+}
