@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 
@@ -414,6 +415,14 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		t.Status, t.Error = record.StatusFailed, "The turn could not be started; please send the message again."
 		if serr := s.Store.SaveTurn(ctx, conv.Meta.ID, t); serr != nil {
 			s.log().ErrorContext(ctx, "mark unstarted turn failed", "turn", t.ID, "error", serr)
+		}
+		var re *awshttp.ResponseError
+		if errors.As(err, &re) && (re.HTTPStatusCode() >= 500 || re.HTTPStatusCode() == http.StatusTooManyRequests) {
+			// Step Functions (or the local engine's store) is briefly
+			// unavailable: the message is kept and may be sent again.
+			s.log().WarnContext(ctx, "start execution unavailable", "turn", t.ID, "error", err.Error())
+			return &Error{Status: http.StatusServiceUnavailable, Code: "service_unavailable", RetryAfter: 2 * time.Second,
+				Message: "the turn could not be started right now (the workflow service is unavailable); send the message again shortly"}
 		}
 		return fmt.Errorf("start execution %s: %w", t.ID, err)
 	}

@@ -70,6 +70,14 @@ type Config struct {
 	Limits turn.Limits
 	// WorkflowsDir is the folder of workflow templates (empty: the built-in examples).
 	WorkflowsDir string
+	// FastAgents serves demoagents.FastHandler in place of the demo
+	// specialists (same cards and URLs, answers at once, keeps nothing),
+	// for load runs (docs/benchmarks.md).
+	FastAgents bool
+	// Retention is how long the engine keeps an ended execution's history
+	// in the store (default 1h: with the embedded Valkey it shares this
+	// process's memory).
+	Retention time.Duration
 	// Clock drives the engine's timers (tests use a fake clock for expiry).
 	Clock  sfnlocal.Clock
 	Logger *slog.Logger
@@ -160,7 +168,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// (which are other services) get clients of their own, so the platform's
 	// Valkey traffic can be measured alone (docs/benchmarks.md).
 	engineRDB, agentsRDB := st.sibling(rdb), st.sibling(rdb)
-	st.engine = sfnlocal.New(sfnlocal.Options{Clock: cfg.Clock, Persist: &sfnlocal.RedisPersister{Client: engineRDB}, Logger: log})
+	if cfg.Retention <= 0 {
+		cfg.Retention = time.Hour
+	}
+	// InvokeTimeout: as Lambda's function timeout, a step's context has a
+	// deadline, so LLM and specialist calls end in time for their outcome
+	// to be stored (turn.withMargin).
+	st.engine = sfnlocal.New(sfnlocal.Options{Clock: cfg.Clock, Persist: &sfnlocal.RedisPersister{Client: engineRDB, Retention: cfg.Retention},
+		InvokeTimeout: 15 * time.Minute, Logger: log})
 	st.Engine = st.engine
 	h := p.Handlers
 	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turn.LLMStepOrEvent(h))
@@ -205,7 +220,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	mux.Handle("/v1/", server.Handler())
 	mux.Handle("/files/", arts.Handler())
 	st.Publications = demoagents.NewRedisLedger(agentsRDB)
-	mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, Logger: log}))
+	if cfg.FastAgents {
+		mux.Handle("/agents/", demoagents.FastHandler(url))
+	} else {
+		mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, Logger: log}))
+	}
 	mux.Handle("/sfn/", requireAccessKey(sfnKey, http.StripPrefix("/sfn", st.engine.HTTPHandler())))
 	mux.Handle("/", web.Handler())
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}

@@ -28,11 +28,18 @@ func Open(ctx context.Context) (redis.UniversalClient, func(), error) {
 	if err := mr.Start(); err != nil {
 		return nil, nil, fmt.Errorf("start embedded valkey: %w", err)
 	}
-	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: valkey.DialTimeout, ReadTimeout: valkey.IOTimeout,
-		WriteTimeout: valkey.IOTimeout, PoolTimeout: valkey.PoolTimeout, MaxRetries: valkey.MaxRetries})
+	// The server shares the process and its CPU: under load (it interprets
+	// every Lua script afresh) a reply can take longer than a real
+	// server's, and it cannot be paused or partitioned away, so its
+	// timeouts are generous; those of a real server stay short (valkey).
+	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: valkey.DialTimeout, ReadTimeout: embeddedTimeout,
+		WriteTimeout: embeddedTimeout, PoolTimeout: embeddedTimeout + time.Second, MaxRetries: valkey.MaxRetries})
 	stop := expireInRealTime(mr)
 	return c, func() { stop(); _ = c.Close(); mr.Close() }, nil
 }
+
+// embeddedTimeout bounds one call to the embedded server.
+const embeddedTimeout = 5 * time.Second
 
 // tick is how often the embedded server's clock follows real time.
 const tick = 100 * time.Millisecond
