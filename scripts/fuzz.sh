@@ -15,7 +15,7 @@ for pkg in $($GO list ./...); do
 	for target in $targets; do
 		ran=$((ran + 1))
 		echo "== $pkg $target ($FUZZTIME)"
-		out=$($GO test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" "$pkg" 2>&1) || { echo "$out"; echo "FAIL: $pkg $target"; status=1; continue; }
+		out=$($GO test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime=5s "$pkg" 2>&1) || { echo "$out"; echo "FAIL: $pkg $target"; status=1; continue; }
 		if grep -q "no fuzz tests to fuzz" <<<"$out"; then
 			echo "$out"; echo "FAIL: $pkg $target did not fuzz"; status=1; continue
 		fi

@@ -6,6 +6,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,7 +16,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -193,19 +196,20 @@ const maxDepth = 32
 var errTooDeep = errorf(http.StatusBadRequest, "invalid_json", fmt.Sprintf("the body is nested deeper than %d levels", maxDepth))
 
 // decode reads a JSON body of at most limit bytes into v: exactly one JSON
-// value (anything but white space after it is 400), no unknown fields, at
-// most maxDepth levels deep.
+// value (anything but white space after it is 400), no unknown fields (names
+// match exactly: encoding/json alone would take "Text" or "teXt" for
+// "text"), at most maxDepth levels deep.
 func decode(r *http.Request, limit int64, v any) error {
 	r.Body = http.MaxBytesReader(nil, r.Body, limit)
 	dec := json.NewDecoder(&depthReader{r: r.Body})
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	var raw json.RawMessage
+	err := dec.Decode(&raw)
 	if err == nil {
 		// One value only: `{"title":"a"} xx` or two objects are not a body.
 		var extra json.RawMessage
 		switch err = dec.Decode(&extra); {
 		case errors.Is(err, io.EOF):
-			return nil
+			return decodeStrict(raw, v)
 		case err == nil:
 			return errorf(http.StatusBadRequest, "invalid_json", "the body has data after its JSON value; send exactly one JSON object")
 		}
@@ -222,6 +226,83 @@ func decode(r *http.Request, limit int64, v any) error {
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is too large")
 	}
 	return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+}
+
+// decodeStrict decodes one JSON value into v, refusing fields v does not
+// have, by their exact names.
+func decodeStrict(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+	}
+	var tree any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+	}
+	if key := inexactField(tree, reflect.TypeOf(v)); key != "" {
+		return errorf(http.StatusBadRequest, "invalid_json", fmt.Sprintf("the body is not valid JSON for this route: json: unknown field %q", key))
+	}
+	return nil
+}
+
+// inexactField returns the first object key in tree that is not the exact
+// JSON name of a field of t where t is a struct (encoding/json matches
+// names without regard to case), or "" when every key is exact.
+func inexactField(tree any, t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch x := tree.(type) {
+	case map[string]any:
+		switch t.Kind() {
+		case reflect.Map:
+			for _, e := range x {
+				if k := inexactField(e, t.Elem()); k != "" {
+					return k
+				}
+			}
+		case reflect.Struct:
+			for k, e := range x {
+				f, ok := fieldByJSONName(t, k)
+				if !ok {
+					return k
+				}
+				if k := inexactField(e, f.Type); k != "" {
+					return k
+				}
+			}
+		}
+	case []any:
+		if t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
+			for _, e := range x {
+				if k := inexactField(e, t.Elem()); k != "" {
+					return k
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// fieldByJSONName finds the field of struct t whose JSON name is exactly name.
+func fieldByJSONName(t reflect.Type, name string) (reflect.StructField, bool) {
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == "-" {
+			continue
+		}
+		if tag == "" {
+			tag = f.Name
+		}
+		if tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 func isMaxBytes(err error) bool {

@@ -9,7 +9,10 @@
 // Fail; Arguments, Output, Assign, Retry, Catch, TimeoutSeconds and
 // HeartbeatSeconds; task tokens; idempotent starts; AWS event histories;
 // persistence of executions (Resume after a restart); and the Step
-// Functions JSON 1.0 HTTP protocol for the aws-sdk-go-v2 sfn client.
+// Functions JSON 1.0 HTTP protocol for the aws-sdk-go-v2 sfn client. As on
+// AWS, an execution's history holds at most MaxHistoryEvents events: a
+// machine that loops forever fails there (States.Runtime) instead of
+// running until the process runs out of memory.
 //
 // It must not pretend: any state type, field or resource it does not
 // implement is rejected when the state machine is created, naming the state

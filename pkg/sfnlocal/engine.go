@@ -369,6 +369,11 @@ func (e *Engine) launch(x *execution, c *cursor) {
 			go e.watchTimeout(ctx, x)
 		}
 		out, serr := e.runGraph(ctx, x, x.sm.root, c)
+		if x.historyFull() {
+			e.log.Info("execution failed", "execution", x.meta.ExecutionArn, "error", ErrNameHistoryFull)
+			e.ended(context.WithoutCancel(ctx), x)
+			return
+		}
 		if e.isClosed() && ctx.Err() != nil {
 			return // process "exit": keep the snapshot for Resume
 		}

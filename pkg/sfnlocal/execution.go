@@ -23,7 +23,18 @@ type execution struct {
 	meta    Execution
 	history []HistoryEvent
 	open    map[string]*openTask // by token
+	// full is set when the history quota ended the execution (event).
+	full bool
 }
+
+// MaxHistoryEvents is Step Functions' hard quota on an execution's history:
+// an event that would be the last one allowed and does not end the
+// execution fails it instead, with ErrNameHistoryFull, which no Retry or
+// Catch sees. A state machine that loops forever ends here, as on AWS.
+const MaxHistoryEvents = 25000
+
+// ErrNameHistoryFull is the error name of an execution the history quota ended.
+const ErrNameHistoryFull = "States.Runtime"
 
 // openTask is a task waiting for SendTaskSuccess/Failure.
 type openTask struct {
@@ -55,7 +66,22 @@ func (x *execution) event(c Clock, ev HistoryEvent) {
 	if x.meta.Status != StatusRunning {
 		return
 	}
+	if len(x.history) >= MaxHistoryEvents-1 {
+		cause := fmt.Sprintf("The execution reached the maximum number of history events (%d).", MaxHistoryEvents)
+		if x.finishLocked(c, StatusFailed, nil, ErrNameHistoryFull, cause) {
+			x.full = true
+			x.cancel()
+		}
+		return
+	}
 	x.appendLocked(c, ev)
+}
+
+// historyFull reports whether the history quota ended the execution.
+func (x *execution) historyFull() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.full
 }
 
 func (x *execution) appendLocked(c Clock, ev HistoryEvent) {
@@ -70,6 +96,10 @@ func (x *execution) appendLocked(c Clock, ev HistoryEvent) {
 func (x *execution) finish(c Clock, status string, output []byte, errName, cause string) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	return x.finishLocked(c, status, output, errName, cause)
+}
+
+func (x *execution) finishLocked(c Clock, status string, output []byte, errName, cause string) bool {
 	if x.meta.Status != StatusRunning {
 		return false
 	}

@@ -72,9 +72,21 @@ type compiled struct {
 	bound map[string]bool
 }
 
+// compileJSONata compiles src. The library's parser panics on some
+// malformed input ("!é" slices its input at -1): that is a syntax error
+// like any other, not a crash of the process.
+func compileJSONata(src string) (prog *jsonata.Expr, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			prog, err = nil, fmt.Errorf("the JSONata parser failed on it: %v", r)
+		}
+	}()
+	return jsonata.Compile(src)
+}
+
 // compileExpr compiles src once, at load.
 func compileExpr(src string) (*expr, error) {
-	prog, err := jsonata.Compile(src)
+	prog, err := compileJSONata(src)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +135,7 @@ func (x *expr) get(bind map[string]any) (*compiled, error) {
 			return c, nil
 		}
 	}
-	prog, err := jsonata.Compile(x.src)
+	prog, err := compileJSONata(x.src)
 	if err != nil {
 		return nil, fmt.Errorf("compile %q: %w", x.src, err)
 	}
