@@ -19,7 +19,9 @@ for pkg in $($GO list ./...); do
 		if grep -q "no fuzz tests to fuzz" <<<"$out"; then
 			echo "$out"; echo "FAIL: $pkg $target did not fuzz"; status=1; continue
 		fi
-		grep -E "^fuzz: elapsed|^ok|^PASS" <<<"$out" | tail -2
+		# The last progress line has the executions and new interesting inputs.
+		grep -E "^fuzz: elapsed" <<<"$out" | tail -1
+		grep -E "^ok" <<<"$out" | tail -1
 	done
 done
 if [ "$ran" -eq 0 ]; then
