@@ -39,15 +39,25 @@ func FuzzResponseDecoding(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		resp, err := openai.DecodeResponse(b)
-		var wire struct {
-			Choices []struct {
-				Message struct {
-					ToolCalls []wireCall `json:"tool_calls"`
-				} `json:"message"`
-			} `json:"choices"`
+		// The oracle reads the body with exact key names, as the SDK (and
+		// every provider) does; encoding/json's struct decoding would match
+		// "messAge" to "message".
+		var body map[string]any
+		if json.Unmarshal(b, &body) != nil {
+			return
 		}
-		if json.Unmarshal(b, &wire) != nil || len(wire.Choices) == 0 {
+		choices, _ := body["choices"].([]any)
+		if len(choices) == 0 {
 			return // not a completion: an error or whatever the SDK made of it
+		}
+		first, _ := choices[0].(map[string]any)
+		message, _ := first["message"].(map[string]any)
+		var want []wireCall
+		if rawCalls, ok := message["tool_calls"]; ok {
+			cb, _ := json.Marshal(rawCalls)
+			if json.Unmarshal(cb, &want) != nil || !exactCalls(rawCalls) {
+				return // shapes the oracle does not model exactly
+			}
 		}
 		if err != nil {
 			// The SDK may refuse shapes the lenient oracle accepts; it must
@@ -57,7 +67,6 @@ func FuzzResponseDecoding(f *testing.F) {
 			}
 			return
 		}
-		want := wire.Choices[0].Message.ToolCalls
 		if len(resp.ToolCalls) != len(want) {
 			t.Fatalf("Complete() = %d tool calls, the body has %d: %s", len(resp.ToolCalls), len(want), b)
 		}
@@ -86,4 +95,36 @@ func FuzzResponseDecoding(f *testing.F) {
 			}
 		}
 	})
+}
+
+// exactCalls reports whether every tool call's keys are spelled exactly
+// (so wireCall's case-insensitive decoding read what the SDK reads).
+func exactCalls(v any) bool {
+	calls, ok := v.([]any)
+	if !ok {
+		return false
+	}
+	known := map[string]bool{"id": true, "type": true, "function": true, "name": true, "arguments": true}
+	var exact func(v any) bool
+	exact = func(v any) bool {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return true
+		}
+		for k, e := range m {
+			if !known[k] && known[strings.ToLower(k)] {
+				return false
+			}
+			if k == "function" && !exact(e) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, c := range calls {
+		if !exact(c) {
+			return false
+		}
+	}
+	return true
 }
