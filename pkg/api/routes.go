@@ -30,16 +30,7 @@ import (
 // exactly like a missing one.
 func (s *Server) conversation(ctx context.Context, user, cid, tid string) (*record.Conversation, map[string]record.CallOutcome, error) {
 	conv, outcomes, err := s.Store.Load(ctx, cid, tid)
-	if errors.Is(err, record.ErrNotFound) {
-		return nil, nil, errNotFound
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
-	}
-	if conv.Meta.Owner != user {
-		return nil, nil, errNotFound
-	}
-	return conv, outcomes, nil
+	return owned(user, cid, conv, outcomes, err)
 }
 
 // step loads what one request about cid needs (record.Store.LoadStep): the
@@ -47,6 +38,12 @@ func (s *Server) conversation(ctx context.Context, user, cid, tid string) (*reco
 // checks the owner like conversation.
 func (s *Server) step(ctx context.Context, user, cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, error) {
 	conv, outcomes, err := s.Store.LoadStep(ctx, cid, q)
+	return owned(user, cid, conv, outcomes, err)
+}
+
+// owned is a load's answer for user: someone else's conversation is 404,
+// exactly like a missing one.
+func owned(user, cid string, conv *record.Conversation, outcomes map[string]record.CallOutcome, err error) (*record.Conversation, map[string]record.CallOutcome, error) {
 	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil, errNotFound
 	}

@@ -254,6 +254,21 @@ func (c *client) wait(cid, tid string) turn.View {
 	return turn.View{}
 }
 
+// waitRunning polls the turn until a call of tool shows as running.
+func (c *client) waitRunning(cid, tid, tool string) {
+	c.t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("no %s call of turn %s started", tool, tid)
+		}
+		for _, s := range c.turn(cid, tid).Steps {
+			if s.Tool == tool && s.Status == "running" {
+				return
+			}
+		}
+	}
+}
+
 // boxSVG is a small SVG a specialist can rasterize: a black box.
 const boxSVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 50" width="100" height="50"><rect width="100" height="50" fill="#fff"/><path d="M10 10 L90 10 L90 40 L10 40 Z" fill="#000"/></svg>`
 

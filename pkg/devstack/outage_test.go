@@ -36,16 +36,7 @@ func TestValkeyOutageFailsTurnCleanly(t *testing.T) {
 	})
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
-	deadline := time.Now().Add(10 * time.Second)
-	for running := false; !running; {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never started")
-		}
-		for _, s := range c.turn(cid, tid).Steps {
-			running = running || (s.Tool == "slow_echo" && s.Status == "running")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	c.waitRunning(cid, tid, "slow_echo")
 	mr.Close() // Valkey goes away while the specialist works
 
 	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid

@@ -7,9 +7,7 @@ package devstack
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -20,45 +18,12 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
-
-// realRedis starts a redis-server on a free port for t.
-func realRedis(t *testing.T, args ...string) (string, *os.Process) {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed: skipping the real-server fault test (CI installs it: apt-get install redis-server)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for range 100 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, cmd.Process
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("redis-server on %s did not start", addr)
-	return "", nil
-}
 
 func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 	t.Parallel()
-	addr, proc := realRedis(t)
+	addr, proc := valkeytest.Server(t)
 	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		if len(toolResults(req)) > 0 {
@@ -72,16 +37,7 @@ func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 	})
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
-	deadline := time.Now().Add(10 * time.Second)
-	for running := false; !running; {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never started")
-		}
-		for _, s := range c.turn(cid, tid).Steps {
-			running = running || (s.Tool == "slow_echo" && s.Status == "running")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	c.waitRunning(cid, tid, "slow_echo")
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +68,7 @@ func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 
 func TestFullValkeyServesReads(t *testing.T) {
 	t.Parallel()
-	addr, _ := realRedis(t, "--maxmemory-policy", "noeviction")
+	addr, _ := valkeytest.Server(t, "--maxmemory-policy", "noeviction")
 	st, c := stack(t, &model{decide: func(req llm.Request) *llm.Response { return answer("hello") }}, func(cfg *Config) {
 		cfg.ValkeyURL = "redis://" + addr + "/0"
 	})
@@ -171,7 +127,7 @@ func TestKilledValkeyTurnResumes(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	aof := []string{"--appendonly", "yes", "--appendfsync", "always", "--dir", dir}
-	addr, proc := realRedis(t, aof...)
+	addr, proc := valkeytest.Server(t, aof...)
 	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		if len(toolResults(req)) > 0 {
@@ -185,16 +141,7 @@ func TestKilledValkeyTurnResumes(t *testing.T) {
 	})
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
-	deadline := time.Now().Add(10 * time.Second)
-	for running := false; !running; {
-		if time.Now().After(deadline) {
-			t.Fatal("the call never started")
-		}
-		for _, s := range c.turn(cid, tid).Steps {
-			running = running || (s.Tool == "slow_echo" && s.Status == "running")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	c.waitRunning(cid, tid, "slow_echo")
 	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -565,13 +565,7 @@ func ApplyAnswers(c *catalog.Catalog, pc *record.PendingCall, answers map[string
 	case record.CallInvalid:
 		return fmt.Errorf("answers for %s: %w: %s", pc.Tool, ErrInvalidAnswer, next.Error)
 	case record.CallNeedsInput:
-		names := make([]string, 0, len(next.Form))
-		for _, f := range next.Form {
-			if f.Required {
-				names = append(names, f.Name)
-			}
-		}
-		return fmt.Errorf("answers for %s: %w: still missing %s", pc.Tool, ErrInvalidAnswer, strings.Join(names, ", "))
+		return fmt.Errorf("answers for %s: %w: still missing %s", pc.Tool, ErrInvalidAnswer, requiredNames(next.Form))
 	}
 	next.FormNote = ""
 	*pc = next
@@ -617,6 +611,17 @@ func coerceAnswers(form []catalog.FormField, answers map[string]any) (map[string
 		return nil, errors.New(strings.Join(problems, "; "))
 	}
 	return out, nil
+}
+
+// requiredNames lists the form's required fields.
+func requiredNames(form []catalog.FormField) string {
+	names := make([]string, 0, len(form))
+	for _, f := range form {
+		if f.Required {
+			names = append(names, f.Name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func formNames(form []catalog.FormField) string {
@@ -780,13 +785,7 @@ func ApplyEdit(c *catalog.Catalog, pc *record.PendingCall, args map[string]any, 
 	case record.CallInvalid:
 		return fmt.Errorf("edit %s: %w: %s", pc.Tool, ErrInvalidEdit, next.Error)
 	case record.CallNeedsInput:
-		names := make([]string, 0, len(next.Form))
-		for _, f := range next.Form {
-			if f.Required {
-				names = append(names, f.Name)
-			}
-		}
-		return fmt.Errorf("edit %s: %w: missing %s", pc.Tool, ErrInvalidEdit, strings.Join(names, ", "))
+		return fmt.Errorf("edit %s: %w: missing %s", pc.Tool, ErrInvalidEdit, requiredNames(next.Form))
 	case record.CallNeedsApproval:
 	default:
 		return fmt.Errorf("edit %s: %w: the call no longer needs approval", pc.Tool, ErrInvalidEdit)

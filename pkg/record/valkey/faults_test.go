@@ -9,9 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -23,43 +20,10 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
 // redisServer starts a redis-server with args on a free port and returns
-// its address and process; it is killed at cleanup.
-func redisServer(t *testing.T, args ...string) (string, *os.Process) {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not installed: skipping the real-server fault test (CI installs it: apt-get install redis-server)")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"--port", fmt.Sprint(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir}, args...)...)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-	})
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for range 100 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, cmd.Process
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("redis-server on %s did not start", addr)
-	return "", nil
-}
 
 func seed(t *testing.T, s *valkey.Store, cid string) {
 	t.Helper()
@@ -78,7 +42,7 @@ func seed(t *testing.T, s *valkey.Store, cid string) {
 // and writes; once it resumes, the store works again with nothing lost.
 func TestPausedServerFailsFast(t *testing.T) {
 	t.Parallel()
-	addr, proc := redisServer(t)
+	addr, proc := valkeytest.Server(t)
 	c, closeC, err := valkey.Open(t.Context(), "redis://"+addr+"/0")
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +87,7 @@ func TestPausedServerFailsFast(t *testing.T) {
 // script is read-only (EVAL_RO).
 func TestFullServerServesReads(t *testing.T) {
 	t.Parallel()
-	addr, _ := redisServer(t, "--maxmemory-policy", "noeviction")
+	addr, _ := valkeytest.Server(t, "--maxmemory-policy", "noeviction")
 	c, closeC, err := valkey.Open(t.Context(), "redis://"+addr+"/0")
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +136,7 @@ func TestFullServerServesReads(t *testing.T) {
 // server (one node holding every slot).
 func TestEveryMethodOnARealCluster(t *testing.T) {
 	t.Parallel()
-	addr, _ := redisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf"))
+	addr, _ := valkeytest.Server(t, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(t.TempDir(), "nodes.conf"))
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 	ctx := t.Context()
