@@ -15,7 +15,17 @@ for pkg in $($GO list ./...); do
 	for target in $targets; do
 		ran=$((ran + 1))
 		echo "== $pkg $target ($FUZZTIME)"
-		out=$($GO test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime=5s "$pkg" 2>&1) || { echo "$out"; echo "FAIL: $pkg $target"; status=1; continue; }
+		if ! out=$($GO test -run='^$' -fuzz="^${target}\$" -fuzztime="$FUZZTIME" -fuzzminimizetime=5s "$pkg" 2>&1); then
+			# Go's fuzzing engine reports "context deadline exceeded" when
+			# FUZZTIME ends while a worker is still on a slow input: that is
+			# its own shutdown, not a finding (no failing input is written).
+			if grep -q "context deadline exceeded" <<<"$out" && ! grep -q "Failing input written" <<<"$out"; then
+				echo "note: $pkg $target: the fuzzing engine stopped mid-input at the deadline (not a finding)"
+				grep -E "^fuzz: elapsed" <<<"$out" | tail -1
+				continue
+			fi
+			echo "$out"; echo "FAIL: $pkg $target"; status=1; continue
+		fi
 		if grep -q "no fuzz tests to fuzz" <<<"$out"; then
 			echo "$out"; echo "FAIL: $pkg $target did not fuzz"; status=1; continue
 		fi
