@@ -78,6 +78,12 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		}
 	}
 	o.CallID, o.Tool = pc.CallID, pc.Tool
+	// What a specialist answered is stored within the limits the model
+	// reads it in (spec §3.5), so a huge reply never bloats the record;
+	// the raw payload has its own cap.
+	o.Result.Summary = batch.Truncate(o.Result.Summary, batch.MaxSummary)
+	o.Result.Result = batch.Truncate(o.Result.Result, batch.MaxResult)
+	o.Result.Error = batch.Truncate(o.Result.Error, batch.MaxError)
 	if o.StartedAt.IsZero() {
 		o.StartedAt = started
 	}

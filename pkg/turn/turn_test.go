@@ -975,3 +975,37 @@ func TestLLMStepOrEventRecordsDeadExecutions(t *testing.T) {
 		t.Errorf("handler(step payload) = %s, %v; want LLMStep's answer for a failed turn", out, err)
 	}
 }
+
+// A specialist's huge reply is stored within the limits the model reads it
+// in (spec §3.5): the record never holds more.
+func TestInvokeStoresRepliesWithinLimits(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: `{"word":"big"}`}}}
+	})
+	huge := strings.Repeat("é", 100_000)
+	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Summary: huge, Result: huge, Error: huge}}
+	}
+	ctx := t.Context()
+	if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	if err != nil || len(v.Calls) != 1 {
+		t.Fatalf("Validate() = %+v, %v", v, err)
+	}
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: v.Calls[0]}); err != nil {
+		t.Fatal(err)
+	}
+	_, outcomes, err := f.store.LoadStep(ctx, "c1", record.Query{TurnID: "t1", Outcomes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := outcomes[v.Calls[0]].Result
+	for name, got := range map[string]string{"summary": o.Summary, "result": o.Result, "error": o.Error} {
+		if n := len([]rune(got)); n == 0 || n > 6000 {
+			t.Errorf("stored %s has %d characters, want it cut to the model's limit", name, n)
+		}
+	}
+}
