@@ -21,13 +21,15 @@ import (
 	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
-func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
-	t.Parallel()
-	addr, proc := valkeytest.Server(t)
+// slowTurnOn starts a stack on the Valkey at addr and a turn whose
+// specialist takes 1.5 s, and returns once that call runs; the turn then
+// answers reply.
+func slowTurnOn(t *testing.T, addr, reply string) (*client, string, string) {
+	t.Helper()
 	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		if len(toolResults(req)) > 0 {
-			return answer("done after the pause")
+			return answer(reply)
 		}
 		return calls(call("x1", "slow_echo", map[string]any{"text": "hold on"}))
 	}}
@@ -38,6 +40,13 @@ func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
+	return c, cid, tid
+}
+
+func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
+	t.Parallel()
+	addr, proc := valkeytest.Server(t)
+	c, cid, tid := slowTurnOn(t, addr, "done after the pause")
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -128,20 +137,7 @@ func TestKilledValkeyTurnResumes(t *testing.T) {
 	dir := t.TempDir()
 	aof := []string{"--appendonly", "yes", "--appendfsync", "always", "--dir", dir}
 	addr, proc := valkeytest.Server(t, aof...)
-	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
-	m := &model{decide: func(req llm.Request) *llm.Response {
-		if len(toolResults(req)) > 0 {
-			return answer("done after the restart")
-		}
-		return calls(call("x1", "slow_echo", map[string]any{"text": "hold on"}))
-	}}
-	_, c := stack(t, m, func(cfg *Config) {
-		cfg.ValkeyURL = "redis://" + addr + "/0"
-		cfg.Agents = []string{agentURL}
-	})
-	cid := c.newConversation()
-	tid := c.send(cid, "echo slowly")
-	c.waitRunning(cid, tid, "slow_echo")
+	c, cid, tid := slowTurnOn(t, addr, "done after the restart")
 	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		return h.failTurn(ctx, in)
 	}
 	started := h.now()
-	conv, t, _, err := h.load(ctx, in.Ref, false, true)
+	conv, t, err := h.loadForLLM(ctx, in.Ref)
 	if err != nil {
 		return StepOutput{}, err
 	}

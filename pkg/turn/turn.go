@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/agents"
@@ -155,28 +156,25 @@ func (h *Handlers) log() *slog.Logger {
 }
 
 // load reads what a step of turn r needs in one round trip
-// (record.Store.LoadStep): the turn, its outcomes when withOutcomes, and,
-// for an LLM call (window), the turns of the transcript window. Without a
-// window limit (Limits.Window <= 0) an LLM call reads every turn.
-func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool, window ...bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
-	q := record.Query{TurnID: r.TurnID, Outcomes: withOutcomes}
-	var (
-		conv     *record.Conversation
-		outcomes map[string]record.CallOutcome
-		err      error
-	)
-	if len(window) > 0 && window[0] && h.Limits.Window <= 0 {
-		tid := ""
-		if withOutcomes {
-			tid = r.TurnID
-		}
-		conv, outcomes, err = h.Store.Load(ctx, r.ConversationID, tid)
-	} else {
-		if len(window) > 0 && window[0] {
-			q.Window = h.Limits.Window
-		}
-		conv, outcomes, err = h.Store.LoadStep(ctx, r.ConversationID, q)
+// (record.Store.LoadStep): the turn and, when withOutcomes, its stored
+// call outcomes.
+func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
+	return h.read(ctx, r, record.Query{TurnID: r.TurnID, Outcomes: withOutcomes})
+}
+
+// loadForLLM is load for an LLM call: also the turns of the transcript
+// window (all of them when Limits.Window <= 0, no window).
+func (h *Handlers) loadForLLM(ctx context.Context, r Ref) (*record.Conversation, *record.Turn, error) {
+	window := h.Limits.Window
+	if window <= 0 {
+		window = math.MaxInt32
 	}
+	conv, t, _, err := h.read(ctx, r, record.Query{TurnID: r.TurnID, Window: window})
+	return conv, t, err
+}
+
+func (h *Handlers) read(ctx context.Context, r Ref, q record.Query) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
+	conv, outcomes, err := h.Store.LoadStep(ctx, r.ConversationID, q)
 	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil, nil, &NotFoundError{What: "conversation " + r.ConversationID}
 	}
@@ -187,7 +185,7 @@ func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool, window ..
 	if !ok {
 		return nil, nil, nil, &NotFoundError{What: "turn " + r.TurnID}
 	}
-	if withOutcomes && outcomes == nil {
+	if q.Outcomes && outcomes == nil {
 		outcomes = map[string]record.CallOutcome{}
 	}
 	return conv, t, outcomes, nil
