@@ -58,19 +58,44 @@ const (
 	Large  Flavour = "large"
 )
 
-// Request is one LLM call: the system prompt, the transcript and the tools,
-// always sent with tool_choice=auto.
+// Request is one LLM call, always sent with tool_choice=auto. Its parts are
+// laid out so a provider can cache the start of a request it saw on the
+// conversation's previous call (docs/architecture.md, "A prompt the
+// providers can cache"): the tools in a stable order, the fixed System
+// rules, the transcript (which only grows at its end), and last the
+// per-call Context.
 type Request struct {
-	Flavour  Flavour          `json:"flavour,omitempty"`
+	Flavour Flavour `json:"flavour,omitempty"`
+	// System is the fixed rules: the same on every call of a conversation.
 	System   string           `json:"system"`
 	Messages []Message        `json:"messages"`
 	Tools    []ToolDefinition `json:"tools,omitempty"`
+	// Context is what changes from call to call (the artifact catalog,
+	// recent skill inputs, the time), sent after the transcript: as a
+	// final system message (OpenAI) or a text block closing the last user
+	// message (Bedrock).
+	Context string `json:"context,omitempty"`
+	// CacheKey names the conversation, so its calls reach the same prompt
+	// cache (OpenAI's prompt_cache_key).
+	CacheKey string `json:"cache_key,omitempty"`
+	// OnText, when set, receives the answer's text as it streams in, one
+	// delta at a time, in order. OnReset says that an attempt which already
+	// gave text failed and a retry starts the text again. A provider that
+	// does not stream calls OnText once with the whole text.
+	OnText  func(delta string) `json:"-"`
+	OnReset func()             `json:"-"`
 }
 
-// Usage is the token count a provider reported for one call.
+// Usage is the token count a provider reported for one call. InputTokens
+// counts every input token, cached or not; CachedInputTokens of them were
+// read from the provider's prompt cache (billed at the cached rate), and
+// CacheWriteTokens were written to it (Bedrock bills these at its
+// cache-write rate).
 type Usage struct {
-	InputTokens  int `json:"input_tokens"`
-	OutputTokens int `json:"output_tokens"`
+	InputTokens       int `json:"input_tokens"`
+	OutputTokens      int `json:"output_tokens"`
+	CachedInputTokens int `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int `json:"cache_write_tokens,omitempty"`
 }
 
 // Total is input plus output tokens.
@@ -88,6 +113,20 @@ type Response struct {
 // AssistantMessage is the transcript entry for a response.
 func (r *Response) AssistantMessage() Message {
 	return Message{Role: RoleAssistant, Content: r.Text, ToolCalls: r.ToolCalls}
+}
+
+// Text passes delta to req's OnText, when set.
+func (r *Request) Text(delta string) {
+	if r.OnText != nil && delta != "" {
+		r.OnText(delta)
+	}
+}
+
+// Reset calls req's OnReset, when set.
+func (r *Request) Reset() {
+	if r.OnReset != nil {
+		r.OnReset()
+	}
 }
 
 // ToolResultMessage is the transcript entry answering call id with content.
