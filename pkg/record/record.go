@@ -72,12 +72,28 @@ type Conversation struct {
 	// Inputs is the summary of recent_skill_inputs the store keeps (spec
 	// §3.5): per tool, the inputs of its newest succeeded call of any turn.
 	Inputs map[string]SkillInputs
+	// WindowFrom is the turn where the last LLM call's transcript window
+	// started: the next call keeps it while the window allows, so the
+	// start of the transcript (a provider's cached prefix) changes only in
+	// steps (LLMWindow).
+	WindowFrom string
 }
 
 // SkillInputs are the inputs of one succeeded call, at its time.
 type SkillInputs struct {
 	At     time.Time      `json:"at"`
 	Inputs map[string]any `json:"inputs"`
+}
+
+// Spend is what provider calls cost a turn.
+type Spend struct {
+	Calls        int
+	Tokens       int
+	CachedTokens int
+	CostMicros   int64
+	// WindowFrom, when set, is the window start the call used
+	// (Conversation.WindowFrom), stored with the spend in one round trip.
+	WindowFrom string
 }
 
 // Query says what Store.LoadStep reads besides the conversation's meta and
@@ -137,9 +153,14 @@ type Turn struct {
 	// LLMCalls and Tokens are what the turn spent on the model. The store
 	// keeps them beside the turn (Store.AddSpend), counted once per real
 	// provider call, and fills them in on Load.
-	LLMCalls int    `json:"llm_calls"`
-	Tokens   int    `json:"tokens"`
-	Steps    []Step `json:"steps,omitempty"`
+	LLMCalls int `json:"llm_calls"`
+	Tokens   int `json:"tokens"`
+	// CachedTokens are the input tokens the provider read from its prompt
+	// cache (part of Tokens); CostMicros is the turn's model cost in
+	// millionths of a US dollar, priced per model (llm.Prices).
+	CachedTokens int    `json:"cached_tokens,omitempty"`
+	CostMicros   int64  `json:"cost_micros,omitempty"`
+	Steps        []Step `json:"steps,omitempty"`
 	// Repeats tracks, per call (tool + canonical arguments), the newest
 	// result and how many calls in a row returned it: no-progress detection
 	// (seed 004) counts only repeats that changed nothing.
@@ -344,11 +365,11 @@ type Store interface {
 	// Artifacts reads catalog entries by id; ids not in the catalog are
 	// left out.
 	Artifacts(ctx context.Context, cid string, ids ...string) ([]artifact.Artifact, error)
-	// AddSpend adds one provider call's spend (calls, tokens) to turnID's
-	// counters at once, apart from the turn's field, so a step that fails
-	// after the call still counts it and a retried step counts each real
-	// call once. ErrNotFound when the conversation does not exist.
-	AddSpend(ctx context.Context, cid, turnID string, calls, tokens int) error
+	// AddSpend adds one provider call's spend to turnID's counters at
+	// once, apart from the turn's field, so a step that fails after the
+	// call still counts it and a retried step counts each real call once.
+	// ErrNotFound when the conversation does not exist.
+	AddSpend(ctx context.Context, cid, turnID string, s Spend) error
 	// SaveTurn writes turn t's field, adds artifacts to the catalog and
 	// bumps the conversation's update time, in one transaction.
 	SaveTurn(ctx context.Context, cid string, t *Turn, artifacts ...artifact.Artifact) error

@@ -127,6 +127,18 @@ func (c *Conversation) Turn(id string) (*Turn, bool) {
 // user message starts and never inside this turn's block, so no result is
 // orphaned and this turn's user message is always kept.
 func (c *Conversation) LLMView(turnID string, window int) []llm.Message {
+	view, _ := c.LLMWindow(turnID, window)
+	return view
+}
+
+// LLMWindow is LLMView with the turn where its window starts ("" when
+// nothing is cut). Issue 18: the cut moves in steps, so the transcript's
+// start — the part of a request a provider can serve from its prompt cache
+// — stays the same from call to call: the window keeps starting at
+// c.WindowFrom while at most window entries follow it; past that it is cut
+// again at the first turn that leaves at most three quarters of the window,
+// a quarter of the window of room to grow before the next cut.
+func (c *Conversation) LLMWindow(turnID string, window int) ([]llm.Message, string) {
 	ordered := make([]*Turn, 0, len(c.Turns))
 	var self *Turn
 	for _, t := range c.Turns {
@@ -218,8 +230,12 @@ func (c *Conversation) LLMView(turnID string, window int) []llm.Message {
 	if selfStart < 0 {
 		selfStart = len(view)
 	}
-	from := windowStart(view, selfStart, window)
-	return uniqueIDs(view[from:], owners[from:])
+	from := windowStart(view, owners, selfStart, window, c.WindowFrom)
+	anchor := ""
+	if from > 0 {
+		anchor = owners[from]
+	}
+	return uniqueIDs(view[from:], owners[from:]), anchor
 }
 
 // uniqueIDs gives every call of view an id no earlier call of the view has:
@@ -281,27 +297,40 @@ func placeholder(owner *Turn, id string, isSelf bool) string {
 }
 
 // windowStart is where the window of spec §3.6 cuts view (window <= 0:
-// none): the first user message at or before selfStart from which at most
-// window entries remain. When no such cut is short enough, it keeps from
-// the last allowed one, so this turn's block stays whole.
-func windowStart(view []llm.Message, selfStart, window int) int {
+// none), always at a turn's user message at or before selfStart: at the
+// start of turn anchor while at most window entries remain from there,
+// else at the first turn start leaving at most 3/4 of the window (so the
+// next cuts are a quarter of the window apart, issue 18), else at the first
+// leaving at most window. When no cut is short enough, it keeps from the
+// last allowed one, so this turn's block stays whole.
+func windowStart(view []llm.Message, owners []string, selfStart, window int, anchor string) int {
 	if window <= 0 || len(view) <= window {
 		return 0
 	}
-	last := -1
+	var starts []int
 	for i := 0; i <= selfStart && i < len(view); i++ {
-		if view[i].Role != llm.RoleUser {
-			continue
+		if view[i].Role == llm.RoleUser && (i == 0 || owners[i] != owners[i-1] || view[i-1].Role != llm.RoleUser) {
+			starts = append(starts, i)
 		}
-		if len(view)-i <= window {
-			return i
-		}
-		last = i
 	}
-	if last < 0 {
+	if anchor != "" {
+		for _, i := range starts {
+			if owners[i] == anchor && len(view)-i <= window {
+				return i
+			}
+		}
+	}
+	for _, keep := range []int{window - window/4, window} {
+		for _, i := range starts {
+			if len(view)-i <= keep {
+				return i
+			}
+		}
+	}
+	if len(starts) == 0 {
 		return 0
 	}
-	return last
+	return starts[len(starts)-1]
 }
 
 // RecentSkillInputs is recent_skill_inputs (spec §3.5): for each tool, the

@@ -78,11 +78,17 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	if err != nil {
 		return StepOutput{}, err
 	}
+	// Issue 18: the request's start (tools, rules, transcript) stays the
+	// same from call to call, so providers serve it from their prompt
+	// cache; what changes per call is the Context, sent last.
+	view, windowFrom := conv.LLMWindow(t.ID, h.Limits.Window)
 	req := llm.Request{
 		Flavour:  llm.Medium,
-		System:   catalog.SystemPrompt(catalog.PromptInput{Catalog: conv.Artifacts, Older: olderArtifacts(conv), RecentSkillInputs: conv.RecentSkillInputs(), Now: started, UserName: conv.Meta.Owner}),
-		Messages: conv.LLMView(t.ID, h.Limits.Window),
+		System:   catalog.SystemPrompt(conv.Meta.Owner),
+		Messages: view,
 		Tools:    cat.Tools(),
+		Context:  catalog.Context(catalog.PromptInput{Catalog: conv.Artifacts, Older: olderArtifacts(conv), RecentSkillInputs: conv.RecentSkillInputs(), Now: started}),
+		CacheKey: in.ConversationID,
 	}
 	resp, err := h.complete(ctx, req)
 	if err != nil {
@@ -93,13 +99,19 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		return StepOutput{}, &ProviderError{Err: err}
 	}
 	// The provider call happened: count it now, once, whatever follows.
-	if err := h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, 1, resp.Usage.Total()); errors.Is(err, record.ErrNotFound) {
+	spend := record.Spend{Calls: 1, Tokens: resp.Usage.Total(), CachedTokens: resp.Usage.CachedInputTokens, CostMicros: h.cost(resp)}
+	if windowFrom != conv.WindowFrom {
+		spend.WindowFrom = windowFrom
+	}
+	if err := h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, spend); errors.Is(err, record.ErrNotFound) {
 		return StepOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
 	} else if err != nil {
 		return StepOutput{}, &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}
 	}
 	t.LLMCalls++
-	t.Tokens += resp.Usage.Total()
+	t.Tokens += spend.Tokens
+	t.CachedTokens += spend.CachedTokens
+	t.CostMicros += spend.CostMicros
 	t.Steps = append(t.Steps, record.Step{Tool: "llm", Status: record.ResultSucceeded, StartedAt: started, EndedAt: h.now()})
 	h.stepLog(ctx, in.Ref, "llm", "", "succeeded", started, resp.Usage.Total(), nil)
 
@@ -140,6 +152,19 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	}
 	return StepOutput{Next: NextTools}, nil
 }
+
+// cost is what resp cost at its model's price (0 for a model the price
+// table does not know).
+func (h *Handlers) cost(resp *llm.Response) int64 {
+	prices := h.Prices
+	if prices == nil {
+		prices = defaultPrices
+	}
+	p, _ := prices.Lookup(resp.Model)
+	return p.CostMicros(resp.Usage)
+}
+
+var defaultPrices = llm.DefaultPrices()
 
 // olderArtifacts is how many artifacts of the catalog the step did not read.
 func olderArtifacts(conv *record.Conversation) int {

@@ -97,6 +97,8 @@ type Handlers struct {
 	// otherwise it continues in a new one (WorkflowContinuesError). Zero:
 	// always in the same invocation.
 	CallTimeout time.Duration
+	// Prices prices each LLM call by its model (nil: llm.DefaultPrices).
+	Prices      llm.Prices
 	Now         func() time.Time
 	Logger      *slog.Logger
 }

@@ -22,7 +22,12 @@ type View struct {
 	Steps     []record.Step  `json:"steps"`
 	LLMCalls  int            `json:"llm_calls"`
 	Tokens    int            `json:"tokens"`
-	ExpiresAt string         `json:"expires_at,omitempty"`
+	// CachedTokens are the input tokens (part of Tokens) the provider
+	// served from its prompt cache; CostUSD prices every call at its
+	// model's rates, cached input at the cached rate.
+	CachedTokens int     `json:"cached_tokens"`
+	CostUSD      float64 `json:"cost_usd"`
+	ExpiresAt    string  `json:"expires_at,omitempty"`
 	// EndedAt is when the turn ended (its last write), once it has.
 	EndedAt string `json:"ended_at,omitempty"`
 }
@@ -61,14 +66,16 @@ type ApprovalCall struct {
 // running batch shows each call as running or done while the Map runs.
 func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) View {
 	v := View{
-		TurnID:    t.ID,
-		Status:    t.Status,
-		Text:      t.Text,
-		StartedAt: t.StartedAt.Format(timeLayout),
-		LLMCalls:  t.LLMCalls,
-		Tokens:    t.Tokens,
-		Steps:     append([]record.Step{}, t.Steps...),
-		Artifacts: []artifact.Ref{},
+		TurnID:       t.ID,
+		Status:       t.Status,
+		Text:         t.Text,
+		StartedAt:    t.StartedAt.Format(timeLayout),
+		LLMCalls:     t.LLMCalls,
+		Tokens:       t.Tokens,
+		CachedTokens: t.CachedTokens,
+		CostUSD:      float64(t.CostMicros) / 1e6,
+		Steps:        append([]record.Step{}, t.Steps...),
+		Artifacts:    []artifact.Ref{},
 	}
 	switch t.Status {
 	case record.StatusSucceeded:

@@ -353,7 +353,7 @@ func (st *demoState) valve() *llm.Response {
 		}
 		a := map[string]any{"outer_diameter_mm": 120}
 		if reRedo.MatchString(st.user) {
-			if recent := recentInputs(st.req.System, toolFlange); recent != nil {
+			if recent := recentInputs(st.req.Context, toolFlange); recent != nil {
 				a = recent
 			}
 		}
@@ -406,7 +406,7 @@ func (st *demoState) publish(what, channel string) *llm.Response {
 }
 
 // catalog lists the artifacts the model can see, oldest first: the system
-// prompt's catalog lines (any line with artifact_id=… or "artifact_id": …),
+// context's catalog lines (any line with artifact_id=… or "artifact_id": …),
 // then artifacts in tool results of the transcript not listed there.
 func catalog(req llm.Request) []resultArtifact {
 	var out []resultArtifact
@@ -417,7 +417,7 @@ func catalog(req llm.Request) []resultArtifact {
 			out = append(out, a)
 		}
 	}
-	for _, line := range strings.Split(req.System, "\n") {
+	for _, line := range strings.Split(req.Context, "\n") {
 		for _, m := range reArtID.FindAllStringSubmatch(line, -1) {
 			a := resultArtifact{ID: m[1]}
 			if mm := reMime.FindStringSubmatch(line); mm != nil {

@@ -62,7 +62,7 @@ func drive(t *testing.T, p llm.Provider, system, user string, history []llm.Mess
 	var steps [][]string
 	n := 0
 	for range 10 {
-		res, err := p.Complete(t.Context(), llm.Request{System: system, Messages: msgs, Tools: tools})
+		res, err := p.Complete(t.Context(), llm.Request{System: "rules", Context: system, Messages: msgs, Tools: tools})
 		if err != nil {
 			t.Fatalf("Complete() error = %v", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 )
@@ -52,6 +53,17 @@ type Provider struct {
 
 	mu       sync.Mutex
 	requests []llm.Request
+	delay    time.Duration // between streamed chunks
+}
+
+// Stream makes p stream its answers' text (llm.Request.OnText) in small
+// chunks, waiting delay between them, as a real model does (issue 15). It
+// returns p.
+func (p *Provider) Stream(delay time.Duration) *Provider {
+	p.mu.Lock()
+	p.delay = delay
+	p.mu.Unlock()
+	return p
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -118,7 +130,47 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if out.Model == "" {
 		out.Model = "scripted"
 	}
+	if err := p.stream(ctx, req, out.Text); err != nil {
+		return nil, err
+	}
 	return &out, nil
+}
+
+// stream gives text to req.OnText in chunks of a few words, p.delay apart.
+func (p *Provider) stream(ctx context.Context, req llm.Request, text string) error {
+	p.mu.Lock()
+	delay := p.delay
+	p.mu.Unlock()
+	for i, chunk := range chunks(text) {
+		if i > 0 && delay > 0 {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("scripted: %w", ctx.Err())
+			case <-time.After(delay):
+			}
+		}
+		req.Text(chunk)
+	}
+	return nil
+}
+
+// chunks splits text after every third space, like a model's tokens
+// arrive: the chunks joined are text.
+func chunks(text string) []string {
+	var out []string
+	spaces, start := 0, 0
+	for i, r := range text {
+		if r == ' ' {
+			if spaces++; spaces%3 == 0 {
+				out = append(out, text[start:i+1])
+				start = i + 1
+			}
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
 }
 
 // Requests returns a copy of every request received, in order.
@@ -159,7 +211,7 @@ func callIDPrefix(req llm.Request) string {
 
 // estimateUsage counts roughly four characters per token.
 func estimateUsage(req llm.Request, res *llm.Response) llm.Usage {
-	in := len(req.System)
+	in := len(req.System) + len(req.Context)
 	for _, m := range req.Messages {
 		in += len(m.Content)
 		for _, c := range m.ToolCalls {

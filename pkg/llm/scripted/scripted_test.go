@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
@@ -113,5 +114,26 @@ func TestConcurrentUse(t *testing.T) {
 	wg.Wait()
 	if got := p.Calls(); got != 20 {
 		t.Errorf("Calls() = %d, want 20", got)
+	}
+}
+
+// Issue 15: the scripted model streams its text in chunks, in order, and
+// the chunks joined are the answer's text.
+func TestStreamsText(t *testing.T) {
+	t.Parallel()
+	const answer = "Here is the PNG image with the word Popelnase: popelnase.png."
+	p := scripted.New(scripted.Text(answer)).Stream(time.Millisecond)
+	var got []string
+	req := userRequest("hi")
+	req.OnText = func(d string) { got = append(got, d) }
+	res, err := p.Complete(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 3 {
+		t.Errorf("streamed %d chunks %q, want several", len(got), got)
+	}
+	if strings.Join(got, "") != answer || res.Text != answer {
+		t.Errorf("chunks %q joined ≠ answer %q (response %q)", got, answer, res.Text)
 	}
 }

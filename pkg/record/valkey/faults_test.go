@@ -159,7 +159,7 @@ func TestEveryMethodOnARealCluster(t *testing.T) {
 	if _, err := s.PutOutcome(ctx, "cl", "t01", record.CallOutcome{CallID: "c1"}); err != nil {
 		t.Errorf("PutOutcome = %v", err)
 	}
-	if err := s.AddSpend(ctx, "cl", "t01", 1, 10); err != nil {
+	if err := s.AddSpend(ctx, "cl", "t01", record.Spend{Calls: 1, Tokens: 10}); err != nil {
 		t.Errorf("AddSpend = %v", err)
 	}
 	if err := s.MarkAnswered(ctx, "cl", "t01", "tok"); err != nil {

@@ -249,6 +249,7 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 		return nil, nil, err
 	}
 	c := record.Assemble(m, turns, catalog)
+	c.WindowFrom = fields[fieldWindow]
 	if c.Inputs, err = decodeInputs(inputs.Val()); err != nil {
 		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, err)
 	}
@@ -296,12 +297,12 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 // the active ones are read whole (the API answers their task tokens); the
 // window's other turns only as far as the LLM view needs them.
 var loadStepScript = redis.NewScript(`
-local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout')
+local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout', 'window')
 if not m[1] then return nil end
 if m[4] ~= '2' then return {'migrate'} end
 local tid = ARGV[1]
 local function whole(id)
-  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id)
+  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id)
 end
 local own = {}
 if tid ~= '' then own = whole(tid) end
@@ -360,7 +361,7 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 			return nil
 		}
 		t, err := decodeTurn(id, f[0], f[1], map[string]string{
-			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4]})
+			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4], cachedPrefix + id: at(f, 6), costPrefix + id: at(f, 7)})
 		if err != nil {
 			return fmt.Errorf("load conversation %s: %w", cid, err)
 		}
@@ -425,6 +426,7 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 		}
 	}
 	c := record.Assemble(meta, turns, catalog)
+	c.WindowFrom = at(m, 4)
 	if total, _ := raw[5].(int64); int(total) > len(catalog) {
 		c.ArtifactTotal = int(total)
 	}
@@ -467,6 +469,14 @@ func decodeMeta(cid, metaJSON, title, updated string) (record.Meta, error) {
 }
 
 // decodeTurn reads a turn's field and, when stored apart, its messages;
+// at is f[i], or "" past its end.
+func at(f []string, i int) string {
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
+}
+
 // fields holds the turn's answered token and spend counters.
 func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, error) {
 	t := new(record.Turn)
@@ -484,6 +494,12 @@ func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, 
 	}
 	if n, err := strconv.Atoi(fields[tokensPrefix+t.ID]); err == nil {
 		t.Tokens = n
+	}
+	if n, err := strconv.Atoi(fields[cachedPrefix+t.ID]); err == nil {
+		t.CachedTokens = n
+	}
+	if n, err := strconv.ParseInt(fields[costPrefix+t.ID], 10, 64); err == nil {
+		t.CostMicros = n
 	}
 	return t, nil
 }

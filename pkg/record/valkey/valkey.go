@@ -77,6 +77,9 @@ const (
 	fieldUpdated = "updated" // RFC 3339 time of the last SaveTurn, for List
 	fieldTitle   = "title"   // first saved non-empty turn text, for List
 	fieldStatus  = "status"  // status of the newest turn (by start), for List
+	// fieldWindow names the turn where the transcript window starts
+	// (record.Conversation.WindowFrom), kept so the window moves in steps.
+	fieldWindow = "window"
 	// answeredPrefix+<tid> holds the task token the API answered last.
 	answeredPrefix = "answered:"
 	turnPrefix     = "turn:"
@@ -92,6 +95,8 @@ const (
 	// calls and tokens (AddSpend), apart from its field.
 	callsPrefix   = "llm_calls:"
 	tokensPrefix  = "tokens:"
+	cachedPrefix  = "cached:"
+	costPrefix    = "cost:"
 	resultsPrefix = "results:" // marks a turn with a results hash
 )
 
@@ -144,10 +149,19 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 // conversation exists: a step only spends after loading it, and counters
 // left by a step racing a deletion sit in a hash without meta, which no
 // read takes for a conversation, until they expire.
-func (s *Store) AddSpend(ctx context.Context, cid, turnID string, calls, tokens int) error {
+func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spend) error {
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HIncrBy(ctx, convKey(cid), callsPrefix+turnID, int64(calls))
-		p.HIncrBy(ctx, convKey(cid), tokensPrefix+turnID, int64(tokens))
+		p.HIncrBy(ctx, convKey(cid), callsPrefix+turnID, int64(sp.Calls))
+		p.HIncrBy(ctx, convKey(cid), tokensPrefix+turnID, int64(sp.Tokens))
+		if sp.CachedTokens != 0 {
+			p.HIncrBy(ctx, convKey(cid), cachedPrefix+turnID, int64(sp.CachedTokens))
+		}
+		if sp.CostMicros != 0 {
+			p.HIncrBy(ctx, convKey(cid), costPrefix+turnID, sp.CostMicros)
+		}
+		if sp.WindowFrom != "" {
+			p.HSet(ctx, convKey(cid), fieldWindow, sp.WindowFrom)
+		}
 		p.Expire(ctx, convKey(cid), s.ttl)
 		return nil
 	})
