@@ -1,7 +1,7 @@
 # clientagent — the two commands: `make run` and `make test`.
 SHELL := /bin/bash
 GO ?= go
-FUNCTIONS := api llmstep validate invoke append await demoagents
+FUNCTIONS := api llmstep validate invoke append await events demoagents
 
 .PHONY: run test test-go test-race deps npm build lint fuzz bench clean
 

@@ -35,7 +35,7 @@ const (
 
 // mustNotLink is, for each function, what its binary must not link: the
 // model is llmstep's alone, Step Functions the API's, the S3 wiring neither
-// await's nor append's, the A2A server the demo agents' (which link none of the
+// await's nor append's nor events', the A2A server the demo agents' (which link none of the
 // platform), and the embedded Valkey and the local engine nobody's.
 var mustNotLink = map[string][]string{
 	"api":        {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg},
@@ -44,6 +44,7 @@ var mustNotLink = map[string][]string{
 	"invoke":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg},
 	"append":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
 	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
+	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv},
 	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, grpc, awsSDK, turnSteps},
 }
 
@@ -59,7 +60,11 @@ var pending = []struct{ fn, pkg, why string }{
 	{"validate", a2aClient, agentsSplit}, {"validate", grpc, agentsSplit},
 	{"llmstep", a2aClient, agentsSplit}, {"llmstep", grpc, agentsSplit},
 	{"api", a2aClient, agentsSplit}, {"api", grpc, agentsSplit},
+	{"events", a2aClient, agentsSplit}, {"events", grpc, agentsSplit},
+	{"events", sfnClient, apiSFN},
 }
+
+const apiSFN = "pkg/api, whose events route the events function serves, imports the Step Functions client for its other routes"
 
 const agentsSplit = "pkg/turn imports pkg/agents (for agents.Call), whose invoke.go holds the A2A client and gRPC beside the card registry"
 

@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -90,11 +91,14 @@ type invocation struct {
 }
 
 // result is what the function posted for an invocation: its response, or
-// (Err) its error document.
+// (Err) its error document, with the POST's Content-Type and whether it
+// came chunked, of unknown length (a streamed response).
 type result struct {
-	ID   string
-	Body []byte
-	Err  bool
+	ID          string
+	Body        []byte
+	Err         bool
+	ContentType string
+	Chunked     bool
 }
 
 // lambdaError is the error document aws-lambda-go posts to …/error; the
@@ -155,7 +159,8 @@ func startFunction(tb testing.TB, name string, env map[string]string) *function 
 		return func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
 			w.WriteHeader(http.StatusAccepted)
-			f.results <- result{ID: r.PathValue("id"), Body: body, Err: isErr}
+			f.results <- result{ID: r.PathValue("id"), Body: body, Err: isErr,
+				ContentType: r.Header.Get("Content-Type"), Chunked: slices.Contains(r.TransferEncoding, "chunked")}
 		}
 	}
 	mux.HandleFunc("POST "+base+"/invocation/{id}/response", post(false))

@@ -51,6 +51,8 @@ const (
 	CtxWorkflowsDir        = "workflowsDir"
 	CtxAPIThrottleRate     = "apiThrottleRateLimit"
 	CtxAPIThrottleBurst    = "apiThrottleBurstLimit"
+	CtxGuardrailID         = "guardrailId"
+	CtxGuardrailVersion    = "guardrailVersion"
 )
 
 // StackProps configures one environment's stack. The zero value of an
@@ -145,6 +147,15 @@ type StackProps struct {
 	// meets 429s long before the account's limit, which every API shares.
 	APIThrottleRateLimit  int
 	APIThrottleBurstLimit int
+
+	// GuardrailID and GuardrailVersion name an Amazon Bedrock guardrail
+	// (created outside this app) that checks every request, tool call and
+	// tool result (pkg/guardian/bedrock): the functions that check
+	// (GuardianFunctions) get CLIENTAGENT_GUARDIAN=bedrock:<id>:<version>
+	// and bedrock:ApplyGuardrail on that guardrail alone. Empty: no
+	// guardian. Version is a number or DRAFT.
+	GuardrailID      string
+	GuardrailVersion string
 }
 
 // Allowed values of the enumerated settings.
@@ -157,6 +168,9 @@ var (
 var (
 	envNameRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
 	snapshotTimeRE = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+	// A guardrail's id (not its ARN: the stack builds the ARN it grants on).
+	guardrailIDRE      = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
+	guardrailVersionRE = regexp.MustCompile(`^([1-9][0-9]{0,7}|DRAFT)$`)
 )
 
 // withDefaults returns a copy of p with the documented defaults filled in.
@@ -258,6 +272,12 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("apiThrottleRateLimit %d: want 1 to 10000 requests per second (the account's limit)", p.APIThrottleRateLimit)
 	case p.APIThrottleBurstLimit < 1 || p.APIThrottleBurstLimit > 5000:
 		return fmt.Errorf("apiThrottleBurstLimit %d: want 1 to 5000 requests (the account's burst)", p.APIThrottleBurstLimit)
+	case (p.GuardrailID == "") != (p.GuardrailVersion == ""):
+		return fmt.Errorf("guardrailId %q and guardrailVersion %q: set both (a Bedrock guardrail) or neither (no guardian)", p.GuardrailID, p.GuardrailVersion)
+	case p.GuardrailID != "" && !guardrailIDRE.MatchString(p.GuardrailID):
+		return fmt.Errorf("guardrailId %q: want the guardrail's id (lowercase letters and digits), not its ARN", p.GuardrailID)
+	case p.GuardrailVersion != "" && !guardrailVersionRE.MatchString(p.GuardrailVersion):
+		return fmt.Errorf("guardrailVersion %q: want a version number or DRAFT", p.GuardrailVersion)
 	}
 	for _, name := range append(functionNames(), FnDemoAgents) {
 		if name == FnDemoAgents && !p.DemoAgents {
@@ -415,6 +435,8 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		StateMachineLogLevel: str(CtxStateMachineLog),
 		ValkeySnapshotTime:   str(CtxValkeySnapshotTime),
 		AlarmEmail:           str(CtxAlarmEmail),
+		GuardrailID:          str(CtxGuardrailID),
+		GuardrailVersion:     str(CtxGuardrailVersion),
 	}
 	var err error
 	if p.DemoAgents, err = boolean(CtxDemoAgents, true); err != nil {

@@ -75,7 +75,7 @@ func TestEnvironmentDifferences(t *testing.T) {
 		v.NATGateways = len(s.resources("AWS::EC2::NatGateway"))
 		_, bucket := s.named(t, "AWS::S3::Bucket", "Artifacts")
 		v.ArtifactExpiry = bucket["LifecycleConfiguration"].(map[string]any)["Rules"].([]any)[0].(map[string]any)["ExpirationInDays"]
-		v.DemoAgents = len(s.resources("AWS::Lambda::Url")) == 1
+		v.DemoAgents = s.functionID(FnDemoAgents) != ""
 		return v
 	}
 	limits := func(gb, ecpu float64) any {

@@ -94,8 +94,9 @@ type functionSpec struct {
 
 // platformFunctions are the Lambdas that build pkg/platform from their
 // environment (VALKEY_URL, ARTIFACT_BUCKET, the model) and run in the VPC.
-// invoke is the longest: one specialist call may take 5 minutes
-// (platform.InvokeTimeout) plus the artifact transfers around it.
+// invoke is the longest step: one specialist call may take 5 minutes
+// (platform.InvokeTimeout) plus the artifact transfers around it. events
+// holds a stream open for up to its timeout (events.go).
 var platformFunctions = []functionSpec{
 	{FnAPI, 512, 29, "HTTP API (API.md); answers task tokens"},
 	{FnLLMStep, 512, 120, "turn step: one LLM call with every tool"},
@@ -103,12 +104,18 @@ var platformFunctions = []functionSpec{
 	{FnInvoke, 1024, 360, "turn step: one specialist (A2A) call"},
 	{FnAppend, 256, 60, "turn step: results into the transcript"},
 	{FnAwait, 256, 30, "turn step: stores the task token of a pause"},
+	eventsFunction, // events.go
 }
 
 // AgentCallers are the functions that talk to specialists: api, llmstep,
 // validate and append build the tool catalogue from the agent cards, and
 // invoke calls the skills. await does neither.
 var AgentCallers = []string{FnAPI, FnLLMStep, FnValidate, FnInvoke, FnAppend}
+
+// GuardianFunctions are the functions that run the guardian's checks
+// (pkg/guardian): llmstep the user's message, validate each tool call's
+// arguments, append each tool result.
+var GuardianFunctions = []string{FnLLMStep, FnValidate, FnAppend}
 
 // TaskTokenActions answer a paused execution's task token (api only).
 var TaskTokenActions = []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
@@ -301,6 +308,17 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		allow(fns[name], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
 	}
 
+	// The guardian: a Bedrock guardrail of the environment's (cdk.json
+	// guardrailId, guardrailVersion), applied by the functions that check,
+	// each allowed to apply that guardrail and no other.
+	if p.GuardrailID != "" {
+		guardrail := jsii.String("arn:" + *awscdk.Aws_PARTITION() + ":bedrock:" + *awscdk.Aws_REGION() + ":" + *awscdk.Aws_ACCOUNT_ID() + ":guardrail/" + p.GuardrailID)
+		for _, name := range GuardianFunctions {
+			fns[name].AddEnvironment(jsii.String("CLIENTAGENT_GUARDIAN"), jsii.String("bedrock:"+p.GuardrailID+":"+p.GuardrailVersion), nil)
+			allow(fns[name], "BedrockApplyGuardrail", []string{"bedrock:ApplyGuardrail"}, guardrail)
+		}
+	}
+
 	// The model: only llmstep calls it (pkg/turn's LLMStep).
 	llmFn := fns[FnLLMStep]
 	switch p.LLM {
@@ -468,6 +486,8 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		DestinationArn: d.accessLogs.LogGroupArn(),
 		Format:         jsii.String(AccessLogFormat),
 	})
+	// The events stream: its own streaming Function URL, checking the same JWT (events.go).
+	addEventsURL(stack, p, fns[FnEvents], issuer, audience)
 	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), issuer,
 		&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
 			AuthorizerName: jsii.String(prefix + "-jwt"),

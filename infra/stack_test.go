@@ -440,7 +440,7 @@ func TestLambdaFunctions(t *testing.T) {
 	s := synth(t, "bedrock")
 	assertTemplate(t, "function count", func() {
 		s.tpl.ResourcePropertiesCountIs(jsii.String("AWS::Lambda::Function"),
-			map[string]any{"Runtime": "provided.al2023"}, jsii.Number(7))
+			map[string]any{"Runtime": "provided.al2023"}, jsii.Number(8)) // events included (events_test.go)
 	})
 	tests := []struct {
 		name    string
@@ -909,10 +909,10 @@ func TestLLMOpenAI(t *testing.T) {
 			t.Errorf("%s may %v on the secret, want nothing", name, got)
 		}
 	}
-	// Without demo specialists: six functions, no Function URL.
+	// Without demo specialists: seven functions, and events' Function URL alone.
 	assertTemplate(t, "no demo", func() {
-		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(6))
-		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Url"), jsii.Number(0))
+		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(7))
+		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Url"), jsii.Number(1))
 	})
 }
 
@@ -925,7 +925,7 @@ func TestDemoAgentsFunctionURL(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
 	demoID, demo := s.function(t, FnDemoAgents)
-	_, url := s.one(t, "AWS::Lambda::Url")
+	_, url := s.named(t, "AWS::Lambda::Url", "FnDemoagents")
 	got := map[string]any{"AuthType": url["AuthType"], "Target": url["TargetFunctionArn"]}
 	want := map[string]any{"AuthType": "AWS_IAM", "Target": map[string]any{"Fn::GetAtt": []any{demoID, "Arn"}}}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -31,6 +31,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/chatcli"
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/devstack"
+	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/smoke"
@@ -157,7 +158,22 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if fastAgents {
 		start = devstack.StartFast
 	}
+	prices, err := llm.LoadPrices(os.Getenv("CLIENTAGENT_PRICES"))
+	if err != nil {
+		return fmt.Errorf("CLIENTAGENT_PRICES: %w", err)
+	}
+	// The scripted demo model streams its replies a little slowly, so the
+	// page shows them arriving (CLIENTAGENT_STREAM_DELAY, a Go duration).
+	chunkDelay, err := time.ParseDuration(env("CLIENTAGENT_STREAM_DELAY", "40ms"))
+	if err != nil {
+		return fmt.Errorf("CLIENTAGENT_STREAM_DELAY: %w", err)
+	}
+	if fastAgents {
+		chunkDelay = 0
+	}
 	st, err := start(ctx, devstack.Config{
+		ChunkDelay:   chunkDelay,
+		Prices:       prices,
 		Addr:         env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),
 		DataDir:      dataDir,
 		ValkeyURL:    os.Getenv("VALKEY_URL"),

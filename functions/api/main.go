@@ -48,6 +48,8 @@ func main() {
 			MaxText:           16000,
 			RedirectArtifacts: true,
 			Failures:          h,
+			Cancels:           h,
+			Events:            h.Events,
 			Logger:            env.Logger,
 		}
 		return lambdahttp.New(server.Handler()).Handle, nil

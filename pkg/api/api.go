@@ -69,7 +69,13 @@ type Server struct {
 	// Failures records a dead execution's failure on its turn (nil: the
 	// API only reports it). turn.Handlers implements it.
 	Failures Failures
-	Now      func() time.Time
+	// Cancels ends turns at the user's request (nil: no cancel route).
+	Cancels Cancels
+	// Events is the conversations' live event log (nil: no event stream).
+	Events record.EventLog
+	// EventsFor bounds one event stream (zero: DefaultEventsFor).
+	EventsFor time.Duration
+	Now       func() time.Time
 	// alive remembers when Step Functions last said a turn's execution
 	// runs (turn id → time), so a quiet turn is asked about once per
 	// FreshFor, not at every poll.
@@ -120,32 +126,53 @@ var (
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	h := func(pattern string, f func(w http.ResponseWriter, r *http.Request, user string) error) {
-		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
-			user, err := s.Auth.Subject(r)
-			if err != nil {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="clientagent"`)
-				s.writeError(w, r, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
-				return
-			}
-			if err := f(w, r, user); err != nil {
-				s.writeError(w, r, err)
-			}
-		})
+		mux.Handle(pattern, s.authed(f))
 	}
 	h("POST /v1/conversations", s.createConversation)
 	h("GET /v1/conversations", s.listConversations)
 	h("GET /v1/conversations/{cid}", s.getConversation)
+	h("PATCH /v1/conversations/{cid}", s.renameConversation)
 	h("DELETE /v1/conversations/{cid}", s.deleteConversation)
 	h("POST /v1/conversations/{cid}/artifacts", s.uploadArtifact)
 	h("GET /v1/conversations/{cid}/artifacts/{aid}", s.getArtifact)
 	h("POST /v1/conversations/{cid}/messages", s.postMessage)
+	h("GET /v1/conversations/{cid}/events", s.getEvents)
 	h("GET /v1/conversations/{cid}/turns/{tid}", s.getTurn)
 	h("POST /v1/conversations/{cid}/turns/{tid}/input", s.postInput)
+	h("POST /v1/conversations/{cid}/turns/{tid}/cancel", s.cancelTurn)
 	h("GET /v1/catalog", s.getCatalog)
-	mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route"))
-	})
+	mux.HandleFunc("/v1/", s.noRoute)
 	return mux
+}
+
+// EventsHandler serves only GET /v1/conversations/{cid}/events, with the
+// same auth: the streaming function on AWS (a Lambda Function URL in
+// response-streaming mode; docs/deploy.md), where API Gateway's HTTP API
+// cannot stream.
+func (s *Server) EventsHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/conversations/{cid}/events", s.authed(s.getEvents))
+	mux.HandleFunc("/", s.noRoute)
+	return mux
+}
+
+// authed checks the bearer token and runs f for its user.
+func (s *Server) authed(f func(w http.ResponseWriter, r *http.Request, user string) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, err := s.Auth.Subject(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="clientagent"`)
+			s.writeError(w, r, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
+			return
+		}
+		if err := f(w, r, user); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route"))
 }
 
 func (s *Server) now() time.Time {

@@ -398,6 +398,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	if err := s.Store.SaveTurn(ctx, conv.Meta.ID, t); err != nil {
 		return fmt.Errorf("store turn: %w", err)
 	}
+	s.emit(ctx, conv.Meta.ID, record.Event{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": typed}})
 	input, _ := json.Marshal(map[string]any{
 		"conversation_id":       conv.Meta.ID,
 		"turn_id":               t.ID,

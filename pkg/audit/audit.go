@@ -37,6 +37,9 @@ const (
 	KindSuperseded = "superseded"
 	// KindNotExecuted is a call left unrun because its turn failed.
 	KindNotExecuted = "not_executed"
+	// KindCancelled is the user's cancel of a turn (no call id), and each
+	// call the cancel left unrun.
+	KindCancelled = "cancelled"
 )
 
 // Event is one audited fact about one call.

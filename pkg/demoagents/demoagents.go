@@ -55,6 +55,9 @@ type Options struct {
 	MaxInputBytes int64
 	// Logger receives one line per task. Default slog.Default().
 	Logger *slog.Logger
+	// GuardianWord is the word the demo guardian (PathGuardian) blocks.
+	// Default: $CLIENTAGENT_GUARDIAN_WORD, else DefaultGuardianWord.
+	GuardianWord string
 }
 
 // Agent paths under the handler; each is one A2A agent with one skill.
@@ -81,7 +84,7 @@ func AgentURLs(publicBaseURL string) []string {
 // Handler serves the demo agents: for each agent path P, the card at
 // GET P/.well-known/agent-card.json and the JSON-RPC endpoint at POST P
 // (and P/); plus GET /agents/publish/publications, the publication ledger
-// as a JSON list. publicBaseURL is the externally visible base of this
+// as a JSON list, and the demo guardian at PathGuardian. publicBaseURL is the externally visible base of this
 // handler (card.URL = publicBaseURL + P); when empty it is derived from
 // each request's Host and X-Forwarded-Proto.
 func Handler(publicBaseURL string, opts Options) http.Handler {
@@ -118,6 +121,8 @@ func Handler(publicBaseURL string, opts Options) http.Handler {
 		mux.Handle("POST "+sk.path+"/{$}", rpc)
 		mux.Handle(sk.path+a2asrv.WellKnownAgentCardPath, cardHandler(base, sk))
 	}
+	// The guardian is served here but not listed by AgentURLs: not a tool.
+	handleGuardian(mux, base, guardianWord(opts))
 	mux.HandleFunc("GET "+PathPublish+"/publications", func(w http.ResponseWriter, r *http.Request) {
 		list, err := opts.Publications.ListContext(r.Context())
 		if err != nil {

@@ -44,6 +44,7 @@ func FastHandler(publicBaseURL string) http.Handler {
 		mux.Handle("POST "+sk.path+"/{$}", rpc)
 		mux.Handle(sk.path+a2asrv.WellKnownAgentCardPath, cardHandler(base, sk))
 	}
+	handleGuardian(mux, base, guardianWord(Options{}))
 	return mux
 }
 

@@ -74,6 +74,11 @@ type Config struct {
 	// specialists (same cards and URLs, answers at once, keeps nothing),
 	// for load runs (docs/benchmarks.md).
 	FastAgents bool
+	// ChunkDelay is the scripted demo model's pause between the chunks of
+	// text it streams (zero: none; make run shows streaming with a small one).
+	ChunkDelay time.Duration
+	// Prices prices LLM calls per model (nil: llm.DefaultPrices).
+	Prices llm.Prices
 	// Retention is how long the engine keeps an ended execution's history
 	// in the store (default 1h: with the embedded Valkey it shares this
 	// process's memory).
@@ -116,7 +121,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	model := cfg.LLM
 	if model == nil {
-		model = scripted.Demo()
+		model = scripted.Demo().Stream(cfg.ChunkDelay)
 	}
 	limits := cfg.Limits
 	if limits == (turn.Limits{}) {
@@ -157,7 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}
@@ -214,6 +219,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		MaxUpload:       20 << 20,
 		MaxText:         16000,
 		Failures:        p.Handlers,
+		Cancels:         p.Handlers,
+		Events:          p.Store,
 		Logger:          log,
 	}
 	mux := http.NewServeMux()

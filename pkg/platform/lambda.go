@@ -13,6 +13,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -32,6 +33,7 @@ const InvokeTimeout = 5 * time.Minute
 //	CLIENTAGENT_WORKFLOWS_DIR      a folder of workflow templates (default: the built-in examples)
 //	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
 //	CLIENTAGENT_MAX_LLM_CALLS …    the turn limits (LimitsFromEnv)
+//	CLIENTAGENT_GUARDIAN …         the guardian, in the functions that check (pkg/platform/guardianenv)
 //	AWS_LAMBDA_LOG_LEVEL           the log level (pkg/platform/lambdalog)
 //
 // The S3 pieces (artifacts, the audit log) are pkg/platform/awsenv's and
@@ -86,6 +88,9 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 	}
 	cfg := e.config()
 	cfg.Limits = limits
+	if cfg.Prices, err = llm.LoadPrices(e.Getenv("CLIENTAGENT_PRICES")); err != nil {
+		return nil, fmt.Errorf("CLIENTAGENT_PRICES: %w", err)
+	}
 	return newHandlers(cfg, valkey.New(rdb, valkey.Options{})), nil
 }
 

@@ -35,6 +35,9 @@ type Config struct {
 	Agents []string
 	// Limits bound each turn.
 	Limits turn.Limits
+	// Prices prices LLM calls per model (nil: llm.DefaultPrices;
+	// CLIENTAGENT_PRICES adds entries, llm.LoadPrices).
+	Prices llm.Prices
 	// IdleTTL is how long a conversation's keys live after its last write.
 	IdleTTL time.Duration
 	// CardTTL is how long a fetched agent card counts as fresh.
@@ -165,7 +168,11 @@ func newHandlers(cfg Config, store record.Store) *turn.Handlers {
 	if limits == (turn.Limits{}) {
 		limits = turn.DefaultLimits()
 	}
-	return &turn.Handlers{Store: store, Limits: limits, CallTimeout: cfg.InvokeTimeout, Logger: cfg.Logger}
+	h := &turn.Handlers{Store: store, Limits: limits, CallTimeout: cfg.InvokeTimeout, Prices: cfg.Prices, Logger: cfg.Logger}
+	if ev, ok := store.(record.EventLog); ok {
+		h.Events = ev
+	}
+	return h
 }
 
 // Catalogs builds the tool catalogue from the registry's capabilities and

@@ -28,6 +28,10 @@ const (
 	StatusFailed           Status = "failed"
 	StatusExpired          Status = "expired"
 	StatusSuperseded       Status = "superseded"
+	// StatusCancelled: the user stopped the turn (issue 15).
+	StatusCancelled Status = "cancelled"
+	// StatusBlocked: the guardian refused the user's request (issue 19).
+	StatusBlocked Status = "blocked"
 )
 
 // Waiting reports whether the turn is paused for the user.
@@ -36,7 +40,7 @@ func (s Status) Waiting() bool { return s == StatusAwaitingInput || s == StatusA
 // Final reports whether the turn has ended.
 func (s Status) Final() bool {
 	switch s {
-	case StatusSucceeded, StatusFailed, StatusExpired, StatusSuperseded:
+	case StatusSucceeded, StatusFailed, StatusExpired, StatusSuperseded, StatusCancelled, StatusBlocked:
 		return true
 	}
 	return false
@@ -337,6 +341,11 @@ type InputRequired struct {
 // ErrNotFound is returned for a conversation or turn that does not exist.
 var ErrNotFound = errors.New("record: not found")
 
+// ErrCancelled is returned by SaveTurn for a turn the user cancelled: once
+// MarkCancelled is stored, only the cancelled turn itself is written, so a
+// step that was running at the time cannot write over the cancel.
+var ErrCancelled = errors.New("record: the turn was cancelled")
+
 // Store faults callers tell apart (the API answers 503 with a code; the
 // step handlers fail fast with a TransientError the state machine retries).
 var (
@@ -379,6 +388,13 @@ type Store interface {
 	// MarkAnswered records that the API answered turnID's task token, so
 	// the turn reads as running until its execution applies the reply.
 	MarkAnswered(ctx context.Context, cid, turnID, token string) error
+	// Rename sets the conversation's title. ErrNotFound when the
+	// conversation does not exist.
+	Rename(ctx context.Context, cid, title string) error
+	// MarkCancelled records that the user cancelled turnID: from then on
+	// SaveTurn refuses (ErrCancelled) every write of it that does not end
+	// it as cancelled.
+	MarkCancelled(ctx context.Context, cid, turnID string) error
 	// PutOutcome stores a call's outcome unless one is stored already; it
 	// reports whether this call stored it.
 	PutOutcome(ctx context.Context, cid, turnID string, o CallOutcome) (stored bool, err error)

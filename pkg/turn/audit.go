@@ -43,6 +43,8 @@ func (h *Handlers) decisions(conv *record.Conversation, t *record.Turn, before m
 				kind = audit.KindExpired
 			case record.StatusSuperseded:
 				kind = audit.KindSuperseded
+			case record.StatusCancelled:
+				kind = audit.KindCancelled
 			default:
 				kind = audit.KindNotExecuted
 			}

@@ -80,6 +80,14 @@ func (h *Handlers) Await(ctx context.Context, in AwaitInput) (AwaitOutput, error
 	if err := h.save(ctx, in.Ref, t); err != nil {
 		return AwaitOutput{}, err
 	}
+	if !alreadyOpen {
+		v := NewView(conv, t, nil)
+		ev := h.live(record.EventForm, t.ID, map[string]any{"form": v.Form, "expires_at": v.ExpiresAt})
+		if v.Approval != nil {
+			ev = h.live(record.EventApproval, t.ID, map[string]any{"approval": v.Approval, "expires_at": v.ExpiresAt})
+		}
+		h.emit(ctx, in.ConversationID, ev)
+	}
 	h.stepLog(ctx, in.Ref, "await", "", string(status), started, 0, nil)
 	return AwaitOutput{Status: string(status)}, nil
 }

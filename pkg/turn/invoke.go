@@ -67,6 +67,7 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		h.log().ErrorContext(ctx, "call failed", "conversation", in.ConversationID, "turn", in.TurnID, "call", in.CallID, "error", name, "cause", cause)
 		o = failedOutcome(fmt.Sprintf("The call could not be completed: %s (%s).", failureCause(name, cause), name))
 	} else {
+		h.emit(ctx, in.ConversationID, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID}))
 		var cont *WorkflowContinuesError
 		o, cont, err = h.run(ctx, in.Ref, conv, t, pc, outcomes)
 		if err != nil {
@@ -102,6 +103,9 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		}
 	}
 	status := outcomeStatus(o)
+	if stored {
+		h.emit(ctx, in.ConversationID, h.stepEnded(t.ID, pc.Tool, pc.CallID, status, o.StartedAt, o.EndedAt, nil))
+	}
 	h.stepLog(ctx, in.Ref, "invoke", pc.Tool, status, started, 0, nil)
 	return InvokeOutput{CallID: in.CallID, Status: status}, nil
 }

@@ -90,8 +90,16 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		Context:  catalog.Context(catalog.PromptInput{Catalog: conv.Artifacts, Older: olderArtifacts(conv), RecentSkillInputs: conv.RecentSkillInputs(), Now: started}),
 		CacheKey: in.ConversationID,
 	}
+	llmCall := t.LLMCalls + 1
+	h.emit(ctx, in.ConversationID, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": "llm", "llm_call": llmCall}))
+	deltas := h.newDeltas(ctx, in.Ref, llmCall)
+	if deltas != nil {
+		req.OnText, req.OnReset = deltas.text, deltas.reset
+	}
 	resp, err := h.complete(ctx, req)
 	if err != nil {
+		deltas.flush()
+		h.emit(ctx, in.ConversationID, h.stepEnded(t.ID, "llm", "", record.ResultFailed, started, h.now(), map[string]any{"llm_call": llmCall}))
 		h.stepLog(ctx, in.Ref, "llm", "", "failed", started, 0, err)
 		if errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) {
 			return StepOutput{}, &ModelUnavailableError{Err: err}
@@ -113,6 +121,9 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	t.CachedTokens += spend.CachedTokens
 	t.CostMicros += spend.CostMicros
 	t.Steps = append(t.Steps, record.Step{Tool: "llm", Status: record.ResultSucceeded, StartedAt: started, EndedAt: h.now()})
+	deltas.flush() // the answer's last text goes before step.ended
+	h.emit(ctx, in.ConversationID, h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
+		map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))
 	h.stepLog(ctx, in.Ref, "llm", "", "succeeded", started, resp.Usage.Total(), nil)
 
 	if len(resp.ToolCalls) == 0 {

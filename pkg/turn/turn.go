@@ -89,7 +89,9 @@ type Handlers struct {
 	Catalogs Catalogs
 	Invoker  Invoker
 	// Audit keeps decisions and executed calls durably (nil: none).
-	Audit  audit.Log
+	Audit audit.Log
+	// Events is the conversations' live event log (nil: none).
+	Events record.EventLog
 	Limits Limits
 	// CallTimeout is the longest one specialist call may take (the
 	// invoker's timeout). A workflow starts its next step in the same
@@ -98,9 +100,9 @@ type Handlers struct {
 	// always in the same invocation.
 	CallTimeout time.Duration
 	// Prices prices each LLM call by its model (nil: llm.DefaultPrices).
-	Prices      llm.Prices
-	Now         func() time.Time
-	Logger      *slog.Logger
+	Prices llm.Prices
+	Now    func() time.Time
+	Logger *slog.Logger
 }
 
 // TransientError marks a failure worth retrying (Valkey unreachable, LLM
@@ -109,6 +111,12 @@ type TransientError struct{ Err error }
 
 func (e *TransientError) Error() string { return e.Err.Error() }
 func (e *TransientError) Unwrap() error { return e.Err }
+
+// CancelledError ends a step of a turn the user cancelled while it ran
+// (Handlers.Cancel); its execution is stopped at the same time.
+type CancelledError struct{ TurnID string }
+
+func (e *CancelledError) Error() string { return "turn " + e.TurnID + " was cancelled" }
 
 // WorkflowContinuesError ends an invoke step that ran some of a workflow's
 // steps and has too little time left for the next: the finished steps are
@@ -261,6 +269,10 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 	t.UpdatedAt = h.now()
 	if err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...); errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
+	} else if errors.Is(err, record.ErrCancelled) {
+		// The user cancelled the turn while this step ran: its work is
+		// dropped, and the execution is being stopped.
+		return &CancelledError{TurnID: t.ID}
 	} else if err != nil {
 		if errors.Is(err, record.ErrFull) {
 			// The ops signal of a full store: the turn waits for the state
@@ -269,6 +281,7 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 		}
 		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
 	}
+	h.emit(ctx, r.ConversationID, h.savedEvents(t, arts)...)
 	return nil
 }
 

@@ -80,7 +80,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 	switch t.Status {
 	case record.StatusSucceeded:
 		v.Reply = t.FinalReport
-	case record.StatusFailed, record.StatusExpired, record.StatusSuperseded:
+	case record.StatusFailed, record.StatusExpired, record.StatusSuperseded, record.StatusCancelled, record.StatusBlocked:
 		v.Reply = t.Error
 	}
 	if t.Status.Final() {

@@ -52,8 +52,45 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	if err != nil {
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, classify(err))
 	}
-	if n == 0 {
+	switch n {
+	case 0:
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
+	case -1:
+		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrCancelled)
+	}
+	return nil
+}
+
+// Rename sets the title List shows (the 'title' field), when the
+// conversation exists.
+func (s *Store) Rename(ctx context.Context, cid, title string) error {
+	n, err := renameScript.Run(ctx, s.rdb, []string{convKey(cid)}, title, int64(s.ttl/time.Second)).Int()
+	if err != nil {
+		return fmt.Errorf("rename %s: %w", cid, classify(err))
+	}
+	if n == 0 {
+		return fmt.Errorf("rename %s: %w", cid, record.ErrNotFound)
+	}
+	return nil
+}
+
+var renameScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'title', ARGV[1])
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// MarkCancelled stores cancel:<tid> beside the turn, which SaveTurn's
+// script checks: from then on only the cancelled turn is written.
+func (s *Store) MarkCancelled(ctx context.Context, cid, turnID string) error {
+	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, convKey(cid), cancelPrefix+turnID, time.Now().UTC().Format(time.RFC3339Nano))
+		p.Expire(ctx, convKey(cid), s.ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("mark turn %s of %s cancelled: %w", turnID, cid, classify(err))
 	}
 	return nil
 }
@@ -121,6 +158,7 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 var saveTurnScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 local tid = ARGV[2]
+if ARGV[8] ~= 'cancelled' and redis.call('HEXISTS', KEYS[1], 'cancel:' .. tid) == 1 then return -1 end
 redis.call('HSET', KEYS[1], 'turn:' .. tid, ARGV[3], 'msgs:' .. tid, ARGV[4], 'head:' .. tid, ARGV[5],
   'n:' .. tid, ARGV[6], 'arts:' .. tid, ARGV[12], 'updated', ARGV[7])
 local newest = tonumber(redis.call('HGET', KEYS[1], 'status_started') or '0')
@@ -459,7 +497,7 @@ func decodeMeta(cid, metaJSON, title, updated string) (record.Meta, error) {
 	if err := json.Unmarshal([]byte(metaJSON), &m); err != nil {
 		return m, fmt.Errorf("load conversation %s: meta: %w", cid, err)
 	}
-	if m.Title == "" {
+	if title != "" { // a rename, or the first message's text
 		m.Title = record.Title(title)
 	}
 	if ts, err := time.Parse(time.RFC3339Nano, updated); err == nil {
@@ -597,7 +635,7 @@ func (s *Store) Delete(ctx context.Context, cid string) error {
 			}
 		}
 	}
-	keys := []string{convKey(cid), artifactsKey(cid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid)}
+	keys := []string{convKey(cid), artifactsKey(cid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid), eventsKey(cid)}
 	for id := range ids {
 		keys = append(keys, resultsKey(cid, id))
 	}

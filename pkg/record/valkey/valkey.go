@@ -96,6 +96,7 @@ const (
 	callsPrefix   = "llm_calls:"
 	tokensPrefix  = "tokens:"
 	cachedPrefix  = "cached:"
+	cancelPrefix  = "cancel:" // the user cancelled the turn (MarkCancelled)
 	costPrefix    = "cost:"
 	resultsPrefix = "results:" // marks a turn with a results hash
 )
@@ -132,6 +133,9 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 		p.HSetNX(ctx, ck, fieldMeta, b)
 		p.HSetNX(ctx, ck, fieldUpdated, m.CreatedAt.Format(time.RFC3339Nano))
 		p.HSetNX(ctx, ck, fieldLayout, layout)
+		if m.Title != "" {
+			p.HSetNX(ctx, ck, fieldTitle, m.Title)
+		}
 		p.Expire(ctx, ck, s.ttl)
 		p.ZAdd(ctx, userKey(m.Owner), redis.Z{Score: float64(m.CreatedAt.UnixMilli()), Member: m.ID})
 		p.Expire(ctx, userKey(m.Owner), s.ttl)
@@ -280,8 +284,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 				m.UpdatedAt = ts
 			}
 		}
-		if m.Title == "" {
-			t, _ := v[2].(string)
+		if t, _ := v[2].(string); t != "" { // a rename, or the first message's text
 			m.Title = record.Title(t)
 		}
 		if st, _ := v[3].(string); st != "" {

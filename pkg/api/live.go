@@ -1,0 +1,268 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sfn"
+	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// Cancels ends a turn at the user's request; turn.Handlers implements it.
+type Cancels interface {
+	Cancel(ctx context.Context, r turn.Ref, user string) (*record.Conversation, *record.Turn, error)
+}
+
+// Event stream bounds (GET …/events): a heartbeat comment at least every
+// heartbeat, and the stream ends after EventsFor (the client reconnects
+// with Last-Event-ID).
+const (
+	heartbeat        = 15 * time.Second
+	DefaultEventsFor = 5 * time.Minute
+)
+
+// getEvents streams the conversation's events as Server-Sent Events
+// (issue 15, API.md): each event with its log id, type and JSON data. It
+// resumes after Last-Event-ID (header, or last_event_id in the query);
+// without one it starts with the retained events of the turns still
+// running or waiting, so a page opened mid-turn catches up. turn=<tid>
+// keeps one turn's events and ends after its turn.ended; timeout=<seconds>
+// ends the stream sooner than EventsFor.
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) error {
+	if s.Events == nil {
+		return errorf(http.StatusNotImplemented, "not_implemented", "this deployment has no event stream; poll GET …/turns/{tid}")
+	}
+	ctx := r.Context()
+	q := r.URL.Query()
+	only := q.Get("turn")
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{TurnID: only})
+	if err != nil {
+		return err
+	}
+	if only != "" {
+		if _, ok := conv.Turn(only); !ok {
+			return errorf(http.StatusNotFound, "not_found", "no such turn")
+		}
+	}
+	after := r.Header.Get("Last-Event-ID")
+	if after == "" {
+		after = q.Get("last_event_id")
+	}
+	if after != "" && !validEventID(after) {
+		return errorf(http.StatusBadRequest, "invalid_event_id", "Last-Event-ID must be an id this stream sent (<ms>-<seq>)")
+	}
+	if after == "" {
+		after = s.startOfLive(conv, only)
+	}
+	lasts := s.EventsFor
+	if lasts <= 0 {
+		lasts = DefaultEventsFor
+	}
+	if v := q.Get("timeout"); v != "" {
+		secs, err := strconv.Atoi(v)
+		if err != nil || secs < 1 {
+			return errorf(http.StatusBadRequest, "invalid_timeout", "timeout is a number of seconds, at least 1")
+		}
+		lasts = min(lasts, time.Duration(secs)*time.Second)
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return errorf(http.StatusNotImplemented, "not_implemented", "this server cannot stream; poll GET …/turns/{tid}")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	flusher.Flush()
+
+	deadline := time.Now().Add(lasts)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		wait := min(heartbeat, time.Until(deadline))
+		if wait <= 0 {
+			return nil
+		}
+		evs, err := s.Events.Events(ctx, conv.Meta.ID, after, 200, wait)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log().WarnContext(ctx, "event stream ended", "conversation", conv.Meta.ID, "error", err.Error())
+			}
+			return nil // the client reconnects after its last id
+		}
+		if len(evs) == 0 {
+			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
+				return nil
+			}
+			flusher.Flush()
+			continue
+		}
+		ended := false
+		for _, e := range evs {
+			after = e.ID
+			if only != "" && e.TurnID != only {
+				continue
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				continue
+			}
+			if _, err := fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, b); err != nil {
+				return nil
+			}
+			ended = ended || only != "" && e.Type == record.EventTurnEnded
+		}
+		flusher.Flush()
+		if ended {
+			return nil
+		}
+	}
+}
+
+// emit appends ev to the conversation's event log; like the steps, it
+// logs a failure and carries on (the record is the truth).
+func (s *Server) emit(ctx context.Context, cid string, ev record.Event) {
+	if s.Events == nil {
+		return
+	}
+	if err := s.Events.Emit(ctx, cid, ev); err != nil {
+		s.log().WarnContext(ctx, "event not written", "conversation", cid, "type", ev.Type, "error", err.Error())
+	}
+}
+
+// startOfLive is where a stream without Last-Event-ID starts: a second
+// before the oldest turn still running or waiting started (its
+// turn.started is written after its start), else the log's end ("$" is
+// not used: the log's ids come from the server's clock, and now is close
+// enough for a conversation with nothing running).
+func (s *Server) startOfLive(conv *record.Conversation, only string) string {
+	var from time.Time
+	for _, t := range conv.Turns {
+		if t.Status.Final() || only != "" && t.ID != only {
+			continue
+		}
+		if from.IsZero() || t.StartedAt.Before(from) {
+			from = t.StartedAt
+		}
+	}
+	if from.IsZero() {
+		if only != "" {
+			return "0" // an ended turn: its events, as far as they are kept
+		}
+		from = s.now()
+	}
+	return strconv.FormatInt(from.Add(-time.Second).UnixMilli(), 10) + "-0"
+}
+
+// validEventID reports whether id looks like a stream id (<ms>-<seq>).
+func validEventID(id string) bool {
+	ms, seq, ok := strings.Cut(id, "-")
+	if !ok {
+		return false
+	}
+	_, err1 := strconv.ParseUint(ms, 10, 64)
+	_, err2 := strconv.ParseUint(seq, 10, 64)
+	return err1 == nil && err2 == nil
+}
+
+// cancelTurn ends a running or waiting turn (issue 15): the record first
+// (turn.Handlers.Cancel), then its execution is stopped. 409 when the turn
+// has already ended, with what ended it.
+func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request, user string) error {
+	if s.Cancels == nil {
+		return errorf(http.StatusNotImplemented, "not_implemented", "this deployment cannot cancel turns")
+	}
+	ctx := r.Context()
+	tid := r.PathValue("tid")
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{TurnID: tid})
+	if err != nil {
+		return err
+	}
+	t, ok := conv.Turn(tid)
+	if !ok {
+		return errorf(http.StatusNotFound, "not_found", "no such turn")
+	}
+	if t.Status.Final() {
+		return turnEnded(t)
+	}
+	conv, t, err = s.Cancels.Cancel(ctx, turn.Ref{ConversationID: conv.Meta.ID, TurnID: tid}, user)
+	if errors.Is(err, turn.ErrTurnEnded) && t != nil {
+		return turnEnded(t)
+	}
+	if err != nil {
+		return fmt.Errorf("cancel turn %s: %w", tid, err)
+	}
+	if _, err := s.Executions.StopExecution(ctx, &sfn.StopExecutionInput{
+		ExecutionArn: aws.String(s.executionARN(tid)), Error: aws.String("Cancelled"), Cause: aws.String("cancelled by the user"),
+	}); err != nil {
+		var gone *types.ExecutionDoesNotExist
+		if !errors.As(err, &gone) {
+			// The turn is cancelled in the record: a step still running
+			// cannot write over it, and its execution ends at its next step.
+			s.log().WarnContext(ctx, "stop cancelled execution", "turn", tid, "error", err.Error())
+		}
+	}
+	writeJSON(w, http.StatusAccepted, turn.NewView(conv, t, nil))
+	return nil
+}
+
+// turnEnded is the 409 for a turn that has already ended, saying how.
+func turnEnded(t *record.Turn) error {
+	return errorf(http.StatusConflict, "turn_ended", fmt.Sprintf("the turn has already ended (%s); there is nothing to cancel", t.Status))
+}
+
+// renameConversation sets a conversation's title (PATCH {"title"}).
+func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user string) error {
+	var body struct {
+		Title *string `json:"title"`
+	}
+	if err := decode(r, 4096, &body); err != nil {
+		return err
+	}
+	if body.Title == nil || strings.TrimSpace(*body.Title) == "" {
+		return errorf(http.StatusBadRequest, "missing_title", "title is required")
+	}
+	title := strings.Join(strings.Fields(*body.Title), " ")
+	if n := len([]rune(title)); n > 200 {
+		return errorf(http.StatusBadRequest, "title_too_long", fmt.Sprintf("title is %d characters; the limit is 200", n))
+	}
+	ctx := r.Context()
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
+	if err != nil {
+		return err
+	}
+	if err := s.Store.Rename(ctx, conv.Meta.ID, title); errors.Is(err, record.ErrNotFound) {
+		return errNotFound
+	} else if err != nil {
+		return fmt.Errorf("rename: %w", err)
+	}
+	status := ""
+	if t := newestTurn(conv); t != nil {
+		status = string(t.Status)
+	}
+	writeJSON(w, http.StatusOK, conversationSummary{ID: conv.Meta.ID, Title: record.Title(title), UpdatedAt: conv.Meta.UpdatedAt.Format(time.RFC3339Nano), Status: status})
+	return nil
+}
+
+// newestTurn is conv's newest turn by start, or nil.
+func newestTurn(conv *record.Conversation) *record.Turn {
+	var n *record.Turn
+	for _, t := range conv.Turns {
+		if n == nil || t.StartedAt.After(n.StartedAt) {
+			n = t
+		}
+	}
+	return n
+}

@@ -1,0 +1,287 @@
+package devstack
+
+// Issue 15, live turns through the HTTP API: the event stream of a turn
+// (Server-Sent Events read from the conversation's Valkey stream) and
+// cancel.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/clientagent/clientagent/pkg/audit"
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/scripted"
+	"github.com/clientagent/clientagent/pkg/turn"
+)
+
+// sseEvent is one event as a client reads it off the wire.
+type sseEvent struct {
+	ID, Type string
+	Data     map[string]any
+	At       time.Time // when the client read it
+}
+
+// events opens GET …/events (query appended) with lastID as Last-Event-ID
+// and sends what it reads until the stream ends.
+func (c *client) events(cid, query, lastID string) (<-chan sseEvent, *http.Response) {
+	c.t.Helper()
+	req, _ := http.NewRequest("GET", c.base+"/v1/conversations/"+cid+"/events"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("GET events: %v", err)
+	}
+	out := make(chan sseEvent, 1000)
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		close(out)
+		return out, resp
+	}
+	c.t.Cleanup(func() { resp.Body.Close() })
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(resp.Body)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.Type != "" {
+					ev.At = time.Now()
+					out <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "id: "):
+				ev.ID = line[4:]
+			case strings.HasPrefix(line, "event: "):
+				ev.Type = line[7:]
+			case strings.HasPrefix(line, "data: "):
+				_ = json.Unmarshal([]byte(line[6:]), &ev.Data)
+			}
+		}
+	}()
+	return out, resp
+}
+
+// until reads events until one of type typ for turn tid (or the stream's end).
+func until(t *testing.T, ch <-chan sseEvent, tid, typ string) []sseEvent {
+	t.Helper()
+	var got []sseEvent
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return got
+			}
+			got = append(got, ev)
+			if ev.Type == typ && ev.Data["turn_id"] == tid {
+				return got
+			}
+		case <-timeout:
+			t.Fatalf("no %s for %s after 30s; got %d events", typ, tid, len(got))
+		}
+	}
+}
+
+// Issue 15 acceptance: the SSE stream of a Popelnase turn has its events
+// in order, text deltas whose concatenation is the stored reply, and
+// turn.ended; with a model that streams slowly the first delta arrives
+// before the turn ends. A second reader that resumes with Last-Event-ID
+// gets exactly the events after it.
+func TestEventStreamOfAPopelnaseTurn(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, nil, func(cfg *Config) { cfg.ChunkDelay = 40 * time.Millisecond })
+	cid := c.newConversation()
+	ch, resp := c.events(cid, "", "")
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("GET events = %d %s, want 200 text/event-stream", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	tid := c.send(cid, "Create a PNG image with the word Popelnase")
+	got := until(t, ch, tid, "turn.ended")
+	v := c.wait(cid, tid)
+	if v.Status != "succeeded" {
+		t.Fatalf("turn = %s %q", v.Status, v.Reply)
+	}
+
+	var types []string
+	var text strings.Builder
+	var firstDelta, ended time.Time
+	lastLLM := 0.0
+	for i, ev := range got {
+		if ev.Data["turn_id"] != tid || ev.Data["type"] != ev.Type || ev.ID == "" {
+			t.Errorf("event %d = %+v: want the turn's id, its type in data and an id", i, ev)
+		}
+		if i > 0 && ev.ID <= got[i-1].ID {
+			t.Errorf("event ids not increasing: %s after %s", ev.ID, got[i-1].ID)
+		}
+		if len(types) == 0 || types[len(types)-1] != ev.Type {
+			types = append(types, ev.Type)
+		}
+		switch ev.Type {
+		case "llm.delta":
+			if n := ev.Data["llm_call"].(float64); n != lastLLM {
+				lastLLM = n
+				text.Reset() // the reply is the last call's text
+			}
+			if int(ev.Data["offset"].(float64)) != len([]rune(text.String())) {
+				t.Errorf("delta offset %v, want %d", ev.Data["offset"], len([]rune(text.String())))
+			}
+			text.WriteString(ev.Data["text"].(string))
+			if firstDelta.IsZero() {
+				firstDelta = ev.At
+			}
+		case "turn.ended":
+			ended = ev.At
+			if ev.Data["status"] != "succeeded" || ev.Data["reply"] != v.Reply {
+				t.Errorf("turn.ended = %v, want succeeded with the stored reply", ev.Data)
+			}
+		case "step.ended":
+			if ev.Data["tool"] != "llm" && (ev.Data["call_id"] == nil || ev.Data["status"] != "succeeded") {
+				t.Errorf("step.ended = %v, want a call id and succeeded", ev.Data)
+			}
+		}
+	}
+	if text.String() != v.Reply {
+		t.Errorf("deltas joined = %q, want the stored reply %q", text.String(), v.Reply)
+	}
+	if firstDelta.IsZero() || !firstDelta.Before(ended.Add(-50*time.Millisecond)) {
+		t.Errorf("first delta at %v, turn.ended at %v: want the text to stream in before the turn ends", firstDelta, ended)
+	}
+	want := []string{"turn.started", "step.started", "step.ended", "step.started", "step.ended", "artifact"}
+	if len(types) < len(want) || strings.Join(types[:len(want)], ",") != strings.Join(want, ",") {
+		t.Errorf("event types = %v, want them to start %v", types, want)
+	}
+	if types[len(types)-1] != "turn.ended" || !contains(strings.Join(types, ","), "llm.delta,step.ended") {
+		t.Errorf("event types = %v, want the reply's deltas, the model step's end and turn.ended last", types)
+	}
+
+	// Resume: a reader with Last-Event-ID gets the events after it, no more.
+	mid := got[len(got)/2]
+	ch2, _ := c.events(cid, "?turn="+tid, mid.ID)
+	rest := until(t, ch2, tid, "turn.ended")
+	if len(rest) != len(got)-len(got)/2-1 || rest[0].ID <= mid.ID {
+		t.Errorf("resumed after %s: %d events from %s, want the %d after it", mid.ID, len(rest), rest[0].ID, len(got)-len(got)/2-1)
+	}
+	// Someone else's conversation is not theirs to watch.
+	if _, resp := c.as("mallory", st).events(cid, "", ""); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("another user's GET events = %d, want 404", resp.StatusCode)
+	}
+}
+
+// Issue 15 "Stop": cancel ends a running turn as cancelled; the call that
+// already ran keeps its result and artifact, the transcript stays valid
+// (the call that never ran has a not_executed result), the audit records
+// the cancel, and a second cancel is 409.
+func TestCancelARunningTurn(t *testing.T) {
+	t.Parallel()
+	slow, agentURL := startSlowAgent(t, 30*time.Second)
+	var m *model
+	m = &model{decide: func(req llm.Request) *llm.Response {
+		if lastUser(req) == "and now?" {
+			return answer("all done")
+		}
+		if len(toolResults(req)) > 0 {
+			return calls(call("b", "slow_echo", map[string]any{"text": "second"}))
+		}
+		return calls(call("a", "create_svg_artifact", map[string]any{"word": "Stop"}))
+	}}
+	dir := t.TempDir()
+	st, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{agentURL}; cfg.DataDir = dir })
+	_ = slow
+	cid := c.newConversation()
+	ch, _ := c.events(cid, "", "")
+	tid := c.send(cid, "make a word, then echo slowly")
+	c.waitRunning(cid, tid, "slow_echo")
+
+	var v turn.View
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted {
+		t.Fatalf("cancel = %d, want 202", code)
+	}
+	if v.Status != "cancelled" || v.Reply == "" {
+		t.Errorf("cancel answered %s %q, want cancelled with a message", v.Status, v.Reply)
+	}
+	got := until(t, ch, tid, "turn.ended")
+	if last := got[len(got)-1]; last.Data["status"] != "cancelled" {
+		t.Errorf("turn.ended = %v, want cancelled", last.Data)
+	}
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &e); code != http.StatusConflict || !contains(e.Error.Message, "cancelled") {
+		t.Errorf("second cancel = %d %+v, want 409 naming the end", code, e)
+	}
+	// The execution stops; the record stays cancelled.
+	wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	exec, err := st.Engine.Wait(wctx, strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1)+":"+tid)
+	if err != nil || exec.Status == "RUNNING" {
+		t.Errorf("execution after cancel = %v, %v; want it stopped", exec.Status, err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	v = c.turn(cid, tid)
+	if v.Status != "cancelled" || len(v.Artifacts) != 1 {
+		t.Errorf("turn after cancel = %s with %d artifacts, want cancelled keeping the SVG", v.Status, len(v.Artifacts))
+	}
+	// The next turn's transcript is valid: every call has its result.
+	next := c.send(cid, "and now?")
+	c.wait(cid, next)
+	reqs := m.requests()
+	assertProviderValid(t, reqs[len(reqs)-1].Messages)
+	var statuses []string
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		var r struct{ Status string }
+		if msg.Role == llm.RoleTool && json.Unmarshal([]byte(msg.Content), &r) == nil {
+			statuses = append(statuses, r.Status)
+		}
+	}
+	if !contains(strings.Join(statuses, ","), "succeeded") || !contains(strings.Join(statuses, ","), "not_executed") {
+		t.Errorf("results seen by the next turn = %v, want the SVG's succeeded and the slow call's not_executed", statuses)
+	}
+	var kinds []string
+	for _, ev := range auditLog(t, dir) {
+		if ev.Turn == tid {
+			kinds = append(kinds, ev.Kind+"/"+ev.Tool)
+		}
+	}
+	if !contains(strings.Join(kinds, ","), audit.KindCancelled+"/") {
+		t.Errorf("audit of the turn = %v, want its cancel", kinds)
+	}
+}
+
+// Issue 15: an ended turn cannot be cancelled (409), and a waiting one can.
+func TestCancelEndedAndWaitingTurns(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, scripted.Demo())
+	cid := c.newConversation()
+	done := c.send(cid, "Create a PNG image with the word Hi")
+	c.wait(cid, done)
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+done+"/cancel", nil, &e); code != http.StatusConflict || e.Error.Code != "turn_ended" || !contains(e.Error.Message, "succeeded") {
+		t.Errorf("cancel of a succeeded turn = %d %+v, want 409 turn_ended saying it succeeded", code, e)
+	}
+	waiting := c.send(cid, "Design a valve flange with 6 holes and 120 mm outer diameter")
+	if v := c.wait(cid, waiting); v.Status != "awaiting_input" {
+		t.Fatalf("flange turn = %s, want awaiting_input", v.Status)
+	}
+	formCall := c.formCall(cid, waiting)
+	var v turn.View
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+waiting+"/cancel", nil, &v); code != http.StatusAccepted || v.Status != "cancelled" || v.Form != nil {
+		t.Errorf("cancel of a waiting turn = %d %s (form %v), want 202 cancelled without the form", code, v.Status, v.Form)
+	}
+	// Its form can no longer be answered.
+	if code := c.input(cid, waiting, map[string]any{"answers": map[string]any{formCall: map[string]any{"material": "steel"}}}); code != http.StatusConflict {
+		t.Errorf("answer after cancel = %d, want 409", code)
+	}
+}

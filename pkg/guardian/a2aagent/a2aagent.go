@@ -1,0 +1,188 @@
+// Package a2aagent is the guardian that asks a guardian agent over A2A
+// (CLIENTAGENT_GUARDIAN=a2a:<agent URL>[#skill]), as seed 003's
+// guardian_validate does. Each check is one blocking message/send (JSON-RPC)
+// whose message holds one DataPart
+//
+//	{"kind": "request"|"tool_call"|"tool_result", "text": "…", "tool": "…", "arguments": {…}}
+//
+// (tool and arguments only when set; a tool call's text is the canonical
+// JSON of its arguments) and names the skill in its metadata (skillId, as
+// pkg/agents does). The agent answers with a message, or a completed task,
+// carrying a DataPart — or a TextPart holding a JSON object —
+//
+//	{"decision": "allowed"|"blocked", "reason": "…"}
+//
+// where decision may also be allow, block or redact (redact with "text",
+// the redacted text), and "rule" optionally names the agent's rule.
+// Anything else — a failed task, a transport error, an answer without a
+// decision — is an error, which the guardian.Checker turns into a failed
+// check. The agent is never offered to the model as a tool and must not be
+// listed among the specialists.
+package a2aagent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
+
+	"github.com/clientagent/clientagent/pkg/guardian"
+)
+
+// DefaultSkill is the skill asked when the URL names none.
+const DefaultSkill = "guardian_check"
+
+// Client is a guardian.Guardian backed by a guardian agent; it is safe
+// for concurrent use.
+type Client struct {
+	url, skill string
+	hc         *http.Client
+}
+
+var _ guardian.Guardian = (*Client)(nil)
+
+// New returns the client of the agent at spec, its JSON-RPC base URL with
+// an optional "#skill" (default DefaultSkill). hc carries the calls (nil:
+// Go's default client); on AWS it is the platform's agent client, which
+// signs requests to Lambda Function URLs (agents.ClientFromEnv). The
+// deadline of a call is the context's (guardian.Checker sets it).
+func New(spec string, hc *http.Client) (*Client, error) {
+	u, skill, _ := strings.Cut(strings.TrimSpace(spec), "#")
+	u = strings.TrimRight(u, "/")
+	if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		return nil, fmt.Errorf("guardian agent URL %q: want http:// or https://", u)
+	}
+	if skill == "" {
+		skill = DefaultSkill
+	}
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	return &Client{url: u, skill: skill, hc: hc}, nil
+}
+
+// Name is "a2a:<url>#<skill>", the rule of decisions that name none.
+func (c *Client) Name() string { return "a2a:" + c.url + "#" + c.skill }
+
+// Check sends in to the agent and reads its decision.
+func (c *Client) Check(ctx context.Context, in guardian.Input) (guardian.Decision, error) {
+	data := map[string]any{"kind": string(in.Kind), "text": in.Checked()}
+	if in.Tool != "" {
+		data["tool"] = in.Tool
+	}
+	if in.Arguments != nil {
+		data["arguments"] = in.Arguments
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.DataPart{Data: data})
+	msg.Metadata = map[string]any{"skillId": c.skill}
+
+	client, err := a2aclient.NewFromEndpoints(ctx,
+		[]a2a.AgentInterface{{Transport: a2a.TransportProtocolJSONRPC, URL: c.url}},
+		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(c.hc))
+	if err != nil {
+		return guardian.Decision{}, fmt.Errorf("guardian agent %s: %w", c.url, err)
+	}
+	defer client.Destroy()
+	blocking := true
+	res, err := client.SendMessage(ctx, &a2a.MessageSendParams{Config: &a2a.MessageSendConfig{Blocking: &blocking}, Message: msg})
+	if err != nil {
+		if ctx.Err() != nil {
+			return guardian.Decision{}, fmt.Errorf("guardian agent %s: %w", c.url, ctx.Err())
+		}
+		return guardian.Decision{}, fmt.Errorf("guardian agent %s: %w", c.url, err)
+	}
+	var parts []a2a.Part
+	switch r := res.(type) {
+	case *a2a.Message:
+		parts = r.Parts
+	case *a2a.Task:
+		if r.Status.State != a2a.TaskStateCompleted {
+			return guardian.Decision{}, fmt.Errorf("guardian agent %s left the task %s: %s", c.url, r.Status.State, statusText(r))
+		}
+		if r.Status.Message != nil {
+			parts = append(parts, r.Status.Message.Parts...)
+		}
+		for _, a := range r.Artifacts {
+			if a != nil {
+				parts = append(parts, a.Parts...)
+			}
+		}
+	default:
+		return guardian.Decision{}, fmt.Errorf("guardian agent %s answered with an unexpected result %T", c.url, res)
+	}
+	d, err := decision(parts)
+	if err != nil {
+		return guardian.Decision{}, fmt.Errorf("guardian agent %s: %w", c.url, err)
+	}
+	if d.Action == guardian.Redact && d.Text == "" && in.Kind != guardian.ToolCall {
+		return guardian.Decision{}, fmt.Errorf("guardian agent %s: a redact decision without the redacted text", c.url)
+	}
+	if d.Rule == "" {
+		d.Rule = c.Name()
+	}
+	return d, nil
+}
+
+// answer is the agent's decision object.
+type answer struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason"`
+	Rule     string `json:"rule"`
+	Text     string `json:"text"`
+}
+
+var actions = map[string]guardian.Action{
+	"allowed": guardian.Allow, "allow": guardian.Allow,
+	"blocked": guardian.Block, "block": guardian.Block,
+	"redacted": guardian.Redact, "redact": guardian.Redact,
+}
+
+// decision reads the first part that holds a decision object.
+func decision(parts []a2a.Part) (guardian.Decision, error) {
+	for _, p := range parts {
+		var raw []byte
+		switch v := p.(type) {
+		case a2a.DataPart:
+			raw, _ = json.Marshal(v.Data)
+		case *a2a.DataPart:
+			raw, _ = json.Marshal(v.Data)
+		case a2a.TextPart:
+			raw = []byte(strings.TrimSpace(v.Text))
+		case *a2a.TextPart:
+			raw = []byte(strings.TrimSpace(v.Text))
+		}
+		var a answer
+		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &a) != nil || a.Decision == "" {
+			continue
+		}
+		act, ok := actions[strings.ToLower(strings.TrimSpace(a.Decision))]
+		if !ok {
+			return guardian.Decision{}, fmt.Errorf("unknown decision %q", a.Decision)
+		}
+		return guardian.Decision{Action: act, Reason: a.Reason, Rule: a.Rule, Text: a.Text}, nil
+	}
+	return guardian.Decision{}, errors.New("the answer holds no decision")
+}
+
+func statusText(t *a2a.Task) string {
+	if t.Status.Message != nil {
+		var texts []string
+		for _, p := range t.Status.Message.Parts {
+			switch v := p.(type) {
+			case a2a.TextPart:
+				texts = append(texts, v.Text)
+			case *a2a.TextPart:
+				texts = append(texts, v.Text)
+			}
+		}
+		if len(texts) > 0 {
+			return strings.Join(texts, " ")
+		}
+	}
+	return "no message given"
+}

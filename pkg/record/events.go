@@ -1,0 +1,75 @@
+package record
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Event types of a conversation's event log (issue 15, API.md
+// "GET …/events").
+const (
+	EventTurnStarted = "turn.started"
+	EventStepStarted = "step.started"
+	EventStepEnded   = "step.ended"
+	EventLLMDelta    = "llm.delta"
+	EventForm        = "form"
+	EventApproval    = "approval"
+	EventArtifact    = "artifact"
+	EventTurnEnded   = "turn.ended"
+)
+
+// Event is one entry of a conversation's event log: what happened in one
+// of its turns, as the steps do it. ID is the log's own id, assigned when
+// the event is appended; ids grow with time, so the order of a log is
+// total. Data holds the type's fields (API.md), besides type, turn_id and
+// at.
+type Event struct {
+	ID     string         `json:"-"`
+	Type   string         `json:"type"`
+	TurnID string         `json:"turn_id"`
+	At     time.Time      `json:"at"`
+	Data   map[string]any `json:"-"`
+}
+
+// MarshalJSON writes the event as one flat object: type, turn_id, at and
+// the type's fields.
+func (e Event) MarshalJSON() ([]byte, error) {
+	m := make(map[string]any, len(e.Data)+3)
+	for k, v := range e.Data {
+		m[k] = v
+	}
+	m["type"], m["turn_id"], m["at"] = e.Type, e.TurnID, e.At.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	return json.Marshal(m)
+}
+
+// UnmarshalJSON reads what MarshalJSON wrote.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	e.Type, _ = m["type"].(string)
+	e.TurnID, _ = m["turn_id"].(string)
+	if at, ok := m["at"].(string); ok {
+		e.At, _ = time.Parse(time.RFC3339Nano, at)
+	}
+	delete(m, "type")
+	delete(m, "turn_id")
+	delete(m, "at")
+	e.Data = m
+	return nil
+}
+
+// EventLog keeps each conversation's live events for a while (a Valkey
+// stream with a TTL): the steps append as they work, the API's event
+// stream reads. The log is a convenience for live pages; the record stays
+// the truth, so a step whose events cannot be written carries on.
+type EventLog interface {
+	// Emit appends evs in order, in one round trip.
+	Emit(ctx context.Context, cid string, evs ...Event) error
+	// Events reads up to count events after id after ("" or "0": from the
+	// log's start; "<ms>-0": from that time), waiting up to block for the
+	// first when there is none yet (0: no wait).
+	Events(ctx context.Context, cid, after string, count int, block time.Duration) ([]Event, error)
+}

@@ -1,0 +1,59 @@
+package valkey_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/valkeytest"
+)
+
+// Issue 15: a conversation's event log keeps its events in order, each
+// with an id; a reader resumes after an id and waits for the next event.
+func TestEventLog(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s := valkey.New(c, valkey.Options{})
+		ctx := t.Context()
+		c1, other := valkeytest.ID(t, "c"), valkeytest.ID(t, "c")
+		at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		if err := s.Emit(ctx, c1,
+			record.Event{Type: record.EventTurnStarted, TurnID: "t1", At: at, Data: map[string]any{"text": "hi"}},
+			record.Event{Type: record.EventLLMDelta, TurnID: "t1", At: at, Data: map[string]any{"text": "Hel", "offset": 0}},
+		); err != nil {
+			t.Fatal(err)
+		}
+		evs, err := s.Events(ctx, c1, "", 10, 0)
+		if err != nil || len(evs) != 2 {
+			t.Fatalf("Events = %v, %v; want 2 events", evs, err)
+		}
+		if evs[0].Type != record.EventTurnStarted || evs[0].Data["text"] != "hi" || evs[1].Data["offset"] != float64(0) || evs[0].ID == "" || evs[0].ID >= evs[1].ID || !evs[1].At.Equal(at) {
+			t.Errorf("events = %+v", evs)
+		}
+		if more, err := s.Events(ctx, c1, evs[1].ID, 10, 0); err != nil || len(more) != 0 {
+			t.Errorf("Events after the last = %v, %v; want none", more, err)
+		}
+		done := make(chan []record.Event)
+		go func() {
+			more, _ := s.Events(ctx, c1, evs[1].ID, 10, 5*time.Second)
+			done <- more
+		}()
+		time.Sleep(50 * time.Millisecond)
+		if err := s.Emit(ctx, c1, record.Event{Type: record.EventTurnEnded, TurnID: "t1", At: at}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case more := <-done:
+			if len(more) != 1 || more[0].Type != record.EventTurnEnded {
+				t.Errorf("a waiting reader got %+v, want turn.ended", more)
+			}
+		case <-time.After(4 * time.Second):
+			t.Fatal("a waiting reader did not get the new event")
+		}
+		if evs, err := s.Events(ctx, other, "", 10, 0); err != nil || len(evs) != 0 {
+			t.Errorf("another conversation's log = %v, %v; want empty", evs, err)
+		}
+	})
+}

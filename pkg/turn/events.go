@@ -1,0 +1,143 @@
+package turn
+
+import (
+	"context"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// emit appends evs to the conversation's event log (issue 15). The log is
+// for live pages and the record stays the truth, so an event that cannot
+// be written is logged and the step carries on.
+func (h *Handlers) emit(ctx context.Context, cid string, evs ...record.Event) {
+	if h.Events == nil || len(evs) == 0 {
+		return
+	}
+	if err := h.Events.Emit(ctx, cid, evs...); err != nil {
+		h.log().WarnContext(ctx, "events not written", "conversation", cid, "events", len(evs), "error", err.Error())
+	}
+}
+
+func (h *Handlers) live(typ, turnID string, data map[string]any) record.Event {
+	return record.Event{Type: typ, TurnID: turnID, At: h.now(), Data: data}
+}
+
+// stepEnded is the step.ended event of a step (tool "llm" for a model
+// call) that ran from started to ended.
+func (h *Handlers) stepEnded(turnID, tool, callID, status string, started, ended time.Time, extra map[string]any) record.Event {
+	d := map[string]any{"tool": tool, "status": status, "started_at": started.UTC().Format(timeLayout),
+		"ended_at": ended.UTC().Format(timeLayout), "duration_ms": ended.Sub(started).Milliseconds()}
+	if callID != "" {
+		d["call_id"] = callID
+	}
+	for k, v := range extra {
+		d[k] = v
+	}
+	return h.live(record.EventStepEnded, turnID, d)
+}
+
+// savedEvents are the events a write of turn t tells: the artifacts it
+// adds to the catalog and, once it has ended, turn.ended.
+func (h *Handlers) savedEvents(t *record.Turn, arts []artifact.Artifact) []record.Event {
+	var evs []record.Event
+	for _, a := range arts {
+		evs = append(evs, h.live(record.EventArtifact, t.ID, map[string]any{"artifact": a.Ref()}))
+	}
+	if t.Status.Final() {
+		reply := t.FinalReport
+		if t.Status != record.StatusSucceeded {
+			reply = t.Error
+		}
+		evs = append(evs, h.live(record.EventTurnEnded, t.ID, map[string]any{
+			"status": t.Status, "reply": reply, "llm_calls": t.LLMCalls, "tokens": t.Tokens,
+			"cached_tokens": t.CachedTokens, "cost_usd": float64(t.CostMicros) / 1e6}))
+	}
+	return evs
+}
+
+// Text deltas are written in batches: at most every deltaEvery, or
+// deltaChunks chunks, so a streaming model does not hit Valkey per token.
+const (
+	deltaEvery  = 50 * time.Millisecond
+	deltaChunks = 32
+)
+
+// deltas batches an LLM call's streamed text into llm.delta events. Each
+// event's offset is where its text starts in the call's answer, in
+// Unicode code points; after a reset (the provider retried) it starts at
+// 0 again, so a reader replaces what it had.
+type deltas struct {
+	h       *Handlers
+	ctx     context.Context
+	cid     string
+	turnID  string
+	llmCall int
+
+	mu      sync.Mutex
+	buf     []byte
+	chunks  int
+	offset  int // of buf's start
+	pending *time.Timer
+}
+
+func (h *Handlers) newDeltas(ctx context.Context, r Ref, llmCall int) *deltas {
+	if h.Events == nil {
+		return nil
+	}
+	return &deltas{h: h, ctx: ctx, cid: r.ConversationID, turnID: r.TurnID, llmCall: llmCall}
+}
+
+// text takes one streamed chunk.
+func (d *deltas) text(s string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.buf = append(d.buf, s...)
+	d.chunks++
+	if d.chunks >= deltaChunks {
+		d.flushLocked()
+		return
+	}
+	if d.pending == nil {
+		d.pending = time.AfterFunc(deltaEvery, d.flush)
+	}
+}
+
+// reset drops what was not written and starts the answer again.
+func (d *deltas) reset() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopLocked()
+	d.buf, d.chunks, d.offset = nil, 0, 0
+}
+
+func (d *deltas) flush() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.flushLocked()
+}
+
+func (d *deltas) flushLocked() {
+	d.stopLocked()
+	if len(d.buf) == 0 {
+		return
+	}
+	text := string(d.buf)
+	ev := d.h.live(record.EventLLMDelta, d.turnID, map[string]any{"text": text, "offset": d.offset, "llm_call": d.llmCall})
+	d.offset += utf8.RuneCountInString(text)
+	d.buf, d.chunks = d.buf[:0], 0
+	d.h.emit(d.ctx, d.cid, ev)
+}
+
+func (d *deltas) stopLocked() {
+	if d.pending != nil {
+		d.pending.Stop()
+		d.pending = nil
+	}
+}
