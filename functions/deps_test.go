@@ -40,9 +40,9 @@ const (
 var mustNotLink = map[string][]string{
 	"api":        {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg},
 	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},
-	"validate":   {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg},
+	"validate":   {openAI, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg}, // bedrockruntime: the guardian's ApplyGuardrail
 	"invoke":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg},
-	"append":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
+	"append":     {openAI, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv}, // bedrockruntime: the guardian's ApplyGuardrail
 	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
 	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv},
 	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, grpc, awsSDK, turnSteps},

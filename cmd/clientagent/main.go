@@ -4,6 +4,7 @@
 //	clientagent bench               time turns through a running stack's API (make bench-peers)
 //	clientagent token --user NAME   print a token for NAME (last line of stdout)
 //	clientagent chat                chat with a local or deployed API in the terminal
+//	clientagent eval DIR            run eval scenarios through the API (docs/evals.md)
 package main
 
 import (
@@ -31,6 +32,8 @@ import (
 	"github.com/clientagent/clientagent/pkg/chatcli"
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/devstack"
+	"github.com/clientagent/clientagent/pkg/eval/evalcli"
+	"github.com/clientagent/clientagent/pkg/guardian/guardianconfig"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
@@ -55,7 +58,7 @@ const usage = `usage:
   clientagent workflows check DIR      compile the workflow templates in DIR against the
                                        specialists' skills (CLIENTAGENT_AGENTS, default the
                                        local stack's demo agents) and show their inputs
-`
+` + evalcli.Usage
 
 func main() {
 	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
@@ -109,6 +112,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
 		return chatcli.Run(ctx, chatcli.Options{BaseURL: *url, Token: *tok, In: stdin, Out: stdout, OutDir: *out, Conversation: *conv})
+	case "eval":
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return evalcli.Run(ctx, args[1:], evalcli.Options{Stdout: stdout, Stderr: stderr, Getenv: os.Getenv})
 	case "workflows":
 		if len(args) != 3 || args[1] != "check" {
 			fmt.Fprint(stderr, usage)
@@ -171,7 +178,14 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if fastAgents {
 		chunkDelay = 0
 	}
+	// The guardian (issue 19), e.g. the demo one:
+	// CLIENTAGENT_GUARDIAN=a2a:http://127.0.0.1:8080/agents/guardian.
+	guard, err := guardianconfig.FromEnv(ctx, os.Getenv, guardianconfig.Options{})
+	if err != nil {
+		return err
+	}
 	st, err := start(ctx, devstack.Config{
+		Guardian:     guard,
 		ChunkDelay:   chunkDelay,
 		Prices:       prices,
 		Addr:         env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),

@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -15,6 +16,10 @@ func main() {
 	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
 		h, err := env.Handlers()
 		if err != nil {
+			return nil, err
+		}
+		// The guardian (issue 19): nil unless CLIENTAGENT_GUARDIAN is set.
+		if h.Guardian, err = guardianenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		if h.Catalogs, err = env.Catalogs(ctx); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
+	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -19,6 +20,10 @@ func main() {
 	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
 		h, err := env.Handlers()
 		if err != nil {
+			return nil, err
+		}
+		// The guardian (issue 19): nil unless CLIENTAGENT_GUARDIAN is set.
+		if h.Guardian, err = guardianenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		if h.Catalogs, err = env.Catalogs(ctx); err != nil {

@@ -27,13 +27,16 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	clientagent "github.com/clientagent/clientagent"
+	"github.com/clientagent/clientagent/pkg/a2aserver"
 	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/artifact/localstore"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/demoagents"
+	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
+	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/record/valkey/embedded"
@@ -66,6 +69,18 @@ type Config struct {
 	LLMName string
 	// Agents are extra specialist base URLs beside the demo ones.
 	Agents []string
+	// MCP are MCP servers whose tools are skills (CLIENTAGENT_MCP,
+	// mcp.LoadConfig); stdio servers are allowed here. The stack keeps a
+	// session to each open and refreshes the catalog on tools/list_changed.
+	MCP []mcp.ServerConfig
+	// AgentClient carries card fetches and A2A calls to specialists (nil:
+	// Go's default client), e.g. one adding a bearer token for another
+	// clientagent registered in Agents (pkg/a2aserver).
+	AgentClient *http.Client
+	// FileOrigins are origins (scheme://host:port) a specialist's file
+	// links may point at although not public, e.g. another local
+	// clientagent's (platform.Config.FileOrigins).
+	FileOrigins []string
 	// Limits bound each turn (zero: the spec's defaults).
 	Limits turn.Limits
 	// WorkflowsDir is the folder of workflow templates (empty: the built-in examples).
@@ -79,6 +94,9 @@ type Config struct {
 	ChunkDelay time.Duration
 	// Prices prices LLM calls per model (nil: llm.DefaultPrices).
 	Prices llm.Prices
+	// Guardian checks requests, calls and results (nil: none; issue 19).
+	// The demo guardian agent is served at /agents/guardian.
+	Guardian *guardian.Checker
 	// Retention is how long the engine keeps an ended execution's history
 	// in the store (default 1h: with the embedded Valkey it shares this
 	// process's memory).
@@ -95,6 +113,7 @@ type Stack struct {
 	engine   *sfnlocal.Engine
 	auth     *auth.Local
 	closeRDB func()
+	stopMCP  func()
 	// Platform is the wired object graph (tests inspect its store).
 	Platform *platform.Platform
 	// Engine is the local Step Functions engine (tests read histories).
@@ -162,11 +181,15 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}
 	st.Platform = p
+	if p.MCP != nil {
+		st.stopMCP = p.MCP.Watch(p.Catalogs.Invalidate)
+	}
+	p.Handlers.Guardian = cfg.Guardian
 
 	st.Redis = rdb
 	// The engine (which on AWS is Step Functions itself) and the demo agents
@@ -226,6 +249,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", server.Handler())
 	mux.Handle("/files/", arts.Handler())
+	// clientagent itself as an A2A agent, a client of the same API.
+	a2a := (&a2aserver.Server{API: server.Handler(), Auth: st.auth, Catalogs: p.Catalogs, Redis: rdb, Path: "/a2a", PublicURL: url, Streaming: true, Logger: log}).Handler()
+	mux.Handle("/a2a", a2a)
+	mux.Handle("/a2a/", a2a)
+	mux.Handle("/.well-known/agent-card.json", a2a)
 	st.Publications = demoagents.NewRedisLedger(agentsRDB)
 	if cfg.FastAgents {
 		mux.Handle("/agents/", demoagents.FastHandler(url))
@@ -303,6 +331,9 @@ func (s *Stack) Close() error {
 	}
 	if s.engine != nil {
 		s.engine.Close()
+	}
+	if s.stopMCP != nil {
+		s.stopMCP()
 	}
 	if s.closeRDB != nil {
 		s.closeRDB()

@@ -245,6 +245,7 @@ const (
 	CallRejected      CallState = "rejected"       // the user rejected it
 	CallAnswered      CallState = "answered"       // ask_user, answered by the form
 	CallNotExecuted   CallState = "not_executed"   // superseded or expired
+	CallBlocked       CallState = "blocked"        // the guardian refused its arguments (Note: why)
 	CallDone          CallState = "done"           // its result is stored
 )
 
@@ -301,7 +302,10 @@ const (
 	ResultFailed      = "failed"
 	ResultRejected    = "rejected"
 	ResultNotExecuted = "not_executed"
-	ResultAnswered    = "answered"
+	// ResultBlocked: the guardian refused the call's arguments, or withheld
+	// its result (issue 19).
+	ResultBlocked  = "blocked"
+	ResultAnswered = "answered"
 )
 
 // ToolResult is the compact JSON that goes back to the model (spec §3.5).

@@ -23,7 +23,7 @@ type AppendOutput struct {
 // with it (batch rule). Idempotent: an appended batch is not appended twice.
 func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	started := h.now()
-	_, t, outcomes, err := h.load(ctx, in, true)
+	conv, t, outcomes, err := h.load(ctx, in, true)
 	if err != nil {
 		return AppendOutput{}, err
 	}
@@ -77,7 +77,20 @@ func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
 	if err != nil {
 		return AppendOutput{}, err
 	}
+	// The guardian reads each result before the model does (guard.go).
+	outcomes, guarded, gerr := h.guardResults(ctx, conv, t, outcomes)
+	if err := h.audit(ctx, guarded); err != nil {
+		return AppendOutput{}, err
+	}
 	arts := h.appendResults(cat, t, outcomes)
+	if gerr != nil {
+		// Failing closed: the results are appended withheld, and the turn
+		// ends before the model reads them.
+		if _, err := h.endFailed(ctx, in, t, "guardian", h.guardFailure(ctx, in, gerr), arts...); err != nil {
+			return AppendOutput{}, err
+		}
+		return AppendOutput{Next: NextLLM}, nil
+	}
 	if err := h.save(ctx, in, t, arts...); err != nil {
 		return AppendOutput{}, err
 	}

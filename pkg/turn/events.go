@@ -78,6 +78,7 @@ type deltas struct {
 	llmCall int
 
 	mu      sync.Mutex
+	held    bool // the text waits for the guardian's check of the request
 	buf     []byte
 	chunks  int
 	offset  int // of buf's start
@@ -106,8 +107,33 @@ func (d *deltas) text(s string) {
 	}
 }
 
+// hold keeps the text back until release: an answer to a request the
+// guardian may still block is not shown.
+func (d *deltas) hold() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	d.held = true
+	d.mu.Unlock()
+}
+
+// release writes what was held and lets the rest through.
+func (d *deltas) release() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.held = false
+	d.flushLocked()
+}
+
 // reset drops what was not written and starts the answer again.
 func (d *deltas) reset() {
+	if d == nil {
+		return
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stopLocked()
@@ -125,7 +151,7 @@ func (d *deltas) flush() {
 
 func (d *deltas) flushLocked() {
 	d.stopLocked()
-	if len(d.buf) == 0 {
+	if len(d.buf) == 0 || d.held {
 		return
 	}
 	text := string(d.buf)

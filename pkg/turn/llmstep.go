@@ -12,6 +12,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
+	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 )
@@ -96,7 +97,18 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	if deltas != nil {
 		req.OnText, req.OnReset = deltas.text, deltas.reset
 	}
+	check := h.checkRequest(ctx, t)
+	if check != nil {
+		deltas.hold()
+	}
 	resp, err := h.complete(ctx, req)
+	if check != nil {
+		if out, done, gerr := h.applyRequestCheck(ctx, in, conv, t, check, resp); done {
+			deltas.reset() // the answer to a blocked or redacted request is never shown
+			return out, gerr
+		}
+		deltas.release()
+	}
 	if err != nil {
 		deltas.flush()
 		h.emit(ctx, in.ConversationID, h.stepEnded(t.ID, "llm", "", record.ResultFailed, started, h.now(), map[string]any{"llm_call": llmCall}))
@@ -162,6 +174,59 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		return StepOutput{}, err
 	}
 	return StepOutput{Next: NextTools}, nil
+}
+
+// applyRequestCheck waits for the check of the turn's message that ran
+// beside its first LLM call (guard.go). It reports done when the check
+// decided the step: the turn ends blocked or failed (the model's answer,
+// unseen, is dropped; its spend is counted), or the message was redacted
+// and the step asks the model again with the redacted text.
+func (h *Handlers) applyRequestCheck(ctx context.Context, in StepInput, conv *record.Conversation, t *record.Turn, check *requestCheck, resp *llm.Response) (StepOutput, bool, error) {
+	v, gerr := check.wait()
+	if gerr == nil && v.Action == guardian.Allow && v.Audit == nil {
+		return StepOutput{}, false, nil
+	}
+	if resp != nil && (gerr != nil || v.Action != guardian.Allow) {
+		spend := record.Spend{Calls: 1, Tokens: resp.Usage.Total(), CachedTokens: resp.Usage.CachedInputTokens, CostMicros: h.cost(resp)}
+		if err := h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, spend); err != nil {
+			return StepOutput{}, true, &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}
+		}
+		t.LLMCalls++
+		t.Tokens += spend.Tokens
+	}
+	if err := h.audit(ctx, h.guardEvent(conv, t, "", v)); err != nil {
+		return StepOutput{}, true, err
+	}
+	switch {
+	case gerr != nil:
+		out, err := h.endFailed(ctx, in.Ref, t, "guardian", h.guardFailure(ctx, in.Ref, gerr))
+		return out, true, err
+	case v.Action == guardian.Block:
+		out, err := h.endBlocked(ctx, in.Ref, t, v.Reason)
+		return out, true, err
+	case v.Action == guardian.Redact:
+		i := firstUser(t)
+		t.Messages[i].Content = v.Text
+		if err := h.save(ctx, in.Ref, t); err != nil {
+			return StepOutput{}, true, err
+		}
+		out, err := h.LLMStep(ctx, in)
+		return out, true, err
+	}
+	return StepOutput{}, false, nil // allowed, failing open: audited above
+}
+
+// endBlocked ends the turn as blocked by the guardian, with its reason.
+func (h *Handlers) endBlocked(ctx context.Context, r Ref, t *record.Turn, reason string) (StepOutput, error) {
+	msg := "Blocked by the policy guardian: " + reason
+	t.Status = record.StatusBlocked
+	t.Error = msg
+	t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "blocked", Content: msg, At: h.now()})
+	if err := h.save(ctx, r, t); err != nil {
+		return StepOutput{}, err
+	}
+	h.log().WarnContext(ctx, "turn blocked", "conversation", r.ConversationID, "turn", r.TurnID, "reason", reason)
+	return StepOutput{Next: NextFailed}, nil
 }
 
 // cost is what resp cost at its model's price (0 for a model the price

@@ -19,6 +19,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -92,7 +93,9 @@ type Handlers struct {
 	Audit audit.Log
 	// Events is the conversations' live event log (nil: none).
 	Events record.EventLog
-	Limits Limits
+	// Guardian checks requests, calls and results (nil: none; guard.go).
+	Guardian *guardian.Checker
+	Limits   Limits
 	// CallTimeout is the longest one specialist call may take (the
 	// invoker's timeout). A workflow starts its next step in the same
 	// invocation only with that much time left before the step's deadline;

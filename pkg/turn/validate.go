@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/clientagent/clientagent/pkg/audit"
 	"slices"
 	"time"
 
@@ -164,9 +165,19 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		t.Status = record.StatusRunning
 	}
 	out := ValidateOutput{Next: NextAppend}
+	var guarded []audit.Event
 	if kind, _ := batch.NextPause(t.Pending); kind != "" {
 		out.Next = NextAwait
 	} else {
+		// Every call is cleared by the user: the guardian checks the
+		// arguments that will run, before any of them does.
+		if guarded, err = h.guardCalls(ctx, conv, t, outcomes); err != nil {
+			arts, cerr := h.closeBatch(ctx, conv, t, outcomes, record.StatusFailed, "Not executed: the policy guardian could not check the calls.", h.guardFailure(ctx, in.Ref, err))
+			if cerr != nil {
+				return ValidateOutput{}, cerr
+			}
+			return h.endBatch(ctx, in.Ref, t, arts)
+		}
 		for _, pc := range t.Pending {
 			if _, done := outcomes[pc.CallID]; pc.State == record.CallReady && !done {
 				out.Calls = append(out.Calls, pc.CallID)
@@ -176,7 +187,7 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 			out.Next = NextInvoke
 		}
 	}
-	if err := h.audit(ctx, h.decisions(conv, t, before)); err != nil {
+	if err := h.audit(ctx, append(h.decisions(conv, t, before), guarded...)); err != nil {
 		return ValidateOutput{}, err
 	}
 	if err := h.save(ctx, in.Ref, t); err != nil {
@@ -276,6 +287,12 @@ func (h *Handlers) closeBatch(ctx context.Context, conv *record.Conversation, t 
 	}
 	cat, err := h.catalog(ctx)
 	if err != nil {
+		return nil, err
+	}
+	// The turn ends either way: a result the guardian cannot check is
+	// withheld, not shown.
+	outcomes, guarded, _ := h.guardResults(ctx, conv, t, outcomes)
+	if err := h.audit(ctx, guarded); err != nil {
 		return nil, err
 	}
 	arts := h.appendResults(cat, t, outcomes)

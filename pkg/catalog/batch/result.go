@@ -103,6 +103,8 @@ func ResultFor(pc record.PendingCall) record.ToolResult {
 			s += " The user moved on before it could run; call it again only if it is still wanted."
 		}
 		r = record.ToolResult{Status: record.ResultNotExecuted, Summary: s + noteSuffix(pc.Note)}
+	case record.CallBlocked:
+		r = record.ToolResult{Status: record.ResultBlocked, Error: "The policy guardian blocked this call; it did not run. Reason: " + pc.Note}
 	case record.CallAnswered:
 		r = record.ToolResult{Status: record.ResultAnswered, Result: string(marshal(pc.Arguments[AnswersKey])), Summary: pc.Note}
 	default:

@@ -1,17 +1,24 @@
-// Package bedrock is the llm.Provider for Amazon Bedrock's Converse API
-// (IAM credentials, no keys). It maps llm.Request to one Converse call with
-// a tool configuration and maps the answer back. Retries of throttling and
-// 5xx are the SDK's retryer (configure its attempts on the client); this
-// package only classifies the final error. It must not interpret tool calls
-// or the transcript.
+// Package bedrock is the llm.Provider for Amazon Bedrock's ConverseStream
+// API (IAM credentials, no keys). It maps llm.Request to one ConverseStream
+// call with a tool configuration, passes text deltas to the request's
+// OnText as they arrive (issue 15) and assembles the answer, tool uses
+// included, from the stream. For models that support prompt caching it
+// places cache points after the tools, after the system rules and at the
+// end of the transcript, before the per-call Context (issue 18). Retries of
+// throttling and 5xx before a stream starts are the SDK's retryer
+// (configure its attempts on the client); a stream that breaks midway is
+// retried here. It must not interpret tool calls or the transcript.
 package bedrock
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,14 +31,33 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 )
 
-// ConverseAPI is the one SDK call this package makes; *bedrockruntime.Client
-// implements it.
-type ConverseAPI interface {
-	Converse(ctx context.Context, in *bedrockruntime.ConverseInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error)
+// ConverseStreamAPI is the one SDK call this package makes;
+// *bedrockruntime.Client implements it.
+type ConverseStreamAPI interface {
+	ConverseStream(ctx context.Context, in *bedrockruntime.ConverseStreamInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error)
 }
 
-// DefaultTimeout is the deadline of one Complete when Config.Timeout is zero.
-const DefaultTimeout = 120 * time.Second
+// Defaults used when the corresponding Config field is zero.
+const (
+	DefaultTimeout     = 120 * time.Second
+	DefaultMaxAttempts = 3
+	DefaultBackoffBase = 500 * time.Millisecond
+	maxBackoff         = 10 * time.Second
+)
+
+// PromptCache says whether requests carry cache points.
+type PromptCache string
+
+const (
+	// PromptCacheAuto places cache points for the models known to support
+	// prompt caching: Claude 3.7 Sonnet, 3.5 Haiku, the Claude 4 families
+	// and Amazon Nova. The zero value means the same.
+	PromptCacheAuto PromptCache = "auto"
+	// PromptCacheOn places them whatever the model.
+	PromptCacheOn PromptCache = "on"
+	// PromptCacheOff never places them.
+	PromptCacheOff PromptCache = "off"
+)
 
 // Config configures a Provider.
 type Config struct {
@@ -39,15 +65,25 @@ type Config struct {
 	Model string
 	// FlavourModels optionally maps a request's flavour to a model id.
 	FlavourModels map[llm.Flavour]string
-	// Timeout bounds one Complete, SDK retries included (the caller's context still wins).
+	// PromptCache chooses, per model, whether requests carry cache points.
+	PromptCache PromptCache
+	// Timeout bounds one Complete, all retries included (the caller's context still wins).
 	Timeout time.Duration
+	// MaxAttempts bounds the calls per Complete when a stream breaks after
+	// it started (first call included). Failures before a stream starts are
+	// the SDK retryer's.
+	MaxAttempts int
+	// BackoffBase is the first delay before calling again after a broken
+	// stream, before jitter; it doubles per retry.
+	BackoffBase time.Duration
 	// Logger receives one event per failed call; nil discards.
 	Logger *slog.Logger
 }
 
-// Provider is an llm.Provider speaking Converse. It is safe for concurrent use.
+// Provider is an llm.Provider speaking ConverseStream. It is safe for
+// concurrent use.
 type Provider struct {
-	api ConverseAPI
+	api ConverseStreamAPI
 	cfg Config
 	log *slog.Logger
 }
@@ -55,9 +91,15 @@ type Provider struct {
 var _ llm.Provider = (*Provider)(nil)
 
 // New returns a Provider calling api.
-func New(api ConverseAPI, cfg Config) *Provider {
+func New(api ConverseStreamAPI, cfg Config) *Provider {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = DefaultMaxAttempts
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = DefaultBackoffBase
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -66,33 +108,133 @@ func New(api ConverseAPI, cfg Config) *Provider {
 	return &Provider{api: api, cfg: cfg, log: log}
 }
 
-// Complete sends req as one Converse call. A final throttling error wraps
-// llm.ErrRateLimited; 5xx-class and transport errors wrap llm.ErrUnavailable;
-// anything else (validation, access denied) is returned with the service's
-// message and wraps neither.
+// Complete sends req as one ConverseStream call. Text deltas go to
+// req.OnText as they arrive; a stream that breaks midway (dropped, a
+// transient exception event, no messageStop) is called again, after
+// req.OnReset when text was already given. A final throttling error wraps
+// llm.ErrRateLimited; 5xx-class, transport and broken-stream errors wrap
+// llm.ErrUnavailable; anything else (validation, access denied) is returned
+// with the service's message and wraps neither.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	model := p.cfg.Model
 	if m := p.cfg.FlavourModels[req.Flavour]; m != "" {
 		model = m
 	}
-	in, err := buildInput(model, req)
+	in, err := buildInput(model, req, p.cachePoints(model))
 	if err != nil {
 		return nil, fmt.Errorf("bedrock: build request: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	out, err := p.api.Converse(ctx, in)
-	if err != nil {
+	for attempt := 1; ; attempt++ {
+		res, gaveText, err := p.attempt(ctx, in, &req)
+		if err == nil {
+			res.Model = model
+			return res, nil
+		}
+		var broken *streamError
+		midway := errors.As(err, &broken)
 		err = classify(err)
-		p.log.WarnContext(ctx, "llm call failed", "provider", "bedrock", "model", model, "error", err)
-		return nil, fmt.Errorf("bedrock: converse (model %s): %w", model, err)
+		transient := errors.Is(err, llm.ErrUnavailable) || errors.Is(err, llm.ErrRateLimited)
+		if !midway || !transient || attempt >= p.cfg.MaxAttempts || ctx.Err() != nil {
+			p.log.WarnContext(ctx, "llm call failed", "provider", "bedrock", "model", model, "attempt", attempt, "error", err)
+			return nil, fmt.Errorf("bedrock: converse stream (model %s): %w", model, err)
+		}
+		delay := p.backoff(attempt)
+		p.log.WarnContext(ctx, "llm stream broke, retrying", "provider", "bedrock", "model", model,
+			"attempt", attempt, "error", err, "delay", delay)
+		if gaveText {
+			req.Reset()
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("bedrock: converse stream (model %s): %w (waiting to retry after %w)", model, ctx.Err(), err)
+		case <-t.C:
+		}
 	}
-	res, err := mapOutput(out)
+}
+
+// attempt makes one ConverseStream call and reads its stream to the end.
+// gaveText says whether text already went to req.OnText.
+func (p *Provider) attempt(ctx context.Context, in *bedrockruntime.ConverseStreamInput, req *llm.Request) (*llm.Response, bool, error) {
+	out, err := p.api.ConverseStream(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("bedrock: converse (model %s): %w", model, err)
+		return nil, false, err
 	}
-	res.Model = model
-	return res, nil
+	stream := out.GetStream()
+	defer stream.Close()
+	return readStream(stream.Events(), stream.Err, req.Text)
+}
+
+// backoff is exponential with "equal jitter" (half fixed, half random).
+func (p *Provider) backoff(attempt int) time.Duration {
+	d := p.cfg.BackoffBase << (attempt - 1)
+	if d <= 0 || d > maxBackoff {
+		d = maxBackoff
+	}
+	half := d / 2
+	return half + rand.N(half+1)
+}
+
+// streamError is a stream that broke after the call was accepted.
+type streamError struct {
+	events int
+	err    error
+}
+
+func (e *streamError) Error() string {
+	return fmt.Sprintf("stream broken after %d events: %v", e.events, e.err)
+}
+
+func (e *streamError) Unwrap() error { return e.err }
+
+// cachePoints is where a request carries cache points.
+type cachePoints struct{ tools, system, messages bool }
+
+func (p *Provider) cachePoints(model string) cachePoints {
+	switch p.cfg.PromptCache {
+	case PromptCacheOff:
+		return cachePoints{}
+	case PromptCacheOn:
+	default:
+		if !supportsPromptCache(model) {
+			return cachePoints{}
+		}
+	}
+	// Nova caches the system rules and the messages (and with them the
+	// tools before them) but refuses a cache point among the tools.
+	return cachePoints{tools: !isModel(model, "amazon.nova-"), system: true, messages: true}
+}
+
+// promptCacheModels are the model families Bedrock caches prompts for.
+var promptCacheModels = []string{
+	"anthropic.claude-3-7-sonnet",
+	"anthropic.claude-3-5-haiku",
+	"anthropic.claude-sonnet-4",
+	"anthropic.claude-opus-4",
+	"anthropic.claude-haiku-4",
+	"amazon.nova-",
+}
+
+func supportsPromptCache(model string) bool {
+	return slices.ContainsFunc(promptCacheModels, func(family string) bool { return isModel(model, family) })
+}
+
+// isModel reports whether the model id, an inference profile id (with its
+// "us.", "eu.", "global.", … prefix) or an ARN ending in one of them, is of
+// the family.
+func isModel(id, family string) bool {
+	id = strings.ToLower(strings.TrimSpace(id))
+	if i := strings.LastIndexByte(id, '/'); i >= 0 {
+		id = id[i+1:]
+	}
+	if strings.HasPrefix(id, family) {
+		return true
+	}
+	_, rest, ok := strings.Cut(id, ".")
+	return ok && strings.HasPrefix(rest, family)
 }
 
 // classify wraps err with the sentinel a caller branches on.
@@ -108,7 +250,9 @@ func classify(err error) error {
 	switch apiErr.ErrorCode() {
 	case "ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException":
 		return fmt.Errorf("%s: %w", msg, llm.ErrRateLimited)
-	case "ServiceUnavailableException", "InternalServerException", "ModelNotReadyException", "ModelTimeoutException":
+	case "ServiceUnavailableException", "InternalServerException", "ModelNotReadyException", "ModelTimeoutException",
+		"ModelStreamErrorException": // "Retry your request", says its message
+
 		return fmt.Errorf("%s: %w", msg, llm.ErrUnavailable)
 	}
 	if apiErr.ErrorFault() == smithy.FaultServer {
@@ -117,12 +261,17 @@ func classify(err error) error {
 	return errors.New(msg)
 }
 
-// buildInput maps req to Converse. Converse has no tool role: tool results
-// are toolResult blocks in a user message, and consecutive messages of one
-// role are merged into one (Converse requires user and assistant to
-// alternate), so a batch's results become one user message.
-func buildInput(model string, req llm.Request) (*bedrockruntime.ConverseInput, error) {
-	in := &bedrockruntime.ConverseInput{ModelId: aws.String(model)}
+// buildInput maps req to ConverseStream. Converse has no tool role: tool
+// results are toolResult blocks in a user message, and consecutive messages
+// of one role are merged into one (Converse requires user and assistant to
+// alternate), so a batch's results become one user message. The per-call
+// Context closes the last user message (or a user message of its own), after
+// the transcript's cache point, so the request up to there is the prefix of
+// the conversation's next call. The body is byte-stable for the same
+// request: tools in the given order, schemas and inputs are maps, which
+// encode with sorted keys.
+func buildInput(model string, req llm.Request, cache cachePoints) (*bedrockruntime.ConverseStreamInput, error) {
+	in := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(model)}
 	if req.System != "" {
 		in.System = append(in.System, &types.SystemContentBlockMemberText{Value: req.System})
 	}
@@ -184,6 +333,21 @@ func buildInput(model string, req llm.Request) (*bedrockruntime.ConverseInput, e
 		}
 		in.Messages = append(in.Messages, types.Message{Role: role, Content: blocks})
 	}
+	point := types.CachePointBlock{Type: types.CachePointTypeDefault}
+	if cache.system && len(in.System) > 0 {
+		in.System = append(in.System, &types.SystemContentBlockMemberCachePoint{Value: point})
+	}
+	if n := len(in.Messages); cache.messages && n > 0 {
+		in.Messages[n-1].Content = append(in.Messages[n-1].Content, &types.ContentBlockMemberCachePoint{Value: point})
+	}
+	if strings.TrimSpace(req.Context) != "" {
+		text := &types.ContentBlockMemberText{Value: req.Context}
+		if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == types.ConversationRoleUser {
+			in.Messages[n-1].Content = append(in.Messages[n-1].Content, text)
+		} else {
+			in.Messages = append(in.Messages, types.Message{Role: types.ConversationRoleUser, Content: []types.ContentBlock{text}})
+		}
+	}
 	if len(req.Tools) > 0 {
 		tc := &types.ToolConfiguration{ToolChoice: &types.ToolChoiceMemberAuto{}}
 		for _, t := range req.Tools {
@@ -203,46 +367,121 @@ func buildInput(model string, req llm.Request) (*bedrockruntime.ConverseInput, e
 			}
 			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
 		}
+		if cache.tools {
+			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: point})
+		}
 		in.ToolConfig = tc
 	}
 	return in, nil
 }
 
-func mapOutput(out *bedrockruntime.ConverseOutput) (*llm.Response, error) {
-	msg, ok := out.Output.(*types.ConverseOutputMemberMessage)
-	if !ok {
-		return nil, fmt.Errorf("unexpected output %T", out.Output)
+// readStream reads a stream's events to their end (then err says whether
+// it broke), passing text deltas to onText, and assembles the answer. Text
+// blocks are joined with a newline, given to onText as well. A stream that
+// ends before messageStop is broken.
+func readStream(events <-chan types.ConverseStreamOutput, errFn func() error, onText func(string)) (res *llm.Response, gaveText bool, err error) {
+	var (
+		n        int
+		text     strings.Builder
+		textAt   = int32(-1) // the block the text came from last
+		tools    = map[int32]*toolUse{}
+		stopped  bool
+		usage    *types.TokenUsage
+		giveText = func(s string) {
+			text.WriteString(s)
+			onText(s)
+		}
+	)
+	tool := func(i int32) *toolUse {
+		if tools[i] == nil {
+			tools[i] = &toolUse{}
+		}
+		return tools[i]
 	}
-	res := &llm.Response{}
-	var texts []string
-	for _, b := range msg.Value.Content {
-		switch b := b.(type) {
-		case *types.ContentBlockMemberText:
-			texts = append(texts, b.Value)
-		case *types.ContentBlockMemberToolUse:
-			call := llm.ToolCall{ID: aws.ToString(b.Value.ToolUseId), Name: aws.ToString(b.Value.Name), Arguments: "{}"}
-			if b.Value.Input != nil {
-				raw, err := b.Value.Input.MarshalSmithyDocument()
-				if err != nil {
-					call.ArgumentsError = "arguments could not be read: " + err.Error()
-				} else {
-					call.Arguments = string(raw)
+	for ev := range events {
+		n++
+		switch ev := ev.(type) {
+		case *types.ConverseStreamOutputMemberContentBlockStart:
+			if s, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse); ok {
+				t := tool(aws.ToInt32(ev.Value.ContentBlockIndex))
+				t.id, t.name = aws.ToString(s.Value.ToolUseId), aws.ToString(s.Value.Name)
+			}
+		case *types.ConverseStreamOutputMemberContentBlockDelta:
+			i := aws.ToInt32(ev.Value.ContentBlockIndex)
+			switch d := ev.Value.Delta.(type) {
+			case *types.ContentBlockDeltaMemberText:
+				if d.Value == "" {
+					continue
 				}
+				if text.Len() > 0 && i != textAt {
+					giveText("\n")
+				}
+				textAt = i
+				giveText(d.Value)
+			case *types.ContentBlockDeltaMemberToolUse:
+				tool(i).input.WriteString(aws.ToString(d.Value.Input))
 			}
-			if call.ArgumentsError == "" {
-				call.ArgumentsError = argumentsError(call.Arguments)
-			}
-			res.ToolCalls = append(res.ToolCalls, call)
+		case *types.ConverseStreamOutputMemberMessageStop:
+			stopped = true
+		case *types.ConverseStreamOutputMemberMetadata:
+			usage = ev.Value.Usage
 		}
 	}
-	res.Text = strings.Join(texts, "\n")
-	if out.Usage != nil {
-		res.Usage = llm.Usage{
-			InputTokens:  int(aws.ToInt32(out.Usage.InputTokens)),
-			OutputTokens: int(aws.ToInt32(out.Usage.OutputTokens)),
-		}
+	gaveText = text.Len() > 0
+	if err := errFn(); err != nil {
+		return nil, gaveText, &streamError{events: n, err: err}
 	}
-	return res, nil
+	if !stopped {
+		return nil, gaveText, &streamError{events: n, err: errors.New("stream ended before messageStop")}
+	}
+	res = &llm.Response{Text: text.String(), Usage: mapUsage(usage)}
+	indices := make([]int32, 0, len(tools))
+	for i := range tools {
+		indices = append(indices, i)
+	}
+	slices.Sort(indices)
+	for _, i := range indices {
+		t := tools[i]
+		call := llm.ToolCall{ID: t.id, Name: t.name, Arguments: t.input.String()}
+		// A tool without parameters may stream no input at all.
+		if strings.TrimSpace(call.Arguments) == "" {
+			call.Arguments = "{}"
+		}
+		call.ArgumentsError = argumentsError(call.Arguments)
+		if call.ArgumentsError == "" {
+			// The model's spacing goes; its text and key order stay, as
+			// the transcript keeps them.
+			var compact bytes.Buffer
+			if json.Compact(&compact, []byte(call.Arguments)) == nil {
+				call.Arguments = compact.String()
+			}
+		}
+		res.ToolCalls = append(res.ToolCalls, call)
+	}
+	return res, gaveText, nil
+}
+
+// toolUse is one tool use being assembled: its id and name from its
+// contentBlockStart, its input from many deltas.
+type toolUse struct {
+	id, name string
+	input    strings.Builder
+}
+
+// mapUsage maps Bedrock's count, whose inputTokens leaves out the tokens
+// read from and written to the cache, to llm.Usage, whose InputTokens
+// counts them all.
+func mapUsage(u *types.TokenUsage) llm.Usage {
+	if u == nil {
+		return llm.Usage{}
+	}
+	read, write := int(aws.ToInt32(u.CacheReadInputTokens)), int(aws.ToInt32(u.CacheWriteInputTokens))
+	return llm.Usage{
+		InputTokens:       int(aws.ToInt32(u.InputTokens)) + read + write,
+		OutputTokens:      int(aws.ToInt32(u.OutputTokens)),
+		CachedInputTokens: read,
+		CacheWriteTokens:  write,
+	}
 }
 
 func argumentsError(args string) string {

@@ -5,21 +5,22 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
 	"github.com/clientagent/clientagent/pkg/llm/bedrock"
 )
 
-// FuzzConverseDecoding maps arbitrary Converse outputs (their content
-// blocks as the SDK decodes them from a fuzzed body; issue 20): a response,
-// never a panic, and when the body holds tool uses none is lost: each
-// comes out with its id and name, its input as the arguments when it is a
-// JSON object, else with an ArgumentsError.
+// FuzzConverseDecoding assembles arbitrary Converse answers (the content
+// blocks of a fuzzed body, streamed as ConverseStream sends them, each tool
+// use's input text cut into pieces of a size the body picks; issues 15 and
+// 20): a response, never a panic, the text blocks joined by newlines, and
+// when the body holds tool uses none is lost: each comes out with its id
+// and name, its input as the arguments when it is a JSON object, else with
+// an ArgumentsError.
 func FuzzConverseDecoding(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.json")
 	for _, name := range files {
@@ -32,38 +33,26 @@ func FuzzConverseDecoding(f *testing.F) {
 		var wire struct {
 			Output struct {
 				Message struct {
-					Content []struct {
-						ToolUse *struct {
-							ID    string          `json:"toolUseId"`
-							Name  string          `json:"name"`
-							Input json.RawMessage `json:"input"`
-						} `json:"toolUse"`
-					} `json:"content"`
+					Content []wireBlock `json:"content"`
 				} `json:"message"`
 			} `json:"output"`
 		}
 		if json.Unmarshal(b, &wire) != nil {
 			return
 		}
-		// The blocks as the SDK's deserializer makes them: tool input as a
-		// lazy document of the decoded JSON value.
-		var blocks []types.ContentBlock
+		events := streamEvents(wire.Output.Message.Content, 1+len(b)%5)
+		resp, err := bedrock.ReadEvents(events)
+		if err != nil {
+			t.Fatalf("ReadEvents() = %v", err)
+		}
+		var texts []string
 		for _, c := range wire.Output.Message.Content {
 			if c.ToolUse == nil {
-				blocks = append(blocks, &types.ContentBlockMemberText{Value: "text"})
-				continue
+				texts = append(texts, "text")
 			}
-			var in any
-			_ = json.Unmarshal(c.ToolUse.Input, &in)
-			tu := types.ToolUseBlock{ToolUseId: aws.String(c.ToolUse.ID), Name: aws.String(c.ToolUse.Name)}
-			if len(c.ToolUse.Input) > 0 {
-				tu.Input = document.NewLazyDocument(in)
-			}
-			blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: tu})
 		}
-		resp, err := bedrock.MapOutput(&bedrockruntime.ConverseOutput{Output: &types.ConverseOutputMemberMessage{Value: types.Message{Content: blocks}}})
-		if err != nil {
-			t.Fatalf("MapOutput() = %v", err)
+		if want := strings.Join(texts, "\n"); resp.Text != want {
+			t.Errorf("text = %q, want %q", resp.Text, want)
 		}
 		var want []int
 		for i, c := range wire.Output.Message.Content {
@@ -88,8 +77,7 @@ func FuzzConverseDecoding(f *testing.F) {
 				continue
 			}
 			if got.ArgumentsError != "" {
-				// Surfaced to the model as an error result, not lost (the
-				// smithy encoder refuses e.g. an object key "").
+				t.Errorf("call %d input %s: ArgumentsError %q for a JSON object", k, w.Input, got.ArgumentsError)
 				continue
 			}
 			var args map[string]any
@@ -104,4 +92,45 @@ func FuzzConverseDecoding(f *testing.F) {
 			}
 		}
 	})
+}
+
+// wireBlock is a content block as the Converse wire format has it, read
+// only as far as a tool use.
+type wireBlock struct {
+	ToolUse *struct {
+		ID    string          `json:"toolUseId"`
+		Name  string          `json:"name"`
+		Input json.RawMessage `json:"input"`
+	} `json:"toolUse"`
+}
+
+// streamEvents is the ConverseStream a model sends for content: a text
+// block as two deltas, a tool use as its start and its input text in pieces
+// of n bytes, then messageStop and the metadata.
+func streamEvents(content []wireBlock, n int) []types.ConverseStreamOutput {
+	events := []types.ConverseStreamOutput{&types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}}}
+	for i, c := range content {
+		idx := aws.Int32(int32(i))
+		tu := c.ToolUse
+		if tu == nil {
+			for _, p := range []string{"te", "xt"} {
+				events = append(events, &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: idx, Delta: &types.ContentBlockDeltaMemberText{Value: p}}})
+			}
+		} else {
+			events = append(events, &types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
+				ContentBlockIndex: idx,
+				Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String(tu.ID), Name: aws.String(tu.Name)}},
+			}})
+			for in := string(tu.Input); in != ""; {
+				k := min(n, len(in))
+				events = append(events, &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: idx, Delta: &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String(in[:k])}}}})
+				in = in[k:]
+			}
+		}
+		events = append(events, &types.ConverseStreamOutputMemberContentBlockStop{Value: types.ContentBlockStopEvent{ContentBlockIndex: idx}})
+	}
+	return append(events,
+		&types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: types.StopReasonEndTurn}},
+		&types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{InputTokens: aws.Int32(1), OutputTokens: aws.Int32(1)}}},
+	)
 }

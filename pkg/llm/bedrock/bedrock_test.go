@@ -12,8 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/google/go-cmp/cmp"
@@ -28,11 +30,17 @@ type reply struct {
 	status  int
 	errType string // X-Amzn-ErrorType for error replies
 	body    string // literal body, or
-	file    string // body from testdata/
+	file    string // body from testdata/: a Converse answer, streamed for a 200
+	// breakAfter > 0 streams that many events, then breaks the stream the
+	// way brk says.
+	breakAfter int
+	brk        string // "drop": close the connection; "exception": a modelStreamErrorException; "validation": a validationException; "end": end before messageStop
 }
 
-// converseServer speaks the Converse REST wire format
-// (POST /model/{modelId}/converse, JSON) and records what it was sent.
+// converseServer speaks the ConverseStream REST wire format (POST
+// /model/{modelId}/converse-stream, a JSON body in; out, for a 200, an
+// application/vnd.amazon.eventstream of binary frames) and records what it
+// was sent.
 type converseServer struct {
 	t       *testing.T
 	srv     *httptest.Server
@@ -61,20 +69,59 @@ func newConverseServer(t *testing.T, replies ...reply) *converseServer {
 				t.Errorf("read %s: %v", rep.file, err)
 			}
 		}
-		w.Header().Set("Content-Type", "application/json")
-		if rep.errType != "" {
-			w.Header().Set("X-Amzn-ErrorType", rep.errType)
+		if rep.status != http.StatusOK {
+			w.Header().Set("Content-Type", "application/json")
+			if rep.errType != "" {
+				w.Header().Set("X-Amzn-ErrorType", rep.errType)
+			}
+			w.WriteHeader(rep.status)
+			_, _ = w.Write(data)
+			return
 		}
-		w.WriteHeader(rep.status)
-		_, _ = w.Write(data)
+		// On loopback the answer can start before the client's request
+		// writer has finished with the request, and the SDK then sees its
+		// connection closed midway through the stream (the provider
+		// retries, which would make the request counts here flaky). A
+		// real endpoint is never that fast.
+		time.Sleep(5 * time.Millisecond)
+		events, err := streamOf(data)
+		if err != nil {
+			t.Errorf("stream %s: %v", rep.file, err)
+		}
+		w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+		w.WriteHeader(http.StatusOK)
+		enc := eventstream.NewEncoder()
+		for i, ev := range events {
+			if rep.breakAfter > 0 && i == rep.breakAfter {
+				switch rep.brk {
+				case "drop":
+					w.(http.Flusher).Flush()
+					panic(http.ErrAbortHandler) // the client sees the connection drop
+				case "exception":
+					writeFrame(t, enc, w, exception("modelStreamErrorException", "An error occurred while streaming the response. Retry your request."))
+				case "validation":
+					writeFrame(t, enc, w, exception("validationException", "The model returned the following errors: input is too long"))
+				}
+				return
+			}
+			writeFrame(t, enc, w, ev)
+			w.(http.Flusher).Flush()
+		}
 	}))
 	t.Cleanup(s.srv.Close)
 	return s
 }
 
+func (s *converseServer) requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bodies)
+}
+
 // provider uses the real SDK client pointed at the server, with static
 // credentials and two attempts, so the SDK's own retryer is exercised.
-func (s *converseServer) provider() *bedrock.Provider {
+// Zero fields of cfg get the test's model ids.
+func (s *converseServer) provider(cfg bedrock.Config) *bedrock.Provider {
 	client := bedrockruntime.New(bedrockruntime.Options{
 		Region:           "eu-central-1",
 		BaseEndpoint:     aws.String(s.srv.URL),
@@ -83,7 +130,128 @@ func (s *converseServer) provider() *bedrock.Provider {
 		RetryMaxAttempts: 2,
 		RetryMode:        aws.RetryModeStandard,
 	})
-	return bedrock.New(client, bedrock.Config{Model: "anthropic.claude-test-v1:0", FlavourModels: map[llm.Flavour]string{llm.Small: "amazon.nova-micro-v1:0"}})
+	if cfg.Model == "" {
+		cfg.Model = "anthropic.claude-test-v1:0"
+	}
+	if cfg.FlavourModels == nil {
+		cfg.FlavourModels = map[llm.Flavour]string{llm.Small: "amazon.nova-micro-v1:0"}
+	}
+	cfg.BackoffBase = time.Millisecond
+	return bedrock.New(client, cfg)
+}
+
+// frame is one event stream message: an event or an exception.
+type frame struct {
+	messageType, eventType string // eventType is the :exception-type of an exception
+	payload                any
+}
+
+func event(eventType string, payload any) frame { return frame{"event", eventType, payload} }
+
+func exception(exceptionType, message string) frame {
+	return frame{"exception", exceptionType, map[string]string{"message": message}}
+}
+
+// writeFrame writes f with the headers ConverseStream sends: :event-type
+// (or :exception-type), :content-type and :message-type.
+func writeFrame(t *testing.T, enc *eventstream.Encoder, w io.Writer, f frame) {
+	payload, err := json.Marshal(f.payload)
+	if err != nil {
+		t.Errorf("frame payload: %v", err)
+	}
+	msg := eventstream.Message{Payload: payload}
+	if f.messageType == "exception" {
+		msg.Headers.Set(":exception-type", eventstream.StringValue(f.eventType))
+	} else {
+		msg.Headers.Set(":event-type", eventstream.StringValue(f.eventType))
+	}
+	msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+	msg.Headers.Set(":message-type", eventstream.StringValue(f.messageType))
+	if err := enc.Encode(w, msg); err != nil {
+		t.Errorf("encode frame: %v", err)
+	}
+}
+
+// streamOf turns a whole Converse answer into the events ConverseStream
+// sends for it: messageStart; per block, text in deltas of at most 8 bytes,
+// or a tool use's contentBlockStart (id, name) and its input JSON text in
+// deltas of 8 bytes; contentBlockStop; messageStop; metadata with the usage.
+func streamOf(body []byte) ([]frame, error) {
+	var answer struct {
+		Output struct {
+			Message struct {
+				Content []struct {
+					Text    *string `json:"text"`
+					ToolUse *struct {
+						ID    string          `json:"toolUseId"`
+						Name  string          `json:"name"`
+						Input json.RawMessage `json:"input"`
+					} `json:"toolUse"`
+				} `json:"content"`
+			} `json:"message"`
+		} `json:"output"`
+		StopReason string          `json:"stopReason"`
+		Usage      json.RawMessage `json:"usage"`
+		Metrics    json.RawMessage `json:"metrics"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return nil, err
+	}
+	pieces := func(s string) []string {
+		var out []string
+		for s != "" {
+			k := min(8, len(s))
+			out = append(out, s[:k])
+			s = s[k:]
+		}
+		return out
+	}
+	events := []frame{event("messageStart", map[string]any{"role": "assistant"})}
+	for i, c := range answer.Output.Message.Content {
+		switch {
+		case c.Text != nil:
+			for _, p := range pieces(*c.Text) {
+				events = append(events, event("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"text": p}}))
+			}
+		case c.ToolUse != nil:
+			events = append(events, event("contentBlockStart", map[string]any{"contentBlockIndex": i, "start": map[string]any{"toolUse": map[string]any{"toolUseId": c.ToolUse.ID, "name": c.ToolUse.Name}}}))
+			for _, p := range pieces(string(c.ToolUse.Input)) {
+				events = append(events, event("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"toolUse": map[string]any{"input": p}}}))
+			}
+		}
+		events = append(events, event("contentBlockStop", map[string]any{"contentBlockIndex": i}))
+	}
+	return append(events,
+		event("messageStop", map[string]any{"stopReason": answer.StopReason}),
+		event("metadata", map[string]any{"usage": answer.Usage, "metrics": answer.Metrics}),
+	), nil
+}
+
+// textRecorder records what a request's OnText and OnReset saw.
+type textRecorder struct {
+	mu     sync.Mutex
+	deltas []string
+	resets int
+}
+
+func (r *textRecorder) attach(req *llm.Request) {
+	req.OnText = func(d string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.deltas = append(r.deltas, d)
+	}
+	req.OnReset = func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.resets++
+		r.deltas = nil
+	}
+}
+
+func (r *textRecorder) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.deltas, "")
 }
 
 // transcript is the spec §2 example after a parallel batch of two calls,
@@ -110,10 +278,15 @@ func transcript() llm.Request {
 	}
 }
 
+// issue 15: text streams in as deltas; tool uses are assembled from their
+// start and their input deltas.
 func TestCompleteToolUse(t *testing.T) {
 	t.Parallel()
 	s := newConverseServer(t, reply{status: 200, file: "converse_tool_use.json"})
-	got, err := s.provider().Complete(t.Context(), transcript())
+	req := transcript()
+	var rec textRecorder
+	rec.attach(&req)
+	got, err := s.provider(bedrock.Config{}).Complete(t.Context(), req)
 	if err != nil {
 		t.Fatalf("Complete() error = %v", err)
 	}
@@ -129,7 +302,10 @@ func TestCompleteToolUse(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Complete() mismatch (-want +got):\n%s", diff)
 	}
-	if want := "POST /model/anthropic.claude-test-v1%3A0/converse"; s.paths[0] != want {
+	if rec.text() != want.Text || len(rec.deltas) < 2 {
+		t.Errorf("OnText saw %q, want the text in several deltas", rec.deltas)
+	}
+	if want := "POST /model/anthropic.claude-test-v1%3A0/converse-stream"; s.paths[0] != want {
 		t.Errorf("request = %q, want %q", s.paths[0], want)
 	}
 	if !s.signed[0] {
@@ -137,40 +313,189 @@ func TestCompleteToolUse(t *testing.T) {
 	}
 }
 
-// TestRequestGolden pins the Converse body: toolSpec/inputSchema.json, auto
-// tool choice, toolUse blocks, and both results of one batch in ONE user
-// message (Converse requires alternating roles).
+// TestRequestGolden pins the ConverseStream body for a model without prompt
+// caching: toolSpec/inputSchema.json, auto tool choice, toolUse blocks,
+// both results of one batch in ONE user message (Converse requires
+// alternating roles), and no cache point.
 func TestRequestGolden(t *testing.T) {
 	t.Parallel()
 	s := newConverseServer(t, reply{status: 200, file: "converse_text.json"})
-	got, err := s.provider().Complete(t.Context(), transcript())
+	got, err := s.provider(bedrock.Config{}).Complete(t.Context(), transcript())
 	if err != nil {
 		t.Fatalf("Complete() error = %v", err)
 	}
 	if got.Text != "Here is the PNG image with the word Popelnase." || got.Usage.InputTokens != 1100 {
 		t.Errorf("Complete() = %+v, want the text answer and its usage", got)
 	}
-	var gotV any
-	if err := json.Unmarshal(s.bodies[0], &gotV); err != nil {
-		t.Fatalf("body is not JSON: %v", err)
-	}
-	path := filepath.Join("testdata", "converse_request.golden.json")
-	if *update {
-		out, _ := json.MarshalIndent(gotV, "", "  ")
-		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	data, err := os.ReadFile(path)
+	assertGoldenJSON(t, "converse_request.golden.json", s.bodies[0])
+}
+
+// issue 18: with prompt caching, cache points close the tools, the system
+// rules and the transcript; the Context comes after the last one, closing
+// the last user message.
+func TestRequestGoldenPromptCache(t *testing.T) {
+	t.Parallel()
+	s := newConverseServer(t, reply{status: 200, file: "converse_cached.json"})
+	req := transcript()
+	req.Context = "Artifacts:\n- artifact_id: a1 (image/svg+xml)"
+	got, err := s.provider(bedrock.Config{Model: "eu.anthropic.claude-sonnet-4-20250514-v1:0"}).Complete(t.Context(), req)
 	if err != nil {
-		t.Fatalf("read golden: %v (run with -update)", err)
+		t.Fatalf("Complete() error = %v", err)
 	}
-	var wantV any
-	if err := json.Unmarshal(data, &wantV); err != nil {
+	// inputTokens leaves out the cache reads and writes; llm.Usage counts them.
+	wantUsage := llm.Usage{InputTokens: 310 + 1800 + 248, OutputTokens: 9, CachedInputTokens: 1800, CacheWriteTokens: 248}
+	if got.Usage != wantUsage {
+		t.Errorf("Complete() usage = %+v, want %+v", got.Usage, wantUsage)
+	}
+	assertGoldenJSON(t, "converse_request_cached.golden.json", s.bodies[0])
+}
+
+// cacheLayout is where a ConverseStream body has its cache points and its
+// Context, read from the wire.
+type cacheLayout struct {
+	Points           int  // cache points in all
+	AfterTools       bool // the last tool is a cache point
+	AfterSystem      bool // the last system block is a cache point
+	BeforeContext    bool // the last message ends with a cache point, then the Context
+	ContextLastBlock bool // the Context is the last block of the last (user) message
+}
+
+func layoutOf(t *testing.T, body []byte, context string) cacheLayout {
+	t.Helper()
+	var b struct {
+		System   []map[string]any `json:"system"`
+		Messages []struct {
+			Role    string           `json:"role"`
+			Content []map[string]any `json:"content"`
+		} `json:"messages"`
+		ToolConfig struct {
+			Tools []map[string]any `json:"tools"`
+		} `json:"toolConfig"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(wantV, gotV); diff != "" {
-		t.Errorf("request body mismatch with %s (-want +got):\n%s", path, diff)
+	var l cacheLayout
+	l.Points = strings.Count(string(body), `"cachePoint"`)
+	isPoint := func(m map[string]any) bool {
+		return cmp.Equal(m, map[string]any{"cachePoint": map[string]any{"type": "default"}})
+	}
+	if n := len(b.ToolConfig.Tools); n > 0 {
+		l.AfterTools = isPoint(b.ToolConfig.Tools[n-1])
+	}
+	if n := len(b.System); n > 0 {
+		l.AfterSystem = isPoint(b.System[n-1])
+	}
+	if n := len(b.Messages); n > 0 {
+		last := b.Messages[n-1]
+		k := len(last.Content)
+		l.ContextLastBlock = last.Role == "user" && k > 0 && last.Content[k-1]["text"] == context
+		l.BeforeContext = l.ContextLastBlock && k > 1 && isPoint(last.Content[k-2])
+	}
+	return l
+}
+
+func TestPromptCacheModes(t *testing.T) {
+	t.Parallel()
+	all := cacheLayout{Points: 3, AfterTools: true, AfterSystem: true, BeforeContext: true, ContextLastBlock: true}
+	none := cacheLayout{ContextLastBlock: true}
+	tests := []struct {
+		name  string
+		mode  bedrock.PromptCache
+		model string
+		want  cacheLayout
+	}{
+		{name: "auto, a Claude 4 inference profile", model: "us.anthropic.claude-opus-4-1-20250805-v1:0", want: all},
+		{name: "auto, Claude 3.7 Sonnet", mode: bedrock.PromptCacheAuto, model: "anthropic.claude-3-7-sonnet-20250219-v1:0", want: all},
+		// Nova refuses a cache point among the tools.
+		{name: "auto, Nova", model: "amazon.nova-pro-v1:0", want: cacheLayout{Points: 2, AfterSystem: true, BeforeContext: true, ContextLastBlock: true}},
+		{name: "auto, a model without prompt caching", model: "meta.llama3-1-70b-instruct-v1:0", want: none},
+		{name: "on, whatever the model", mode: bedrock.PromptCacheOn, model: "arn:aws:bedrock:eu-central-1:123456789012:application-inference-profile/abc123", want: all},
+		{name: "off, even for Claude", mode: bedrock.PromptCacheOff, model: "anthropic.claude-sonnet-4-20250514-v1:0", want: none},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newConverseServer(t, reply{status: 200, file: "converse_text.json"})
+			req := transcript()
+			req.Context = "Artifacts:\n- artifact_id: a1 (image/svg+xml)"
+			if _, err := s.provider(bedrock.Config{Model: tt.model, PromptCache: tt.mode}).Complete(t.Context(), req); err != nil {
+				t.Fatalf("Complete() error = %v", err)
+			}
+			if diff := cmp.Diff(tt.want, layoutOf(t, s.bodies[0], req.Context)); diff != "" {
+				t.Errorf("cache layout mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// issue 18: the request is byte-stable, and the next call of a
+// conversation starts with the previous call's cached prefix.
+func TestRequestIsStable(t *testing.T) {
+	t.Parallel()
+	s := newConverseServer(t, reply{status: 200, file: "converse_text.json"})
+	p := s.provider(bedrock.Config{PromptCache: bedrock.PromptCacheOn})
+	req := transcript()
+	req.Context = "time: 2026-01-01T10:00:00Z"
+	for range 2 {
+		if _, err := p.Complete(t.Context(), req); err != nil {
+			t.Fatalf("Complete() error = %v", err)
+		}
+	}
+	if string(s.bodies[0]) != string(s.bodies[1]) {
+		t.Errorf("the same request gave different bodies:\n%s\n%s", s.bodies[0], s.bodies[1])
+	}
+}
+
+// The Context gets a user message of its own when the transcript does not
+// end with one (Converse wants the last message to be the user's).
+func TestContextAfterAssistantMessage(t *testing.T) {
+	t.Parallel()
+	s := newConverseServer(t, reply{status: 200, file: "converse_text.json"})
+	req := transcript()
+	req.Messages = req.Messages[:5] // ends with the assistant's "One picture failed."
+	req.Context = "Artifacts: none"
+	if _, err := s.provider(bedrock.Config{PromptCache: bedrock.PromptCacheOn}).Complete(t.Context(), req); err != nil {
+		t.Fatalf("Complete() error = %v", err)
+	}
+	var body struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	if err := json.Unmarshal(s.bodies[0], &body); err != nil {
+		t.Fatal(err)
+	}
+	n := len(body.Messages)
+	want := []any{
+		map[string]any{"role": "assistant", "content": []any{map[string]any{"text": "One picture failed."}, map[string]any{"cachePoint": map[string]any{"type": "default"}}}},
+		map[string]any{"role": "user", "content": []any{map[string]any{"text": "Artifacts: none"}}},
+	}
+	got := []any{body.Messages[n-2], body.Messages[n-1]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("last messages mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestSupportsPromptCache(t *testing.T) {
+	t.Parallel()
+	tests := map[string]bool{
+		"anthropic.claude-3-7-sonnet-20250219-v1:0":                                                           true,
+		"us.anthropic.claude-3-5-haiku-20241022-v1:0":                                                         true,
+		"eu.anthropic.claude-sonnet-4-5-20250929-v1:0":                                                        true,
+		"global.anthropic.claude-opus-4-20250514-v1:0":                                                        true,
+		"apac.anthropic.claude-haiku-4-5-20251001-v1:0":                                                       true,
+		"amazon.nova-lite-v1:0":                                                                               true,
+		"us.amazon.nova-premier-v1:0":                                                                         true,
+		"arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-micro-v1:0":                                  true,
+		"arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-20250514-v1:0": true,
+		"anthropic.claude-3-5-sonnet-20241022-v2:0":                                                           false,
+		"anthropic.claude-3-haiku-20240307-v1:0":                                                              false,
+		"meta.llama3-1-70b-instruct-v1:0":                                                                     false,
+		"arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/abc123":                         false,
+	}
+	for id, want := range tests {
+		if got := bedrock.SupportsPromptCache(id); got != want {
+			t.Errorf("SupportsPromptCache(%q) = %v, want %v", id, got, want)
+		}
 	}
 }
 
@@ -178,16 +503,100 @@ func TestFlavourModel(t *testing.T) {
 	t.Parallel()
 	s := newConverseServer(t, reply{status: 200, file: "converse_text.json"})
 	req := llm.Request{Flavour: llm.Small, Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
-	if _, err := s.provider().Complete(t.Context(), req); err != nil {
+	if _, err := s.provider(bedrock.Config{}).Complete(t.Context(), req); err != nil {
 		t.Fatalf("Complete() error = %v", err)
 	}
-	if want := "POST /model/amazon.nova-micro-v1%3A0/converse"; s.paths[0] != want {
+	if want := "POST /model/amazon.nova-micro-v1%3A0/converse-stream"; s.paths[0] != want {
 		t.Errorf("request = %q, want %q", s.paths[0], want)
 	}
 	var body map[string]any
 	_ = json.Unmarshal(s.bodies[0], &body)
 	if _, ok := body["toolConfig"]; ok {
 		t.Errorf("request without tools has a toolConfig: %s", s.bodies[0])
+	}
+}
+
+// issue 15: a stream broken midway is called again; the text already
+// given is reset, and the answer is the retry's, whole.
+func TestStreamBrokenMidwayIsRetried(t *testing.T) {
+	t.Parallel()
+	for _, brk := range []string{"drop", "exception", "end"} {
+		t.Run(brk, func(t *testing.T) {
+			t.Parallel()
+			s := newConverseServer(t,
+				reply{status: 200, file: "converse_tool_use.json", breakAfter: 5, brk: brk},
+				reply{status: 200, file: "converse_tool_use.json"},
+			)
+			req := transcript()
+			var rec textRecorder
+			rec.attach(&req)
+			got, err := s.provider(bedrock.Config{}).Complete(t.Context(), req)
+			if err != nil {
+				t.Fatalf("Complete() error = %v", err)
+			}
+			want := &llm.Response{
+				Text: "I will convert the SVG.",
+				ToolCalls: []llm.ToolCall{
+					{ID: "tooluse_1", Name: "convert_svg_to_png", Arguments: `{"artifact_id":"a1"}`},
+					{ID: "tooluse_2", Name: "create_svg_artifact", Arguments: `{"word":"Beta"}`},
+				},
+				Usage: llm.Usage{InputTokens: 950, OutputTokens: 42},
+				Model: "anthropic.claude-test-v1:0",
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Complete() mismatch (-want +got):\n%s", diff)
+			}
+			if n := s.requests(); n != 2 {
+				t.Errorf("server saw %d requests, want 2", n)
+			}
+			if rec.resets != 1 || rec.text() != want.Text {
+				t.Errorf("OnReset called %d times, then OnText gave %q; want 1 reset, then the text", rec.resets, rec.text())
+			}
+		})
+	}
+}
+
+func TestStreamBroken(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name         string
+		reply        reply
+		wantRequests int
+		wantErr      error
+		wantText     string
+	}{
+		{
+			name:         "a validation exception midway is final",
+			reply:        reply{status: 200, file: "converse_tool_use.json", breakAfter: 3, brk: "validation"},
+			wantRequests: 1,
+			wantText:     "ValidationException: The model returned the following errors: input is too long",
+		},
+		{
+			name:         "broken on every call is ErrUnavailable after the attempts",
+			reply:        reply{status: 200, file: "converse_tool_use.json", breakAfter: 3, brk: "drop"},
+			wantRequests: bedrock.DefaultMaxAttempts,
+			wantErr:      llm.ErrUnavailable,
+			wantText:     "stream",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newConverseServer(t, tt.reply)
+			_, err := s.provider(bedrock.Config{}).Complete(t.Context(), transcript())
+			if n := s.requests(); n != tt.wantRequests {
+				t.Errorf("server saw %d requests, want %d (error %v)", n, tt.wantRequests, err)
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantText) {
+				t.Fatalf("Complete() error = %v, want it to contain %q", err, tt.wantText)
+			}
+			if tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("Complete() error = %v, want wrapping %v", err, tt.wantErr)
+			}
+			if tt.wantErr == nil && (errors.Is(err, llm.ErrRateLimited) || errors.Is(err, llm.ErrUnavailable)) {
+				t.Errorf("Complete() error = %v, want a final error", err)
+			}
+		})
 	}
 }
 
@@ -230,9 +639,9 @@ func TestErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			s := newConverseServer(t, tt.replies...)
-			got, err := s.provider().Complete(t.Context(), transcript())
-			if len(s.bodies) != tt.wantRequests {
-				t.Errorf("server saw %d requests, want %d", len(s.bodies), tt.wantRequests)
+			got, err := s.provider(bedrock.Config{}).Complete(t.Context(), transcript())
+			if n := s.requests(); n != tt.wantRequests {
+				t.Errorf("server saw %d requests, want %d", n, tt.wantRequests)
 			}
 			if tt.wantText == "" {
 				if err != nil || got.Text == "" {
@@ -256,5 +665,33 @@ func TestErrors(t *testing.T) {
 				t.Errorf("Complete() error leaks the secret key: %q", err)
 			}
 		})
+	}
+}
+
+// assertGoldenJSON compares got with testdata/name as JSON values, so key
+// order and whitespace do not matter.
+func assertGoldenJSON(t *testing.T, name string, got []byte) {
+	t.Helper()
+	var gotV any
+	if err := json.Unmarshal(got, &gotV); err != nil {
+		t.Fatalf("body is not JSON: %v", err)
+	}
+	path := filepath.Join("testdata", name)
+	if *update {
+		out, _ := json.MarshalIndent(gotV, "", "  ")
+		if err := os.WriteFile(path, append(out, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden: %v (run with -update)", err)
+	}
+	var wantV any
+	if err := json.Unmarshal(data, &wantV); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantV, gotV); diff != "" {
+		t.Errorf("request body mismatch with %s (-want +got):\n%s", path, diff)
 	}
 }

@@ -3,6 +3,7 @@ package llmconfig
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -12,10 +13,11 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/bedrock"
 )
 
-// newBedrock builds the Converse provider with the default AWS credential
-// chain (the Lambda role, AWS_PROFILE, …). The SDK's standard retryer
-// handles throttling and 5xx, bounded by attempts.
-func newBedrock(model string, flavours map[llm.Flavour]string, attempts int, timeout time.Duration) (llm.Provider, string, error) {
+// newBedrock builds the ConverseStream provider with the default AWS
+// credential chain (the Lambda role, AWS_PROFILE, …). The SDK's standard
+// retryer handles throttling and 5xx before a stream starts, bounded by
+// attempts; the provider calls again, as often, when a stream breaks midway.
+func newBedrock(model string, flavours map[llm.Flavour]string, attempts int, timeout time.Duration, cache bedrock.PromptCache) (llm.Provider, string, error) {
 	if attempts <= 0 {
 		attempts = 4
 	}
@@ -28,6 +30,25 @@ func newBedrock(model string, flavours map[llm.Flavour]string, attempts int, tim
 	if cfg.Region == "" {
 		return nil, "", fmt.Errorf("llm config: CLIENTAGENT_LLM=bedrock needs an AWS region (AWS_REGION)")
 	}
-	p := bedrock.New(bedrockruntime.NewFromConfig(cfg), bedrock.Config{Model: model, FlavourModels: flavours, Timeout: timeout})
+	p := bedrock.New(bedrockruntime.NewFromConfig(cfg), bedrock.Config{
+		Model:         model,
+		FlavourModels: flavours,
+		PromptCache:   cache,
+		MaxAttempts:   attempts,
+		Timeout:       timeout,
+	})
 	return p, fmt.Sprintf("bedrock %s in %s", model, cfg.Region), nil
+}
+
+// bedrockPromptCache reads CLIENTAGENT_BEDROCK_PROMPT_CACHE: on, off or
+// auto (the default: on for the models known to support prompt caching).
+func bedrockPromptCache(getenv func(string) string) (bedrock.PromptCache, error) {
+	v := strings.ToLower(strings.TrimSpace(getenv("CLIENTAGENT_BEDROCK_PROMPT_CACHE")))
+	switch bedrock.PromptCache(v) {
+	case "", bedrock.PromptCacheAuto:
+		return bedrock.PromptCacheAuto, nil
+	case bedrock.PromptCacheOn, bedrock.PromptCacheOff:
+		return bedrock.PromptCache(v), nil
+	}
+	return "", fmt.Errorf("llm config: CLIENTAGENT_BEDROCK_PROMPT_CACHE=%q: want on, off or auto", v)
 }

@@ -32,9 +32,15 @@ const DefaultOpenAIModel = "gpt-4o-mini"
 //	                             the key, read once here (at cold start; see ReadOpenAIKey)
 //	CLIENTAGENT_LLM_TIMEOUT      deadline of one attempt (Go duration, default 90s)
 //	CLIENTAGENT_LLM_MAX_ATTEMPTS attempts per call including retries (default 4)
+//	CLIENTAGENT_BEDROCK_PROMPT_CACHE  on | off | auto (default): whether Bedrock requests
+//	                             carry cache points; auto places them for the models
+//	                             known to support prompt caching (Claude 3.7 Sonnet,
+//	                             3.5 Haiku, the Claude 4 families, Amazon Nova)
 //
 // Bedrock takes its region and credentials from the usual AWS variables
-// (AWS_REGION, the Lambda role, …).
+// (AWS_REGION, the Lambda role, …). OpenAI-compatible endpoints get the
+// conversation as prompt_cache_key where they accept it; there is nothing
+// to configure.
 func FromEnv(getenv func(string) string) (llm.Provider, string, error) {
 	return FromEnvContext(context.Background(), getenv)
 }
@@ -88,7 +94,11 @@ func FromEnvContext(ctx context.Context, getenv func(string) string) (llm.Provid
 		if model == "" {
 			return nil, "", fmt.Errorf("llm config: CLIENTAGENT_LLM=bedrock needs CLIENTAGENT_MODEL (a Bedrock model or inference profile id)")
 		}
-		return newBedrock(model, flavours, attempts, timeout)
+		cache, err := bedrockPromptCache(getenv)
+		if err != nil {
+			return nil, "", err
+		}
+		return newBedrock(model, flavours, attempts, timeout, cache)
 	default:
 		return nil, "", fmt.Errorf("llm config: CLIENTAGENT_LLM=%q: want openai, bedrock or scripted", kind)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -36,6 +37,7 @@ func TestFromEnvChoosesProvider(t *testing.T) {
 		{name: "unknown kind", env: map[string]string{"CLIENTAGENT_LLM": "gpt"}, wantErr: "want openai, bedrock or scripted"},
 		{name: "bad timeout", env: map[string]string{"OPENAI_BASE_URL": "http://x", "CLIENTAGENT_LLM_TIMEOUT": "soon"}, wantErr: "CLIENTAGENT_LLM_TIMEOUT"},
 		{name: "bad attempts", env: map[string]string{"OPENAI_BASE_URL": "http://x", "CLIENTAGENT_LLM_MAX_ATTEMPTS": "0"}, wantErr: "CLIENTAGENT_LLM_MAX_ATTEMPTS"},
+		{name: "bad bedrock prompt cache", env: map[string]string{"CLIENTAGENT_LLM": "bedrock", "CLIENTAGENT_MODEL": "amazon.nova-pro-v1:0", "CLIENTAGENT_BEDROCK_PROMPT_CACHE": "maybe"}, wantErr: "want on, off or auto"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,5 +127,52 @@ func TestFromEnvBedrock(t *testing.T) {
 	}
 	if want := "bedrock amazon.nova-pro-v1:0 in eu-central-1"; desc != want {
 		t.Errorf("FromEnv() description = %q, want %q", desc, want)
+	}
+}
+
+// issue 18: CLIENTAGENT_BEDROCK_PROMPT_CACHE reaches the provider: the
+// request a Nova model gets carries cache points unless it is off. The
+// endpoint is a fake that refuses every call after recording its body; it
+// sets process variables, so it cannot run in parallel.
+func TestFromEnvBedrockPromptCache(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-ErrorType", "ValidationException")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, `{"message":"recorded"}`)
+	}))
+	t.Cleanup(srv.Close)
+	t.Setenv("AWS_REGION", "eu-central-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "SECRETTEST")
+	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", srv.URL)
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	for _, tc := range []struct {
+		setting    string
+		wantPoints bool
+	}{{"", true}, {"auto", true}, {"on", true}, {"OFF", false}} {
+		p, _, err := llmconfig.FromEnv(env(map[string]string{
+			"CLIENTAGENT_LLM": "bedrock", "CLIENTAGENT_MODEL": "eu.amazon.nova-pro-v1:0", "CLIENTAGENT_BEDROCK_PROMPT_CACHE": tc.setting,
+		}))
+		if err != nil {
+			t.Fatalf("FromEnv(%q) error = %v", tc.setting, err)
+		}
+		req := llm.Request{System: "rules", Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}}
+		if _, err := p.Complete(t.Context(), req); err == nil || !strings.Contains(err.Error(), "recorded") {
+			t.Fatalf("Complete() error = %v, want the fake's refusal", err)
+		}
+		mu.Lock()
+		last := bodies[len(bodies)-1]
+		mu.Unlock()
+		if got := strings.Contains(last, `"cachePoint"`); got != tc.wantPoints {
+			t.Errorf("CLIENTAGENT_BEDROCK_PROMPT_CACHE=%q: request has cache points = %v, want %v: %s", tc.setting, got, tc.wantPoints, last)
+		}
 	}
 }

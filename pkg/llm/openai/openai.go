@@ -1,9 +1,15 @@
 // Package openai is the llm.Provider for OpenAI-compatible Chat Completions
 // endpoints (OpenAI, a LiteLLM proxy, vLLM, Ollama), built on openai-go.
-// It maps llm.Request to one chat completion with tools and
-// tool_choice=auto, retries 429/5xx/transport failures itself with
-// exponential backoff and jitter, and maps the answer back. It must not
-// interpret tool calls or the transcript: that is the loop's job.
+// It maps llm.Request to one streamed chat completion with tools and
+// tool_choice=auto, laid out for the endpoint's prompt cache (issue 18): the
+// fixed System rules first, then the transcript, and last the per-call
+// Context as a final system message, with prompt_cache_key set to the
+// request's CacheKey where the endpoint accepts it. Text deltas reach the
+// request's OnText as they arrive (issue 15); tool calls and usage are
+// assembled from the stream into the same answer a non-streamed call gives.
+// It retries 429/5xx/transport failures and streams cut midway itself, with
+// exponential backoff and jitter. It must not interpret tool calls or the
+// transcript: that is the loop's job.
 package openai
 
 import (
@@ -11,16 +17,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
+	"mime"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 	"github.com/openai/openai-go/v3/shared"
 )
 
@@ -64,6 +74,9 @@ type Provider struct {
 	cfg    Config
 	client oai.Client
 	log    *slog.Logger
+	// noCacheKey is set once the endpoint refused prompt_cache_key, so later
+	// calls do not pay for the refused request again.
+	noCacheKey atomic.Bool
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -104,27 +117,48 @@ func New(cfg Config) *Provider {
 	return &Provider{cfg: cfg, client: oai.NewClient(opts...), log: log}
 }
 
-// Complete sends req as one chat completion, retrying transient failures.
+// Complete sends req as one streamed chat completion, retrying transient
+// failures. Text deltas go to req.OnText as they arrive; when an attempt
+// that already gave text fails and is retried, req.OnReset is called first.
 // After the last attempt it returns an error wrapping llm.ErrRateLimited
-// (HTTP 429) or llm.ErrUnavailable (5xx, transport errors, attempt
-// timeouts). Any other HTTP error is returned at once with the provider's
-// message. A tool call whose arguments are not a JSON object is still
-// returned, with ArgumentsError set.
+// (HTTP 429) or llm.ErrUnavailable (5xx, transport errors, streams cut
+// midway, attempt timeouts). Any other HTTP error is returned at once with
+// the provider's message, except an endpoint refusing prompt_cache_key,
+// which is asked again without it (and never again by this Provider). A
+// tool call whose arguments are not a JSON object is still returned, with
+// ArgumentsError set.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	model := p.model(req.Flavour)
 	params, err := buildParams(model, req)
 	if err != nil {
 		return nil, fmt.Errorf("openai: build request: %w", err)
 	}
+	withKey := req.CacheKey != "" && !p.noCacheKey.Load()
 	for attempt := 1; ; attempt++ {
-		res, err := p.attempt(ctx, params)
+		send := params
+		if withKey {
+			send.PromptCacheKey = oai.String(req.CacheKey)
+		}
+		res, gaveText, err := p.attempt(ctx, send, &req)
 		if err == nil {
-			return mapResponse(res)
+			return res, nil
 		}
 		c := classify(err)
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			// The caller's deadline ended the call: no retry can help.
 			return nil, fmt.Errorf("openai: chat completion (model %s), attempt %d: %w", model, attempt, ctxErr)
+		}
+		if withKey && c.refusesCacheKey {
+			// "Where the endpoint accepts it" (issue 18): some
+			// OpenAI-compatible servers reject unknown parameters. Asking
+			// again without the key is not a retry of a failure, so it
+			// does not count as an attempt.
+			p.noCacheKey.Store(true)
+			withKey = false
+			attempt--
+			p.log.InfoContext(ctx, "endpoint refuses prompt_cache_key, sending requests without it",
+				"provider", "openai", "model", model, "error", c.message)
+			continue
 		}
 		if c.final {
 			return nil, fmt.Errorf("openai: chat completion (model %s): %s", model, c.message)
@@ -136,6 +170,9 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 		p.log.WarnContext(ctx, "llm call failed, retrying",
 			"provider", "openai", "model", model, "attempt", attempt,
 			"status", c.status, "error", c.message, "delay", delay)
+		if gaveText {
+			req.Reset()
+		}
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -146,10 +183,88 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	}
 }
 
-func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams) (*oai.ChatCompletion, error) {
+// attempt makes one streamed call and reads it to its end. gaveText says
+// whether text deltas already went to req.OnText, so a retry must reset.
+func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams, req *llm.Request) (res *llm.Response, gaveText bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	return p.client.Chat.Completions.New(ctx, params)
+	// Some OpenAI-compatible servers ignore "stream" and answer with one
+	// JSON completion; it is kept aside here and decoded as such.
+	var whole []byte
+	keepWhole := func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		res, err := next(r)
+		if err != nil || res.StatusCode >= 300 || !isJSON(res.Header.Get("Content-Type")) {
+			return res, err
+		}
+		whole, err = io.ReadAll(res.Body)
+		_ = res.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		res.Body = http.NoBody
+		return res, nil
+	}
+	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(keepWhole))
+	defer stream.Close()
+	res, gaveText, err = readStream(stream, req.Text)
+	if whole != nil {
+		if res, err = decodeCompletion(whole); err != nil {
+			return nil, false, &badAnswer{err: err}
+		}
+		req.Text(res.Text)
+		return res, false, nil
+	}
+	return res, gaveText, err
+}
+
+// readStream reads a stream of chunks to its end, passing text deltas to
+// onText, and maps the completion they make.
+func readStream(stream *ssestream.Stream[oai.ChatCompletionChunk], onText func(string)) (res *llm.Response, gaveText bool, err error) {
+	var a assembler
+	for stream.Next() {
+		a.add(stream.Current(), onText)
+	}
+	if err := stream.Err(); err != nil {
+		var apiErr *oai.Error
+		if errors.As(err, &apiErr) {
+			return nil, false, err
+		}
+		return nil, a.gaveText, &streamError{chunks: a.chunks, err: err}
+	}
+	if !a.finished {
+		// A stream that ends cleanly but early (a proxy closing it) is as
+		// broken as a dropped connection.
+		return nil, a.gaveText, &streamError{chunks: a.chunks, err: errors.New("stream ended without a finish reason")}
+	}
+	if res, err = mapResponse(a.completion()); err != nil {
+		return nil, a.gaveText, &badAnswer{err: err}
+	}
+	return res, a.gaveText, nil
+}
+
+// streamError is a stream that failed after the request was accepted: the
+// connection dropped, an error event came, or the stream ended early. It is
+// retried like a transport error.
+type streamError struct {
+	chunks int
+	err    error
+}
+
+func (e *streamError) Error() string {
+	return fmt.Sprintf("stream broken after %d chunks: %v", e.chunks, e.err)
+}
+
+func (e *streamError) Unwrap() error { return e.err }
+
+// badAnswer is an answer that arrived whole but cannot be read; asking
+// again would get the same.
+type badAnswer struct{ err error }
+
+func (e *badAnswer) Error() string { return e.err.Error() }
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 func (p *Provider) model(f llm.Flavour) string {
@@ -176,10 +291,11 @@ func (p *Provider) backoff(attempt int, retryAfter time.Duration) time.Duration 
 
 // failure is the classification of one failed attempt.
 type failure struct {
-	status     int           // HTTP status, 0 for transport errors
-	final      bool          // not worth retrying
-	message    string        // safe to show: no URL, headers or key
-	retryAfter time.Duration // -1 when the server did not say
+	status          int           // HTTP status, 0 for transport errors
+	final           bool          // not worth retrying
+	refusesCacheKey bool          // the endpoint does not accept prompt_cache_key
+	message         string        // safe to show: no URL, headers or key
+	retryAfter      time.Duration // -1 when the server did not say
 }
 
 func (f failure) sentinel() error {
@@ -190,15 +306,25 @@ func (f failure) sentinel() error {
 }
 
 func classify(err error) failure {
+	var bad *badAnswer
+	if errors.As(err, &bad) {
+		return failure{final: true, message: truncate(bad.Error(), 500), retryAfter: -1}
+	}
+	var broken *streamError
+	if errors.As(err, &broken) && broken.chunks > 0 {
+		// The SDK's error event message may quote the event; keep it short.
+		return failure{message: fmt.Sprintf("stream cut after %d chunks: %s", broken.chunks, truncate(rootCause(err).Error(), 500)), retryAfter: -1}
+	}
 	var apiErr *oai.Error
 	if !errors.As(err, &apiErr) {
 		// Transport error or attempt timeout. The SDK's url.Error carries the
 		// URL, which may hold credentials for some gateways, so keep only the cause.
-		return failure{message: "transport error: " + rootCause(err).Error(), retryAfter: -1}
+		return failure{message: "transport error: " + truncate(rootCause(err).Error(), 500), retryAfter: -1}
 	}
 	f := failure{status: apiErr.StatusCode, retryAfter: -1}
 	f.message = fmt.Sprintf("HTTP %d", apiErr.StatusCode)
-	if m := strings.TrimSpace(apiErr.Message); m != "" {
+	m, body := providerMessage(apiErr)
+	if m != "" {
 		f.message += ": " + truncate(m, 500)
 	} else if t := http.StatusText(apiErr.StatusCode); t != "" {
 		f.message += " " + t
@@ -212,8 +338,35 @@ func classify(err error) failure {
 		// 408 is transient by definition; treat like a transport failure.
 	default:
 		f.final = true
+		// OpenAI says "Unrecognized request argument supplied:
+		// prompt_cache_key"; strict servers answer 422 "extra fields not
+		// permitted" naming the field.
+		if apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusUnprocessableEntity {
+			f.refusesCacheKey = strings.Contains(body, "prompt_cache_key")
+		}
 	}
 	return f
+}
+
+// providerMessage returns the error's message and the body it came in (the
+// first 8 KiB): OpenAI's error.message, else the body's top-level "message"
+// (vLLM and other servers that do not wrap their errors).
+func providerMessage(apiErr *oai.Error) (message, body string) {
+	message = strings.TrimSpace(apiErr.Message)
+	if apiErr.Response != nil && apiErr.Response.Body != nil {
+		// The SDK put the body it read back for us.
+		b, _ := io.ReadAll(io.LimitReader(apiErr.Response.Body, 8<<10))
+		body = string(b)
+	}
+	if message == "" {
+		var top struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal([]byte(body), &top) == nil {
+			message = strings.TrimSpace(top.Message)
+		}
+	}
+	return message, body
 }
 
 func rootCause(err error) error {
@@ -249,11 +402,19 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// buildParams maps req to Chat Completions parameters: the system prompt
-// first, then the transcript; tools as function tools with tool_choice=auto
-// (only when there are tools: some servers reject tool_choice without them).
+// buildParams maps req to Chat Completions parameters: the system rules
+// first, then the transcript, then the per-call Context as a last system
+// message, so everything before the Context is the same prefix on the
+// conversation's next call (issue 18); tools as function tools in the given
+// order with tool_choice=auto (only when there are tools: some servers
+// reject tool_choice without them). The body is byte-stable for the same
+// request: schemas are maps, which encode with sorted keys.
 func buildParams(model string, req llm.Request) (oai.ChatCompletionNewParams, error) {
-	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(model)}
+	params := oai.ChatCompletionNewParams{
+		Model: shared.ChatModel(model),
+		// The call is streamed; usage comes in a last chunk only when asked.
+		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)},
+	}
 	if req.System != "" {
 		params.Messages = append(params.Messages, oai.SystemMessage(req.System))
 	}
@@ -263,6 +424,9 @@ func buildParams(model string, req llm.Request) (oai.ChatCompletionNewParams, er
 			return params, fmt.Errorf("message %d: %w", i, err)
 		}
 		params.Messages = append(params.Messages, msg)
+	}
+	if req.Context != "" {
+		params.Messages = append(params.Messages, oai.SystemMessage(req.Context))
 	}
 	for _, t := range req.Tools {
 		schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
@@ -319,6 +483,102 @@ func mapMessage(m llm.Message) (oai.ChatCompletionMessageParamUnion, error) {
 	}
 }
 
+// assembler rebuilds, from the chunks of a streamed completion, the
+// completion a non-streamed call would have returned, so both map through
+// mapResponse alike. Only choice 0 counts (n is never set).
+type assembler struct {
+	chunks   int
+	model    string
+	text     strings.Builder
+	calls    []*callParts
+	slot     map[int64]int // a delta's tool-call index → position in calls
+	usage    oai.CompletionUsage
+	finished bool // a finish_reason arrived
+	gaveText bool
+}
+
+// callParts is one tool call being assembled; its arguments usually come
+// in many fragments, its id, type and name in the first.
+type callParts struct {
+	id, typ    string
+	name, args strings.Builder
+}
+
+func (a *assembler) add(c oai.ChatCompletionChunk, onText func(string)) {
+	a.chunks++
+	if a.model == "" {
+		a.model = c.Model
+	}
+	if c.JSON.Usage.Valid() {
+		// Sent in the last chunk (stream_options.include_usage); some
+		// servers send a running count in every chunk, the last one wins.
+		a.usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if ch.Delta.Content != "" {
+			a.text.WriteString(ch.Delta.Content)
+			a.gaveText = true
+			onText(ch.Delta.Content)
+		}
+		for _, d := range ch.Delta.ToolCalls {
+			a.addCall(d)
+		}
+		if ch.FinishReason != "" {
+			a.finished = true
+		}
+	}
+}
+
+func (a *assembler) addCall(d oai.ChatCompletionChunkChoiceDeltaToolCall) {
+	i, ok := a.slot[d.Index]
+	// A delta naming another id than its index's call starts a new call:
+	// some servers (older Ollama) send whole calls, all with index 0.
+	if !ok || (d.ID != "" && a.calls[i].id != "" && d.ID != a.calls[i].id) {
+		if a.slot == nil {
+			a.slot = map[int64]int{}
+		}
+		i = len(a.calls)
+		a.slot[d.Index] = i
+		a.calls = append(a.calls, &callParts{})
+	}
+	c := a.calls[i]
+	if d.ID != "" {
+		c.id = d.ID
+	}
+	if d.Type != "" {
+		c.typ = d.Type
+	}
+	c.name.WriteString(d.Function.Name)
+	c.args.WriteString(d.Function.Arguments)
+}
+
+func (a *assembler) completion() *oai.ChatCompletion {
+	msg := oai.ChatCompletionMessage{Content: a.text.String()}
+	for _, c := range a.calls {
+		tc := oai.ChatCompletionMessageToolCallUnion{ID: c.id, Type: c.typ}
+		tc.Function.Name, tc.Function.Arguments = c.name.String(), c.args.String()
+		if c.typ != "" && c.typ != "function" {
+			tc.Custom.Name, tc.Custom.Input = tc.Function.Name, tc.Function.Arguments
+		}
+		msg.ToolCalls = append(msg.ToolCalls, tc)
+	}
+	return &oai.ChatCompletion{Model: a.model, Choices: []oai.ChatCompletionChoice{{Message: msg}}, Usage: a.usage}
+}
+
+// decodeCompletion reads a whole (non-streamed) Chat Completions body.
+func decodeCompletion(b []byte) (*llm.Response, error) {
+	var res oai.ChatCompletion
+	if err := res.UnmarshalJSON(b); err != nil {
+		return nil, fmt.Errorf("openai: read chat completion: %w", err)
+	}
+	return mapResponse(&res)
+}
+
+// mapResponse maps a completion, whole or assembled from a stream. OpenAI's
+// prompt_tokens already counts the cached tokens, as llm.Usage wants.
 func mapResponse(res *oai.ChatCompletion) (*llm.Response, error) {
 	if res == nil || len(res.Choices) == 0 {
 		return nil, errors.New("openai: chat completion returned no choices")
@@ -328,8 +588,10 @@ func mapResponse(res *oai.ChatCompletion) (*llm.Response, error) {
 		Text:  msg.Content,
 		Model: res.Model,
 		Usage: llm.Usage{
-			InputTokens:  int(res.Usage.PromptTokens),
-			OutputTokens: int(res.Usage.CompletionTokens),
+			InputTokens:       int(res.Usage.PromptTokens),
+			OutputTokens:      int(res.Usage.CompletionTokens),
+			CachedInputTokens: int(res.Usage.PromptTokensDetails.CachedTokens),
+			CacheWriteTokens:  int(res.Usage.PromptTokensDetails.CacheWriteTokens),
 		},
 	}
 	for _, tc := range msg.ToolCalls {

@@ -1,11 +1,17 @@
 package openai_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/openai"
 )
 
@@ -25,9 +31,11 @@ type wireCall struct {
 // response, never panics, and when
 // the body holds tool calls none is lost: each comes out with its id and
 // name, its arguments intact ("{}" for blank ones), and an
-// ArgumentsError exactly when the arguments are not a JSON object.
+// ArgumentsError exactly when the arguments are not a JSON object. The
+// same completion streamed (issue 15), its text and arguments cut into
+// pieces of a size the body picks, assembles into the same response.
 func FuzzResponseDecoding(f *testing.F) {
-	for _, name := range []string{"response_text.json", "response_tool_calls.json", "response_bad_arguments.json"} {
+	for _, name := range []string{"response_text.json", "response_tool_calls.json", "response_bad_arguments.json", "response_cached.json"} {
 		b, err := os.ReadFile("testdata/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -39,6 +47,9 @@ func FuzzResponseDecoding(f *testing.F) {
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		resp, err := openai.DecodeResponse(b)
+		if err == nil {
+			assertStreamedAlike(t, b, resp)
+		}
 		// The oracle reads the body with exact key names, as the SDK (and
 		// every provider) does; encoding/json's struct decoding would match
 		// "messAge" to "message".
@@ -105,6 +116,33 @@ func FuzzResponseDecoding(f *testing.F) {
 			}
 		}
 	})
+}
+
+// assertStreamedAlike streams the completion body b as SSE chunks and
+// checks that they assemble into whole, the response of the body itself.
+func assertStreamedAlike(t *testing.T, b []byte, whole *llm.Response) {
+	t.Helper()
+	chunks, err := streamChunks(b, 1+len(b)%7)
+	if err != nil {
+		t.Fatalf("streamChunks() error = %v for a body that decodes", err)
+	}
+	var sse bytes.Buffer
+	for _, c := range chunks {
+		fmt.Fprintf(&sse, "data: %s\n\n", c)
+	}
+	sse.WriteString("data: [DONE]\n\n")
+	streamed, err := openai.DecodeStream(sse.Bytes())
+	if err != nil {
+		t.Fatalf("DecodeStream() error = %v, the whole body decodes to %+v", err, whole)
+	}
+	if !utf8.Valid(b) {
+		// JSON encoding (of the chunks) turns invalid UTF-8 into U+FFFD;
+		// the SDK keeps the bytes of the whole body.
+		return
+	}
+	if diff := cmp.Diff(whole, streamed); diff != "" {
+		t.Errorf("streamed response differs from the whole one (-whole +streamed):\n%s", diff)
+	}
 }
 
 // exactCalls reports whether every tool call's keys are spelled exactly

@@ -1,10 +1,12 @@
 package openai_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -15,10 +17,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	oai "github.com/openai/openai-go/v3"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/openai"
-	"github.com/google/go-cmp/cmp"
 )
 
 var update = flag.Bool("update", false, "rewrite golden request files under testdata/")
@@ -27,12 +32,21 @@ var update = flag.Bool("update", false, "rewrite golden request files under test
 type reply struct {
 	status int
 	header map[string]string
-	file   string // body from testdata/
+	file   string // a whole completion or error body from testdata/
+	// whole serves file as one JSON completion, as a server that ignores
+	// "stream" does; otherwise a 200 file is streamed as SSE chunks.
+	whole bool
+	// breakAfter > 0 streams that many chunks, then breaks the stream the
+	// way brk says.
+	breakAfter int
+	brk        string // "drop": close the connection; "event": an error event; "end": end cleanly
 }
 
 // chatServer is an in-process server speaking the Chat Completions wire
 // format: it answers POST /v1/chat/completions with the scripted replies in
-// order (the last one repeats) and records every request body.
+// order (the last one repeats) and records every request body. A 200 reply
+// is streamed as text/event-stream, "data: {chunk}" lines ending with
+// "data: [DONE]", unless it is marked whole.
 type chatServer struct {
 	t       *testing.T
 	srv     *httptest.Server
@@ -40,6 +54,8 @@ type chatServer struct {
 	replies []reply
 	bodies  [][]byte
 	auth    []string
+	// answer, when set, picks the reply for a request body instead of the script.
+	answer func(body []byte) reply
 }
 
 func newChatServer(t *testing.T, replies ...reply) *chatServer {
@@ -60,7 +76,12 @@ func (s *chatServer) handle(w http.ResponseWriter, r *http.Request) {
 	n := len(s.bodies)
 	s.bodies = append(s.bodies, body)
 	s.auth = append(s.auth, r.Header.Get("Authorization"))
-	rep := s.replies[min(n, len(s.replies)-1)]
+	var rep reply
+	if s.answer != nil {
+		rep = s.answer(body)
+	} else {
+		rep = s.replies[min(n, len(s.replies)-1)]
+	}
 	s.mu.Unlock()
 	data, err := os.ReadFile(filepath.Join("testdata", rep.file))
 	if err != nil {
@@ -69,15 +90,46 @@ func (s *chatServer) handle(w http.ResponseWriter, r *http.Request) {
 	for k, v := range rep.header {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(rep.status)
-	_, _ = w.Write(data)
+	if rep.status != http.StatusOK || rep.whole {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rep.status)
+		_, _ = w.Write(data)
+		return
+	}
+	chunks, err := streamChunks(data, 4)
+	if err != nil {
+		s.t.Errorf("stream %s: %v", rep.file, err)
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	flusher := w.(http.Flusher)
+	for i, c := range chunks {
+		if rep.breakAfter > 0 && i == rep.breakAfter {
+			switch rep.brk {
+			case "drop":
+				flusher.Flush()
+				panic(http.ErrAbortHandler) // the client sees the connection drop
+			case "event":
+				_, _ = io.WriteString(w, "data: {\"error\":{\"message\":\"upstream overloaded\",\"type\":\"server_error\"}}\n\n")
+			}
+			return
+		}
+		_, _ = fmt.Fprintf(w, "data: %s\n\n", c)
+		flusher.Flush()
+	}
+	_, _ = io.WriteString(w, "data: [DONE]\n\n")
 }
 
 func (s *chatServer) requests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.bodies)
+}
+
+func (s *chatServer) body(i int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies[i]
 }
 
 func (s *chatServer) provider(cfg openai.Config) *openai.Provider {
@@ -90,12 +142,90 @@ func (s *chatServer) provider(cfg openai.Config) *openai.Provider {
 	return openai.New(cfg)
 }
 
+// streamChunks turns a whole completion body into the chunks a streaming
+// endpoint sends for it, as OpenAI sends them: a role chunk, the content in
+// pieces of piece bytes at most, each tool call's id, type and name with
+// its first piece of arguments and then the rest by index, a chunk with the
+// finish reason, and the usage in a last chunk without choices.
+func streamChunks(body []byte, piece int) ([][]byte, error) {
+	var c oai.ChatCompletion
+	if err := c.UnmarshalJSON(body); err != nil {
+		return nil, err
+	}
+	if len(c.Choices) == 0 {
+		return nil, errors.New("no choices")
+	}
+	chunk := func(choices []any, usage any) []byte {
+		m := map[string]any{"id": c.ID, "object": "chat.completion.chunk", "created": c.Created, "model": c.Model, "choices": choices}
+		if usage != nil {
+			m["usage"] = usage
+		}
+		b, err := json.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		return b
+	}
+	delta := func(d map[string]any, finish any) []any {
+		return []any{map[string]any{"index": 0, "delta": d, "finish_reason": finish, "logprobs": nil}}
+	}
+	msg := c.Choices[0].Message
+	out := [][]byte{chunk(delta(map[string]any{"role": "assistant", "content": ""}, nil), nil)}
+	for _, p := range pieces(msg.Content, piece) {
+		out = append(out, chunk(delta(map[string]any{"content": p}, nil), nil))
+	}
+	for i, tc := range msg.ToolCalls {
+		name, args := tc.Function.Name, tc.Function.Arguments
+		if tc.Type != "" && tc.Type != "function" {
+			name, args = tc.Custom.Name, tc.Custom.Input
+		}
+		first, rest := "", pieces(args, piece)
+		if len(rest) > 0 {
+			first, rest = rest[0], rest[1:]
+		}
+		out = append(out, chunk(delta(map[string]any{"tool_calls": []any{map[string]any{
+			"index": i, "id": tc.ID, "type": tc.Type, "function": map[string]any{"name": name, "arguments": first},
+		}}}, nil), nil))
+		for _, p := range rest {
+			out = append(out, chunk(delta(map[string]any{"tool_calls": []any{map[string]any{
+				"index": i, "function": map[string]any{"arguments": p},
+			}}}, nil), nil))
+		}
+	}
+	finish := c.Choices[0].FinishReason
+	if finish == "" {
+		finish = "stop"
+	}
+	out = append(out, chunk(delta(map[string]any{}, finish), nil))
+	if c.JSON.Usage.Valid() {
+		out = append(out, chunk([]any{}, json.RawMessage(c.Usage.RawJSON())))
+	}
+	return out, nil
+}
+
+// pieces cuts s into parts of at most n bytes, on rune boundaries.
+func pieces(s string, n int) []string {
+	var out []string
+	for s != "" {
+		i := min(n, len(s))
+		for i < len(s) && !utf8.RuneStart(s[i]) {
+			i++
+		}
+		out = append(out, s[:i])
+		s = s[i:]
+	}
+	return out
+}
+
 // transcriptRequest is the spec §2 example mid-way: the user's request, the
-// SVG call and its compact result (spec §3.5), ready for the PNG step.
+// SVG call and its compact result (spec §3.5), ready for the PNG step; the
+// artifact catalog is the per-call Context (issue 18).
 func transcriptRequest() llm.Request {
 	return llm.Request{
-		Flavour: llm.Medium,
-		System:  "You are the client agent.\nArtifacts:\n- artifact_id: a1 (image/svg+xml)",
+		Flavour:  llm.Medium,
+		System:   "You are the client agent.",
+		Context:  "Artifacts:\n- artifact_id: a1 (image/svg+xml)",
+		CacheKey: "conv-7f3a",
 		Messages: []llm.Message{
 			{Role: llm.RoleUser, Content: "Create a PNG image with the word Popelnase"},
 			{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{
@@ -110,12 +240,44 @@ func transcriptRequest() llm.Request {
 	}
 }
 
+// textRecorder records what a request's OnText and OnReset saw.
+type textRecorder struct {
+	mu     sync.Mutex
+	deltas []string
+	resets int
+}
+
+func (r *textRecorder) attach(req *llm.Request) {
+	req.OnText = func(d string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.deltas = append(r.deltas, d)
+	}
+	req.OnReset = func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.resets++
+		r.deltas = nil
+	}
+}
+
+func (r *textRecorder) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.deltas, "")
+}
+
+// issue 15: the text streams in as deltas, unbatched, and the response is
+// what the whole completion says.
 func TestCompleteText(t *testing.T) {
 	t.Parallel()
 	s := newChatServer(t, reply{status: 200, file: "response_text.json"})
 	p := s.provider(openai.Config{APIKey: "sk-test"})
+	req := transcriptRequest()
+	var rec textRecorder
+	rec.attach(&req)
 
-	got, err := p.Complete(t.Context(), transcriptRequest())
+	got, err := p.Complete(t.Context(), req)
 	if err != nil {
 		t.Fatalf("Complete() error = %v", err)
 	}
@@ -127,14 +289,19 @@ func TestCompleteText(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Complete() mismatch (-want +got):\n%s", diff)
 	}
+	if rec.text() != want.Text || len(rec.deltas) < 2 || rec.resets != 0 {
+		t.Errorf("OnText saw %q in %d deltas with %d resets, want the text in several deltas and no reset", rec.deltas, len(rec.deltas), rec.resets)
+	}
 	if s.auth[0] != "Bearer sk-test" {
 		t.Errorf("Authorization = %q, want bearer key", s.auth[0])
 	}
 }
 
-// TestRequestGolden checks the body the server sees (spec §3.6): system
-// message first, assistant message with tool_calls, tool message with
-// tool_call_id, function tools with JSON schema and tool_choice "auto".
+// TestRequestGolden checks the body the server sees (spec §3.6, issue 18):
+// system rules first, assistant message with tool_calls, tool message with
+// tool_call_id, the Context as the last (system) message, function tools
+// with JSON schema and tool_choice "auto", prompt_cache_key, and a streamed
+// call with usage.
 func TestRequestGolden(t *testing.T) {
 	t.Parallel()
 	s := newChatServer(t, reply{status: 200, file: "response_text.json"})
@@ -143,6 +310,113 @@ func TestRequestGolden(t *testing.T) {
 		t.Fatalf("Complete() error = %v", err)
 	}
 	assertGoldenJSON(t, "request_transcript.golden.json", s.bodies[0])
+}
+
+// issue 18: the start of the request is a cacheable prefix: the same
+// request gives the same bytes, and the next call of the conversation (its
+// transcript grown, another Context) starts with the previous call's bytes
+// up to where its Context was.
+func TestRequestIsACacheablePrefix(t *testing.T) {
+	t.Parallel()
+	s := newChatServer(t, reply{status: 200, file: "response_cached.json"})
+	p := s.provider(openai.Config{})
+	first := transcriptRequest()
+	next := transcriptRequest()
+	next.Messages = append(next.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "call_2", Name: "convert_svg_to_png", Arguments: `{"artifact_id":"a1"}`}}},
+		llm.ToolResultMessage("call_2", `{"status":"succeeded","artifacts":[{"artifact_id":"a2","mime_type":"image/png"}]}`))
+	next.Context = "Artifacts:\n- artifact_id: a1 (image/svg+xml)\n- artifact_id: a2 (image/png)"
+	for _, req := range []llm.Request{first, first, next} {
+		got, err := p.Complete(t.Context(), req)
+		if err != nil {
+			t.Fatalf("Complete() error = %v", err)
+		}
+		want := llm.Usage{InputTokens: 2400, OutputTokens: 9, CachedInputTokens: 2048}
+		if got.Usage != want {
+			t.Errorf("Complete() usage = %+v, want %+v (cached_tokens recorded)", got.Usage, want)
+		}
+	}
+	if !bytes.Equal(s.body(0), s.body(1)) {
+		t.Errorf("the same request gave different bodies:\n%s\n%s", s.body(0), s.body(1))
+	}
+	var body struct {
+		Messages       []map[string]any `json:"messages"`
+		PromptCacheKey string           `json:"prompt_cache_key"`
+	}
+	if err := json.Unmarshal(s.body(2), &body); err != nil {
+		t.Fatal(err)
+	}
+	if body.PromptCacheKey != "conv-7f3a" {
+		t.Errorf("prompt_cache_key = %q, want the conversation id", body.PromptCacheKey)
+	}
+	last := body.Messages[len(body.Messages)-1]
+	if last["role"] != "system" || last["content"] != next.Context {
+		t.Errorf("last message = %v, want the Context as a system message", last)
+	}
+	// Messages are compared as JSON values: the prefix the cache sees is
+	// the same messages in the same order.
+	var firstBody struct {
+		Messages []map[string]any `json:"messages"`
+	}
+	_ = json.Unmarshal(s.body(0), &firstBody)
+	stable := firstBody.Messages[:len(firstBody.Messages)-1]
+	if diff := cmp.Diff(stable, body.Messages[:len(stable)]); diff != "" {
+		t.Errorf("the next call does not start with the previous one's messages (-prev +next):\n%s", diff)
+	}
+}
+
+// issue 18: prompt_cache_key is sent "where the endpoint accepts it": an
+// endpoint that refuses it is asked again without it, once, and this
+// Provider never sends it there again.
+func TestPromptCacheKeyRefused(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		refusal reply
+	}{
+		{name: "OpenAI-shaped 400", refusal: reply{status: 400, file: "response_error_cache_key.json"}},
+		{name: "unwrapped 400 (vLLM)", refusal: reply{status: 400, file: "response_error_cache_key_vllm.json"}},
+		{name: "422 with details (FastAPI)", refusal: reply{status: 422, file: "response_error_cache_key_422.json"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newChatServer(t)
+			s.answer = func(body []byte) reply {
+				if bytes.Contains(body, []byte(`"prompt_cache_key"`)) {
+					return tt.refusal
+				}
+				return reply{status: 200, file: "response_text.json"}
+			}
+			p := s.provider(openai.Config{})
+			for i := range 2 {
+				if _, err := p.Complete(t.Context(), transcriptRequest()); err != nil {
+					t.Fatalf("Complete() #%d error = %v", i+1, err)
+				}
+			}
+			if n := s.requests(); n != 3 {
+				t.Fatalf("server saw %d requests, want 3 (refused, again without the key, the next call without it)", n)
+			}
+			for i, want := range []bool{true, false, false} {
+				if got := bytes.Contains(s.body(i), []byte(`"prompt_cache_key"`)); got != want {
+					t.Errorf("request %d has prompt_cache_key = %v, want %v", i+1, got, want)
+				}
+			}
+		})
+	}
+}
+
+// Another 400 is final at once, with or without a cache key.
+func TestOtherBadRequestIsFinalWithCacheKey(t *testing.T) {
+	t.Parallel()
+	s := newChatServer(t, reply{status: 400, file: "response_error_400.json"})
+	_, err := s.provider(openai.Config{}).Complete(t.Context(), transcriptRequest())
+	if err == nil || !strings.Contains(err.Error(), "Invalid schema") {
+		t.Fatalf("Complete() error = %v, want the provider's message", err)
+	}
+	if n := s.requests(); n != 1 {
+		t.Errorf("server saw %d requests, want 1", n)
+	}
 }
 
 func TestRequestWithoutToolsHasNoToolChoice(t *testing.T) {
@@ -158,8 +432,10 @@ func TestRequestWithoutToolsHasNoToolChoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]any{
-		"model":    "tiny",
-		"messages": []any{map[string]any{"role": "user", "content": "hi"}},
+		"model":          "tiny",
+		"messages":       []any{map[string]any{"role": "user", "content": "hi"}},
+		"stream":         true,
+		"stream_options": map[string]any{"include_usage": true},
 	}
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("request body mismatch (-want +got):\n%s", diff)
@@ -169,13 +445,10 @@ func TestRequestWithoutToolsHasNoToolChoice(t *testing.T) {
 	}
 }
 
+// Tool-call arguments arrive spread over many chunks, the id and name in
+// the first only; streamed or whole, the answer is the same.
 func TestCompleteToolCalls(t *testing.T) {
 	t.Parallel()
-	s := newChatServer(t, reply{status: 200, file: "response_tool_calls.json"})
-	got, err := s.provider(openai.Config{}).Complete(t.Context(), transcriptRequest())
-	if err != nil {
-		t.Fatalf("Complete() error = %v", err)
-	}
 	want := &llm.Response{
 		ToolCalls: []llm.ToolCall{
 			{ID: "call_a", Name: "create_svg_artifact", Arguments: `{"word":"Alpha"}`},
@@ -185,8 +458,32 @@ func TestCompleteToolCalls(t *testing.T) {
 		Usage: llm.Usage{InputTokens: 1200, OutputTokens: 61},
 		Model: "gpt-test",
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Complete() mismatch (-want +got):\n%s", diff)
+	for _, whole := range []bool{false, true} {
+		s := newChatServer(t, reply{status: 200, file: "response_tool_calls.json", whole: whole})
+		got, err := s.provider(openai.Config{}).Complete(t.Context(), transcriptRequest())
+		if err != nil {
+			t.Fatalf("Complete() (whole %v) error = %v", whole, err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Complete() (whole %v) mismatch (-want +got):\n%s", whole, diff)
+		}
+	}
+}
+
+// A server that ignores "stream" and answers one JSON completion is read
+// as such, and OnText gets the whole text once.
+func TestCompleteWholeAnswer(t *testing.T) {
+	t.Parallel()
+	s := newChatServer(t, reply{status: 200, file: "response_text.json", whole: true})
+	req := transcriptRequest()
+	var rec textRecorder
+	rec.attach(&req)
+	got, err := s.provider(openai.Config{}).Complete(t.Context(), req)
+	if err != nil {
+		t.Fatalf("Complete() error = %v", err)
+	}
+	if want := "Here is the PNG image with the word Popelnase."; got.Text != want || len(rec.deltas) != 1 || rec.deltas[0] != want {
+		t.Errorf("Complete() text %q, OnText saw %q, want %q once", got.Text, rec.deltas, want)
 	}
 }
 
@@ -217,6 +514,64 @@ func TestCompleteMalformedArguments(t *testing.T) {
 	}
 	if !strings.Contains(got.ToolCalls[0].ArgumentsError, "not a valid JSON object") {
 		t.Errorf("ArgumentsError = %q, want a JSON parse explanation", got.ToolCalls[0].ArgumentsError)
+	}
+}
+
+// issue 15: a stream broken midway is retried like a transport error; the
+// text already given is reset, and the answer is the retry's, whole.
+func TestStreamBrokenMidwayIsRetried(t *testing.T) {
+	t.Parallel()
+	for _, brk := range []string{"drop", "event", "end"} {
+		t.Run(brk, func(t *testing.T) {
+			t.Parallel()
+			s := newChatServer(t,
+				reply{status: 200, file: "response_text.json", breakAfter: 4, brk: brk},
+				reply{status: 200, file: "response_text.json"},
+			)
+			req := transcriptRequest()
+			var rec textRecorder
+			rec.attach(&req)
+			got, err := s.provider(openai.Config{}).Complete(t.Context(), req)
+			if err != nil {
+				t.Fatalf("Complete() error = %v", err)
+			}
+			want := &llm.Response{
+				Text:  "Here is the PNG image with the word Popelnase.",
+				Usage: llm.Usage{InputTokens: 812, OutputTokens: 14},
+				Model: "gpt-test",
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Complete() mismatch (-want +got):\n%s", diff)
+			}
+			if n := s.requests(); n != 2 {
+				t.Errorf("server saw %d requests, want 2", n)
+			}
+			if rec.resets != 1 {
+				t.Errorf("OnReset called %d times, want 1", rec.resets)
+			}
+			if rec.text() != want.Text {
+				t.Errorf("OnText since the reset = %q, want %q", rec.text(), want.Text)
+			}
+		})
+	}
+}
+
+// A stream that keeps breaking ends as ErrUnavailable after the attempts.
+func TestStreamBrokenExhausted(t *testing.T) {
+	t.Parallel()
+	s := newChatServer(t, reply{status: 200, file: "response_tool_calls.json", breakAfter: 3, brk: "drop"})
+	req := transcriptRequest()
+	var rec textRecorder
+	rec.attach(&req)
+	_, err := s.provider(openai.Config{MaxAttempts: 2}).Complete(t.Context(), req)
+	if !errors.Is(err, llm.ErrUnavailable) || !strings.Contains(err.Error(), "stream cut after 3 chunks") {
+		t.Errorf("Complete() error = %v, want ErrUnavailable naming the cut stream", err)
+	}
+	if n := s.requests(); n != 2 {
+		t.Errorf("server saw %d requests, want 2", n)
+	}
+	if rec.resets != 0 {
+		t.Errorf("OnReset called %d times, want 0: no text was given", rec.resets)
 	}
 }
 
@@ -266,6 +621,12 @@ func TestRetry(t *testing.T) {
 			replies:      []reply{{status: 400, file: "response_error_400.json"}},
 			wantRequests: 1,
 			wantErrText:  "HTTP 400: Invalid schema for function 'create_svg_artifact'",
+		},
+		{
+			name:         "unwrapped error body (vLLM): its message is shown",
+			replies:      []reply{{status: 400, file: "response_error_400_unwrapped.json"}},
+			wantRequests: 1,
+			wantErrText:  "HTTP 400: This model's maximum context length is 8192 tokens.",
 		},
 		{
 			name:         "401 is final at once",
