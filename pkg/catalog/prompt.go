@@ -45,6 +45,11 @@ type PromptInput struct {
 	Catalog []artifact.Artifact
 	// Older is how many older artifacts the catalog leaves out.
 	Older int
+	// Shown are the ids of catalogued artifacts the transcript sent with
+	// the call names (in the tool result that produced them, or the user
+	// message that uploaded them): the context does not repeat them, so it
+	// stays small beside the transcript (issue 18).
+	Shown map[string]bool
 	// RecentSkillInputs is the newest successful inputs per tool name.
 	RecentSkillInputs map[string]map[string]any
 	Now               time.Time
@@ -85,14 +90,23 @@ func Context(p PromptInput) string {
 	if !p.Now.IsZero() {
 		fmt.Fprintf(&b, "Current time: %s\n", p.Now.UTC().Format(time.RFC3339))
 	}
+	var listed []artifact.Artifact
+	for _, a := range p.Catalog {
+		if !p.Shown[a.ID] {
+			listed = append(listed, a)
+		}
+	}
 	b.WriteString("\nArtifacts in this conversation:\n")
-	if len(p.Catalog) == 0 {
+	if n := len(p.Catalog) - len(listed); n > 0 {
+		fmt.Fprintf(&b, "(the %d named in the conversation above, and:)\n", n)
+	}
+	if len(listed) == 0 && len(p.Catalog) == 0 {
 		b.WriteString("none yet\n")
 	}
 	if p.Older > 0 {
 		fmt.Fprintf(&b, "(%d older artifacts are not listed; their ids in the transcript still work)\n", p.Older)
 	}
-	for _, a := range p.Catalog {
+	for _, a := range listed {
 		fmt.Fprintf(&b, "- artifact_id=%s name=%s mime_type=%s", a.ID, oneLine(a.Name), a.MimeType)
 		if a.Description != "" {
 			fmt.Fprintf(&b, " description=%s", oneLine(a.Description))

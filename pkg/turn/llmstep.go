@@ -88,7 +88,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 		System:   catalog.SystemPrompt(conv.Meta.Owner),
 		Messages: view,
 		Tools:    cat.Tools(),
-		Context:  catalog.Context(catalog.PromptInput{Catalog: conv.Artifacts, Older: olderArtifacts(conv), RecentSkillInputs: conv.RecentSkillInputs(), Now: started}),
+		Context:  catalog.Context(catalog.PromptInput{Catalog: conv.Artifacts, Older: olderArtifacts(conv), Shown: shownArtifacts(view, conv.Artifacts), RecentSkillInputs: conv.RecentSkillInputs(), Now: started}),
 		CacheKey: in.ConversationID,
 	}
 	llmCall := t.LLMCalls + 1
@@ -241,6 +241,23 @@ func (h *Handlers) cost(resp *llm.Response) int64 {
 }
 
 var defaultPrices = llm.DefaultPrices()
+
+// shownArtifacts are the ids of the catalog's artifacts that view names:
+// the results that produced them and the messages that uploaded them.
+func shownArtifacts(view []llm.Message, arts []artifact.Artifact) map[string]bool {
+	shown := map[string]bool{}
+	for _, m := range view {
+		if m.Role != llm.RoleTool && m.Role != llm.RoleUser {
+			continue
+		}
+		for _, a := range arts {
+			if !shown[a.ID] && strings.Contains(m.Content, a.ID) {
+				shown[a.ID] = true
+			}
+		}
+	}
+	return shown
+}
 
 // olderArtifacts is how many artifacts of the catalog the step did not read.
 func olderArtifacts(conv *record.Conversation) int {
