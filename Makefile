@@ -3,10 +3,12 @@ SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api llmstep validate invoke append await events demoagents
 
-.PHONY: run test test-go test-race deps npm build lint fuzz bench clean
+.PHONY: run test test-go test-race deps npm build lint fuzz bench clean eval
 
 run: ## the local stack: API + web page, local Step Functions engine, embedded Valkey, demo agents
-	$(GO) run ./cmd/clientagent dev
+	@echo "building clientagent… (the first build downloads modules and takes a few minutes)"
+	@$(GO) build -o bin/clientagent ./cmd/clientagent
+	bin/clientagent dev
 
 test: deps ## every test (Go unit + embedded integration + node checks + browser tests when Chromium is installed)
 	$(GO) vet ./...
@@ -44,6 +46,10 @@ lint:
 
 fuzz: ## every Fuzz* target of the module, each for FUZZTIME (default 20s); found with go test -list
 	FUZZTIME=$${FUZZTIME:-20s} GO=$(GO) scripts/fuzz.sh
+
+# make test runs the same scenarios in process (pkg/eval TestShippedScenariosPass).
+eval: ## run the eval scenarios (testdata/evals; docs/evals.md) against a local stack with the configured model (EVAL_ARGS, e.g. --repeat 5 --json eval.json)
+	$(GO) run ./cmd/clientagent eval $(EVAL_ARGS) testdata/evals
 
 bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per turn) and the functions' cold starts
 	$(GO) test -run='^$$' -bench=. -benchmem ./pkg/devstack/

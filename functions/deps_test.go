@@ -35,17 +35,17 @@ const (
 
 // mustNotLink is, for each function, what its binary must not link: the
 // model is llmstep's alone, Step Functions the API's, the S3 wiring neither
-// await's nor append's nor events', the A2A server the demo agents' (which link none of the
+// await's nor append's nor events', the A2A server the demo agents' and api's (the demo agents link none of the
 // platform), and the embedded Valkey and the local engine nobody's.
 var mustNotLink = map[string][]string{
-	"api":        {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg},
+	"api":        {openAI, bedrock, secrets, llmconfig, demoAgentsPkg}, // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
 	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},
 	"validate":   {openAI, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg}, // bedrockruntime: the guardian's ApplyGuardrail
 	"invoke":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg},
 	"append":     {openAI, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv}, // bedrockruntime: the guardian's ApplyGuardrail
 	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
 	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv},
-	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, grpc, awsSDK, turnSteps},
+	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // grpc, aws-sdk: tracing (the OTLP exporter's status types; SigV4 to X-Ray)
 }
 
 // nobody links these.

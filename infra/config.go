@@ -53,6 +53,7 @@ const (
 	CtxAPIThrottleBurst    = "apiThrottleBurstLimit"
 	CtxGuardrailID         = "guardrailId"
 	CtxGuardrailVersion    = "guardrailVersion"
+	CtxTracing             = "tracing"
 )
 
 // StackProps configures one environment's stack. The zero value of an
@@ -156,7 +157,16 @@ type StackProps struct {
 	// guardian. Version is a number or DRAFT.
 	GuardrailID      string
 	GuardrailVersion string
+
+	// Tracing turns on X-Ray tracing (issue 16, docs/deploy.md): Lambda
+	// active tracing, Step Functions tracing, and each function's OTel spans
+	// sent to X-Ray's OTLP endpoint (SigV4, xray:PutTraceSegments). Nil:
+	// on. Off: no tracing, no exporter, no X-Ray permission.
+	Tracing *bool
 }
+
+// TracingOn reports whether the environment traces (Tracing, default on).
+func (p StackProps) TracingOn() bool { return p.Tracing == nil || *p.Tracing }
 
 // Allowed values of the enumerated settings.
 var (
@@ -445,6 +455,11 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 	if p.RetainData, err = boolean(CtxRetainData, false); err != nil {
 		return nil, err
 	}
+	tracing, err := boolean(CtxTracing, true)
+	if err != nil {
+		return nil, err
+	}
+	p.Tracing = &tracing
 	for _, n := range []struct {
 		key    string
 		dst    *int

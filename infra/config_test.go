@@ -73,7 +73,7 @@ func TestPropsFromContext(t *testing.T) {
 		CtxDemoAgents: "false", CtxArtifactExpiryDays: "7", CtxNATGateways: float64(2),
 		CtxAgents: "https://x.example/a,https://y.example", CtxLogLevel: "warn",
 		CtxValkeySnapshotDays: "0", CtxRetainData: true, CtxAlarmEmail: "ops@example.com",
-		CtxAPIThrottleRate: float64(20),
+		CtxAPIThrottleRate: float64(20), CtxTracing: false,
 	}
 	got, err := PropsFromContext(func(k string) any { return ctx[k] })
 	if err != nil {
@@ -87,7 +87,7 @@ func TestPropsFromContext(t *testing.T) {
 		DemoAgents: false, ArtifactExpiryDays: 7, NATGateways: 2,
 		LogLevel: "WARN", SystemLogLevel: "INFO", StateMachineLogLevel: "ALL", LogRetentionDays: 30,
 		ValkeyMaxStorageGB: 1, ValkeyMaxECPUPerSecond: 5000, RetainData: true, AlarmEmail: "ops@example.com",
-		APIThrottleRateLimit: 20, APIThrottleBurstLimit: 100,
+		APIThrottleRateLimit: 20, APIThrottleBurstLimit: 100, Tracing: new(bool),
 	}
 	if diff := cmp.Diff(want, got, ignoreCDKProps); diff != "" {
 		t.Errorf("PropsFromContext() (-want +got):\n%s", diff)
@@ -96,6 +96,9 @@ func TestPropsFromContext(t *testing.T) {
 	dflt, err := PropsFromContext(func(string) any { return nil })
 	if err != nil {
 		t.Fatalf("PropsFromContext(empty) error = %v", err)
+	}
+	if !dflt.TracingOn() {
+		t.Errorf("PropsFromContext(empty).TracingOn() = false, want tracing on by default")
 	}
 	if dflt.EnvName != "dev" || dflt.LLM != LLMBedrock || dflt.Model != DefaultBedrockModel || !dflt.DemoAgents || dflt.ArtifactExpiryDays != 30 || dflt.RetainData {
 		t.Errorf("PropsFromContext(empty) = %+v, want dev, bedrock %s, demo agents, 30 days, no retention", dflt, DefaultBedrockModel)

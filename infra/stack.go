@@ -117,6 +117,10 @@ var AgentCallers = []string{FnAPI, FnLLMStep, FnValidate, FnInvoke, FnAppend}
 // arguments, append each tool result.
 var GuardianFunctions = []string{FnLLMStep, FnValidate, FnAppend}
 
+// TurnStatuses are the statuses a turn ends with (record.Status.Final): the
+// Status dimension of the TurnEnded metric on the dashboard.
+var TurnStatuses = []string{"succeeded", "failed", "blocked", "cancelled", "expired", "superseded"}
+
 // TaskTokenActions answer a paused execution's task token (api only).
 var TaskTokenActions = []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
 
@@ -220,6 +224,11 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		// PUBLIC_URL stays empty: the function takes its base URL from each
 		// request's Host, since its own URL in its environment would be a cycle.
 		demo.AddEnvironment(jsii.String("VALKEY_URL"), d.valkeyURL, nil)
+		if p.TracingOn() {
+			// The agents join a turn's trace through the A2A request's traceparent.
+			demo.AddEnvironment(jsii.String("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), xrayOTLPEndpoint(), nil)
+			allowXRayOTLP(demo)
+		}
 		demoURL = demo.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM})
 		for _, path := range []string{"agents/svg", "agents/png", "agents/flange", "agents/publish"} {
 			// The URL attribute ends with "/".
@@ -235,6 +244,12 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		"CLIENTAGENT_LLM": jsii.String(p.LLM),
 		// pkg/metrics writes its Embedded Metric Format lines to this namespace.
 		"CLIENTAGENT_METRICS_NAMESPACE": jsii.String("clientagent/" + p.EnvName),
+	}
+	if p.TracingOn() {
+		// One trace per turn (pkg/telemetry): each function exports its
+		// spans straight to X-Ray's OTLP endpoint, SigV4-signed
+		// (pkg/platform/lambdatrace), at the end of each invocation.
+		env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = xrayOTLPEndpoint()
 	}
 	if len(agentURLs) > 0 {
 		// Tokens inside a Go string (the demo URL) resolve to an Fn::Join.
@@ -268,7 +283,13 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	for _, spec := range platformFunctions {
 		fn := newFunction(stack, p, spec, place, d.fnLogs[spec.name])
 		for _, k := range slices.Sorted(maps.Keys(env)) {
+			if k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" && spec.name == FnEvents {
+				continue // it streams events and makes no spans
+			}
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
+		}
+		if p.TracingOn() && spec.name != FnEvents {
+			allowXRayOTLP(fn)
 		}
 		if len(layers) > 0 {
 			fn.AddLayers(layers...)
@@ -369,7 +390,7 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
 		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(aslBytes))),
 		DefinitionSubstitutions: &subs,
-		TracingEnabled:          jsii.Bool(true),
+		TracingEnabled:          jsii.Bool(p.TracingOn()),
 		Logs: &awsstepfunctions.LogOptions{
 			Destination: d.turnLogs,
 			Level:       awsstepfunctions.LogLevel(p.StateMachineLogLevel),
@@ -577,7 +598,7 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		turnEndedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
 		}))
-	newDashboard(stack, prefix, sm, fns, alarmed, continuations, d.cache.Ref())
+	newDashboard(stack, prefix, "clientagent/"+p.EnvName, sm, fns, alarmed, continuations, d.cache.Ref())
 
 	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
 		Value: httpAPI.ApiEndpoint(), Description: jsii.String("base URL of the HTTP API (append /v1/…)"),
@@ -606,6 +627,18 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		})
 	}
 	return stack
+}
+
+// xrayOTLPEndpoint is X-Ray's OTLP traces endpoint in the stack's region.
+func xrayOTLPEndpoint() *string {
+	return jsii.String("https://xray." + *awscdk.Aws_REGION() + ".amazonaws.com/v1/traces")
+}
+
+// allowXRayOTLP lets fn send spans to X-Ray's OTLP endpoint, which
+// authorizes a request as xray:PutTraceSegments; X-Ray has no resource
+// types, hence "*".
+func allowXRayOTLP(fn awslambda.Function) {
+	allow(fn, "XRayOTLPSpans", []string{"xray:PutTraceSegments"}, jsii.String("*"))
 }
 
 // allow adds one explicit statement to a function's role.
@@ -659,7 +692,10 @@ func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpc
 		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(p.LogLevel),
 		SystemLogLevelV2:      awslambda.SystemLogLevel(p.SystemLogLevel),
 		LogGroup:              logs,
-		Tracing:               awslambda.Tracing_ACTIVE,
+		Tracing:               awslambda.Tracing_DISABLED,
+	}
+	if p.TracingOn() {
+		props.Tracing = awslambda.Tracing_ACTIVE
 	}
 	if place != nil {
 		// What Lambda needs to attach the function to the VPC (the actions
@@ -681,7 +717,7 @@ func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpc
 // newDashboard is the operators' view of one environment: turns (started,
 // succeeded, failed, their duration), every function's duration, errors
 // and throttles, the workflow continuations, and the cache's load.
-func newDashboard(stack awscdk.Stack, prefix string, sm awsstepfunctions.StateMachine, fns map[string]awslambda.Function, specs []functionSpec,
+func newDashboard(stack awscdk.Stack, prefix, namespace string, sm awsstepfunctions.StateMachine, fns map[string]awslambda.Function, specs []functionSpec,
 	continuations awslogs.MetricFilter, cacheName *string) {
 	period := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
 	p99 := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("p99")}
@@ -707,6 +743,18 @@ func newDashboard(stack awscdk.Stack, prefix string, sm awsstepfunctions.StateMa
 			Period:        awscdk.Duration_Minutes(jsii.Number(5)),
 		})
 	}
+	// The per-turn metrics the functions log as EMF when a turn ends
+	// (pkg/metrics, pkg/turn): totals, and turns by status.
+	turnMetric := func(name, stat string, dims map[string]*string, label string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(namespace), MetricName: jsii.String(name), DimensionsMap: &dims,
+			Statistic: jsii.String(stat), Period: awscdk.Duration_Minutes(jsii.Number(5)), Label: jsii.String(label),
+		})
+	}
+	var byStatus []awscloudwatch.IMetric
+	for _, status := range TurnStatuses {
+		byStatus = append(byStatus, turnMetric("TurnEnded", "Sum", map[string]*string{"Status": jsii.String(status)}, status))
+	}
 	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String(prefix),
 		Widgets: &[]*[]awscloudwatch.IWidget{
@@ -725,6 +773,20 @@ func newDashboard(stack awscdk.Stack, prefix string, sm awsstepfunctions.StateMa
 			{
 				graph("Valkey processing units (ECPU)", cacheMetric("ElastiCacheProcessingUnits", "Sum")),
 				graph("Valkey data (bytes)", cacheMetric("BytesUsedForCache", "Maximum")),
+			},
+			{
+				graph("Turns ended, by status", byStatus...),
+				graph("Model cost (USD)", turnMetric("TurnCostUSD", "Sum", nil, "total"), turnMetric("TurnCostUSD", "p99", nil, "p99 per turn")),
+			},
+			{
+				graph("Tokens per turn", turnMetric("TurnTokens", "Average", nil, "average"), turnMetric("TurnTokens", "p99", nil, "p99"),
+					turnMetric("TurnCachedTokens", "Average", nil, "cached (average)")),
+				graph("LLM calls and steps per turn", turnMetric("TurnLLMCalls", "Average", nil, "LLM calls (average)"), turnMetric("TurnLLMCalls", "Maximum", nil, "LLM calls (max)"),
+					turnMetric("TurnSteps", "Average", nil, "steps (average)")),
+			},
+			{
+				graph("Turn duration from the turns' own figures (ms)", turnMetric("TurnDuration", "p50", nil, "p50"), turnMetric("TurnDuration", "p99", nil, "p99"),
+					turnMetric("TurnUserWait", "p99", nil, "waiting for the user (p99)")),
 			},
 		},
 	})

@@ -38,6 +38,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/smoke"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 const usage = `usage:
@@ -45,7 +46,8 @@ const usage = `usage:
                                        run the local stack (API, web page, engine, Valkey, demo agents);
                                        --fast-agents (or CLIENTAGENT_FAST_AGENTS=1): the demo specialists
                                        answer at once with a tiny artifact and keep nothing (load runs);
-                                       CLIENTAGENT_LOG_LEVEL=debug|info|warn|error (default info)
+                                       CLIENTAGENT_LOG_LEVEL=debug|info|warn|error (default info),
+                                       CLIENTAGENT_LOG=FILE (logs to FILE instead of stderr)
   clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--poll 5ms] [--pid PID,…]
                                        run N Popelnase turns, C at a time, through the API and print
                                        p50/p99 ms, turns/s and the stack's memory as one JSON line
@@ -105,13 +107,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		if *tok == "" {
 			t, err := mint(dataDir, "dev")
 			if err != nil {
-				return fmt.Errorf("no --token given and no local stack key: %w", err)
+				return fmt.Errorf("no --token given and no local stack key: %w (or pass --url and --token for another API)", err)
 			}
 			*tok = t
 		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		// Ctrl-C goes to the chat, which asks about a running turn and ends cleanly.
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 		defer stop()
-		return chatcli.Run(ctx, chatcli.Options{BaseURL: *url, Token: *tok, In: stdin, Out: stdout, OutDir: *out, Conversation: *conv})
+		intr := make(chan os.Signal, 1)
+		signal.Notify(intr, os.Interrupt)
+		defer signal.Stop(intr)
+		return chatcli.Run(ctx, chatcli.Options{BaseURL: *url, Token: *tok, In: stdin, Out: stdout, OutDir: *out, Conversation: *conv, Interrupt: intr})
 	case "eval":
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -137,6 +143,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A sign of life at once: Valkey, the engine and the agents take a moment.
+	fmt.Fprintln(stdout, "starting the local stack…")
 	if cpuprofile != "" {
 		f, err := os.Create(cpuprofile)
 		if err != nil {
@@ -160,7 +168,18 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if err := level.UnmarshalText([]byte(env("CLIENTAGENT_LOG_LEVEL", "info"))); err != nil {
 		return fmt.Errorf("CLIENTAGENT_LOG_LEVEL: %w", err)
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// CLIENTAGENT_LOG=FILE sends the logs there, so the banner's URL and
+	// token stay on the screen.
+	logOut := io.Writer(os.Stderr)
+	if path := os.Getenv("CLIENTAGENT_LOG"); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("CLIENTAGENT_LOG: %w", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
+	logger := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: level}))
 	start := devstack.Start
 	if fastAgents {
 		start = devstack.StartFast
@@ -184,7 +203,19 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
+	// Traces (issue 16): OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318
+	// sends one trace per turn to any local OTLP/HTTP receiver.
+	tracing, err := telemetry.FromEnv(ctx, os.Getenv, telemetry.Options{ServiceName: "clientagent-dev"})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tracing.Shutdown(sctx)
+	}()
 	st, err := start(ctx, devstack.Config{
+		Tracing:      tracing,
 		Guardian:     guard,
 		ChunkDelay:   chunkDelay,
 		Prices:       prices,
@@ -206,6 +237,11 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	}
 	if os.Getenv("VALKEY_URL") == "" {
 		fmt.Fprintln(stdout, "note: the embedded Valkey keeps conversations in memory only; set VALKEY_URL to keep them across restarts.")
+	}
+	if path := os.Getenv("CLIENTAGENT_LOG"); path != "" {
+		fmt.Fprintf(stdout, "logs: %s\n", path)
+	} else {
+		fmt.Fprintln(stdout, "logs follow on stderr (CLIENTAGENT_LOG=FILE keeps them off the screen).")
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "\nshutting down…")

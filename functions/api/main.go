@@ -3,13 +3,18 @@
 // has the record, the tool catalogue, the artifacts in S3, Step Functions,
 // and FailTurn's path for a dead execution (turn.Handlers.RecordFailure:
 // the record, the catalogue, the audit log); no model and no A2A invoker.
+// It also serves clientagent as an A2A agent (pkg/a2aserver) at /v1/a2a,
+// behind the same JWT authorizer, as a client of this same API in process.
 package main
 
 import (
 	"context"
+	"net/http"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 
+	"github.com/clientagent/clientagent/pkg/a2aserver"
 	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
@@ -50,8 +55,22 @@ func main() {
 			Failures:          h,
 			Cancels:           h,
 			Events:            h.Events,
+			Tracing:           env.Tracing,
 			Logger:            env.Logger,
 		}
-		return lambdahttp.New(server.Handler()).Handle, nil
+		rdb, err := env.Valkey()
+		if err != nil {
+			return nil, err
+		}
+		// API Gateway ends a request after 30 s and buffers responses: a
+		// blocking message/send answers a working task after 20 s (the
+		// caller polls tasks/get), and the card offers no streaming.
+		a2a := (&a2aserver.Server{API: server.Handler(), Auth: server.Auth, Catalogs: cats, Redis: rdb,
+			Path: "/v1/a2a", MaxWait: 20 * time.Second, Logger: env.Logger}).Handler()
+		mux := http.NewServeMux()
+		mux.Handle("/v1/a2a", a2a)
+		mux.Handle("/v1/a2a/", a2a)
+		mux.Handle("/", server.Handler())
+		return lambdahttp.New(mux).Handle, nil
 	})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
 	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
+	"github.com/clientagent/clientagent/pkg/platform/lambdatrace"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 )
 
@@ -81,13 +82,21 @@ func main() {
 		}
 		ledger = l
 	}
+	// A2A calls from a turn carry its traceparent; with OTEL_* set the
+	// agents' server spans join the turn's trace.
+	tracing, err := lambdatrace.Tracing(context.Background(), os.Getenv)
+	if err != nil {
+		logger.Error("tracing", "error", err)
+		os.Exit(1)
+	}
 	h := demoagents.Handler(os.Getenv("PUBLIC_URL"), demoagents.Options{
 		HTTPClient:    &http.Client{Timeout: timeout},
 		Publications:  ledger,
 		Redis:         rdb,
 		TaskTTL:       taskTTL,
 		MaxInputBytes: maxBytes,
+		Tracing:       tracing,
 		Logger:        logger,
 	})
-	lambda.Start(lambdahttp.New(h).Handle)
+	lambda.Start(lambdatrace.FlushEach(lambdahttp.New(h).Handle, tracing))
 }

@@ -762,6 +762,10 @@ func mustJSON(v any) []byte {
 	return b
 }
 
+// CapRaw keeps raw within MaxRaw while staying valid JSON (capRaw), for
+// other invokers' raw results (pkg/mcp).
+func CapRaw(raw []byte) json.RawMessage { return capRaw(raw) }
+
 // capRaw keeps raw within MaxRaw while staying valid JSON: a larger value
 // becomes {"truncated":true,"size":n,"head":"<prefix>"}.
 func capRaw(raw []byte) json.RawMessage {

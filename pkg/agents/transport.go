@@ -11,6 +11,10 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 // a2a-go v0.3.3's JSON-RPC transport loses what an agent said when a call
@@ -45,10 +49,16 @@ func withCapture(ctx context.Context) (context.Context, *httpCapture) {
 }
 
 // captureTransport is an http.RoundTripper recording responses into the
-// httpCapture found in the request's context.
+// httpCapture found in the request's context. It also sends the W3C
+// traceparent of the request context's span (the turn's execute_tool span,
+// pkg/turn), so a specialist that speaks OpenTelemetry joins the turn's trace.
 type captureTransport struct{ base http.RoundTripper }
 
 func (t captureTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if trace.SpanContextFromContext(req.Context()).IsValid() {
+		req = req.Clone(req.Context()) // a RoundTripper must not change its request
+		telemetry.Inject(req.Context(), req.Header)
+	}
 	resp, err := t.base.RoundTrip(req)
 	c, _ := req.Context().Value(captureKey{}).(*httpCapture)
 	if err != nil || c == nil {

@@ -29,6 +29,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -75,7 +76,9 @@ type Server struct {
 	Events record.EventLog
 	// EventsFor bounds one event stream (zero: DefaultEventsFor).
 	EventsFor time.Duration
-	Now       func() time.Time
+	// Tracing starts each turn's trace (nil: none; pkg/telemetry).
+	Tracing *telemetry.Tracing
+	Now     func() time.Time
 	// alive remembers when Step Functions last said a turn's execution
 	// runs (turn id → time), so a quiet turn is asked about once per
 	// FreshFor, not at every poll.
@@ -122,28 +125,67 @@ var (
 		Message: "the service cannot store anything more right now; nothing was changed, retry later", RetryAfter: 10 * time.Second}
 )
 
+// routes are API.md's routes: method and path pattern.
+var routes = []string{
+	"POST /v1/conversations",
+	"GET /v1/conversations",
+	"GET /v1/conversations/{cid}",
+	"PATCH /v1/conversations/{cid}",
+	"DELETE /v1/conversations/{cid}",
+	"POST /v1/conversations/{cid}/artifacts",
+	"GET /v1/conversations/{cid}/artifacts/{aid}",
+	"POST /v1/conversations/{cid}/messages",
+	"GET /v1/conversations/{cid}/events",
+	"GET /v1/conversations/{cid}/turns/{tid}",
+	"POST /v1/conversations/{cid}/turns/{tid}/input",
+	"POST /v1/conversations/{cid}/turns/{tid}/cancel",
+	"GET /v1/catalog",
+}
+
 // Handler returns the routes of API.md.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	h := func(pattern string, f func(w http.ResponseWriter, r *http.Request, user string) error) {
-		mux.Handle(pattern, s.authed(f))
+	handlers := map[string]func(w http.ResponseWriter, r *http.Request, user string) error{
+		"POST /v1/conversations":                          s.createConversation,
+		"GET /v1/conversations":                           s.listConversations,
+		"GET /v1/conversations/{cid}":                     s.getConversation,
+		"PATCH /v1/conversations/{cid}":                   s.renameConversation,
+		"DELETE /v1/conversations/{cid}":                  s.deleteConversation,
+		"POST /v1/conversations/{cid}/artifacts":          s.uploadArtifact,
+		"GET /v1/conversations/{cid}/artifacts/{aid}":     s.getArtifact,
+		"POST /v1/conversations/{cid}/messages":           s.postMessage,
+		"GET /v1/conversations/{cid}/events":              s.getEvents,
+		"GET /v1/conversations/{cid}/turns/{tid}":         s.getTurn,
+		"POST /v1/conversations/{cid}/turns/{tid}/input":  s.postInput,
+		"POST /v1/conversations/{cid}/turns/{tid}/cancel": s.cancelTurn,
+		"GET /v1/catalog":                                 s.getCatalog,
 	}
-	h("POST /v1/conversations", s.createConversation)
-	h("GET /v1/conversations", s.listConversations)
-	h("GET /v1/conversations/{cid}", s.getConversation)
-	h("PATCH /v1/conversations/{cid}", s.renameConversation)
-	h("DELETE /v1/conversations/{cid}", s.deleteConversation)
-	h("POST /v1/conversations/{cid}/artifacts", s.uploadArtifact)
-	h("GET /v1/conversations/{cid}/artifacts/{aid}", s.getArtifact)
-	h("POST /v1/conversations/{cid}/messages", s.postMessage)
-	h("GET /v1/conversations/{cid}/events", s.getEvents)
-	h("GET /v1/conversations/{cid}/turns/{tid}", s.getTurn)
-	h("POST /v1/conversations/{cid}/turns/{tid}/input", s.postInput)
-	h("POST /v1/conversations/{cid}/turns/{tid}/cancel", s.cancelTurn)
-	h("GET /v1/catalog", s.getCatalog)
+	mux := http.NewServeMux()
+	for _, pattern := range routes {
+		mux.Handle(pattern, s.authed(handlers[pattern]))
+	}
 	mux.HandleFunc("/v1/", s.noRoute)
 	return mux
 }
+
+// allowed maps a path pattern to the methods API.md routes on it, for the
+// 405 of another method.
+var allowed = func() *http.ServeMux {
+	m := http.NewServeMux()
+	methods := map[string][]string{}
+	var paths []string
+	for _, r := range routes {
+		method, path, _ := strings.Cut(r, " ")
+		if methods[path] == nil {
+			paths = append(paths, path)
+		}
+		methods[path] = append(methods[path], method)
+	}
+	for _, p := range paths {
+		allow := strings.Join(methods[p], ", ")
+		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Allow", allow) })
+	}
+	return m
+}()
 
 // EventsHandler serves only GET /v1/conversations/{cid}/events, with the
 // same auth: the streaming function on AWS (a Lambda Function URL in
@@ -152,7 +194,9 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) EventsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/conversations/{cid}/events", s.authed(s.getEvents))
-	mux.HandleFunc("/", s.noRoute)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route (this endpoint serves only GET /v1/conversations/{cid}/events)"))
+	})
 	return mux
 }
 
@@ -171,7 +215,16 @@ func (s *Server) authed(f func(w http.ResponseWriter, r *http.Request, user stri
 	})
 }
 
+// noRoute answers a request no route takes: 405 with Allow for a path
+// API.md routes with other methods, else 404.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	if h, pattern := allowed.Handler(r); pattern != "" {
+		h.ServeHTTP(w, r)
+		if allow := w.Header().Get("Allow"); allow != "" {
+			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)))
+			return
+		}
+	}
 	s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route"))
 }
 

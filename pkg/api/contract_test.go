@@ -34,6 +34,15 @@ import (
 
 const specPath = "../../docs/api/openapi.yaml"
 
+func init() {
+	// The event stream's body is text; its events are checked by the tests
+	// that read them.
+	openapi3filter.RegisterBodyDecoder("text/event-stream", func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		return string(b), err
+	})
+}
+
 // loadSpec loads and validates docs/api/openapi.yaml.
 func loadSpec(t *testing.T) *openapi3.T {
 	t.Helper()
@@ -64,10 +73,13 @@ func TestOpenAPIDocument(t *testing.T) {
 		"GET /v1/conversations",
 		"GET /v1/conversations/{cid}",
 		"GET /v1/conversations/{cid}/artifacts/{aid}",
+		"GET /v1/conversations/{cid}/events",
 		"GET /v1/conversations/{cid}/turns/{tid}",
+		"PATCH /v1/conversations/{cid}",
 		"POST /v1/conversations",
 		"POST /v1/conversations/{cid}/artifacts",
 		"POST /v1/conversations/{cid}/messages",
+		"POST /v1/conversations/{cid}/turns/{tid}/cancel",
 		"POST /v1/conversations/{cid}/turns/{tid}/input",
 	}
 	var gotRoutes []string
@@ -273,6 +285,9 @@ func (s *stack) validate(t *testing.T, r req, out resp) {
 		vr.Header.Set("Content-Type", mt)
 	}
 	route, params, err := s.router.FindRoute(vr)
+	if err != nil && out.Status == http.StatusMethodNotAllowed && out.errorCode() == "method_not_allowed" {
+		return // a method the document does not route: the 405 is the answer
+	}
 	if err != nil {
 		t.Errorf("%s %s: no route in openapi.yaml: %v", r.method, r.path, err)
 		return
@@ -535,6 +550,10 @@ func TestContract(t *testing.T) {
 		t.Parallel()
 		testCatalog(t, s)
 	})
+	t.Run("Live", func(t *testing.T) {
+		t.Parallel()
+		testLive(t, s, getFixture(t))
+	})
 }
 
 // everyRoute lists one request per route of API.md against fx.
@@ -550,7 +569,47 @@ func everyRoute(fx fixture) []req {
 		{method: "POST", path: c + "/messages", body: jsonBody(map[string]any{"text": "Create a PNG image with the word Popelnase"})},
 		{method: "GET", path: c + "/turns/" + fx.tid},
 		{method: "POST", path: c + "/turns/" + fx.tid + "/input", body: jsonBody(map[string]any{"approval": map[string]any{"id": "ap_x", "decision": "approve"}})},
+		{method: "POST", path: c + "/turns/" + fx.tid + "/cancel"},
+		{method: "GET", path: c + "/events?timeout=1"},
+		{method: "PATCH", path: c, body: jsonBody(map[string]any{"title": "renamed"})},
 		{method: "GET", path: "/v1/catalog"},
+	}
+}
+
+// testLive covers the routes of live turns (issue 15) against the
+// document: rename, cancel (202 for a waiting turn, 409 turn_ended for an
+// ended one, saying how), the event stream's headers, 405 for a method a
+// route does not take, and a 409 not_waiting that says why.
+func testLive(t *testing.T, s *stack, fx fixture) {
+	c := "/v1/conversations/" + fx.cid
+	r := s.expect(t, req{method: "PATCH", path: c, token: s.dev, body: jsonBody(map[string]any{"title": "  Popelnase   pictures "})}, http.StatusOK, "")
+	if sum := decodeInto[struct{ Title string }](t, r); sum.Title != "Popelnase pictures" {
+		t.Errorf("renamed title = %q, want the title with its spaces folded", sum.Title)
+	}
+	s.expect(t, req{method: "PATCH", path: c, token: s.dev, body: jsonBody(map[string]any{"title": " "})}, http.StatusBadRequest, "missing_title")
+	r = s.expect(t, req{method: "POST", path: c + "/turns/" + fx.tid + "/cancel", token: s.dev}, http.StatusConflict, "turn_ended")
+	if !strings.Contains(string(r.Body), "succeeded") {
+		t.Errorf("cancel of an ended turn = %s, want the message to say it succeeded", r)
+	}
+	r = s.expect(t, req{method: "POST", path: c + "/turns/" + fx.tid + "/input", token: s.dev, body: jsonBody(map[string]any{"answers": map[string]any{"x": map[string]any{"a": 1}}})}, http.StatusConflict, "not_waiting")
+	if !strings.Contains(string(r.Body), "has ended (succeeded)") {
+		t.Errorf("answer to an ended turn = %s, want the message to say it has ended", r)
+	}
+	r = s.do(t, req{method: "PUT", path: "/v1/conversations", token: s.dev})
+	if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != "POST, GET" || r.errorCode() != "method_not_allowed" {
+		t.Errorf("PUT /v1/conversations = %s (Allow %q), want 405 method_not_allowed with Allow", r, r.Header.Get("Allow"))
+	}
+	r = s.do(t, req{method: "GET", path: c + "/events?timeout=1&turn=" + fx.tid, token: s.dev})
+	if r.Status != http.StatusOK || r.Header.Get("Content-Type") != "text/event-stream" || !strings.Contains(string(r.Body), "event: turn.ended") {
+		t.Errorf("GET events of an ended turn = %s, want its events up to turn.ended", r)
+	}
+	// A waiting turn cancels: 202 cancelled with a message, its form gone.
+	cid := s.newConversation(t, s.dev)
+	tid := s.send(t, s.dev, cid, "Design a valve flange with 6 holes and 120 mm outer diameter")
+	s.waitUntil(t, s.dev, cid, tid, func(v turnView) bool { return v.Status == "awaiting_input" })
+	r = s.expect(t, req{method: "POST", path: "/v1/conversations/" + cid + "/turns/" + tid + "/cancel", token: s.dev}, http.StatusAccepted, "")
+	if v := decodeInto[turnView](t, r); v.Status != "cancelled" || v.Reply == "" || v.Form != nil {
+		t.Errorf("cancelled turn = %+v, want cancelled with a reply and no form", v)
 	}
 }
 

@@ -248,21 +248,16 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user
 	} else if err != nil {
 		return fmt.Errorf("rename: %w", err)
 	}
-	status := ""
-	if t := newestTurn(conv); t != nil {
-		status = string(t.Status)
+	// Answer with the conversation as the list shows it.
+	metas, err := s.Store.List(ctx, user)
+	if err != nil {
+		return fmt.Errorf("rename: %w", err)
 	}
-	writeJSON(w, http.StatusOK, conversationSummary{ID: conv.Meta.ID, Title: record.Title(title), UpdatedAt: conv.Meta.UpdatedAt.Format(time.RFC3339Nano), Status: status})
-	return nil
-}
-
-// newestTurn is conv's newest turn by start, or nil.
-func newestTurn(conv *record.Conversation) *record.Turn {
-	var n *record.Turn
-	for _, t := range conv.Turns {
-		if n == nil || t.StartedAt.After(n.StartedAt) {
-			n = t
+	for _, m := range metas {
+		if m.ID == conv.Meta.ID {
+			writeJSON(w, http.StatusOK, summary(m))
+			return nil
 		}
 	}
-	return n
+	return errNotFound
 }

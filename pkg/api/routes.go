@@ -17,12 +17,15 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -88,14 +91,19 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, user 
 	}
 	out := make([]conversationSummary, 0, len(metas))
 	for _, m := range metas {
-		status := m.Status
-		if status == "" {
-			status = "idle"
-		}
-		out = append(out, conversationSummary{ID: m.ID, Title: m.Title, UpdatedAt: m.UpdatedAt.Format(time.RFC3339Nano), Status: string(status)})
+		out = append(out, summary(m))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"conversations": out})
 	return nil
+}
+
+// summary is a conversation as the list shows it.
+func summary(m record.Meta) conversationSummary {
+	status := m.Status
+	if status == "" {
+		status = "idle"
+	}
+	return conversationSummary{ID: m.ID, Title: m.Title, UpdatedAt: m.UpdatedAt.Format(time.RFC3339Nano), Status: string(status)}
 }
 
 type historyEntry struct {
@@ -365,6 +373,12 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		}
 	}
 	now := s.now()
+	// The turn is one trace (pkg/telemetry): its root span's context goes
+	// into the record and the execution's input; the step that ends the
+	// turn exports that span.
+	ctx, traceparent := s.Tracing.StartTurn(ctx)
+	ctx, span := s.Tracing.Tracer().Start(ctx, telemetry.SpanStartTurn)
+	defer span.End()
 	t := &record.Turn{
 		ID:        newID("t_"),
 		StartedAt: now,
@@ -373,7 +387,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		Text:      text,
 		Files:     body.Files,
 		Workflow:  body.Workflow,
+		Trace:     traceparent,
 	}
+	span.SetAttributes(attribute.String("gen_ai.conversation.id", conv.Meta.ID), attribute.String("clientagent.turn.id", t.ID))
 	if text != "" {
 		content := catalog.UserMessage(text, files)
 		if body.Workflow != nil {
@@ -398,18 +414,32 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	if err := s.Store.SaveTurn(ctx, conv.Meta.ID, t); err != nil {
 		return fmt.Errorf("store turn: %w", err)
 	}
+	if conv.Meta.Title == "" && text == "" && body.Workflow != nil {
+		// A conversation opened by a workflow is titled by its name (the
+		// first message's text titles the others).
+		if err := s.Store.Rename(ctx, conv.Meta.ID, s.workflowName(ctx, body.Workflow.ID)); err != nil {
+			s.log().WarnContext(ctx, "title a workflow conversation", "conversation", conv.Meta.ID, "error", err.Error())
+		}
+	}
 	s.emit(ctx, conv.Meta.ID, record.Event{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": typed}})
-	input, _ := json.Marshal(map[string]any{
+	execInput := map[string]any{
 		"conversation_id":       conv.Meta.ID,
 		"turn_id":               t.ID,
 		"await_timeout_seconds": int(s.Limits.AwaitTimeout / time.Second),
 		"max_concurrency":       s.Limits.MaxConcurrency,
-	})
-	if _, err := s.Executions.StartExecution(ctx, &sfn.StartExecutionInput{
-		StateMachineArn: aws.String(s.StateMachineARN),
-		Name:            aws.String(t.ID),
-		Input:           aws.String(string(input)),
-	}); err != nil {
+	}
+	start := &sfn.StartExecutionInput{StateMachineArn: aws.String(s.StateMachineARN), Name: aws.String(t.ID)}
+	if traceparent != "" {
+		execInput["trace"] = traceparent
+		// Step Functions' and Lambda's X-Ray segments join the same trace id.
+		if sc, ok := telemetry.ParseTraceparent(traceparent); ok {
+			start.TraceHeader = aws.String(telemetry.XRayTraceHeader(sc))
+		}
+	}
+	input, _ := json.Marshal(execInput)
+	start.Input = aws.String(string(input))
+	if _, err := s.Executions.StartExecution(ctx, start); err != nil {
+		span.SetStatus(codes.Error, err.Error())
 		t.Status, t.Error = record.StatusFailed, "The turn could not be started; please send the message again."
 		if serr := s.Store.SaveTurn(ctx, conv.Meta.ID, t); serr != nil {
 			s.log().ErrorContext(ctx, "mark unstarted turn failed", "turn", t.ID, "error", serr)
@@ -426,6 +456,16 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": t.ID, "status": t.Status})
 	return nil
+}
+
+// workflowName is workflow id's name in the catalog, or its id.
+func (s *Server) workflowName(ctx context.Context, id string) string {
+	if cat, err := s.Catalogs.Catalog(ctx); err == nil {
+		if e, ok := cat.Lookup(catalog.WorkflowToolName(id)); ok && e.Workflow.Name != "" {
+			return e.Workflow.Name
+		}
+	}
+	return id
 }
 
 // checkSelection refuses an explicit workflow selection that cannot start:
@@ -708,11 +748,33 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 	return nil
 }
 
+// notWaiting is the 409 of an answer nothing waits for, saying why: the
+// turn has ended (and how), or it is running, or it waits for the other
+// kind of input.
+func notWaiting(t *record.Turn) *Error {
+	var why string
+	switch {
+	case t.Status.Final():
+		why = fmt.Sprintf("the turn has ended (%s)", t.Status)
+	case t.Answered():
+		why = "it was already answered and the turn is running again"
+	case t.Status == record.StatusRunning:
+		why = "the turn is running and has asked nothing"
+	case t.Status == record.StatusAwaitingInput:
+		why = "it waits for form answers, not an approval"
+	case t.Status == record.StatusAwaitingApproval:
+		why = "it waits for an approval, not form answers"
+	default:
+		why = "nothing is open"
+	}
+	return errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input: "+why)
+}
+
 // answer checks a reply against what the turn waits for, validates form
 // answers like the model's arguments, and hands the reply to the paused
 // execution. Nothing runs here; the turn's ValidateBatch step applies it.
 func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *record.Turn, reply turn.Reply) (turn.View, error) {
-	conflict := errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input (already answered, expired or superseded)")
+	conflict := notWaiting(t)
 	if t.TaskToken == "" || t.Answered() {
 		return turn.View{}, conflict
 	}
@@ -801,7 +863,7 @@ func (s *Server) sendReply(ctx context.Context, cid string, t *record.Turn, repl
 		}
 		return fmt.Errorf("send task success for turn %s: %w", t.ID, err)
 	}
-	return errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input (already answered, expired or superseded)")
+	return errorf(http.StatusConflict, "not_waiting", "this turn is no longer waiting for that input (it expired, was superseded or was cancelled meanwhile)")
 }
 
 // isTokenClosed reports whether Step Functions refused a token because its

@@ -36,6 +36,10 @@ type Capability struct {
 	// Transport is the A2A transport at AgentURL: "JSONRPC" (empty means
 	// it too) or "GRPC".
 	Transport string `json:"transport,omitempty"`
+	// MCPServer names the configured MCP server (pkg/mcp) whose tool this
+	// is; empty for an A2A skill. SkillID is then the tool's own name,
+	// Agent the server's name and AgentURL its URL (or stdio:<command>).
+	MCPServer string `json:"mcp_server,omitempty"`
 	SkillExtension
 	Description string `json:"description"`
 	// Plain is true for a skill without our extension: its schema is

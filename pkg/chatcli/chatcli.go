@@ -1,7 +1,10 @@
 // Package chatcli is the terminal client of clientagent (`clientagent chat`):
 // a line-oriented REPL over the HTTP API (API.md) that posts messages, shows
-// a turn's steps as they happen, asks form questions and approvals
-// interactively, prints the reply and saves new artifacts to a directory.
+// a turn's steps and the reply as they happen (from the conversation's
+// event stream, or by polling the turn when the stream is unavailable),
+// asks form questions and approvals interactively, prints the reply and
+// saves new artifacts to a directory. Ctrl-C while a turn runs asks
+// whether to stop it.
 // It only speaks the public HTTP API; it must not import the server's
 // packages or reach Valkey, S3 or the state machine directly.
 package chatcli
@@ -16,6 +19,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -38,10 +42,19 @@ type Options struct {
 	HTTPClient   *http.Client
 	// PollInterval is the pause between polls of a running turn (500ms when zero).
 	PollInterval time.Duration
+	// NoStream follows turns by polling only, never through the event stream.
+	NoStream bool
+	// Interrupt delivers Ctrl-C (os.Interrupt): at the prompt it ends Run
+	// cleanly; while a turn runs it asks whether to stop the turn or leave
+	// it running, and then ends Run cleanly. Nil: no interrupts.
+	Interrupt <-chan os.Signal
 }
 
 // errQuit ends the REPL without an error (/quit or end of input).
 var errQuit = errors.New("quit")
+
+// errInterrupted is a Ctrl-C that arrived while the REPL waited.
+var errInterrupted = errors.New("interrupted")
 
 // Run runs the REPL until /quit, the end of In, or ctx ends. API errors of
 // one message are printed and the REPL goes on; Run returns an error only
@@ -55,6 +68,8 @@ func Run(ctx context.Context, opts Options) error {
 		poll:   opts.PollInterval,
 		saved:  map[string]bool{},
 		lines:  readLines(opts.In),
+		intr:   opts.Interrupt,
+		stream: !opts.NoStream,
 	}
 	if s.out == nil {
 		s.out = io.Discard
@@ -67,7 +82,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	if s.cid == "" {
 		if err := s.newConversation(ctx); err != nil {
-			return err
+			return s.unreachable(err)
 		}
 	} else {
 		s.printf("conversation %s\n", s.cid)
@@ -76,7 +91,8 @@ func Run(ctx context.Context, opts Options) error {
 	for {
 		s.printf("> ")
 		line, err := s.readLine(ctx)
-		if errors.Is(err, errQuit) {
+		if errors.Is(err, errQuit) || errors.Is(err, errInterrupted) {
+			s.printf("\n")
 			return nil
 		}
 		if err != nil {
@@ -89,7 +105,7 @@ func Run(ctx context.Context, opts Options) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			s.printf("error: %v\n", err)
+			s.printf("error: %v\n", s.unreachable(err))
 		}
 	}
 }
@@ -103,6 +119,19 @@ type session struct {
 	saved   map[string]bool // artifact ids already written to outDir
 	pending []string        // uploads named in the next message
 	lines   <-chan lineOrErr
+	intr    <-chan os.Signal
+	stream  bool // follow turns through the event stream (false: polling only)
+}
+
+// unreachable adds how to get an API running to an error that says
+// nothing answered at the base URL.
+func (s *session) unreachable(err error) error {
+	var ue *url.Error
+	var ae *APIError
+	if errors.As(err, &ae) || !errors.As(err, &ue) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	return fmt.Errorf("%w\nno clientagent API answers at %s: start the local stack with `make run` in the repository (or `clientagent dev`), or point --url (CLIENTAGENT_URL) at a running API", err, s.api.BaseURL)
 }
 
 type lineOrErr struct {
@@ -135,6 +164,8 @@ func (s *session) readLine(ctx context.Context) (string, error) {
 	select {
 	case <-ctx.Done():
 		return "", ctx.Err()
+	case <-s.intr:
+		return "", errInterrupted
 	case l, ok := <-s.lines:
 		if !ok {
 			s.printf("\n")
@@ -235,11 +266,272 @@ const (
 	maxUnavailable  = 2 * time.Minute
 )
 
-// follow polls a turn until it ends, printing steps as they appear and
+// follow shows a turn until it ends, asking the user whenever it waits for
+// input or approval: from the turn's event stream, or by polling when the
+// stream is unavailable. Ctrl-C meanwhile asks whether to stop the turn.
+func (s *session) follow(ctx context.Context, tid string) error {
+	f := &following{tid: tid, printed: map[string]string{}}
+	err := errNoStream
+	if s.stream {
+		err = s.followStream(ctx, f)
+	}
+	if errors.Is(err, errNoStream) {
+		err = s.pollTurn(ctx, f)
+	}
+	switch {
+	case errors.Is(err, errTurnShown):
+		return nil
+	case errors.Is(err, errInterrupted):
+		return s.askStop(ctx, tid)
+	}
+	return err
+}
+
+// askStop asks, after Ctrl-C, whether to stop the running turn or leave it
+// running; either way the REPL then ends (errQuit). A second Ctrl-C or the
+// end of input leaves it running.
+func (s *session) askStop(ctx context.Context, tid string) error {
+	s.printf("\nThe turn is still running. Stop it, or leave it running? [s]top / [L]eave: ")
+	line, err := s.readLine(ctx)
+	if err != nil && !errors.Is(err, errInterrupted) && !errors.Is(err, errQuit) {
+		return err
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "s", "stop":
+		t, err := s.api.CancelTurn(ctx, s.cid, tid)
+		var ae *APIError
+		switch {
+		case err == nil:
+			s.printf("stopped: %s\n", firstNonEmpty(t.Reply, "the turn was cancelled"))
+		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+			s.printf("the turn had already ended (%s)\n", ae.Message)
+		default:
+			s.printf("could not stop the turn: %v\n", err)
+		}
+	default:
+		s.printf("\nleft the turn running; see it again with: clientagent chat --conversation %s\n", s.cid)
+	}
+	return errQuit
+}
+
+// following is what has been shown of one turn, shared by the stream and
+// the polling that may take over from it.
+type following struct {
+	tid     string
+	printed map[string]string // step key → last printed status
+	llmCall int               // the LLM call whose text is being printed
+	text    string            // that call's text so far
+	lastID  string            // the last event's id, to resume the stream
+}
+
+// errNoStream says the event stream is not available: the caller polls.
+var errNoStream = errors.New("event stream unavailable")
+
+// errTurnShown ends following a turn: its end is printed.
+var errTurnShown = errors.New("turn shown")
+
+// followStream follows a turn through its events (GET …/events?turn=),
+// reconnecting after the last event when the server ends the stream. It
+// returns errNoStream when the stream cannot be had (never connected, or
+// broken twice in a row without an event between), so the caller polls:
+// the turn's read is the source of truth either way.
+func (s *session) followStream(ctx context.Context, f *following) error {
+	broken := 0 // streams in a row that broke before an event
+	for {
+		got, err := s.readStream(ctx, f)
+		switch {
+		case err == nil:
+			// The server ended the stream (it does after a few minutes):
+			// resume after the last event.
+			broken = 0
+			continue
+		case !errors.Is(err, errStreamBroken):
+			return err
+		case got > 0:
+			broken = 0
+		}
+		if broken++; broken >= 2 || f.lastID == "" {
+			return errNoStream
+		}
+	}
+}
+
+// errStreamBroken is a stream that could not be opened or read.
+var errStreamBroken = errors.New("event stream broken")
+
+// readStream shows the events of one connection of the stream. It returns
+// how many events it got, and nil when the server ended the stream,
+// errTurnShown once the turn's end is printed, an error wrapping
+// errStreamBroken when the stream failed, or why following must stop.
+func (s *session) readStream(ctx context.Context, f *following) (got int, err error) {
+	events := make(chan Event)
+	done := make(chan error, 1)
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		done <- s.api.Events(sctx, s.cid, f.tid, f.lastID, func(ev Event) error {
+			select {
+			case events <- ev:
+				return nil
+			case <-sctx.Done():
+				return sctx.Err()
+			}
+		})
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return got, ctx.Err()
+		case <-s.intr:
+			return got, errInterrupted
+		case ev := <-events:
+			got++
+			if ev.ID != "" {
+				f.lastID = ev.ID
+			}
+			end, err := s.onEvent(ctx, f, ev)
+			if err != nil {
+				return got, err
+			}
+			if end {
+				return got, errTurnShown
+			}
+		case err := <-done:
+			if err == nil {
+				return got, nil
+			}
+			if ctx.Err() != nil {
+				return got, ctx.Err()
+			}
+			return got, fmt.Errorf("%w: %w", errStreamBroken, err)
+		}
+	}
+}
+
+// onEvent shows one event of the turn. end is true once the turn has ended
+// and its final state is printed.
+func (s *session) onEvent(ctx context.Context, f *following, ev Event) (end bool, err error) {
+	if ev.TurnID != "" && ev.TurnID != f.tid {
+		return false, nil
+	}
+	switch ev.Type {
+	case "step.started":
+		if ev.Tool != "llm" {
+			s.printStep(f, Step{Tool: ev.Tool, CallID: ev.CallID, Status: "running"}, 0)
+		}
+	case "step.ended":
+		if ev.Tool != "llm" {
+			s.printStep(f, Step{Tool: ev.Tool, CallID: ev.CallID, Status: ev.Status}, 0)
+		}
+	case "llm.delta":
+		s.printDelta(f, ev)
+	case "form", "approval":
+		return false, s.answerWaiting(ctx, f)
+	case "turn.ended":
+		t, err := s.api.GetTurn(ctx, s.cid, f.tid)
+		if err != nil {
+			return false, errNoStream // the polling reads it (and waits out a 503)
+		}
+		if t.Status == StatusRunning || t.Status == StatusAwaitingInput || t.Status == StatusAwaitingApproval {
+			return false, errNoStream // the record is being written: poll until it shows the end
+		}
+		s.finish(ctx, f, t)
+		return true, nil
+	}
+	return false, nil
+}
+
+// printDelta prints a chunk of the model's answer as it streams in. A new
+// LLM call starts a new paragraph; an offset before the text printed means
+// a retried call restarted, which is marked.
+func (s *session) printDelta(f *following, ev Event) {
+	if ev.LLMCall != f.llmCall {
+		if f.text != "" && !strings.HasSuffix(f.text, "\n") {
+			s.printf("\n")
+		}
+		f.llmCall, f.text = ev.LLMCall, ""
+		s.printf("\n")
+	}
+	if ev.Offset < len(f.text) {
+		s.printf("\n↺ ")
+		f.text = f.text[:ev.Offset]
+		s.printf("%s", f.text)
+	}
+	f.text += ev.Text
+	s.printf("%s", ev.Text)
+}
+
+// answerWaiting reads the turn and asks the user what it waits for; it
+// asks again while an answer leaves it waiting for something new (a stale
+// approval's replacement).
+func (s *session) answerWaiting(ctx context.Context, f *following) error {
+	for range 5 {
+		t, err := s.api.GetTurn(ctx, s.cid, f.tid)
+		if err != nil {
+			return errNoStream
+		}
+		switch t.Status {
+		case StatusAwaitingInput:
+			err = s.answerForm(ctx, f.tid, t.Form)
+		case StatusAwaitingApproval:
+			err = s.answerApproval(ctx, f.tid, t.Approval)
+		default:
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// finish prints a turn's end: the reply (unless it was streamed as it is)
+// with the count of LLM calls, or why it did not succeed; then it saves the
+// artifacts.
+func (s *session) finish(ctx context.Context, f *following, t Turn) {
+	s.printSteps(t.Steps, f.printed)
+	switch t.Status {
+	case StatusSucceeded:
+		if f.text != "" && strings.TrimSpace(f.text) == strings.TrimSpace(t.Reply) {
+			if !strings.HasSuffix(f.text, "\n") {
+				s.printf("\n")
+			}
+		} else {
+			s.printf("\n%s\n", t.Reply)
+		}
+		s.printf("(%s)\n", llmCalls(t.LLMCalls))
+	case StatusBlocked:
+		s.printf("\n⛔ blocked by policy: %s\n", firstNonEmpty(t.Reply, "no reason given"))
+	case StatusCancelled:
+		s.printf("\n■ turn stopped: %s\n", firstNonEmpty(t.Reply, "cancelled"))
+	default:
+		s.printf("\n✗ turn %s: %s\n", t.Status, firstNonEmpty(t.Reply, "no details"))
+	}
+	s.saveArtifacts(ctx, t.Artifacts)
+}
+
+// llmCalls is "1 LLM call" or "N LLM calls".
+func llmCalls(n int) string {
+	if n == 1 {
+		return "1 LLM call"
+	}
+	return fmt.Sprintf("%d LLM calls", n)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// pollTurn polls a turn until it ends, printing steps as they appear and
 // asking the user whenever the turn waits for input or approval. While the
 // service answers 503 it says so once and polls only every Retry-After.
-func (s *session) follow(ctx context.Context, tid string) error {
-	printed := map[string]string{} // step key → last printed status
+func (s *session) pollTurn(ctx context.Context, f *following) error {
+	tid, printed := f.tid, f.printed
 	failures := 0
 	var down time.Time // when the current run of 503s began
 	for {
@@ -256,7 +548,7 @@ func (s *session) follow(ctx context.Context, tid string) error {
 			} else if time.Since(down) > maxUnavailable {
 				return fmt.Errorf("read turn %s: the service has been unavailable for %s: %w", tid, time.Since(down).Round(time.Second), err)
 			}
-			if err := sleep(ctx, wait); err != nil {
+			if err := s.sleep(ctx, wait); err != nil {
 				return err
 			}
 			continue
@@ -273,7 +565,7 @@ func (s *session) follow(ctx context.Context, tid string) error {
 			if failures++; failures > 3 {
 				return fmt.Errorf("read turn %s: %w", tid, err)
 			}
-			if err := sleep(ctx, s.poll*time.Duration(failures)); err != nil {
+			if err := s.sleep(ctx, s.poll*time.Duration(failures)); err != nil {
 				return err
 			}
 			continue
@@ -291,21 +583,11 @@ func (s *session) follow(ctx context.Context, tid string) error {
 				return err
 			}
 			continue
-		case StatusSucceeded:
-			s.printf("\n%s\n", t.Reply)
-			s.printf("(%d LLM calls)\n", t.LLMCalls)
-			s.saveArtifacts(ctx, t.Artifacts)
-			return nil
-		case StatusFailed, StatusExpired, StatusSuperseded:
-			msg := t.Reply
-			if msg == "" {
-				msg = "no details"
-			}
-			s.printf("\n✗ turn %s: %s\n", t.Status, msg)
-			s.saveArtifacts(ctx, t.Artifacts)
+		case StatusSucceeded, StatusFailed, StatusExpired, StatusSuperseded, StatusCancelled, StatusBlocked:
+			s.finish(ctx, f, t)
 			return nil
 		}
-		if err := sleep(ctx, s.poll); err != nil {
+		if err := s.sleep(ctx, s.poll); err != nil {
 			return err
 		}
 	}
@@ -322,28 +604,39 @@ var stepIcons = map[string]string{
 // printSteps prints each tool step when it starts and when it ends. LLM
 // calls are left out of the lines; their count comes with the reply.
 func (s *session) printSteps(steps []Step, printed map[string]string) {
+	f := &following{printed: printed}
 	for i, st := range steps {
-		if st.Tool == "llm" {
-			continue
+		if st.Tool != "llm" {
+			s.printStep(f, st, i)
 		}
-		key := st.CallID
-		if key == "" {
-			key = strconv.Itoa(i)
-		}
-		if printed[key] == st.Status {
-			continue
-		}
-		printed[key] = st.Status
-		if st.Status == "running" {
-			s.printf("→ %s … running\n", st.Tool)
-			continue
-		}
-		icon := stepIcons[st.Status]
-		if icon == "" {
-			icon = "•"
-		}
-		s.printf("%s %s %s\n", icon, st.Tool, strings.ReplaceAll(st.Status, "_", " "))
 	}
+}
+
+// printStep prints a step's line unless that status was printed already
+// (i keys a step without a call id).
+func (s *session) printStep(f *following, st Step, i int) {
+	key := st.CallID
+	if key == "" {
+		key = strconv.Itoa(i)
+	}
+	if f.printed[key] == st.Status || (st.Status == "running" && f.printed[key] != "") {
+		return
+	}
+	f.printed[key] = st.Status
+	if f.text != "" && !strings.HasSuffix(f.text, "\n") {
+		// A step after streamed text starts on its own line.
+		s.printf("\n")
+		f.text += "\n"
+	}
+	if st.Status == "running" {
+		s.printf("→ %s … running\n", st.Tool)
+		return
+	}
+	icon := stepIcons[st.Status]
+	if icon == "" {
+		icon = "•"
+	}
+	s.printf("%s %s %s\n", icon, st.Tool, strings.ReplaceAll(st.Status, "_", " "))
 }
 
 // answerForm asks every field of every paused call, sends the answers and
@@ -580,6 +873,9 @@ func sameJSON(edit string, shown json.RawMessage) bool {
 	return reflect.DeepEqual(a, b)
 }
 
+// compact prints JSON on one line as a person reads it: the server's
+// encoder escapes <, > and & (as \u003c …), which compact shows as the
+// characters again, so a plan's "<artifact 1 of step 1>" reads as such.
 func compact(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return "{}"
@@ -587,6 +883,41 @@ func compact(raw json.RawMessage) string {
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
 		return string(raw)
+	}
+	return unescapeHTML(b.String())
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes of JSON text
+// back into <, > and &; every other escape, and an escaped backslash
+// followed by "u003c", stays as it is.
+func unescapeHTML(js string) string {
+	if !strings.Contains(js, `\u00`) {
+		return js
+	}
+	var b strings.Builder
+	for i := 0; i < len(js); i++ {
+		if js[i] != '\\' || i+1 >= len(js) {
+			b.WriteByte(js[i])
+			continue
+		}
+		if js[i+1] == 'u' && i+6 <= len(js) {
+			switch strings.ToLower(js[i+2 : i+6]) {
+			case "003c":
+				b.WriteByte('<')
+				i += 5
+				continue
+			case "003e":
+				b.WriteByte('>')
+				i += 5
+				continue
+			case "0026":
+				b.WriteByte('&')
+				i += 5
+				continue
+			}
+		}
+		b.WriteString(js[i : i+2]) // any other escape, \\ included, kept whole
+		i++
 	}
 	return b.String()
 }
@@ -662,12 +993,15 @@ func createUnique(dir, name string) (*os.File, string, error) {
 	return nil, "", fmt.Errorf("no free file name for %s in %s", name, dir)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits d; it returns early with ctx's error, or errInterrupted on Ctrl-C.
+func (s *session) sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-s.intr:
+		return errInterrupted
 	case <-t.C:
 		return nil
 	}

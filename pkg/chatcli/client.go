@@ -1,6 +1,7 @@
 package chatcli
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +24,8 @@ const (
 	StatusFailed           = "failed"
 	StatusExpired          = "expired"
 	StatusSuperseded       = "superseded"
+	StatusCancelled        = "cancelled"
+	StatusBlocked          = "blocked"
 )
 
 // Turn is the API's view of one user turn (API.md "Turn").
@@ -95,6 +98,27 @@ type Step struct {
 	Status    string `json:"status"`
 	StartedAt string `json:"started_at,omitempty"`
 	EndedAt   string `json:"ended_at,omitempty"`
+}
+
+// Event is one event of a conversation's stream (API.md, GET …/events).
+// Which fields are set depends on Type: turn.started (Text), step.started
+// and step.ended (Tool, CallID, Status), llm.delta (Text, Offset, LLMCall),
+// form, approval, artifact (Artifact), turn.ended (Status, Reply, LLMCalls).
+type Event struct {
+	ID         string       `json:"-"` // the SSE id, for Last-Event-ID
+	Type       string       `json:"type"`
+	TurnID     string       `json:"turn_id"`
+	At         string       `json:"at,omitempty"`
+	Text       string       `json:"text,omitempty"`
+	Tool       string       `json:"tool,omitempty"`
+	CallID     string       `json:"call_id,omitempty"`
+	Status     string       `json:"status,omitempty"`
+	DurationMS int64        `json:"duration_ms,omitempty"`
+	Offset     int          `json:"offset"`
+	LLMCall    int          `json:"llm_call,omitempty"`
+	Reply      string       `json:"reply,omitempty"`
+	LLMCalls   int          `json:"llm_calls,omitempty"`
+	Artifact   *ArtifactRef `json:"artifact,omitempty"`
 }
 
 // Input is the body of POST …/turns/{tid}/input.
@@ -194,24 +218,7 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 	}
 	defer res.Body.Close()
 	if res.StatusCode >= 400 {
-		var e struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-			// Message is API Gateway's own error shape ({"message"}), e.g. a
-			// body over Lambda's payload limit refused before the function.
-			Message string `json:"message"`
-		}
-		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		ae := &APIError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Message: fmt.Sprintf("%s %s failed", method, path),
-			RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now())}
-		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			ae.Code, ae.Message = e.Error.Code, e.Error.Message
-		} else if e.Message != "" {
-			ae.Message = fmt.Sprintf("%s %s: %s", method, path, e.Message)
-		}
-		return ae
+		return answerError(method, path, res)
 	}
 	switch o := out.(type) {
 	case nil:
@@ -227,6 +234,28 @@ func (c *Client) do(ctx context.Context, method, path string, body io.Reader, co
 		}
 		return nil
 	}
+}
+
+// answerError reads an error answer into an *APIError.
+func answerError(method, path string, res *http.Response) error {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		// Message is API Gateway's own error shape ({"message"}), e.g. a
+		// body over Lambda's payload limit refused before the function.
+		Message string `json:"message"`
+	}
+	raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	ae := &APIError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Message: fmt.Sprintf("%s %s failed", method, path),
+		RetryAfter: retryAfter(res.Header.Get("Retry-After"), time.Now())}
+	if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+		ae.Code, ae.Message = e.Error.Code, e.Error.Message
+	} else if e.Message != "" {
+		ae.Message = fmt.Sprintf("%s %s: %s", method, path, e.Message)
+	}
+	return ae
 }
 
 func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
@@ -316,4 +345,105 @@ func (c *Client) UploadArtifact(ctx context.Context, cid, name, mimeType string,
 // DownloadArtifact copies an artifact's bytes to w.
 func (c *Client) DownloadArtifact(ctx context.Context, cid, aid string, w io.Writer) error {
 	return c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(cid)+"/artifacts/"+url.PathEscape(aid), nil, "", w)
+}
+
+// CancelTurn stops a running or waiting turn (POST …/cancel). The answer is
+// the turn, cancelled; a turn that has already ended is a 409 *APIError.
+func (c *Client) CancelTurn(ctx context.Context, cid, tid string) (Turn, error) {
+	var t Turn
+	err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid)+"/cancel", struct{}{}, &t)
+	return t, err
+}
+
+// streamIdle is how long a stream may stay silent before it counts as
+// broken: the server sends a heartbeat comment every 15 s.
+const streamIdle = 45 * time.Second
+
+// Events reads the events of one turn of a conversation (GET …/events?turn=,
+// Server-Sent Events) and hands each to fn, resuming after lastID when it
+// is set. It returns nil when the server ends the stream (it does after a
+// few minutes; the caller reconnects with the last event's ID), fn's error
+// when fn returns one, and an error when the stream cannot be read (an
+// *APIError when the server refused it).
+func (c *Client) Events(ctx context.Context, cid, tid, lastID string, fn func(Event) error) error {
+	path := "/v1/conversations/" + url.PathEscape(cid) + "/events?turn=" + url.QueryEscape(tid)
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(c.BaseURL, "/")+path, nil)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	// Until the answer's headers arrive the usual request timeout applies;
+	// after that only silence (no event, no heartbeat) ends the stream.
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	idle := time.AfterFunc(timeout, cancel)
+	defer idle.Stop()
+	res, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET %s: %w", path, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 400 {
+		return answerError(http.MethodGet, path, res)
+	}
+	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
+		return &APIError{Status: res.StatusCode, Code: "not_a_stream", Message: fmt.Sprintf("GET %s answered %q, not an event stream", path, ct)}
+	}
+	idle.Reset(streamIdle)
+	r := bufio.NewReaderSize(res.Body, 64<<10)
+	var (
+		id   string
+		data []string
+	)
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			switch {
+			case parent.Err() != nil:
+				return parent.Err()
+			case errors.Is(err, io.EOF):
+				return nil
+			}
+			return fmt.Errorf("GET %s: read stream (silent for %s?): %w", path, streamIdle, err)
+		}
+		idle.Reset(streamIdle)
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			if len(data) > 0 {
+				var ev Event
+				if json.Unmarshal([]byte(strings.Join(data, "\n")), &ev) == nil {
+					ev.ID = id
+					if err := fn(ev); err != nil {
+						return err
+					}
+				}
+			}
+			data = data[:0]
+			continue
+		}
+		if strings.HasPrefix(line, ":") {
+			continue // a comment: the heartbeat
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			id = value
+		case "data":
+			data = append(data, value)
+		}
+	}
 }

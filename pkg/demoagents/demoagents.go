@@ -24,6 +24,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/a2astore"
 	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 // Options configures the demo specialists.
@@ -58,6 +59,10 @@ type Options struct {
 	// GuardianWord is the word the demo guardian (PathGuardian) blocks.
 	// Default: $CLIENTAGENT_GUARDIAN_WORD, else DefaultGuardianWord.
 	GuardianWord string
+	// Tracing makes a server span of each A2A request, a child of the
+	// caller's traceparent (nil: none), so a turn's trace shows the
+	// specialist's side of each call.
+	Tracing *telemetry.Tracing
 }
 
 // Agent paths under the handler; each is one A2A agent with one skill.
@@ -116,7 +121,7 @@ func Handler(publicBaseURL string, opts Options) http.Handler {
 	mux := http.NewServeMux()
 	for _, sk := range skills(opts) {
 		ex := &executor{skill: sk, opts: opts}
-		rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ex, handlerOpts...))
+		rpc := opts.Tracing.Server(sk.path, a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ex, handlerOpts...)))
 		mux.Handle("POST "+sk.path, rpc)
 		mux.Handle("POST "+sk.path+"/{$}", rpc)
 		mux.Handle(sk.path+a2asrv.WellKnownAgentCardPath, cardHandler(base, sk))

@@ -123,8 +123,12 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 
 // benchTurns runs b.N turns of one prompt on a stack with model m and
 // returns nothing; b reports ns per whole turn (API start to execution end).
-func benchTurns(b *testing.B, m llm.Provider, agents []string) {
-	st, err := Start(b.Context(), Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents})
+func benchTurns(b *testing.B, m llm.Provider, agents []string, mutate ...func(*Config)) {
+	cfg := Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents}
+	for _, f := range mutate {
+		f(&cfg)
+	}
+	st, err := Start(b.Context(), cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -163,13 +167,16 @@ func BenchmarkTextTurn(b *testing.B) {
 func BenchmarkOneToolTurn(b *testing.B) {
 	ag := &slowAgent{}
 	url := serveAgent(b, ag)
-	benchTurns(b, llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
-		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
-			return &llm.Response{Text: "done"}, nil
-		}
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "e1", Name: "slow_echo", Arguments: `{"text":"x"}`}}}, nil
-	}), []string{url})
+	benchTurns(b, oneToolModel, []string{url})
 }
+
+// oneToolModel calls slow_echo once, then answers.
+var oneToolModel = llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+	if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+		return &llm.Response{Text: "done"}, nil
+	}
+	return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "e1", Name: "slow_echo", Arguments: `{"text":"x"}`}}}, nil
+})
 
 // TestWorkflowCounts pins the cost of the same SVG → PNG chain as one
 // workflow started explicitly (spec §3.4, docs/benchmarks.md): the

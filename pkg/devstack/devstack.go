@@ -41,6 +41,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/record/valkey/embedded"
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/web"
 )
@@ -102,8 +103,11 @@ type Config struct {
 	// process's memory).
 	Retention time.Duration
 	// Clock drives the engine's timers (tests use a fake clock for expiry).
-	Clock  sfnlocal.Clock
-	Logger *slog.Logger
+	Clock sfnlocal.Clock
+	// Tracing exports one trace per turn (telemetry.FromEnv: any OTLP
+	// receiver; nil: none). The caller shuts it down.
+	Tracing *telemetry.Tracing
+	Logger  *slog.Logger
 }
 
 // Stack is a running local stack.
@@ -190,6 +194,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		st.stopMCP = p.MCP.Watch(p.Catalogs.Invalidate)
 	}
 	p.Handlers.Guardian = cfg.Guardian
+	p.Handlers.Tracing = cfg.Tracing
 
 	st.Redis = rdb
 	// The engine (which on AWS is Step Functions itself) and the demo agents
@@ -244,6 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Failures:        p.Handlers,
 		Cancels:         p.Handlers,
 		Events:          p.Store,
+		Tracing:         cfg.Tracing,
 		Logger:          log,
 	}
 	mux := http.NewServeMux()
@@ -258,7 +264,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.FastAgents {
 		mux.Handle("/agents/", demoagents.FastHandler(url))
 	} else {
-		mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, Logger: log}))
+		mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, Tracing: cfg.Tracing, Logger: log}))
 	}
 	mux.Handle("/sfn/", requireAccessKey(sfnKey, http.StripPrefix("/sfn", st.engine.HTTPHandler())))
 	mux.Handle("/", web.Handler())

@@ -370,8 +370,18 @@ func startSlowAgent(t *testing.T, delay time.Duration) (*slowAgent, string) {
 // serveAgent serves ag over A2A in an httptest server and returns its URL.
 func serveAgent(t testing.TB, ag *slowAgent) string {
 	t.Helper()
+	return serveAgentWith(t, ag, nil)
+}
+
+// serveAgentWith is serveAgent with wrap (nil: none) around the server's handler.
+func serveAgentWith(t testing.TB, ag *slowAgent, wrap func(http.Handler) http.Handler) string {
+	t.Helper()
 	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
+	var h http.Handler = mux
+	if wrap != nil {
+		h = wrap(mux)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	card := a2a.AgentCard{
 		Name: "echo", Description: "Echoes text slowly", URL: srv.URL + "/", Version: "1",

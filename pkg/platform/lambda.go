@@ -8,14 +8,18 @@ import (
 	"os"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
+	"github.com/clientagent/clientagent/pkg/platform/lambdatrace"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -30,11 +34,14 @@ const InvokeTimeout = 5 * time.Minute
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated (the tool catalogue)
 //	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agents.ClientFromEnv)
+//	CLIENTAGENT_MCP                MCP servers whose tools are skills (mcp.LoadConfig; streamable HTTP only:
+//	                               stdio is refused here; "secret:<arn>" headers need Env.Secrets)
 //	CLIENTAGENT_WORKFLOWS_DIR      a folder of workflow templates (default: the built-in examples)
 //	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
 //	CLIENTAGENT_MAX_LLM_CALLS …    the turn limits (LimitsFromEnv)
 //	CLIENTAGENT_GUARDIAN …         the guardian, in the functions that check (pkg/platform/guardianenv)
 //	AWS_LAMBDA_LOG_LEVEL           the log level (pkg/platform/lambdalog)
+//	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT …  one trace per turn (pkg/platform/lambdatrace)
 //
 // The S3 pieces (artifacts, the audit log) are pkg/platform/awsenv's and
 // the model is pkg/llm/llmconfig's, so that a function without them does
@@ -42,10 +49,18 @@ const InvokeTimeout = 5 * time.Minute
 type Env struct {
 	Getenv func(string) string
 	Logger *slog.Logger
+	// Secrets reads the "secret:<arn-or-name>" header values of
+	// CLIENTAGENT_MCP (nil: such a header is a configuration error).
+	Secrets mcp.Secrets
+	// Tracing is the function's tracer provider (Start sets it from
+	// OTEL_*: lambdatrace.Tracing); nil: none.
+	Tracing *telemetry.Tracing
 
 	rdb         redis.UniversalClient
 	agentClient *http.Client
 	agentAuth   bool // agentClient was made
+	mcpServers  []mcp.ServerConfig
+	mcpLoaded   bool
 }
 
 // NewEnv is the Env of the environment getenv reads.
@@ -91,7 +106,9 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 	if cfg.Prices, err = llm.LoadPrices(e.Getenv("CLIENTAGENT_PRICES")); err != nil {
 		return nil, fmt.Errorf("CLIENTAGENT_PRICES: %w", err)
 	}
-	return newHandlers(cfg, valkey.New(rdb, valkey.Options{})), nil
+	h := newHandlers(cfg, valkey.New(rdb, valkey.Options{}))
+	h.Tracing = e.Tracing
+	return h, nil
 }
 
 // Catalogs is the tool catalogue: the agent cards of CLIENTAGENT_AGENTS
@@ -109,17 +126,42 @@ func (e *Env) Catalogs(ctx context.Context) (*Catalogs, error) {
 	if cfg.AgentClient, err = e.AgentClient(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.MCP, err = e.MCPServers(ctx); err != nil {
+		return nil, err
+	}
 	return newCatalogs(cfg, rdb, workflows), nil
 }
 
-// Invoker is the A2A invoker, storing what specialists return in arts.
-func (e *Env) Invoker(ctx context.Context, arts artifact.Store) (*agents.Invoker, error) {
+// Invoker is the A2A invoker, storing what specialists return in arts,
+// behind the invoker of the MCP servers' tools when CLIENTAGENT_MCP lists any.
+func (e *Env) Invoker(ctx context.Context, arts artifact.Store) (turn.Invoker, error) {
 	cfg := e.config()
 	var err error
 	if cfg.AgentClient, err = e.AgentClient(ctx); err != nil {
 		return nil, err
 	}
-	return newInvoker(cfg, arts), nil
+	if cfg.MCP, err = e.MCPServers(ctx); err != nil {
+		return nil, err
+	}
+	return withMCP(cfg, arts, newInvoker(cfg, arts)), nil
+}
+
+// MCPServers are the servers of CLIENTAGENT_MCP with their secret headers
+// read (Secrets), made once. A stdio server is an error: a function cannot
+// keep a child process (mcp.ErrStdioOnLambda).
+func (e *Env) MCPServers(ctx context.Context) ([]mcp.ServerConfig, error) {
+	if e.mcpLoaded {
+		return e.mcpServers, nil
+	}
+	servers, err := mcp.LoadConfig(e.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if servers, err = mcp.Resolve(ctx, servers, e.Secrets); err != nil {
+		return nil, fmt.Errorf("%s: %w", mcp.EnvVar, err)
+	}
+	e.mcpServers, e.mcpLoaded = servers, true
+	return servers, nil
 }
 
 // AgentClient is the HTTP client of card fetches and A2A calls that
@@ -153,10 +195,18 @@ func (e *Env) config() Config {
 func Start(build func(ctx context.Context, env *Env) (any, error)) {
 	env := NewEnv(os.Getenv)
 	slog.SetDefault(env.Logger)
+	var err error
+	if env.Tracing, err = lambdatrace.Tracing(context.Background(), env.Getenv); err != nil {
+		env.Logger.Error("cold start", "error", err)
+		os.Exit(1)
+	}
 	h, err := build(context.Background(), env)
 	if err != nil {
 		env.Logger.Error("cold start", "error", err)
 		os.Exit(1)
+	}
+	if _, streaming := h.(func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error)); !streaming {
+		h = lambdatrace.FlushEach(h, env.Tracing)
 	}
 	lambda.Start(h)
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -33,6 +34,9 @@ import (
 type Config struct {
 	// Agents are the specialists' base URLs.
 	Agents []string
+	// MCP are the MCP servers whose tools are skills too (CLIENTAGENT_MCP,
+	// mcp.LoadConfig), their secret headers resolved (mcp.Resolve).
+	MCP []mcp.ServerConfig
 	// Limits bound each turn.
 	Limits turn.Limits
 	// Prices prices LLM calls per model (nil: llm.DefaultPrices;
@@ -66,6 +70,7 @@ type Config struct {
 // LimitsFromEnv reads the turn limits, starting from the spec's defaults:
 // CLIENTAGENT_MAX_LLM_CALLS, CLIENTAGENT_TOKEN_BUDGET, CLIENTAGENT_MAX_REPEATS,
 // CLIENTAGENT_MAX_FAILURES (the re-plan cap), CLIENTAGENT_MAX_CONCURRENCY,
+// CLIENTAGENT_COST_BUDGET (US dollars per turn, off by default),
 // CLIENTAGENT_AWAIT_TIMEOUT and CLIENTAGENT_TURN_TIMEOUT (Go durations; the
 // turn's wall-clock budget, not counting waits for the user, 0 for none).
 func LimitsFromEnv(getenv func(string) string) (turn.Limits, error) {
@@ -93,6 +98,13 @@ func LimitsFromEnv(getenv func(string) string) (turn.Limits, error) {
 		}
 		l.AwaitTimeout = d
 	}
+	if v := getenv("CLIENTAGENT_COST_BUDGET"); v != "" {
+		usd, err := strconv.ParseFloat(v, 64)
+		if err != nil || usd < 0 {
+			return l, fmt.Errorf("CLIENTAGENT_COST_BUDGET=%q: want a non-negative amount of US dollars, e.g. 0.50", v)
+		}
+		l.CostBudget = int64(usd * 1e6)
+	}
 	if v := getenv("CLIENTAGENT_TURN_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 0 || d > 0 && d < time.Second {
@@ -108,6 +120,9 @@ type Platform struct {
 	Store    *valkey.Store
 	Registry *agents.Registry
 	Invoker  *agents.Invoker
+	// MCP lists the MCP servers' tools (nil without servers); the local
+	// stack keeps sessions to them open with MCP.Watch.
+	MCP      *mcp.Source
 	Catalogs *Catalogs
 	Handlers *turn.Handlers
 }
@@ -130,8 +145,8 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	cats := newCatalogs(cfg, rdb, workflows)
 	inv := newInvoker(cfg, arts)
 	h := newHandlers(cfg, store)
-	h.LLM, h.Catalogs, h.Invoker, h.Audit = model, cats, inv, cfg.Audit
-	return &Platform{Store: store, Registry: cats.Registry, Invoker: inv, Catalogs: cats, Handlers: h}, nil
+	h.LLM, h.Catalogs, h.Invoker, h.Audit = model, cats, withMCP(cfg, arts, inv), cfg.Audit
+	return &Platform{Store: store, Registry: cats.Registry, Invoker: inv, MCP: cats.MCP, Catalogs: cats, Handlers: h}, nil
 }
 
 // loadWorkflows reads the workflow templates of cfg.WorkflowsDir, or the
@@ -152,7 +167,20 @@ func loadWorkflows(cfg Config) ([]catalog.Workflow, error) {
 // cached in rdb.
 func newCatalogs(cfg Config, rdb redis.UniversalClient, workflows []catalog.Workflow) *Catalogs {
 	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, HTTPClient: cfg.AgentClient, Logger: cfg.Logger})
-	return &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: cfg.Logger}
+	c := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: cfg.Logger}
+	if len(cfg.MCP) > 0 {
+		c.MCP = mcp.NewSource(mcp.SourceOptions{Servers: cfg.MCP, Redis: rdb, TTL: cfg.CardTTL, Logger: cfg.Logger})
+	}
+	return c
+}
+
+// withMCP is the invoker of the MCP servers' tools in front of the A2A
+// invoker next, or next alone when no server is configured.
+func withMCP(cfg Config, arts artifact.Store, next *agents.Invoker) turn.Invoker {
+	if len(cfg.MCP) == 0 {
+		return next
+	}
+	return mcp.NewInvoker(mcp.InvokerOptions{Servers: cfg.MCP, Artifacts: arts, Timeout: cfg.InvokeTimeout, Next: next, Logger: cfg.Logger})
 }
 
 // newInvoker is the A2A invoker, storing what specialists return in arts.
@@ -179,7 +207,9 @@ func newHandlers(cfg Config, store record.Store) *turn.Handlers {
 // the workflow templates, and reuses it for TTL so a step does not
 // recompile schemas it compiled a moment ago.
 type Catalogs struct {
-	Registry  *agents.Registry
+	Registry *agents.Registry
+	// MCP adds the MCP servers' tools (nil: none).
+	MCP       *mcp.Source
 	Workflows []catalog.Workflow
 	TTL       time.Duration
 	// Logger gets an error line for each workflow template that does not
@@ -190,6 +220,14 @@ type Catalogs struct {
 	built    *catalog.Catalog
 	at       time.Time
 	rejected string
+}
+
+// Invalidate drops the built catalogue, so the next Catalog builds it
+// again: an MCP server's tool list changed (mcp.Source.Watch).
+func (c *Catalogs) Invalidate() {
+	c.mu.Lock()
+	c.built = nil
+	c.mu.Unlock()
 }
 
 // Catalog returns the current catalogue.
@@ -206,6 +244,13 @@ func (c *Catalogs) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 	caps, err := c.Registry.Capabilities(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("capabilities: %w", err)
+	}
+	if c.MCP != nil {
+		tools, err := c.MCP.Capabilities(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("MCP tools: %w", err)
+		}
+		caps = append(caps, tools...)
 	}
 	c.built, c.at = catalog.New(caps, c.Workflows), time.Now()
 	errs := c.built.WorkflowErrors()

@@ -138,6 +138,10 @@ type Turn struct {
 	Text      string             `json:"text"`
 	Files     []string           `json:"files,omitempty"` // uploads named for this turn
 	Workflow  *WorkflowSelection `json:"workflow,omitempty"`
+	// Trace is the W3C traceparent of the turn's root span (pkg/telemetry),
+	// set by the API when tracing is on: the step or the API call that ends
+	// the turn exports that span.
+	Trace string `json:"trace,omitempty"`
 
 	// Messages is this turn's llm_messages block: its user message, its
 	// assistant messages and the tool results appended in call order.
@@ -208,7 +212,46 @@ type Step struct {
 	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// Tokens and CachedTokens are an LLM step's usage; CostMicros its cost.
+	Tokens       int   `json:"tokens,omitempty"`
+	CachedTokens int   `json:"cached_tokens,omitempty"`
+	CostMicros   int64 `json:"cost_micros,omitempty"`
+	// Arguments and Result are a tool step's call and what the model read
+	// back; the Turn view fills them in (not stored with the step).
+	Arguments map[string]any  `json:"arguments,omitempty"`
+	Result    json.RawMessage `json:"result,omitempty"`
 }
+
+// MarshalJSON writes a step as the API shows every time: RFC 3339 with
+// milliseconds, and the step's duration_ms once it has ended.
+func (s Step) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Tool         string          `json:"tool"`
+		CallID       string          `json:"call_id,omitempty"`
+		Status       string          `json:"status"`
+		StartedAt    string          `json:"started_at"`
+		EndedAt      string          `json:"ended_at,omitempty"`
+		DurationMS   *int64          `json:"duration_ms,omitempty"`
+		Tokens       int             `json:"tokens,omitempty"`
+		CachedTokens int             `json:"cached_tokens,omitempty"`
+		CostUSD      float64         `json:"cost_usd,omitempty"`
+		CostMicros   int64           `json:"cost_micros,omitempty"`
+		Arguments    map[string]any  `json:"arguments,omitempty"`
+		Result       json.RawMessage `json:"result,omitempty"`
+	}
+	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
+		Tokens: s.Tokens, CachedTokens: s.CachedTokens, CostMicros: s.CostMicros, CostUSD: float64(s.CostMicros) / 1e6,
+		Arguments: s.Arguments, Result: s.Result}
+	if !s.EndedAt.IsZero() {
+		w.EndedAt = s.EndedAt.UTC().Format(TimeLayout)
+		d := s.EndedAt.Sub(s.StartedAt).Milliseconds()
+		w.DurationMS = &d
+	}
+	return json.Marshal(w)
+}
+
+// TimeLayout is how the API writes times: RFC 3339 with milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
 
 // HistoryEntry is one conversation_history entry: what a chat UI shows,
 // plus evidence (tool inputs, artifacts) that outlives the transcript window.

@@ -9,6 +9,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 // AppendOutput tells the state machine where the loop goes next.
@@ -22,6 +23,13 @@ type AppendOutput struct {
 // a form instead; the rest of the batch keeps its stored results and waits
 // with it (batch rule). Idempotent: an appended batch is not appended twice.
 func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
+	ctx, span := h.startStep(ctx, in, telemetry.SpanAppendResults)
+	out, err := h.append(ctx, in)
+	endStep(span, out.Next, err)
+	return out, err
+}
+
+func (h *Handlers) append(ctx context.Context, in Ref) (AppendOutput, error) {
 	started := h.now()
 	conv, t, outcomes, err := h.load(ctx, in, true)
 	if err != nil {
@@ -142,7 +150,9 @@ func (h *Handlers) appendResults(cat *catalog.Catalog, t *record.Turn, outcomes 
 		if entry.Content == "" {
 			entry.Content = r.Error
 		}
-		if r.Status == record.ResultSucceeded && pc.Kind == record.KindSkill {
+		if pc.Kind == record.KindSkill {
+			// Every skill call shows what it was called with; only a
+			// succeeded one counts as a recent input (NewestInputs).
 			entry.ToolInputs = pc.Arguments
 		}
 		t.History = append(t.History, entry)

@@ -9,11 +9,14 @@ import (
 	"strings"
 	"time"
 
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 // InvokeInput is one Map iteration's payload. Fail is set by the
@@ -39,6 +42,13 @@ type InvokeOutput struct {
 // batch never fails while a sibling call runs. Invoke does not start a call
 // of a turn that has ended, nor a call that is not ready.
 func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, error) {
+	ctx, span := h.startStep(ctx, in.Ref, telemetry.SpanInvokeCall, semconv.GenAIToolCallIDKey.String(in.CallID))
+	out, err := h.invoke(ctx, in)
+	endStep(span, out.Status, err)
+	return out, err
+}
+
+func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, error) {
 	started := h.now()
 	conv, t, outcomes, err := h.load(ctx, in.Ref, true)
 	if err != nil {
@@ -129,10 +139,18 @@ func (h *Handlers) run(ctx context.Context, r Ref, conv *record.Conversation, t 
 	case !ok:
 		return failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool)), nil, nil
 	case entry.Kind == catalog.EntryWorkflow:
-		o, cont := h.runWorkflow(callCtx, r, conv, t, pc, cat, entry.Workflow, arts, outcomes)
+		wctx, span := h.startTool(callCtx, pc.Tool, pc.CallID, "", pc.Arguments)
+		o, cont := h.runWorkflow(wctx, r, conv, t, pc, cat, entry.Workflow, arts, outcomes)
+		if cont != nil {
+			span.SetAttributes(attrStatus.String("continues"))
+			span.End()
+		} else {
+			h.endTool(span, o)
+		}
 		return o, cont, nil
 	case entry.Kind == catalog.EntrySkill:
-		return h.Invoker.Invoke(callCtx, agents.Call{
+		tctx, span := h.startTool(callCtx, pc.Tool, pc.CallID, toolAgentURL(entry), pc.Arguments)
+		o := h.Invoker.Invoke(tctx, agents.Call{
 			ConversationID: conv.Meta.ID,
 			TurnID:         t.ID,
 			CallID:         pc.CallID,
@@ -141,7 +159,9 @@ func (h *Handlers) run(ctx context.Context, r Ref, conv *record.Conversation, t 
 			Sources:        pc.Sources,
 			Files:          referencedFiles(pc.Arguments, arts),
 			Continue:       pc.A2A,
-		}), nil, nil
+		})
+		h.endTool(span, o)
+		return o, nil, nil
 	}
 	return failedOutcome(fmt.Sprintf("tool %s cannot be invoked", pc.Tool)), nil, nil
 }
@@ -246,7 +266,9 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 				call.Continue = pc.A2A
 				call.Arguments, call.Sources = withAnswers(wf, entry, args, call.Sources, pc)
 			}
-			o = h.Invoker.Invoke(ctx, call)
+			sctx, span := h.startTool(ctx, st.Skill, stepID, toolAgentURL(entry), call.Arguments)
+			o = h.Invoker.Invoke(sctx, call)
+			h.endTool(span, o)
 			if o.InputRequired != nil {
 				// The workflow call waits with the specialist's form; the
 				// finished steps are stored, and the answer resumes here.

@@ -15,6 +15,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 // ErrNameNeverStarted is RecordFailure's error name for a turn whose
@@ -49,6 +50,17 @@ type StepOutput struct {
 // turn there: its calls get not_executed results, none runs and none asks
 // the user.
 func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error) {
+	name := telemetry.SpanLLMStep
+	if len(in.Fail) > 0 {
+		name = telemetry.SpanFailTurn
+	}
+	ctx, span := h.startStep(ctx, in.Ref, name)
+	out, err := h.llmStep(ctx, in)
+	endStep(span, out.Next, err)
+	return out, err
+}
+
+func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error) {
 	if len(in.Fail) > 0 {
 		return h.failTurn(ctx, in)
 	}
@@ -101,7 +113,7 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	if check != nil {
 		deltas.hold()
 	}
-	resp, err := h.complete(ctx, req)
+	resp, err := h.chat(ctx, req, llmCall)
 	if check != nil {
 		if out, done, gerr := h.applyRequestCheck(ctx, in, conv, t, check, resp); done {
 			deltas.reset() // the answer to a blocked or redacted request is never shown
@@ -132,7 +144,8 @@ func (h *Handlers) LLMStep(ctx context.Context, in StepInput) (StepOutput, error
 	t.Tokens += spend.Tokens
 	t.CachedTokens += spend.CachedTokens
 	t.CostMicros += spend.CostMicros
-	t.Steps = append(t.Steps, record.Step{Tool: "llm", Status: record.ResultSucceeded, StartedAt: started, EndedAt: h.now()})
+	t.Steps = append(t.Steps, record.Step{Tool: "llm", Status: record.ResultSucceeded, StartedAt: started, EndedAt: h.now(),
+		Tokens: spend.Tokens, CachedTokens: spend.CachedTokens, CostMicros: spend.CostMicros})
 	deltas.flush() // the answer's last text goes before step.ended
 	h.emit(ctx, in.ConversationID, h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
 		map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))
@@ -210,7 +223,7 @@ func (h *Handlers) applyRequestCheck(ctx context.Context, in StepInput, conv *re
 		if err := h.save(ctx, in.Ref, t); err != nil {
 			return StepOutput{}, true, err
 		}
-		out, err := h.LLMStep(ctx, in)
+		out, err := h.llmStep(ctx, in)
 		return out, true, err
 	}
 	return StepOutput{}, false, nil // allowed, failing open: audited above
@@ -276,6 +289,9 @@ func (h *Handlers) limitReached(t *record.Turn) (step, msg string) {
 	}
 	if h.Limits.TokenBudget > 0 && t.Tokens >= h.Limits.TokenBudget {
 		return "budget", fmt.Sprintf("Stopped: this request used its budget of %d tokens (%d used) without reaching an answer. Nothing more will run.", h.Limits.TokenBudget, t.Tokens)
+	}
+	if h.Limits.CostBudget > 0 && t.CostMicros >= h.Limits.CostBudget {
+		return "budget", fmt.Sprintf("Stopped: this request used its budget of $%.4f (it cost $%.4f) without reaching an answer. Nothing more will run.", float64(h.Limits.CostBudget)/1e6, float64(t.CostMicros)/1e6)
 	}
 	if h.Limits.TurnTimeout > 0 && h.activeTime(t) >= h.Limits.TurnTimeout {
 		return "budget", fmt.Sprintf("Stopped: this request ran for longer than its time budget of %s (not counting the time spent waiting for you). Nothing more will run; please narrow the request.", h.Limits.TurnTimeout)

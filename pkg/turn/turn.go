@@ -23,12 +23,17 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 // Ref names one turn of one conversation; every handler input carries it.
 type Ref struct {
 	ConversationID string `json:"conversation_id"`
 	TurnID         string `json:"turn_id"`
+	// Trace is the W3C traceparent of the turn's root span (the API sets
+	// it in the execution's input; every state passes it on; "" when
+	// tracing is off): each step's span is its child (trace.go).
+	Trace string `json:"trace,omitempty"`
 }
 
 // Next words the handlers return for the state machine's Choice states.
@@ -49,6 +54,10 @@ const (
 type Limits struct {
 	MaxLLMCalls int // at most this many LLM calls per turn (12)
 	TokenBudget int // input+output tokens per turn; 0 means unlimited
+	// CostBudget is the turn's budget in millionths of a US dollar (each
+	// call priced at its model's rates, llm.Prices); 0 means none (the
+	// default).
+	CostBudget int64
 	// MaxRepeats: a call (tool and arguments) that returned the same result
 	// MaxRepeats-1 times in a row is not run again; the turn ends with no
 	// progress (3). A poll whose answer changes is progress.
@@ -104,8 +113,10 @@ type Handlers struct {
 	CallTimeout time.Duration
 	// Prices prices each LLM call by its model (nil: llm.DefaultPrices).
 	Prices llm.Prices
-	Now    func() time.Time
-	Logger *slog.Logger
+	// Tracing makes the turn's spans (nil: none; trace.go).
+	Tracing *telemetry.Tracing
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // TransientError marks a failure worth retrying (Valkey unreachable, LLM
@@ -285,6 +296,10 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
 	}
 	h.emit(ctx, r.ConversationID, h.savedEvents(t, arts)...)
+	if t.Status.Final() {
+		// Steps return early on an ended turn, so this runs once per turn.
+		h.turnEnded(ctx, r, t)
+	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
 // Reply is what the user sent to a paused batch, delivered by the API
@@ -107,6 +108,13 @@ type ValidateOutput struct {
 // call needs a form answer or an approval nothing runs; forms come first,
 // then approval. Answers are validated like the model's arguments.
 func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutput, error) {
+	ctx, span := h.startStep(ctx, in.Ref, telemetry.SpanValidateBatch, attrReply.String(replyKind(in.Reply)))
+	out, err := h.validate(ctx, in)
+	endStep(span, out.Next, err)
+	return out, err
+}
+
+func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutput, error) {
 	started := h.now()
 	conv, t, outcomes, err := h.load(ctx, in.Ref, true)
 	if err != nil {
@@ -128,6 +136,10 @@ func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	}
 	e := Env(conv, t)
 	before := callStates(t)
+	if in.Reply != nil {
+		// The user's wait ends here, whatever the reply.
+		h.awaitEnded(ctx, in.Ref, t, replyKind(in.Reply))
+	}
 	switch r := in.Reply; {
 	case r == nil:
 		if len(t.Pending) == 0 {

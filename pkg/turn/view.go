@@ -1,7 +1,7 @@
 package turn
 
 import (
-	"time"
+	"encoding/json"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -84,14 +84,14 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		v.Reply = t.Error
 	}
 	if t.Status.Final() {
-		v.EndedAt = t.UpdatedAt.Format(time.RFC3339Nano)
-	}
-	if !t.ExpiresAt.IsZero() && t.Status.Waiting() {
-		v.ExpiresAt = t.ExpiresAt.Format(timeLayout)
+		v.EndedAt = t.UpdatedAt.UTC().Format(timeLayout)
 	}
 	if t.Answered() {
 		// The API answered the pause; the execution has not applied it yet.
 		v.Status = record.StatusRunning
+	}
+	if !t.ExpiresAt.IsZero() && v.Status.Waiting() {
+		v.ExpiresAt = t.ExpiresAt.UTC().Format(timeLayout)
 	}
 	kind, idx := batch.NextPause(t.Pending)
 	if v.Status == record.StatusAwaitingInput && kind == "input" {
@@ -133,10 +133,48 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 	for _, a := range turnArtifacts(conv, t) {
 		v.Artifacts = append(v.Artifacts, a.Ref())
 	}
+	stepDetails(t, v.Steps)
 	return v
 }
 
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+// stepDetails adds to each tool step the arguments of its call and the
+// result the model read back, so a client can show a turn as a waterfall
+// with each step's input and output (issue 16).
+func stepDetails(t *record.Turn, steps []record.Step) {
+	args := map[string]string{}
+	for _, m := range t.Messages {
+		for _, c := range m.ToolCalls {
+			args[c.ID] = c.Arguments
+		}
+	}
+	// What ran: the validated arguments (with the user's form values and
+	// edits) of the open batch, or of an appended call's history entry.
+	for _, h := range t.History {
+		if h.CallID != "" && h.ToolInputs != nil {
+			args[h.CallID] = mustJSON(h.ToolInputs)
+		}
+	}
+	for _, pc := range t.Pending {
+		if pc.Arguments != nil {
+			args[pc.CallID] = mustJSON(pc.Arguments)
+		}
+	}
+	for i := range steps {
+		s := &steps[i]
+		if s.CallID == "" {
+			continue
+		}
+		var a map[string]any
+		if raw, ok := args[s.CallID]; ok && json.Unmarshal([]byte(raw), &a) == nil {
+			s.Arguments = a
+		}
+		if r, ok := t.ToolResults[s.CallID]; ok && json.Valid(r) {
+			s.Result = r
+		}
+	}
+}
+
+const timeLayout = record.TimeLayout
 
 // turnArtifacts lists the catalogued artifacts turn t produced, in order.
 func turnArtifacts(conv *record.Conversation, t *record.Turn) []artifact.Artifact {

@@ -405,6 +405,8 @@ func (st *demoState) publish(what, channel string) *llm.Response {
 	return calls(llm.ToolCall{Name: toolPublish, Arguments: mustJSON(map[string]any{"artifact_id": id, "channel": channel})})
 }
 
+var reUpload = regexp.MustCompile(`artifact_id=([A-Za-z0-9_\-]+), ([a-z]+/[A-Za-z0-9.+\-]+)\)`)
+
 // catalog lists the artifacts the model can see, oldest first: the system
 // context's catalog lines (any line with artifact_id=… or "artifact_id": …),
 // then artifacts in tool results of the transcript not listed there.
@@ -427,6 +429,13 @@ func catalog(req llm.Request) []resultArtifact {
 		}
 	}
 	for _, m := range req.Messages {
+		if m.Role == llm.RoleUser {
+			// Files uploaded with a message: "name (artifact_id=…, mime)".
+			for _, f := range reUpload.FindAllStringSubmatch(m.Content, -1) {
+				add(resultArtifact{ID: f[1], MimeType: f[2]})
+			}
+			continue
+		}
 		if m.Role != llm.RoleTool {
 			continue
 		}

@@ -1,0 +1,253 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Client calls the clientagent HTTP API (API.md) with a bearer token: the
+// few routes a scenario needs.
+type Client struct {
+	BaseURL string
+	Token   string
+	// HTTP is the client to use (nil: http.DefaultClient).
+	HTTP *http.Client
+	// Timeout bounds each request (zero: 30s).
+	Timeout time.Duration
+}
+
+// APIError is an error answer of the API.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
+}
+
+// TurnView is the API's Turn, as far as the harness reads it.
+type TurnView struct {
+	TurnID       string        `json:"turn_id"`
+	Status       string        `json:"status"`
+	Reply        string        `json:"reply"`
+	Form         *FormView     `json:"form,omitempty"`
+	Approval     *ApprovalView `json:"approval,omitempty"`
+	Artifacts    []ArtifactRef `json:"artifacts"`
+	Steps        []StepView    `json:"steps"`
+	LLMCalls     int           `json:"llm_calls"`
+	Tokens       int           `json:"tokens"`
+	CachedTokens int           `json:"cached_tokens"`
+	CostUSD      float64       `json:"cost_usd"`
+}
+
+// FormView is an open form.
+type FormView struct {
+	Calls []FormCall `json:"calls"`
+}
+
+// FormCall is one call's form.
+type FormCall struct {
+	CallID string      `json:"call_id"`
+	Tool   string      `json:"tool"`
+	Fields []FormField `json:"fields"`
+}
+
+// FormField is one field of a form.
+type FormField struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Required bool   `json:"required"`
+}
+
+// ApprovalView is an open approval.
+type ApprovalView struct {
+	ID    string         `json:"id"`
+	Calls []ApprovalCall `json:"calls"`
+}
+
+// ApprovalCall is one call waiting for approval, with the arguments it
+// will run with.
+type ApprovalCall struct {
+	CallID    string         `json:"call_id"`
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+// ArtifactRef is an artifact a turn produced.
+type ArtifactRef struct {
+	ID       string `json:"artifact_id"`
+	Name     string `json:"name"`
+	MimeType string `json:"mime_type"`
+}
+
+// StepView is one call of a turn, as its steps list shows it.
+type StepView struct {
+	Tool   string `json:"tool"`
+	CallID string `json:"call_id"`
+	Status string `json:"status"`
+}
+
+// HistoryEntry is a conversation_history entry of GET /v1/conversations/{cid}.
+type HistoryEntry struct {
+	TurnID     string         `json:"turn_id"`
+	Role       string         `json:"role"`
+	Kind       string         `json:"kind"`
+	Tool       string         `json:"tool"`
+	CallID     string         `json:"call_id"`
+	Status     string         `json:"status"`
+	ToolInputs map[string]any `json:"tool_inputs"`
+}
+
+// Message is the body of POST …/messages.
+type Message struct {
+	Text     string             `json:"text,omitempty"`
+	Files    []string           `json:"files,omitempty"`
+	Workflow *WorkflowSelection `json:"workflow,omitempty"`
+}
+
+// Input is the body of POST …/turns/{tid}/input.
+type Input struct {
+	Answers  map[string]map[string]any `json:"answers,omitempty"`
+	Approval *Decision                 `json:"approval,omitempty"`
+}
+
+// Decision answers an approval.
+type Decision struct {
+	ID        string                    `json:"id"`
+	Decision  string                    `json:"decision"`
+	Note      string                    `json:"note,omitempty"`
+	Arguments map[string]map[string]any `json:"arguments,omitempty"`
+}
+
+func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+	timeout := c.Timeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	res, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode >= 400 {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		var e struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		ae := &APIError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Message: method + " " + path}
+		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
+			ae.Code, ae.Message = e.Error.Code, method+" "+path+": "+e.Error.Message
+		}
+		return ae
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
+	}
+	return nil
+}
+
+func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("%s %s: encode body: %w", method, path, err)
+	}
+	return c.do(ctx, method, path, bytes.NewReader(b), "application/json", out)
+}
+
+// Ping reads the catalog: a cheap check that the API answers and accepts
+// the token, before any scenario runs.
+func (c *Client) Ping(ctx context.Context) error {
+	return c.do(ctx, http.MethodGet, "/v1/catalog", nil, "", nil)
+}
+
+// CreateConversation starts a conversation and returns its id.
+func (c *Client) CreateConversation(ctx context.Context) (string, error) {
+	var out struct {
+		ID string `json:"conversation_id"`
+	}
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations", struct{}{}, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// DeleteConversation deletes a conversation.
+func (c *Client) DeleteConversation(ctx context.Context, cid string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/conversations/"+cid, nil, "", nil)
+}
+
+// Upload stores a file in the conversation and returns its artifact id.
+func (c *Client) Upload(ctx context.Context, cid, name, mimeType string, data []byte) (string, error) {
+	var out ArtifactRef
+	path := "/v1/conversations/" + cid + "/artifacts?name=" + url.QueryEscape(name)
+	if err := c.do(ctx, http.MethodPost, path, bytes.NewReader(data), mimeType, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// Send posts a user message and returns the started turn's id.
+func (c *Client) Send(ctx context.Context, cid string, m Message) (string, error) {
+	var out struct {
+		TurnID string `json:"turn_id"`
+	}
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/messages", m, &out); err != nil {
+		return "", err
+	}
+	return out.TurnID, nil
+}
+
+// Turn reads a turn.
+func (c *Client) Turn(ctx context.Context, cid, tid string) (TurnView, error) {
+	var v TurnView
+	err := c.do(ctx, http.MethodGet, "/v1/conversations/"+cid+"/turns/"+tid, nil, "", &v)
+	return v, err
+}
+
+// Answer posts the answer to a turn's open form or approval.
+func (c *Client) Answer(ctx context.Context, cid, tid string, in Input) error {
+	return c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/turns/"+tid+"/input", in, nil)
+}
+
+// Cancel stops a turn.
+func (c *Client) Cancel(ctx context.Context, cid, tid string) error {
+	return c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", struct{}{}, nil)
+}
+
+// History reads the conversation's history entries.
+func (c *Client) History(ctx context.Context, cid string) ([]HistoryEntry, error) {
+	var out struct {
+		History []HistoryEntry `json:"history"`
+	}
+	err := c.do(ctx, http.MethodGet, "/v1/conversations/"+cid, nil, "", &out)
+	return out.History, err
+}

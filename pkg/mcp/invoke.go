@@ -1,0 +1,356 @@
+package mcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// maxFileBytes bounds one file a tool returns.
+const maxFileBytes = 512 << 20
+
+// CallInvoker runs one skill call (the A2A invoker is one).
+type CallInvoker interface {
+	Invoke(ctx context.Context, c agents.Call) record.CallOutcome
+}
+
+var _ CallInvoker = (*Invoker)(nil)
+
+// InvokerOptions configures an Invoker.
+type InvokerOptions struct {
+	Servers []ServerConfig
+	// Artifacts stores the images, audio and resources tools return.
+	Artifacts artifact.Store
+	// HTTPClient carries streamable HTTP sessions (default a new client).
+	HTTPClient *http.Client
+	// Timeout bounds one call, connection included (default 5 minutes).
+	Timeout time.Duration
+	// Next runs the calls of skills that are not MCP tools (the A2A
+	// invoker); nil fails them.
+	Next   CallInvoker
+	Logger *slog.Logger
+	// NewID returns a new artifact id (default "art_" + 16 random hex digits).
+	NewID func() string
+}
+
+// Invoker runs calls of MCP tools, each in a session of its own, and hands
+// every other call to the next invoker. It is safe for concurrent use.
+type Invoker struct {
+	servers map[string]ServerConfig
+	store   artifact.Store
+	hc      *http.Client
+	timeout time.Duration
+	next    CallInvoker
+	log     *slog.Logger
+	newID   func() string
+}
+
+// NewInvoker returns an Invoker.
+func NewInvoker(opts InvokerOptions) *Invoker {
+	i := &Invoker{servers: map[string]ServerConfig{}, store: opts.Artifacts, hc: opts.HTTPClient, timeout: opts.Timeout,
+		next: opts.Next, log: opts.Logger, newID: opts.NewID}
+	for _, s := range opts.Servers {
+		i.servers[s.Name] = s
+	}
+	if i.timeout <= 0 {
+		i.timeout = 5 * time.Minute
+	}
+	if i.log == nil {
+		i.log = slog.Default()
+	}
+	if i.newID == nil {
+		i.newID = func() string {
+			b := make([]byte, 8)
+			_, _ = rand.Read(b)
+			return "art_" + hex.EncodeToString(b)
+		}
+	}
+	return i
+}
+
+// failure is a tool or server failure: its text is what the model reads.
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+// Invoke runs c. A call of an MCP tool (Capability.MCPServer set) opens a
+// session to its server, calls the tool and maps the result: text content
+// is the Summary, structuredContent the Result, images, audio and
+// resources are stored as artifacts, isError is a failed result, and so is
+// anything that goes wrong on the way (a server down, a timeout). A server
+// that elicits input pauses the call: InputRequired carries its form (see
+// elicitationTask). Invoke never fails the turn. Any other call goes to
+// the next invoker.
+func (i *Invoker) Invoke(ctx context.Context, c agents.Call) record.CallOutcome {
+	if c.Capability.MCPServer == "" {
+		if i.next == nil {
+			return record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool,
+				Result: record.ToolResult{Status: record.ResultFailed, Error: "no A2A invoker is configured"}}
+		}
+		return i.next.Invoke(ctx, c)
+	}
+	out := record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
+	ctx, cancel := context.WithTimeout(ctx, i.timeout)
+	defer cancel()
+	err := i.invoke(ctx, c, &out)
+	if err != nil {
+		out.Result = record.ToolResult{Status: record.ResultFailed, Error: i.errorText(err, c)}
+		out.Artifacts, out.InputRequired = nil, nil
+		out.Raw = agents.CapRaw(mustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
+	}
+	out.EndedAt = time.Now().UTC()
+	status := out.Result.Status
+	if out.InputRequired != nil {
+		status = "input_required"
+	}
+	i.log.InfoContext(ctx, "MCP tool call", "conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
+		"tool", c.Capability.Tool, "server", c.Capability.MCPServer, "status", status, "artifacts", len(out.Artifacts),
+		"ms", out.EndedAt.Sub(out.StartedAt).Milliseconds(), "error", out.Result.Error)
+	return out
+}
+
+func (i *Invoker) invoke(ctx context.Context, c agents.Call, out *record.CallOutcome) error {
+	sc, ok := i.servers[c.Capability.MCPServer]
+	if !ok {
+		return &failure{fmt.Sprintf("MCP server %s is no longer configured", c.Capability.MCPServer)}
+	}
+	callCtx, endAttempt := context.WithCancel(ctx)
+	defer endAttempt()
+	el := newElicitor(c, endAttempt)
+	cs, err := connect(callCtx, sc, i.hc, &sdk.ClientOptions{ElicitationHandler: el.handle}, false)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &failure{fmt.Sprintf("MCP server %s is unreachable: %v", sc.Name, rootCause(err))}
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: c.Capability.SkillID, Arguments: toolArguments(c, el.toolProps)})
+	if ir := el.pause(); ir != nil {
+		out.InputRequired = ir
+		out.Raw = agents.CapRaw(mustJSON(map[string]any{"status": "input_required", "message": ir.Message, "fields": ir.Fields}))
+		return nil
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &failure{fmt.Sprintf("MCP server %s: %v", sc.Name, rootCause(err))}
+	}
+	return i.result(ctx, cs, c, res, out)
+}
+
+// toolArguments are the call's arguments less the answers to the server's
+// elicitations, which are not the tool's parameters.
+func toolArguments(c agents.Call, toolProps map[string]bool) map[string]any {
+	args := map[string]any{}
+	for k, v := range c.Arguments {
+		if c.Continue != nil && c.Sources[k] == "user" && !toolProps[k] {
+			continue
+		}
+		args[k] = v
+	}
+	return args
+}
+
+// result maps a tool's result onto the outcome.
+func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c agents.Call, res *sdk.CallToolResult, out *record.CallOutcome) error {
+	var texts, notes []string
+	var stored []artifact.Artifact
+	n := 0
+	keep := func(name, mimeType, desc string, body []byte) error {
+		n++
+		a, err := i.keep(ctx, c, n, name, mimeType, desc, body)
+		if err != nil {
+			return err
+		}
+		stored = append(stored, a)
+		return nil
+	}
+	for _, content := range res.Content {
+		var err error
+		switch x := content.(type) {
+		case *sdk.TextContent:
+			if strings.TrimSpace(x.Text) != "" {
+				texts = append(texts, x.Text)
+			}
+		case *sdk.ImageContent:
+			err = keep("", x.MIMEType, "", x.Data)
+		case *sdk.AudioContent:
+			err = keep("", x.MIMEType, "", x.Data)
+		case *sdk.EmbeddedResource:
+			if r := x.Resource; r != nil {
+				err = keep(resourceName(r.URI), r.MIMEType, "", resourceBytes(r))
+			}
+		case *sdk.ResourceLink:
+			rr, rerr := cs.ReadResource(ctx, &sdk.ReadResourceParams{URI: x.URI})
+			if rerr != nil || len(rr.Contents) == 0 {
+				notes = append(notes, fmt.Sprintf("Linked resource %s could not be read: %v", x.URI, rerr))
+				continue
+			}
+			r := rr.Contents[0]
+			name := x.Name
+			if name == "" || path.Ext(name) == "" {
+				name = resourceName(x.URI)
+			}
+			mt := r.MIMEType
+			if mt == "" {
+				mt = x.MIMEType
+			}
+			desc := x.Description
+			if desc == "" {
+				desc = x.Title
+			}
+			err = keep(name, mt, desc, resourceBytes(r))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	summary := strings.Join(append(texts, notes...), "\n\n")
+	if res.IsError {
+		msg := summary
+		if msg == "" {
+			msg = "the tool reported an error without a message"
+		}
+		out.Artifacts = stored
+		out.Result = record.ToolResult{Status: record.ResultFailed, Error: msg}
+		out.Raw = agents.CapRaw(mustJSON(map[string]any{"status": record.ResultFailed, "error": msg}))
+		return nil
+	}
+	r := record.ToolResult{Status: record.ResultSucceeded, Summary: summary}
+	raw := map[string]any{"status": record.ResultSucceeded}
+	if summary != "" {
+		raw["summary"] = summary
+	}
+	if res.StructuredContent != nil {
+		r.Result = string(mustJSON(res.StructuredContent))
+		raw["result"] = res.StructuredContent
+	}
+	for _, a := range stored {
+		r.Artifacts = append(r.Artifacts, a.Ref())
+	}
+	if len(r.Artifacts) > 0 {
+		raw["artifacts"] = r.Artifacts
+	}
+	out.Result = r
+	out.Artifacts = stored
+	out.Raw = agents.CapRaw(mustJSON(raw))
+	return nil
+}
+
+// keep stores one returned file under a new artifact id.
+func (i *Invoker) keep(ctx context.Context, c agents.Call, n int, name, mimeType, desc string, body []byte) (artifact.Artifact, error) {
+	if i.store == nil {
+		return artifact.Artifact{}, errors.New("no artifact store configured to keep returned files")
+	}
+	if len(body) > maxFileBytes {
+		return artifact.Artifact{}, &failure{fmt.Sprintf("the tool returned a file larger than %d MiB", maxFileBytes>>20)}
+	}
+	if mt, _, err := mime.ParseMediaType(mimeType); err == nil {
+		mimeType = mt
+	} else {
+		mimeType = "application/octet-stream"
+	}
+	if name == "" {
+		name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n, extensionFor(mimeType))
+	}
+	a := artifact.Artifact{ID: i.newID(), Name: name, MimeType: mimeType, Description: desc, CallID: c.CallID, TurnID: c.TurnID,
+		CreatedAt: time.Now().UTC()}
+	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, bytes.NewReader(body))
+	if err != nil {
+		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
+	}
+	a.Size = size
+	return a, nil
+}
+
+func resourceBytes(r *sdk.ResourceContents) []byte {
+	if r.Blob != nil {
+		return r.Blob
+	}
+	return []byte(r.Text)
+}
+
+// resourceName is the last segment of a resource URI, or "resource".
+func resourceName(uri string) string {
+	if u, err := url.Parse(uri); err == nil {
+		p := u.Path
+		if p == "" {
+			p = u.Opaque
+		}
+		if b := path.Base(p); b != "." && b != "/" && b != "" {
+			return b
+		}
+		if u.Host != "" {
+			return u.Host
+		}
+	}
+	return "resource"
+}
+
+var preferredExt = map[string]string{
+	"text/plain": ".txt", "image/jpeg": ".jpg", "image/png": ".png", "image/svg+xml": ".svg", "text/html": ".html",
+	"application/json": ".json", "audio/wav": ".wav", "audio/mpeg": ".mp3",
+}
+
+func extensionFor(mimeType string) string {
+	if e, ok := preferredExt[mimeType]; ok {
+		return e
+	}
+	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+		return exts[0]
+	}
+	return ""
+}
+
+// errorText is the Result.Error of a failed call.
+func (i *Invoker) errorText(err error, c agents.Call) string {
+	var f *failure
+	switch {
+	case errors.As(err, &f):
+		return f.msg
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("MCP server %s did not answer within %s", c.Capability.MCPServer, i.timeout)
+	case errors.Is(err, context.Canceled):
+		return "the call was canceled before the MCP server answered"
+	default:
+		return err.Error()
+	}
+}
+
+// rootCause is the innermost error, without the SDK's wrapping prefixes.
+func rootCause(err error) error {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
+	}
+	return b
+}
