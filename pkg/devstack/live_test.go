@@ -285,3 +285,31 @@ func TestCancelEndedAndWaitingTurns(t *testing.T) {
 		t.Errorf("answer after cancel = %d, want 409", code)
 	}
 }
+
+// Issue 15: many pages watching one conversation do not starve the turn of
+// store connections (event streams block on a pool of their own), and each
+// sees the turn end.
+func TestManyEventStreams(t *testing.T) {
+	t.Parallel()
+	_, c := stack(t, nil)
+	cid := c.newConversation()
+	const pages = 40
+	streams := make([]<-chan sseEvent, pages)
+	for i := range streams {
+		streams[i], _ = c.events(cid, "", "")
+	}
+	time.Sleep(200 * time.Millisecond) // every stream is blocked in its read
+	start := time.Now()
+	tid := c.send(cid, "Create a PNG image with the word Popelnase")
+	if v := c.wait(cid, tid); v.Status != "succeeded" {
+		t.Fatalf("turn = %s", v.Status)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the turn took %s with %d pages watching", took, pages)
+	}
+	for i, ch := range streams {
+		if got := until(t, ch, tid, "turn.ended"); len(got) == 0 || got[len(got)-1].Type != "turn.ended" {
+			t.Errorf("page %d saw %d events, not the turn's end", i, len(got))
+		}
+	}
+}

@@ -49,6 +49,30 @@ func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error
 	return nil
 }
 
+// blockingClient is a client with the same options as the store's and a
+// pool of its own for blocking reads (the store's client itself when its
+// kind is not known).
+func (s *Store) blockingClient() redis.UniversalClient {
+	s.blockingOnce.Do(func() {
+		switch c := s.rdb.(type) {
+		case *redis.Client:
+			o := *c.Options()
+			o.PoolSize, o.MinIdleConns, o.MaxIdleConns = blockingPool, 0, 8
+			s.blocking = redis.NewClient(&o)
+		case *redis.ClusterClient:
+			o := *c.Options()
+			o.PoolSize, o.MinIdleConns, o.MaxIdleConns = blockingPool, 0, 8
+			s.blocking = redis.NewClusterClient(&o)
+		default:
+			s.blocking = s.rdb
+		}
+	})
+	return s.blocking
+}
+
+// blockingPool bounds the event streams one process serves at once.
+const blockingPool = 512
+
 // Events reads up to count events of cid's log after id after, waiting up
 // to block for one (XREAD … BLOCK).
 func (s *Store) Events(ctx context.Context, cid, after string, count int, block time.Duration) ([]record.Event, error) {
@@ -56,10 +80,12 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 		after = "0"
 	}
 	args := &redis.XReadArgs{Streams: []string{eventsKey(cid), after}, Count: int64(count), Block: -1}
+	rdb := s.rdb
 	if block > 0 {
 		args.Block = block
+		rdb = s.blockingClient()
 	}
-	res, err := s.rdb.XRead(ctx, args).Result()
+	res, err := rdb.XRead(ctx, args).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -58,6 +59,13 @@ type Options struct {
 type Store struct {
 	rdb redis.UniversalClient
 	ttl time.Duration
+
+	// blocking serves the event log's blocking reads (XREAD BLOCK) from a
+	// pool of its own, made on first use: a page's event stream holds a
+	// connection for up to its block time, which must never starve the
+	// steps and the API of connections.
+	blockingOnce sync.Once
+	blocking     redis.UniversalClient
 }
 
 var _ record.Store = (*Store)(nil)
