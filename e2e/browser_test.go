@@ -54,6 +54,7 @@ func needBrowser(t *testing.T, root string) string {
 type script struct {
 	file   string
 	expiry bool // run against the stack whose pauses expire after 2 s
+	slow   bool // run against the stack whose model streams its answer slowly
 }
 
 func TestBrowser(t *testing.T) {
@@ -66,6 +67,10 @@ func TestBrowser(t *testing.T) {
 	short := devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Limits: turn.DefaultLimits()}
 	short.Limits.AwaitTimeout = 2 * time.Second
 	expiring := startStack(t, short)
+	// A third whose demo model streams its answer in chunks 100 ms apart
+	// (a few seconds for the help text), so a reply is seen growing and a
+	// turn can be stopped while it runs.
+	slow := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), ChunkDelay: 100 * time.Millisecond})
 
 	// Sequential on purpose: each script starts its own Chromium, and the
 	// machine is shared.
@@ -80,11 +85,21 @@ func TestBrowser(t *testing.T) {
 		{file: "restore.mjs"},              // spec §3.1: a reload restores the conversation from the record
 		{file: "workflow.mjs"},             // spec §3.4, issue 8: a workflow started from the page, missing input asked in a form
 		{file: "expire.mjs", expiry: true}, // spec §3.3: an unanswered approval expires, nothing runs
+		{file: "stream.mjs", slow: true},   // issue 15: the reply grows while the turn runs; a second tab follows live; reload, back/forward land on #/c/{cid}
+		{file: "stop.mjs", slow: true},     // issue 15: Stop cancels a running turn
+		{file: "markdown.mjs"},             // issue 15: markdown rendered, a <script> in a reply inert, artifact ids shown as links
+		{file: "list.mjs"},                 // issue 15: no empty rows, title from the first message, rename, delete after confirmation
+		{file: "narrow.mjs"},               // issue 15: at 390 px the list is a drawer
+		{file: "fallback.mjs"},             // issue 15: without the event stream the page polls
+		{file: "waterfall.mjs"},            // issue 16: the turn's steps as a waterfall (timing, status, tokens; arguments and result on demand), the turn's tokens
 	} {
 		t.Run(sc.file, func(t *testing.T) {
 			st := stack
-			if sc.expiry {
+			switch {
+			case sc.expiry:
 				st = expiring
+			case sc.slow:
+				st = slow
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 			defer cancel()
@@ -113,6 +128,7 @@ func TestBrowserAgainstFakeAPI(t *testing.T) {
 	for _, file := range []string{
 		"unavailable.mjs",   // 503 store_unavailable: "unavailable, retrying", one poll per Retry-After
 		"artifact-link.mjs", // ?redirect=false, then the link fetched without the token
+		"waterfall.mjs",     // issue 16: a running bar grows; the turn's cost and cached tokens shown when not 0
 	} {
 		t.Run(file, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)

@@ -34,9 +34,12 @@ export class API {
   /**
    * @param {string} base prefix of every path ("" = same origin)
    * @param {() => string} token returns the bearer token
+   * @param {string} [eventsBase] prefix of the event stream's path; empty
+   *   means base (on AWS the stream has a URL of its own)
    */
-  constructor(base, token) {
+  constructor(base, token, eventsBase = "") {
     this.base = base.replace(/\/+$/, "");
+    this.eventsBase = eventsBase ? eventsBase.replace(/\/+$/, "") : this.base;
     this.token = token;
   }
 
@@ -80,8 +83,13 @@ export class API {
   listConversations() {
     return this.request("GET", "/v1/conversations");
   }
-  createConversation() {
-    return this.request("POST", "/v1/conversations", { json: {} });
+  /** createConversation starts a conversation; without a title the server takes the first message's. */
+  createConversation(title) {
+    return this.request("POST", "/v1/conversations", { json: title ? { title } : {} });
+  }
+  /** renameConversation sets a conversation's title; the answer is {conversation_id, title, updated_at, status}. */
+  renameConversation(cid, title) {
+    return this.request("PATCH", `/v1/conversations/${enc(cid)}`, { json: { title } });
   }
   getConversation(cid) {
     return this.request("GET", `/v1/conversations/${enc(cid)}`);
@@ -121,6 +129,50 @@ export class API {
   sendInput(cid, tid, input) {
     return this.request("POST", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}/input`, { json: input });
   }
+  /** cancelTurn stops a running or waiting turn: the answer is the Turn (cancelled); 409 when it has ended. */
+  cancelTurn(cid, tid) {
+    return this.request("POST", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}/cancel`, { json: {} });
+  }
+
+  /**
+   * streamEvents reads the conversation's Server-Sent Events (GET
+   * …/events, on eventsBase) until the server ends the stream (it returns
+   * true then) or signal aborts it. It uses fetch, not EventSource, because the API wants
+   * the bearer token in a header. onOpen runs once the server has answered
+   * 200; onEvent gets every event's parsed data with its id. A refused
+   * answer throws an APIError; a broken connection throws too.
+   */
+  async streamEvents(cid, { lastEventId, signal, onOpen, onEvent }) {
+    const path = `/v1/conversations/${enc(cid)}/events`;
+    const headers = { Authorization: `Bearer ${this.token()}`, Accept: "text/event-stream" };
+    if (lastEventId) headers["Last-Event-ID"] = lastEventId;
+    let res;
+    try {
+      res = await fetch(this.eventsBase + path, { headers, signal, cache: "no-store" });
+    } catch (err) {
+      throw new APIError(0, "network", `Network error on GET ${path}: ${err.message}`);
+    }
+    if (!res.ok || !res.body || !(res.headers.get("Content-Type") || "").startsWith("text/event-stream")) {
+      try {
+        await res.body?.cancel();
+      } catch {
+        // Nothing to release.
+      }
+      throw new APIError(res.status, `http_${res.status}`, `GET ${path} answered HTTP ${res.status}`, retryAfterSeconds(res.headers.get("Retry-After")));
+    }
+    onOpen?.();
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    const parser = new SSEParser(onEvent);
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        parser.end();
+        return true;
+      }
+      parser.push(value);
+    }
+  }
+
   /**
    * artifactBlob fetches an artifact's bytes: it asks the API for the
    * artifact's link (?redirect=false, with the bearer token) and fetches the
@@ -141,6 +193,71 @@ export class API {
     // Trust the catalog's type so an <img> of an SVG works even when the
     // bytes come back as application/octet-stream (e.g. from a bucket).
     return mimeType ? new Blob([blob], { type: mimeType }) : blob;
+  }
+}
+
+/**
+ * SSEParser splits a text/event-stream into events (the WHATWG rules that
+ * matter here: "field: value" lines, multi-line data joined with "\n",
+ * comment lines starting with ":", a blank line dispatching). onEvent gets
+ * {id, event, data} with data parsed as JSON; an event whose data is not
+ * JSON is skipped.
+ */
+export class SSEParser {
+  constructor(onEvent) {
+    this.onEvent = onEvent;
+    this.buf = "";
+    this.reset();
+  }
+
+  reset() {
+    this.id = "";
+    this.event = "";
+    this.data = [];
+  }
+
+  push(text) {
+    this.buf += text;
+    let i;
+    while ((i = this.buf.search(/\r\n|\r|\n/)) >= 0) {
+      const line = this.buf.slice(0, i);
+      const nl = this.buf[i] === "\r" && this.buf[i + 1] === "\n" ? 2 : 1;
+      // A lone \r at the end of a chunk may be the first half of \r\n.
+      if (this.buf[i] === "\r" && i + 1 === this.buf.length) break;
+      this.buf = this.buf.slice(i + nl);
+      this.line(line);
+    }
+  }
+
+  end() {
+    if (this.buf) this.line(this.buf);
+    this.buf = "";
+    this.line("");
+  }
+
+  line(line) {
+    if (line === "") {
+      if (this.data.length) {
+        let data;
+        try {
+          data = JSON.parse(this.data.join("\n"));
+        } catch {
+          data = null;
+        }
+        if (data && typeof data === "object") this.onEvent({ id: this.id, event: this.event || data.type || "message", data });
+      }
+      this.event = "";
+      this.data = [];
+      return;
+    }
+    if (line.startsWith(":")) return; // a comment: the heartbeat
+    const c = line.indexOf(":");
+    const field = c < 0 ? line : line.slice(0, c);
+    let value = c < 0 ? "" : line.slice(c + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "id") this.id = value;
+    else if (field === "event") this.event = value;
+    else if (field === "data") this.data.push(value);
   }
 }
 

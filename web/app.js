@@ -1,10 +1,19 @@
 // The clientagent chat page: conversation list, chat, live turn progress,
 // typed forms, approvals and artifacts. Plain ES module, no framework, no
-// build step and nothing loaded from outside the page's own files.
+// build step and nothing loaded from outside the page's own files (the
+// markdown renderer and its sanitizer are vendored under vendor/).
+//
+// A turn is followed two ways: the conversation's event stream (GET
+// …/events, Server-Sent Events) pushes steps and the reply's text as they
+// happen, and GET …/turns/{tid} stays the source of truth, read when the
+// stream says something changed (a form, an approval, the end). When the
+// stream is down the page polls turns as before.
 import { config } from "./config.js";
 import { API, APIError } from "./api.js";
+import { marked } from "./vendor/marked.esm.js";
+import DOMPurify from "./vendor/purify.es.js";
 
-const TERMINAL = new Set(["succeeded", "failed", "expired", "superseded"]);
+const TERMINAL = new Set(["succeeded", "failed", "expired", "superseded", "cancelled", "blocked"]);
 const WAITING = new Set(["awaiting_input", "awaiting_approval"]);
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/jpg", "image/svg+xml", "image/gif", "image/webp"]);
 const STEP_ICONS = {
@@ -14,6 +23,7 @@ const STEP_ICONS = {
   rejected: "⊘",
   not_executed: "–",
   answered: "✎",
+  blocked: "⛔",
 };
 // STALE_APPROVAL is shown when the server refused an answer because the
 // approval changed since the page showed it (409 stale_approval).
@@ -26,7 +36,13 @@ const STATUS_LABELS = {
   failed: "Failed",
   expired: "Expired",
   superseded: "Superseded",
+  cancelled: "Stopped",
+  blocked: "Blocked",
 };
+const EMPTY_HINT = "Ask for something, e.g. “Create a PNG image with the word Popelnase”.";
+// ART_REF finds artifact ids in a reply, with the "(artifact_id …)" the
+// model may wrap them in, so the page can show the artifact instead.
+const ART_REF = /\(\s*artifact_id[:=]?\s+(art_[A-Za-z0-9_-]+)\s*\)|\bartifact_id[:=]?\s+(art_[A-Za-z0-9_-]+)|\b(art_[A-Za-z0-9_-]+)/g;
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -36,6 +52,9 @@ const els = {
   tokenPanel: $("token-panel"),
   tokenForm: $("token-form"),
   tokenInput: $("token-input"),
+  sidebar: $("sidebar"),
+  drawerToggle: $("drawer-toggle"),
+  scrim: $("scrim"),
   list: $("conversation-list"),
   title: $("chat-title"),
   messages: $("messages"),
@@ -45,6 +64,7 @@ const els = {
   attach: $("attach"),
   fileInput: $("file-input"),
   attachments: $("attachments"),
+  warning: $("supersede-warning"),
   workflowList: $("workflow-list"),
   workflowForm: $("workflow-form"),
 };
@@ -52,6 +72,7 @@ const els = {
 const state = {
   token: readToken(),
   conversations: [],
+  listLoaded: false,
   cid: null,
   // gen changes whenever the open conversation changes, so loops and late
   // answers that belong to the previous one stop touching the page.
@@ -59,9 +80,20 @@ const state = {
   views: new Map(), // turn_id → TurnView of the open conversation
   pendingFiles: [], // uploads for the next message: {artifact_id, name, mime_type}
   blobs: new Map(), // "cid/aid" → Promise<object URL>
+  artifacts: new Map(), // artifact_id → {artifact_id, name, mime_type, description} of the open conversation
+  // live is true while the open conversation's event stream is connected:
+  // running turns are then read only when an event says so.
+  live: false,
+  sub: null, // the open conversation's event subscription
+  listEdit: null, // {cid, kind: "rename" | "delete"}: a list row in an inline edit
+  skew: null, // ms the API's clock is ahead of the page's (from the events' times), for running bars
 };
 
-const api = new API(config.apiBase || "", () => state.token);
+// The event stream may live elsewhere (on AWS a Lambda Function URL of its
+// own): config.eventsBase, else apiBase.
+const api = new API(config.apiBase || "", () => state.token, config.eventsBase || "");
+
+marked.setOptions({ gfm: true, breaks: true });
 
 /** h builds an element: h("div", {class: "x", "data-testid": "y", onclick}, ...children). */
 function h(tag, attrs = {}, ...children) {
@@ -80,7 +112,6 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-
 // ---- token -----------------------------------------------------------------
 
 function readToken() {
@@ -89,7 +120,8 @@ function readToken() {
     const token = decodeURIComponent(m[1]);
     localStorage.setItem(config.tokenStorageKey, token);
     // Keep the token out of the address bar, bookmarks and screenshots.
-    history.replaceState(null, "", location.pathname + location.search);
+    const rest = location.hash.replace(/(?:^#|&)token=[^&]+/, "").replace(/^&/, "");
+    history.replaceState(null, "", location.pathname + location.search + (rest ? `#${rest.replace(/^#/, "")}` : ""));
     return token;
   }
   return localStorage.getItem(config.tokenStorageKey) || "";
@@ -108,12 +140,15 @@ els.tokenForm.addEventListener("submit", (ev) => {
   if (!token) return;
   state.token = token;
   localStorage.setItem(config.tokenStorageKey, token);
+  // The banner said why a token was asked for (a 401); a new token starts over.
+  clearError();
   start();
 });
 
 $("change-token").addEventListener("click", () => {
   localStorage.removeItem(config.tokenStorageKey);
   state.token = "";
+  unsubscribe();
   askToken();
 });
 
@@ -148,64 +183,199 @@ function clearError() {
 
 $("banner-close").addEventListener("click", clearError);
 
+// ---- routing: #/c/{cid} ----------------------------------------------------
+
+/** routeCid is the conversation the address names (#/c/{cid}), or null. */
+function routeCid() {
+  const m = location.hash.match(/^#\/c\/([^/?&#]+)/);
+  return m ? decodeURIComponent(m[1]) : null;
+}
+
+/** setRoute puts the open conversation in the address (a history entry unless replace). */
+function setRoute(cid, { replace = false } = {}) {
+  const hash = cid ? `#/c/${encodeURIComponent(cid)}` : "#/";
+  if (location.hash === hash) return;
+  const url = location.pathname + location.search + hash;
+  if (replace) history.replaceState(null, "", url);
+  else history.pushState(null, "", url);
+}
+
+// Back, forward, an edited address or a shared link: open what it names.
+window.addEventListener("hashchange", () => {
+  if (!state.token || els.app.hidden) return;
+  const cid = routeCid();
+  if (cid === state.cid) return;
+  if (cid) openConversation(cid, { route: false });
+  else newChat({ route: false });
+});
+
+// ---- drawer (narrow screens) -------------------------------------------------
+
+function setDrawer(open) {
+  els.app.classList.toggle("drawer-open", open);
+  els.drawerToggle.setAttribute("aria-expanded", String(open));
+}
+
+els.drawerToggle.addEventListener("click", () => setDrawer(!els.app.classList.contains("drawer-open")));
+els.scrim.addEventListener("click", () => setDrawer(false));
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && els.app.classList.contains("drawer-open")) setDrawer(false);
+});
+
 // ---- conversations ---------------------------------------------------------
 
 async function refreshConversations() {
   try {
     const data = await api.listConversations();
     state.conversations = (data && data.conversations) || [];
+    state.listLoaded = true;
     renderConversations();
   } catch (err) {
     showError(err);
   }
 }
 
-function renderConversations() {
-  const open = state.conversations.find((c) => c.conversation_id === state.cid);
-  if (open && open.title) els.title.textContent = open.title;
-  els.list.replaceChildren(
-    ...state.conversations.map((c) => {
-      const active = c.conversation_id === state.cid;
-      return h(
-        "li",
-        { class: active ? "conversation active" : "conversation", "data-testid": "conversation", "data-id": c.conversation_id },
-        h(
-          "button",
-          { type: "button", class: "conversation-open", "aria-current": active ? "true" : null, onclick: () => openConversation(c.conversation_id) },
-          h("span", { class: "conversation-title" }, c.title || "New conversation"),
-          h("span", { class: "conversation-meta" }, [c.status ? statusLabel(c.status) : "", formatTime(c.updated_at)].filter(Boolean).join(" · ")),
-        ),
-        h(
-          "button",
-          {
-            type: "button",
-            class: "conversation-delete link",
-            "data-testid": "delete-conversation",
-            "aria-label": `Delete conversation ${c.title || c.conversation_id}`,
-            onclick: () => deleteConversation(c.conversation_id),
-          },
-          "Delete",
-        ),
-      );
-    }),
-  );
+/**
+ * shownConversations leaves out conversations with nothing in them (no
+ * title, no turn: status "idle" or none): older clients created one per
+ * "New conversation" click.
+ */
+function shownConversations() {
+  return state.conversations.filter((c) => c.title || (c.status && c.status !== "idle") || c.conversation_id === state.cid);
 }
 
-async function newConversation() {
-  const data = await api.createConversation();
-  await openConversation(data.conversation_id, { fresh: true });
-  refreshConversations();
-  return data.conversation_id;
+function renderConversations() {
+  // A refresh while a title is being typed keeps what was typed.
+  const typing = els.list.querySelector('[data-testid="rename-input"]');
+  const typed = typing ? { value: typing.value, focused: document.activeElement === typing } : null;
+  const open = state.conversations.find((c) => c.conversation_id === state.cid);
+  if (open && open.title) els.title.textContent = open.title;
+  const rows = shownConversations().map((c) => {
+    const active = c.conversation_id === state.cid;
+    const title = c.title || "Untitled conversation";
+    const li = h("li", { class: active ? "conversation active" : "conversation", "data-testid": "conversation", "data-id": c.conversation_id });
+    const edit = state.listEdit && state.listEdit.cid === c.conversation_id ? state.listEdit.kind : "";
+    if (edit === "rename") {
+      li.append(renameForm(c));
+      return li;
+    }
+    if (edit === "delete") {
+      li.classList.add("confirming");
+      li.append(
+        h(
+          "div",
+          { class: "confirm-delete", role: "group", "aria-label": "Confirm delete" },
+          h("span", { class: "confirm-text" }, `Delete “${title}”?`),
+          h("button", { type: "button", class: "danger", "data-testid": "confirm-delete", onclick: () => deleteConversation(c.conversation_id) }, "Delete"),
+          h("button", { type: "button", class: "link", "data-testid": "cancel-delete", onclick: () => editRow(null) }, "Cancel"),
+        ),
+      );
+      return li;
+    }
+    li.append(
+      h(
+        "button",
+        { type: "button", class: "conversation-open", "aria-current": active ? "true" : null, onclick: () => openConversation(c.conversation_id) },
+        h("span", { class: "conversation-title", "data-testid": "conversation-title" }, title),
+        h("span", { class: "conversation-meta" }, [c.status ? statusLabel(c.status) : "", formatTime(c.updated_at)].filter(Boolean).join(" · ")),
+      ),
+      h(
+        "span",
+        { class: "conversation-actions" },
+        h("button", { type: "button", class: "link", "data-testid": "rename-conversation", "aria-label": `Rename conversation ${title}`, onclick: () => editRow({ cid: c.conversation_id, kind: "rename" }) }, "Rename"),
+        h("button", { type: "button", class: "link conversation-delete", "data-testid": "delete-conversation", "aria-label": `Delete conversation ${title}`, onclick: () => editRow({ cid: c.conversation_id, kind: "delete" }) }, "Delete"),
+      ),
+    );
+    return li;
+  });
+  els.list.replaceChildren(...rows);
+  if (!rows.length && state.listLoaded) els.list.append(h("li", { class: "muted list-empty" }, "No conversations yet."));
+  const input = els.list.querySelector('[data-testid="rename-input"]');
+  if (input && typed) {
+    input.value = typed.value;
+    if (typed.focused) input.focus();
+  } else if (input) {
+    input.focus();
+    input.select();
+  }
+}
+
+function editRow(edit) {
+  state.listEdit = edit;
+  renderConversations();
+}
+
+function renameForm(c) {
+  const input = h("input", { type: "text", "data-testid": "rename-input", "aria-label": "New title", maxlength: "200", required: true });
+  input.value = c.title || "";
+  const error = h("p", { class: "inline-error", role: "alert", hidden: true });
+  const form = h(
+    "form",
+    { class: "rename-form" },
+    input,
+    h("button", { type: "submit", "data-testid": "rename-save" }, "Save"),
+    h("button", { type: "button", class: "link", onclick: () => editRow(null) }, "Cancel"),
+    error,
+  );
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape") editRow(null);
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const title = input.value.trim();
+    if (!title) return;
+    try {
+      const res = await api.renameConversation(c.conversation_id, title);
+      Object.assign(c, { title: (res && res.title) || title }, res && res.updated_at ? { updated_at: res.updated_at } : {});
+      state.listEdit = null;
+      if (c.conversation_id === state.cid) els.title.textContent = c.title;
+      renderConversations();
+    } catch (err) {
+      error.textContent = err.message;
+      error.hidden = false;
+      if (err instanceof APIError && err.status === 401) showError(err);
+    }
+  });
+  return form;
 }
 
 async function deleteConversation(cid) {
   try {
     await api.deleteConversation(cid);
-    if (cid === state.cid) resetChat(null);
-    await refreshConversations();
+    state.listEdit = null;
+    state.conversations = state.conversations.filter((c) => c.conversation_id !== cid);
+    if (cid === state.cid) newChat({ replace: true });
+    renderConversations();
+    refreshConversations();
   } catch (err) {
     showError(err);
   }
+}
+
+/** newChat empties the chat; the conversation itself is created with its first message. */
+function newChat({ route = true, replace = false } = {}) {
+  unsubscribe();
+  resetChat(null);
+  if (route) setRoute(null, { replace });
+  setDrawer(false);
+  els.composer.focus();
+}
+
+/**
+ * ensureConversation returns the open conversation's id, creating it (on
+ * the first message or upload). title names it; without one the server
+ * takes the first message's text.
+ */
+async function ensureConversation(title) {
+  if (state.cid) return state.cid;
+  const data = await api.createConversation(title);
+  const cid = data.conversation_id;
+  // Nothing to load: the conversation is new. Keep what the composer holds.
+  state.gen++;
+  state.cid = cid;
+  setRoute(cid);
+  subscribe(cid);
+  return cid;
 }
 
 function resetChat(cid) {
@@ -213,29 +383,47 @@ function resetChat(cid) {
   state.cid = cid;
   state.views = new Map();
   state.pendingFiles = [];
+  state.artifacts = new Map();
   for (const p of state.blobs.values()) p.then((u) => URL.revokeObjectURL(u), () => {});
   state.blobs = new Map();
+  hideWarning();
   renderAttachments();
-  els.messages.replaceChildren(h("p", { class: "empty" }, "Ask for something, e.g. “Create a PNG image with the word Popelnase”."));
+  els.messages.replaceChildren(h("p", { class: "empty", id: "empty-hint" }, EMPTY_HINT));
   els.title.textContent = "New conversation";
   renderConversations();
 }
 
-async function openConversation(cid, { fresh = false } = {}) {
+async function openConversation(cid, { route = true } = {}) {
+  setDrawer(false);
+  if (route) setRoute(cid);
+  if (cid === state.cid && state.views.size) {
+    if (!state.sub) subscribe(cid);
+    return;
+  }
+  unsubscribe();
   resetChat(cid);
-  if (fresh) return;
   const gen = state.gen;
+  els.title.textContent = "Conversation";
   let conv;
   try {
     conv = await api.getConversation(cid);
   } catch (err) {
+    if (gen !== state.gen) return;
+    if (err instanceof APIError && err.status === 404) {
+      // Deleted, or someone else's: say so and offer a new chat.
+      showError(new Error("That conversation does not exist (or was deleted)."));
+      newChat({ replace: true });
+      return;
+    }
     showError(err);
     return;
   }
   if (gen !== state.gen) return;
   const summary = state.conversations.find((c) => c.conversation_id === cid);
-  els.title.textContent = (summary && summary.title) || "Conversation";
+  els.title.textContent = (summary && summary.title) || conv.title || "Conversation";
+  for (const a of conv.artifacts || []) state.artifacts.set(a.artifact_id, a);
   renderConversation(conv);
+  subscribe(cid);
 }
 
 /** renderConversation lays out a stored conversation: one block per turn, in history order. */
@@ -249,19 +437,19 @@ function renderConversation(conv) {
     if (!byTurn.has(e.turn_id)) byTurn.set(e.turn_id, []);
     byTurn.get(e.turn_id).push(e);
   }
-  const clearEmpty = () => els.messages.querySelector(".empty")?.remove();
 
   const placeTurn = (turn) => {
     const entries = byTurn.get(turn.turn_id) || [];
     const userEntry = entries.find((e) => e.role === "user" && e.kind === "message");
-    const view = new TurnView(turn.turn_id, turn.text || (userEntry && userEntry.content) || "", []);
+    const view = addTurnView(turn.turn_id, turn.text || (userEntry && userEntry.content) || "", []);
     for (const e of entries) {
-      if ((e.kind === "followup_questions" || e.kind === "plan") && e.content) view.addNote(e.content);
+      // A plan's text repeats the approval's calls as JSON: the approval
+      // card is their only rendering.
+      if (e.kind === "followup_questions" && e.content) view.addNote(e.content);
+      if (e.kind === "plan_approved") view.showAnswer("Approved");
     }
-    state.views.set(turn.turn_id, view);
-    clearEmpty();
-    els.messages.append(view.el);
     view.update(turn);
+    if (TERMINAL.has(turn.status) && (turn.steps || []).some((s) => s.status === "rejected") && !view.answerEl.childElementCount) view.showAnswer("Rejected");
     // Waiting turns are followed too: they can expire or be answered elsewhere.
     if (!TERMINAL.has(turn.status)) pollTurn(view);
   };
@@ -272,14 +460,130 @@ function renderConversation(conv) {
       continue;
     }
     // An entry without a known turn: show it as a plain bubble.
-    if (e.kind === "plan_approved" || !e.content) continue;
+    if (e.kind === "plan_approved" || e.kind === "plan" || !e.content) continue;
     clearEmpty();
-    els.messages.append(h("div", { class: `bubble ${e.role === "user" ? "user" : "assistant"}`, "data-testid": "history-message" }, e.content));
+    els.messages.append(
+      e.role === "user"
+        ? h("div", { class: "bubble user", "data-testid": "history-message" }, e.content)
+        : h("div", { class: "bubble assistant markdown", "data-testid": "history-message" }, renderMarkdown(e.content)),
+    );
   }
   const rest = [...turns.values()].filter((t) => !state.views.has(t.turn_id));
   rest.sort((a, b) => String(a.started_at || "").localeCompare(String(b.started_at || "")));
   rest.forEach(placeTurn);
-  scrollDown();
+  scrollDown(true);
+}
+
+function clearEmpty() {
+  els.messages.querySelector(".empty")?.remove();
+}
+
+/** addTurnView appends a new turn's block to the chat. */
+function addTurnView(tid, text, fileNames) {
+  const view = new TurnView(tid, text, fileNames);
+  state.views.set(tid, view);
+  clearEmpty();
+  els.messages.append(view.el);
+  return view;
+}
+
+// ---- the event stream ------------------------------------------------------
+
+/**
+ * subscribe follows the conversation's event stream until the conversation
+ * is closed: it reconnects with Last-Event-ID when the server ends the
+ * stream (it does after a few minutes), and while it cannot connect the
+ * turns are polled (state.live false) and it tries again, backing off.
+ */
+function subscribe(cid) {
+  unsubscribe();
+  const sub = { cid, gen: state.gen, abort: new AbortController(), lastId: "", closed: false };
+  state.sub = sub;
+  (async () => {
+    let failures = 0;
+    while (!sub.closed) {
+      const began = Date.now();
+      let events = 0;
+      let err = null;
+      try {
+        await api.streamEvents(cid, {
+          lastEventId: sub.lastId,
+          signal: sub.abort.signal,
+          onOpen: () => setLive(sub, true),
+          onEvent: (ev) => {
+            if (sub.closed) return;
+            events++;
+            if (ev.id) sub.lastId = ev.id;
+            onStreamEvent(ev.data);
+          },
+        });
+      } catch (e) {
+        err = e;
+      }
+      if (sub.closed) return;
+      // The server ends a healthy stream after a while: reconnect at once.
+      // A stream that fails, or ends at once with nothing, counts as down.
+      if (!err && (events > 0 || Date.now() - began > 5000)) {
+        failures = 0;
+        continue;
+      }
+      setLive(sub, false);
+      if (err instanceof APIError && err.status === 401) {
+        // A new token (start) subscribes again.
+        if (state.sub === sub) state.sub = null;
+        showError(err);
+        return;
+      }
+      failures++;
+      const wait = err instanceof APIError && err.retryAfter > 0 ? err.retryAfter * 1000 : Math.min(30000, 1000 * 2 ** failures);
+      await new Promise((resolve) => {
+        const t = setTimeout(resolve, wait);
+        sub.abort.signal.addEventListener("abort", () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  })();
+}
+
+function unsubscribe() {
+  const sub = state.sub;
+  if (!sub) return;
+  sub.closed = true;
+  sub.abort.abort();
+  state.sub = null;
+  state.live = false;
+}
+
+/** setLive records whether the stream is up; when it goes down, every followed turn is polled again at once. */
+function setLive(sub, live) {
+  if (state.sub !== sub || state.live === live) return;
+  state.live = live;
+  els.app.dataset.live = String(live);
+  if (live) return;
+  for (const view of state.views.values()) {
+    if (!TERMINAL.has(view.status)) pollTurn(view);
+  }
+}
+
+/** onStreamEvent hands one event to its turn, adding the turn when it started elsewhere (another tab, the CLI). */
+function onStreamEvent(ev) {
+  if (!ev || !ev.turn_id) return;
+  // An event's time is the server's when it wrote it, so at most its "now":
+  // the largest difference seen is the page's best guess of the clock skew.
+  const at = parseTime(ev.at);
+  if (Number.isFinite(at)) state.skew = Math.max(state.skew ?? -Infinity, at - Date.now());
+  let view = state.views.get(ev.turn_id);
+  if (!view) {
+    if (ev.type === "turn.ended") return; // a turn this page never showed, already over
+    view = addTurnView(ev.turn_id, ev.type === "turn.started" ? ev.text || "" : "", []);
+    view.update({ turn_id: ev.turn_id, status: "running" });
+    scrollDown();
+    pollTurn(view);
+    refreshConversations();
+  }
+  view.onEvent(ev);
 }
 
 // ---- composer --------------------------------------------------------------
@@ -303,7 +607,7 @@ els.fileInput.addEventListener("change", async () => {
   els.fileInput.value = "";
   for (const file of files) {
     try {
-      const cid = state.cid || (await newConversation());
+      const cid = await ensureConversation();
       const gen = state.gen;
       const chip = { name: file.name, uploading: true };
       state.pendingFiles.push(chip);
@@ -345,19 +649,72 @@ function renderAttachments() {
   );
 }
 
+/**
+ * yesNo mirrors the API's reading of a short reply to a pending approval
+ * as its decision (such a reply answers the approval, it does not cancel it).
+ */
+function yesNo(text) {
+  const t = text.trim().toLowerCase().replace(/^[.!? ]+|[.!? ]+$/g, "");
+  if (t.split(/\s+/).length > 3) return false;
+  return [
+    "yes", "y", "ok", "okay", "approve", "approved", "sure", "go ahead", "do it", "yes please", "ja", "si", "sí", "yep", "yeah",
+    "no", "n", "nope", "reject", "rejected", "cancel", "stop", "don't", "do not", "no thanks", "nein",
+  ].includes(t);
+}
+
+/** waitingView is the open conversation's turn that waits for a form or an approval, if any. */
+function waitingView() {
+  for (const v of state.views.values()) if (WAITING.has(v.status)) return v;
+  return null;
+}
+
+/** showWarning asks before a message supersedes an open question: send anyway, or answer it. */
+function showWarning(view) {
+  const what = view.status === "awaiting_approval" ? "the approval that waits for you" : "the question that waits for your answer";
+  els.warning.replaceChildren(
+    h("p", {}, h("strong", {}, "This will cancel the open question. "), `Sending a new message now stops ${what}; its calls will not run.`),
+    h(
+      "div",
+      { class: "warning-buttons" },
+      h("button", { type: "button", "data-testid": "answer-instead", onclick: () => answerInstead(view) }, "Answer it instead"),
+      h("button", { type: "button", class: "secondary", "data-testid": "send-anyway", onclick: () => send({ confirmed: true }) }, "Send anyway"),
+    ),
+  );
+  els.warning.hidden = false;
+  els.warning.querySelector('[data-testid="answer-instead"]').focus();
+}
+
+function hideWarning() {
+  els.warning.hidden = true;
+  els.warning.replaceChildren();
+}
+
+function answerInstead(view) {
+  hideWarning();
+  view.interactionEl.scrollIntoView({ block: "center", behavior: "smooth" });
+  const target = view.interactionEl.querySelector("input, select, textarea, button");
+  target?.focus({ preventScroll: true });
+}
+
 let sending = false;
 
-async function send() {
+async function send({ confirmed = false } = {}) {
   const text = els.composer.value.trim();
   if (sending || !text) return;
   if (state.pendingFiles.some((f) => f.uploading)) {
     showError("Wait until the uploads have finished.");
     return;
   }
+  const waiting = waitingView();
+  if (waiting && !confirmed && !(waiting.status === "awaiting_approval" && yesNo(text))) {
+    showWarning(waiting);
+    return;
+  }
+  hideWarning();
   sending = true;
   els.send.disabled = true;
   try {
-    const cid = state.cid || (await newConversation());
+    const cid = await ensureConversation();
     const gen = state.gen;
     const files = state.pendingFiles.map((f) => f.artifact_id);
     const names = state.pendingFiles.map((f) => f.name);
@@ -376,20 +733,19 @@ async function send() {
   }
 }
 
-/** followTurn shows the turn a message started (or answered) and polls it. */
+/** followTurn shows the turn a message started (or answered) and follows it. */
 function followTurn(res, text, names = []) {
   clearError();
   let view = state.views.get(res.turn_id);
   if (!view) {
     // A new turn. (A short yes/no to a pending approval answers that turn
     // instead, and comes back with its id.)
-    view = new TurnView(res.turn_id, text, names);
-    state.views.set(res.turn_id, view);
-    els.messages.querySelector(".empty")?.remove();
-    els.messages.append(view.el);
+    view = addTurnView(res.turn_id, text, names);
+    view.update({ turn_id: res.turn_id, status: res.status || "running" });
+  } else if (view.status && !TERMINAL.has(view.status) && WAITING.has(view.status)) {
+    view.showAnswer(text);
   }
-  view.update({ turn_id: res.turn_id, status: res.status || "running" });
-  scrollDown();
+  scrollDown(true);
   pollTurn(view);
   // Free text supersedes a turn that waited for input: follow it until
   // it shows that (it reads as running until its execution applies it).
@@ -411,7 +767,7 @@ async function loadWorkflows() {
         h(
           "li",
           {},
-          h("button", { type: "button", class: "link workflow-open", "data-testid": "workflow", "data-id": w.id, title: w.description, onclick: () => openWorkflow(w) }, w.name || w.id, w.unavailable ? " (unavailable)" : ""),
+          h("button", { type: "button", class: "link workflow-open", "data-testid": "workflow", "data-id": w.id, title: w.description || null, onclick: () => openWorkflow(w) }, w.name || w.id, w.unavailable ? " (unavailable)" : ""),
         ),
       ),
     );
@@ -426,17 +782,19 @@ async function loadWorkflows() {
  * stay empty: the turn then asks for what is missing in its own form.
  */
 function openWorkflow(w) {
-  const fields = (w.inputs || []).map((i) => ({ name: i.path, type: i.type, description: i.description, enum: i.enum, required: false }));
+  setDrawer(false);
+  const fields = (w.inputs || []).map((i) => ({ name: i.path, type: i.type || "string", description: i.description || "", enum: i.enum || null, required: false }));
   const inputs = fields.map((f, n) => {
     const id = `wf-${w.id}-${n}`;
     return { f, id, el: fieldInput(f, id) };
   });
+  const steps = (w.steps || []).map((st) => st.name || st.skill).filter(Boolean);
   const form = els.workflowForm;
   form.replaceChildren(
     h("h3", {}, w.name || w.id),
     w.description ? h("p", { class: "muted" }, w.description) : null,
-    w.steps && w.steps.length
-      ? h("p", { class: "muted", "data-testid": "workflow-steps" }, "Runs: ", w.steps.map((st) => st.name || st.skill).join(" → "), w.requires_approval ? " — asks for your approval first." : "")
+    steps.length
+      ? h("p", { class: "muted", "data-testid": "workflow-steps" }, "Runs: ", steps.join(" → "), w.requires_approval ? " — asks for your approval first." : "")
       : null,
     w.unavailable ? h("p", { class: "inline-error" }, "A specialist of this workflow is unavailable right now.") : null,
     ...inputs.map(({ f, id, el }) => h("div", { class: "field" }, h("label", { for: id }, f.name, f.description ? h("span", { class: "muted" }, ` — ${f.description}`) : null), el)),
@@ -456,14 +814,15 @@ function openWorkflow(w) {
         if (v !== undefined) values[f.name] = v;
       }
       if (state.pendingFiles.some((f) => f.uploading)) throw new Error("Wait until the uploads have finished.");
-      const cid = state.cid || (await newConversation());
+      // A workflow's first message has no text: the workflow names the conversation.
+      const cid = await ensureConversation(w.name || w.id);
       // Files attached for the next message go with the workflow.
       const names = state.pendingFiles.map((f) => f.name);
       const res = await api.startWorkflow(cid, w.id, values, state.pendingFiles.map((f) => f.artifact_id));
       form.hidden = true;
       state.pendingFiles = [];
       renderAttachments();
-      followTurn(res, `Run the workflow ${w.id}`, names);
+      followTurn(res, `Run the workflow ${w.name || w.id}`, names);
     } catch (err) {
       showError(err);
     }
@@ -474,12 +833,13 @@ function openWorkflow(w) {
 
 // ---- turns -----------------------------------------------------------------
 
-
 /**
- * pollTurn follows a turn until it ends: every pollIntervalMs while it runs,
- * and while it waits for the user every waitPollIntervalMs (and just after
- * its expires_at), because a pause can expire or be answered elsewhere.
- * Called for a turn it already follows, it polls at once and ignores an
+ * pollTurn follows a turn until it ends. While the event stream is up a
+ * running turn is read only when an event asks for it (and, as a safety
+ * net, every livePollIntervalMs); without the stream every pollIntervalMs.
+ * A turn waiting for the user is read every waitPollIntervalMs (and just
+ * after its expires_at): a pause can expire or be answered elsewhere.
+ * Called for a turn it already follows, it reads at once and ignores an
  * answer that was in flight (it predates what the caller just did).
  */
 async function pollTurn(view) {
@@ -508,7 +868,7 @@ async function pollTurn(view) {
           // server asks (or back off), polling once per wait, not piling up.
           const seconds = Math.min(60, err.retryAfter > 0 ? err.retryAfter : Math.min(30, 2 ** failures));
           showUnavailable(seconds);
-          await nap(view, seconds * 1000);
+          await nap(view, seconds * 1000, false);
           continue;
         }
         showError(err);
@@ -533,7 +893,10 @@ async function pollTurn(view) {
         refreshConversations();
         return;
       }
-      await nap(view, config.pollIntervalMs || 500);
+      // The stream said the turn ended but the read still says running: the
+      // record is being written; read again soon.
+      const live = state.live && !view.endedSeen;
+      await nap(view, live ? config.livePollIntervalMs || 10000 : config.pollIntervalMs || 500);
     }
   } finally {
     view.polling = false;
@@ -550,8 +913,12 @@ function waitingDelay(turn) {
   return Math.min(base, 2000);
 }
 
-/** nap sleeps ms, or less when the turn's poller is woken (view.wake). */
-function nap(view, ms) {
+/**
+ * nap sleeps ms, or less when the turn's poller is woken (view.wake). A
+ * nap that waits out a 503's Retry-After is not cut short (wakeable false):
+ * the service asked for that pause.
+ */
+function nap(view, ms, wakeable = true) {
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
@@ -559,17 +926,17 @@ function nap(view, ms) {
       resolve();
     };
     const timer = setTimeout(done, ms);
-    view.wake = done;
+    view.wake = wakeable ? done : () => {};
   });
 }
 
-/** loadNotes shows the text a paused turn stored with its form or plan (history kinds followup_questions / plan). */
+/** loadNotes shows the text a paused turn stored with its form (history kind followup_questions). */
 async function loadNotes(view, cid, gen) {
   try {
     const conv = await api.getConversation(cid);
     if (gen !== state.gen) return;
     for (const e of conv.history || []) {
-      if (e.turn_id === view.id && (e.kind === "followup_questions" || e.kind === "plan") && e.content) view.addNote(e.content);
+      if (e.turn_id === view.id && e.kind === "followup_questions" && e.content) view.addNote(e.content);
     }
   } catch {
     // The notes are a nicety; the form or approval itself is already shown.
@@ -584,31 +951,51 @@ class TurnView {
     this.polling = false;
     this.seq = 0; // bumped when the page acted on the turn; older poll answers are dropped
     this.wake = () => {}; // cuts the poller's current nap short
+    this.endedSeen = false; // the stream said turn.ended
     this.interactionKey = "";
     this.notesKey = "";
     this.notes = new Set();
     this.artifactEls = new Map();
+    this.steps = []; // the Turn's steps: {tool, call_id, status, started_at, ended_at, duration_ms, tokens, …, arguments, result}
+    this.startedAt = ""; // the turn's start and end (once it has ended): the waterfall's time axis
+    this.endedAt = "";
+    this.usage = { tokens: 0, cached: 0, cost: 0 }; // the turn's tokens, cached tokens and cost in USD
+    this.rows = new Map(); // step key → its waterfall row (kept, so an open row stays open)
+    this.expanded = new Set(); // keys of the rows the user opened
+    this.rowSeq = 0;
+    this.ticker = 0; // grows running bars while the turn runs
+    this.llmStarted = 0; // step.started events of LLM calls seen (their order matches the steps')
+    this.llmEnded = 0;
+    this.stream = { call: 0, text: "" }; // the reply as it streams in (llm.delta)
+    this.streamFrame = 0;
+    this.replyKey = "";
 
     this.statusEl = h("span", { class: "status-badge", "data-testid": "turn-status" }, "");
     this.llmEl = h("span", { class: "llm-calls", "data-testid": "llm-calls" }, "");
-    this.stepsEl = h("ol", { class: "steps", "data-testid": "steps", "aria-label": "Steps" });
+    this.tokensEl = h("span", { class: "turn-tokens", "data-testid": "turn-tokens", hidden: true });
+    this.costEl = h("span", { class: "turn-cost", "data-testid": "turn-cost", hidden: true });
+    this.stopEl = h("button", { type: "button", class: "stop secondary", "data-testid": "stop", hidden: true, "aria-label": "Stop this turn", onclick: () => this.stop() }, "Stop");
+    this.stepsEl = h("ol", { class: "steps waterfall", "data-testid": "steps", "aria-label": "Steps, in time order" });
     this.notesEl = h("div", { class: "notes" });
     this.interactionEl = h("div", { class: "interaction" });
+    this.answerEl = h("div", { class: "answers" });
     this.artifactsEl = h("div", { class: "artifacts", "data-testid": "artifacts" });
     this.replyEl = h("div", { class: "reply-slot" });
+    this.userEl = h("div", { class: "bubble user", "data-testid": "user-message", hidden: !text }, text || "");
     this.el = h(
       "article",
       { class: "turn", "data-testid": "turn", "data-turn-id": id },
-      text ? h("div", { class: "bubble user", "data-testid": "user-message" }, text) : null,
+      this.userEl,
       fileNames && fileNames.length ? h("div", { class: "bubble-files" }, fileNames.map((n) => `📎 ${n}`).join("  ")) : null,
       h(
         "section",
         { class: "turn-panel", "aria-label": "Turn progress" },
-        h("div", { class: "turn-head" }, this.statusEl, this.llmEl),
+        h("div", { class: "turn-head" }, this.statusEl, h("span", { class: "turn-usage", "data-testid": "turn-usage" }, this.llmEl, this.tokensEl, this.costEl), this.stopEl),
         this.stepsEl,
       ),
       this.notesEl,
       this.interactionEl,
+      this.answerEl,
       this.artifactsEl,
       this.replyEl,
     );
@@ -617,37 +1004,356 @@ class TurnView {
   addNote(text) {
     if (this.notes.has(text)) return;
     this.notes.add(text);
-    this.notesEl.append(h("div", { class: "bubble assistant note", "data-testid": "note" }, text));
+    this.notesEl.append(h("div", { class: "bubble assistant note markdown", "data-testid": "note" }, renderMarkdown(text)));
+  }
+
+  /** showAnswer shows what the user answered a form or an approval with, as their message. */
+  showAnswer(text) {
+    this.answerEl.append(h("div", { class: "bubble user answer", "data-testid": "user-answer" }, text));
   }
 
   update(turn) {
     this.status = turn.status;
     this.el.dataset.status = turn.status;
     this.statusEl.dataset.status = turn.status;
-    this.statusEl.textContent = statusLabel(turn.status);
+    const rejected = turn.status === "succeeded" && this.onlyRejected(turn.steps || this.steps);
+    // A turn whose calls were all rejected ran nothing: say so, not a green "Succeeded".
+    this.statusEl.dataset.outcome = rejected ? "rejected" : "";
+    this.statusEl.textContent = rejected ? "Rejected" : statusLabel(turn.status);
     this.statusEl.classList.toggle("spinning", turn.status === "running");
-    if (typeof turn.llm_calls === "number") this.llmEl.textContent = `LLM calls: ${turn.llm_calls}`;
-    if (turn.steps) this.renderSteps(turn.steps);
-    this.renderInteraction(turn);
+    this.stopEl.hidden = TERMINAL.has(turn.status);
+    this.stopEl.disabled = false;
+    if (turn.text && !this.userEl.textContent) {
+      this.userEl.textContent = turn.text;
+      this.userEl.hidden = false;
+    }
+    if (typeof turn.llm_calls === "number") this.setLLMCalls(turn.llm_calls);
+    if (turn.started_at) this.startedAt = turn.started_at;
+    this.endedAt = turn.ended_at || "";
+    if (turn.steps) {
+      this.steps = this.mergeRunning(turn);
+      this.renderSteps();
+    } else {
+      this.tickLive();
+    }
+    this.setUsage(turn);
     for (const a of turn.artifacts || []) this.addArtifact(a);
+    this.renderInteraction(turn);
     this.renderReply(turn);
   }
 
-  renderSteps(steps) {
-    this.stepsEl.replaceChildren(
-      ...steps.map((s) => {
-        const label = s.tool === "llm" ? "LLM call" : s.tool;
-        const dur = s.started_at && s.ended_at && !s.ended_at.startsWith("0001") ? duration(s.started_at, s.ended_at) : "";
-        return h(
-          "li",
-          { class: `step step-${s.status}`, "data-testid": "step", "data-tool": s.tool, "data-status": s.status },
-          h("span", { class: "step-icon", "aria-hidden": "true" }, STEP_ICONS[s.status] || "•"),
-          h("span", { class: "step-tool" }, label),
-          h("span", { class: "step-status" }, s.status.replace("_", " ")),
-          dur ? h("span", { class: "step-time" }, dur) : null,
-        );
-      }),
+  onlyRejected(steps) {
+    const calls = steps.filter((s) => s.tool !== "llm");
+    return calls.length > 0 && calls.every((s) => s.status === "rejected");
+  }
+
+  setLLMCalls(n) {
+    this.llmCalls = n;
+    this.llmEl.textContent = n === 1 ? "1 LLM call" : `${n} LLM calls`;
+  }
+
+  /**
+   * setUsage shows the turn's tokens (with the part the provider's prompt
+   * cache served, when any) and its cost (when not 0), from a Turn or a
+   * turn.ended event. While the turn runs, its LLM steps may already say more.
+   */
+  setUsage(u) {
+    if (typeof u.tokens === "number") this.usage.tokens = u.tokens;
+    if (typeof u.cached_tokens === "number") this.usage.cached = u.cached_tokens;
+    if (typeof u.cost_usd === "number") this.usage.cost = u.cost_usd;
+    this.renderUsage();
+  }
+
+  renderUsage() {
+    let { tokens, cached, cost } = this.usage;
+    if (!TERMINAL.has(this.status)) {
+      const llm = this.steps.filter((s) => s.tool === "llm");
+      tokens = Math.max(tokens, sum(llm, "tokens"));
+      cached = Math.max(cached, sum(llm, "cached_tokens"));
+      cost = Math.max(cost, sum(llm, "cost_usd"));
+    }
+    this.tokensEl.hidden = !(tokens > 0);
+    this.tokensEl.textContent = tokens > 0 ? `${formatCount(tokens)} tokens${cached > 0 ? ` (${formatCount(cached)} cached)` : ""}` : "";
+    this.costEl.hidden = !(cost > 0);
+    this.costEl.textContent = cost > 0 ? formatUSD(cost) : "";
+  }
+
+  /**
+   * mergeRunning is a read's steps plus the running steps the event stream
+   * announced that the read does not list yet (an LLM call in flight is
+   * written to the record only once it has ended), so a read while the turn
+   * runs does not make a growing bar vanish.
+   */
+  mergeRunning(turn) {
+    const next = turn.steps.map((s) => ({ ...s }));
+    if (turn.status !== "running") return next;
+    const readLLM = next.filter((s) => s.tool === "llm").length;
+    const localLLM = this.steps.filter((s) => s.tool === "llm");
+    for (const s of localLLM.slice(readLLM)) if (s.status === "running") next.push(s);
+    for (const s of this.steps) {
+      if (s.tool !== "llm" && s.status === "running" && s.call_id && !next.some((n) => n.call_id === s.call_id)) next.push(s);
+    }
+    return next;
+  }
+
+  /** onEvent applies one event of the turn's stream (contract: API.md, GET …/events). */
+  onEvent(ev) {
+    if (TERMINAL.has(this.status)) return; // the turn's read is final
+    switch (ev.type) {
+      case "turn.started":
+        if (!this.startedAt && ev.at) this.startedAt = ev.at;
+        if (!this.status) this.update({ turn_id: this.id, status: "running", text: ev.text });
+        break;
+      case "step.started":
+        this.stepStarted(ev);
+        break;
+      case "step.ended":
+        this.stepEnded(ev);
+        break;
+      case "llm.delta":
+        this.delta(ev);
+        break;
+      case "artifact":
+        if (ev.artifact) this.addArtifact(ev.artifact);
+        break;
+      case "form":
+      case "approval":
+        // The turn's read renders them (and carries the approval's id).
+        pollTurn(this);
+        break;
+      case "turn.ended":
+        this.endedSeen = true;
+        if (typeof ev.llm_calls === "number") this.setLLMCalls(ev.llm_calls);
+        this.setUsage(ev);
+        pollTurn(this);
+        break;
+    }
+  }
+
+  stepStarted(ev) {
+    if (ev.tool === "llm") {
+      this.llmStarted++;
+      // A replayed event of a step the turn's read already showed.
+      if (this.steps.filter((s) => s.tool === "llm").length >= this.llmStarted) return;
+      this.setLLMCalls(Math.max(this.llmCalls || 0, this.llmStarted));
+    } else if (ev.call_id && this.steps.some((s) => s.call_id === ev.call_id)) {
+      return;
+    }
+    this.steps.push({ tool: ev.tool, call_id: ev.call_id, status: "running", started_at: ev.at });
+    if (this.status !== "running") this.setRunning();
+    this.renderSteps();
+  }
+
+  stepEnded(ev) {
+    let step;
+    if (ev.tool === "llm" && !ev.call_id) {
+      this.llmEnded++;
+      step = this.steps.filter((s) => s.tool === "llm")[this.llmEnded - 1];
+    } else {
+      step = this.steps.find((s) => s.call_id === ev.call_id && s.tool === ev.tool);
+    }
+    if (!step) {
+      step = { tool: ev.tool, call_id: ev.call_id };
+      this.steps.push(step);
+    }
+    Object.assign(step, {
+      status: ev.status || "succeeded",
+      started_at: ev.started_at || step.started_at,
+      ended_at: ev.ended_at || ev.at,
+      duration_ms: ev.duration_ms,
+    });
+    for (const k of ["tokens", "cached_tokens", "cost_usd"]) if (typeof ev[k] === "number") step[k] = ev[k];
+    this.renderSteps();
+    this.renderUsage();
+  }
+
+  /** setRunning shows a turn as running again after an answer (the read confirms it). */
+  setRunning() {
+    this.update({ turn_id: this.id, status: "running" });
+  }
+
+  /**
+   * delta appends a chunk of the model's answer. offset is where the chunk
+   * starts in the current LLM call's text: smaller than what is shown means
+   * a retried call restarted, so the text is cut back first. A new LLM call
+   * starts a new text.
+   */
+  delta(ev) {
+    const call = ev.llm_call || 0;
+    if (call !== this.stream.call) this.stream = { call, text: "" };
+    const offset = typeof ev.offset === "number" ? ev.offset : this.stream.text.length;
+    if (offset < this.stream.text.length) this.stream.text = this.stream.text.slice(0, offset);
+    this.stream.text += ev.text || "";
+    if (!this.streamFrame) {
+      this.streamFrame = requestAnimationFrame(() => {
+        this.streamFrame = 0;
+        this.renderStream();
+      });
+    }
+  }
+
+  renderStream() {
+    if (TERMINAL.has(this.status) || WAITING.has(this.status)) return;
+    if (!this.stream.text.trim()) {
+      this.replyEl.replaceChildren();
+      this.replyKey = "";
+      return;
+    }
+    const atBottom = nearBottom();
+    this.replyKey = "stream";
+    this.replyEl.replaceChildren(
+      h("div", { class: "bubble assistant markdown streaming", "data-testid": "reply", "data-streaming": "true", "aria-busy": "true" }, renderMarkdown(this.stream.text)),
     );
+    if (atBottom) scrollDown();
+  }
+
+  /**
+   * renderSteps shows the steps as a waterfall: one row per step in time
+   * order, its bar placed by its start and end on the turn's time axis,
+   * with its duration, status and (LLM calls) tokens. A row is a button
+   * that opens the step's arguments and result. Rows are kept by key and
+   * updated in place, so an open row stays open and keeps its focus.
+   */
+  renderSteps() {
+    const keyed = stepKeys(this.steps);
+    const seen = new Set();
+    const rows = keyed.map(({ key, step }) => {
+      seen.add(key);
+      let row = this.rows.get(key);
+      if (!row) {
+        row = this.newRow(key);
+        this.rows.set(key, row);
+      }
+      row.step = step;
+      this.fillRow(row);
+      return row;
+    });
+    for (const [key, row] of this.rows) {
+      if (seen.has(key)) continue;
+      row.li.remove();
+      this.rows.delete(key);
+    }
+    rows.forEach((row, i) => {
+      const at = this.stepsEl.children[i];
+      if (at !== row.li) this.stepsEl.insertBefore(row.li, at || null);
+    });
+    this.layoutSteps();
+    this.tickLive();
+  }
+
+  newRow(key) {
+    const detailId = `step-${this.id}-${++this.rowSeq}`;
+    const row = {
+      key,
+      icon: h("span", { class: "step-icon", "aria-hidden": "true" }),
+      tool: h("span", { class: "step-tool" }),
+      bar: h("span", { class: "step-bar", "data-testid": "step-bar" }),
+      time: h("span", { class: "step-time", "data-testid": "step-time" }),
+      status: h("span", { class: "step-status", "data-testid": "step-status" }),
+      tokens: h("span", { class: "step-tokens", "data-testid": "step-tokens" }),
+      detail: h("div", { class: "step-detail", id: detailId, "data-testid": "step-detail", hidden: true }),
+      detailKey: "",
+    };
+    row.button = h(
+      "button",
+      { type: "button", class: "step-head", "aria-expanded": "false", "aria-controls": detailId, "data-testid": "step-toggle" },
+      h("span", { class: "step-name" }, row.icon, row.tool),
+      h("span", { class: "step-track", "aria-hidden": "true" }, row.bar),
+      row.time,
+      row.status,
+      row.tokens,
+    );
+    row.button.addEventListener("click", () => {
+      if (this.expanded.has(key)) this.expanded.delete(key);
+      else this.expanded.add(key);
+      this.fillRow(row);
+    });
+    row.li = h("li", { class: "step", "data-testid": "step" }, row.button, row.detail);
+    return row;
+  }
+
+  fillRow(row) {
+    const s = row.step;
+    const open = this.expanded.has(row.key);
+    const status = s.status || "running";
+    row.li.className = `step step-${status}${open ? " expanded" : ""}`;
+    row.li.dataset.tool = s.tool;
+    row.li.dataset.status = status;
+    if (s.call_id) row.li.dataset.callId = s.call_id;
+    row.icon.textContent = STEP_ICONS[status] || "•";
+    row.tool.textContent = s.tool === "llm" ? "LLM call" : s.tool;
+    row.tool.title = row.tool.textContent;
+    row.status.textContent = status.replaceAll("_", " ");
+    row.tokens.textContent = s.tool === "llm" && s.tokens > 0 ? `${formatCount(s.tokens)} tokens` : "";
+    row.button.setAttribute("aria-expanded", String(open));
+    row.detail.hidden = !open;
+    if (!open) return;
+    // Rebuilt only when what it shows changed: a selection in it survives reads.
+    const key = JSON.stringify([s.status, s.tokens, s.cached_tokens, s.cost_usd, s.arguments, s.result]);
+    if (key === row.detailKey) return;
+    row.detailKey = key;
+    row.detail.replaceChildren(...stepDetail(s));
+  }
+
+  /** layoutSteps places every bar on the turn's time axis and writes the durations (running ones grow). */
+  layoutSteps() {
+    const running = this.status === "running";
+    const now = serverNow();
+    const rows = [...this.rows.values()];
+    const starts = rows.map((r) => parseTime(r.step.started_at)).filter(Number.isFinite);
+    const ends = rows.map((r) => parseTime(r.step.ended_at)).filter(Number.isFinite);
+    const t0 = Math.min(...[parseTime(this.startedAt), ...starts].filter(Number.isFinite));
+    if (!Number.isFinite(t0)) return;
+    let t1 = Math.max(t0, ...starts, ...ends);
+    if (running) t1 = Math.max(t1, now);
+    else if (TERMINAL.has(this.status)) t1 = Math.max(t1, parseTime(this.endedAt) || t1);
+    const total = Math.max(1, t1 - t0);
+    for (const r of rows) {
+      const s = r.step;
+      let start = parseTime(s.started_at);
+      if (!Number.isFinite(start)) start = t1;
+      let end = parseTime(s.ended_at);
+      const live = !Number.isFinite(end) && s.status === "running";
+      if (!Number.isFinite(end)) end = live ? (running ? Math.max(start, now) : t1) : start;
+      const left = Math.min(100, Math.max(0, ((start - t0) / total) * 100));
+      const width = Math.min(100 - left, Math.max(0, ((end - start) / total) * 100));
+      r.bar.style.left = `${left}%`;
+      r.bar.style.width = `${width}%`;
+      r.li.dataset.offsetMs = String(Math.round(start - t0));
+      const ms = typeof s.duration_ms === "number" && !live ? s.duration_ms : end - start;
+      r.li.dataset.durationMs = String(Math.round(ms));
+      r.time.textContent = formatMs(ms) + (live ? "…" : "");
+      r.button.title = `started ${formatMs(start - t0)} into the turn`;
+    }
+  }
+
+  /** tickLive grows the running bars while the turn runs, and stops when it does not (or left the page). */
+  tickLive() {
+    if (this.ticker || this.status !== "running") return;
+    this.ticker = setInterval(() => {
+      if (this.status !== "running" || !this.el.isConnected) {
+        clearInterval(this.ticker);
+        this.ticker = 0;
+        if (this.el.isConnected) this.layoutSteps();
+        return;
+      }
+      this.layoutSteps();
+    }, 250);
+  }
+
+  /** stop asks the API to cancel the turn (POST …/cancel); a 409 means it ended meanwhile. */
+  async stop() {
+    this.stopEl.disabled = true;
+    try {
+      const turn = await api.cancelTurn(state.cid, this.id);
+      this.seq++; // a read in flight predates the cancel
+      this.update(turn && turn.status ? turn : { turn_id: this.id, status: "cancelled" });
+      if (!TERMINAL.has(this.status)) pollTurn(this);
+    } catch (err) {
+      this.stopEl.disabled = false;
+      if (err instanceof APIError && err.status === 409) pollTurn(this);
+      else showError(err);
+    }
   }
 
   renderInteraction(turn) {
@@ -660,7 +1366,6 @@ class TurnView {
     else if (key.startsWith("form:")) this.interactionEl.replaceChildren(this.buildForm(turn.form));
     else this.interactionEl.replaceChildren(this.buildApproval(turn.approval));
   }
-
   buildForm(form) {
     const errorEl = h("p", { class: "inline-error", "data-testid": "form-error", role: "alert", hidden: true });
     const inputs = []; // {callId, field, el}
@@ -704,7 +1409,7 @@ class TurnView {
         errorEl.hidden = false;
         return;
       }
-      await this.submitInput({ answers }, submit, errorEl);
+      await this.submitInput({ answers }, submit, errorEl, formAnswerText(form, answers));
     });
     return formEl;
   }
@@ -770,7 +1475,10 @@ class TurnView {
         }
         if (Object.keys(args).length) body.approval.arguments = args;
       }
-      return this.submitInput(body, btn, errorEl);
+      let said = decision === "approve" ? "Approved" : "Rejected";
+      if (body.approval.arguments) said += " with edited arguments";
+      if (n) said += `: ${n}`;
+      return this.submitInput(body, btn, errorEl, said);
     };
     const approve = h("button", { type: "button", class: "approve", "data-testid": "approve" }, "Approve");
     const reject = h("button", { type: "button", class: "reject", "data-testid": "reject" }, "Reject");
@@ -788,12 +1496,14 @@ class TurnView {
     );
   }
 
-  async submitInput(body, button, errorEl) {
+  async submitInput(body, button, errorEl, said) {
     const buttons = this.interactionEl.querySelectorAll("button");
     buttons.forEach((b) => (b.disabled = true));
     errorEl.hidden = true;
     try {
       const turn = await api.sendInput(state.cid, this.id, body);
+      if (said) this.showAnswer(said);
+      this.seq++; // a read in flight predates the answer
       this.update(turn && turn.status ? turn : { turn_id: this.id, status: "running" });
       pollTurn(this);
     } catch (err) {
@@ -833,6 +1543,7 @@ class TurnView {
   }
 
   addArtifact(a) {
+    state.artifacts.set(a.artifact_id, a);
     if (this.artifactEls.has(a.artifact_id)) return;
     const cid = state.cid;
     const isImage = IMAGE_TYPES.has((a.mime_type || "").toLowerCase());
@@ -847,7 +1558,7 @@ class TurnView {
         {},
         h("span", { class: "artifact-name" }, a.name),
         h("span", { class: "artifact-type" }, ` ${a.mime_type}`),
-        a.description ? h("span", { class: "artifact-desc" }, ` — ${a.description}`) : null,
+        a.description ? h("span", { class: "artifact-desc" }, ` — ${linkArtifactText(a.description)}`) : null,
         " ",
         link,
       ),
@@ -867,21 +1578,132 @@ class TurnView {
   }
 
   renderReply(turn) {
+    const s = turn.status;
+    if (s === "running") return; // the streamed text (if any) stays until the turn ends
+    const key = `${s}:${turn.reply || ""}`;
+    if (key === this.replyKey) return;
+    this.replyKey = key;
     let el = null;
-    if (turn.status === "succeeded") {
-      el = h("div", { class: "bubble assistant", "data-testid": "reply" }, turn.reply || "");
-    } else if (turn.status === "failed") {
-      el = h("div", { class: "bubble error failed", "data-testid": "turn-error", role: "alert" }, h("strong", {}, "The turn failed. "), turn.reply || "");
-    } else if (turn.status === "expired") {
-      el = h("div", { class: "bubble error expired", "data-testid": "turn-error", role: "alert" }, h("strong", {}, "This turn expired. "), turn.reply || "Nobody answered in time.");
-    } else if (turn.status === "superseded") {
-      el = h("div", { class: "bubble error superseded", "data-testid": "turn-error" }, h("strong", {}, "Superseded. "), turn.reply || "A newer message replaced this turn; its waiting calls were not executed.");
+    const error = (cls, title, text, alert = true) =>
+      h("div", { class: `bubble error ${cls}`, "data-testid": "turn-error", role: alert ? "alert" : null }, h("strong", {}, title), " ", text);
+    if (s === "succeeded") {
+      el = h("div", { class: "bubble assistant markdown", "data-testid": "reply" }, renderMarkdown(turn.reply || ""));
+    } else if (s === "failed") {
+      el = error("failed", "The turn failed.", turn.reply || "");
+    } else if (s === "expired") {
+      el = error("expired", "This turn expired.", turn.reply || "Nobody answered in time.");
+    } else if (s === "superseded") {
+      el = error("superseded", "Superseded.", turn.reply || "A newer message replaced this turn; its waiting calls were not executed.", false);
+    } else if (s === "cancelled") {
+      el = error("cancelled", "Stopped.", turn.reply || "You stopped this turn.", false);
+    } else if (s === "blocked") {
+      el = error("blocked", "Blocked by policy.", turn.reply || "The request was blocked.");
     }
     if (el) this.replyEl.replaceChildren(el);
     else this.replyEl.replaceChildren();
   }
 }
 
+/** formAnswerText is a form's answers as the user's message: "material: steel, holes: 4". */
+function formAnswerText(form, answers) {
+  const parts = [];
+  for (const call of form.calls || []) {
+    for (const [k, v] of Object.entries(answers[call.call_id] || {})) {
+      parts.push(`${k}: ${typeof v === "boolean" ? (v ? "yes" : "no") : v}`);
+    }
+  }
+  return parts.length ? parts.join(", ") : "(no answers)";
+}
+
+// ---- markdown ----------------------------------------------------------------
+
+/**
+ * renderMarkdown turns a reply's markdown into a sanitised fragment: marked
+ * renders it, DOMPurify removes scripts, event handlers and anything active,
+ * images from elsewhere become links (the page loads nothing external), and
+ * artifact ids become the artifacts themselves.
+ */
+function renderMarkdown(text) {
+  const html = marked.parse(String(text || ""), { async: false });
+  const frag = DOMPurify.sanitize(html, {
+    RETURN_DOM_FRAGMENT: true,
+    FORBID_TAGS: ["style", "form", "input", "button", "textarea", "select", "iframe", "object", "embed"],
+    FORBID_ATTR: ["style", "class", "id"],
+  });
+  for (const img of frag.querySelectorAll("img")) {
+    const src = img.getAttribute("src") || "";
+    img.replaceWith(h("a", { href: safeHref(src), target: "_blank", rel: "noopener noreferrer" }, img.getAttribute("alt") || src));
+  }
+  for (const a of frag.querySelectorAll("a[href]")) {
+    a.setAttribute("href", safeHref(a.getAttribute("href")));
+    a.setAttribute("target", "_blank");
+    a.setAttribute("rel", "noopener noreferrer");
+  }
+  linkArtifacts(frag);
+  return frag;
+}
+
+function safeHref(href) {
+  try {
+    const u = new URL(href, location.href);
+    return ["http:", "https:", "mailto:"].includes(u.protocol) ? u.href : "#";
+  } catch {
+    return "#";
+  }
+}
+
+/** linkArtifacts replaces artifact ids in a fragment's text with links (and thumbnails) to the artifacts. */
+function linkArtifacts(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+    acceptNode: (n) => (n.parentElement && n.parentElement.closest("a") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+  });
+  const nodes = [];
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.includes("art_")) nodes.push(n);
+  for (const n of nodes) {
+    const parts = [];
+    let last = 0;
+    for (const m of n.nodeValue.matchAll(ART_REF)) {
+      parts.push(n.nodeValue.slice(last, m.index));
+      parts.push(artifactRef(m[1] || m[2] || m[3]));
+      last = m.index + m[0].length;
+    }
+    if (!parts.length) continue;
+    parts.push(n.nodeValue.slice(last));
+    n.replaceWith(...parts.filter((p) => p !== ""));
+  }
+}
+
+/** linkArtifactText is text with artifact ids replaced by the artifacts' names (for plain-text places). */
+function linkArtifactText(text) {
+  return String(text).replace(ART_REF, (m, a, b, c) => {
+    const ref = state.artifacts.get(a || b || c);
+    return ref ? ref.name : "an artifact";
+  });
+}
+
+/** artifactRef is a link to an artifact of the open conversation, with a thumbnail for an image. */
+function artifactRef(aid) {
+  const a = state.artifacts.get(aid) || { artifact_id: aid, name: "artifact", mime_type: "" };
+  const isImage = IMAGE_TYPES.has((a.mime_type || "").toLowerCase());
+  const thumb = isImage ? h("img", { class: "artifact-thumb", alt: "", "data-testid": "artifact-thumb" }) : null;
+  const link = h(
+    "a",
+    { class: "artifact-ref", "data-testid": "artifact-ref", "data-artifact-id": aid, title: a.description || a.name, download: isImage ? null : a.name, target: isImage ? "_blank" : null, rel: "noopener" },
+    thumb,
+    h("span", {}, isImage ? a.name : `📎 ${a.name}`),
+  );
+  const cid = state.cid;
+  if (cid) {
+    artifactURL(cid, a).then(
+      (url) => {
+        link.href = url;
+        if (thumb) thumb.src = url;
+      },
+      () => link.classList.add("broken"),
+    );
+  }
+  return link;
+}
 function fieldInput(f, id) {
   const common = { id, name: f.name, "data-testid": `field-${f.name}`, required: f.required && f.type !== "boolean" };
   if (f.enum && f.enum.length) {
@@ -979,10 +1801,91 @@ function statusLabel(s) {
   return STATUS_LABELS[s] || s;
 }
 
-function duration(a, b) {
-  const ms = Date.parse(b) - Date.parse(a);
-  if (!Number.isFinite(ms) || ms < 0) return "";
-  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+/**
+ * stepKeys orders the steps in time (by start; the read's order among
+ * equals) and names each row: a tool call by its call id, an LLM call by
+ * its place among the turn's LLM calls.
+ */
+function stepKeys(steps) {
+  const seen = new Map();
+  let llm = 0;
+  const keyed = steps.map((step, i) => {
+    let key = step.tool === "llm" ? `llm#${llm++}` : `call:${step.call_id || `#${i}`}:${step.tool}`;
+    const n = seen.get(key) || 0;
+    seen.set(key, n + 1);
+    if (n) key += `#${n}`;
+    const start = parseTime(step.started_at);
+    return { key, step, i, start: Number.isFinite(start) ? start : Infinity };
+  });
+  return keyed.sort((a, b) => a.start - b.start || a.i - b.i);
+}
+
+/** stepDetail is what an open row shows: an LLM call's usage, a tool call's arguments and result (as text, never HTML). */
+function stepDetail(s) {
+  if (s.tool === "llm") {
+    const facts = [];
+    if (s.tokens > 0) facts.push(`${formatCount(s.tokens)} tokens${s.cached_tokens > 0 ? `, ${formatCount(s.cached_tokens)} of them from the prompt cache` : ""}`);
+    if (s.cost_usd > 0) facts.push(formatUSD(s.cost_usd));
+    return [h("p", { class: "step-facts", "data-testid": "step-usage" }, facts.length ? facts.join(" · ") : s.status === "running" ? "The model is answering…" : "No usage recorded.")];
+  }
+  const out = [h("p", { class: "step-label" }, "Arguments")];
+  out.push(
+    s.arguments !== undefined && s.arguments !== null
+      ? h("pre", { class: "step-json", "data-testid": "step-arguments" }, prettyJSON(s.arguments))
+      : h("p", { class: "muted", "data-testid": "step-arguments" }, "Not recorded."),
+  );
+  out.push(h("p", { class: "step-label" }, "Result"));
+  out.push(
+    s.result !== undefined && s.result !== null && s.result !== ""
+      ? h("pre", { class: "step-json", "data-testid": "step-result" }, prettyJSON(s.result))
+      : h("p", { class: "muted", "data-testid": "step-result" }, s.status === "running" ? "Running…" : "None."),
+  );
+  return out;
+}
+
+/** prettyJSON is a value as indented JSON (a string holding JSON is parsed first). */
+function prettyJSON(v) {
+  if (typeof v === "string") {
+    try {
+      v = JSON.parse(v);
+    } catch {
+      return v;
+    }
+  }
+  return JSON.stringify(v, null, 2);
+}
+
+/** parseTime reads an API time in ms; NaN for none (or Go's zero time). */
+function parseTime(t) {
+  if (!t || String(t).startsWith("0001")) return NaN;
+  return Date.parse(t);
+}
+
+/** serverNow is the API's clock as well as the page can tell: events carry the server's time (state.skew). */
+function serverNow() {
+  return Date.now() + (state.skew || 0);
+}
+
+function formatMs(ms) {
+  if (!Number.isFinite(ms) || ms < 0) ms = 0;
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60000)} min ${Math.round((ms % 60000) / 1000)} s`;
+}
+
+function formatCount(n) {
+  return Number(n).toLocaleString("en-US");
+}
+
+/** formatUSD writes a cost: two significant digits below a dollar ($0.0012), cents above. */
+function formatUSD(v) {
+  return v < 1
+    ? `$${Number(v.toPrecision(2)).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 8 })}`
+    : v.toLocaleString("en-US", { style: "currency", currency: "USD" });
+}
+
+function sum(list, field) {
+  return list.reduce((n, x) => n + (typeof x[field] === "number" ? x[field] : 0), 0);
 }
 
 function formatTime(t) {
@@ -992,13 +1895,19 @@ function formatTime(t) {
   return d.toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
 }
 
+/** nearBottom says whether the chat shows its end (new text then keeps it in view). */
+function nearBottom() {
+  const m = els.messages;
+  return m.scrollHeight - m.scrollTop - m.clientHeight < 80;
+}
+
 function scrollDown() {
   els.messages.scrollTop = els.messages.scrollHeight;
 }
 
 // ---- start -----------------------------------------------------------------
 
-$("new-conversation").addEventListener("click", () => newConversation().catch(showError));
+$("new-conversation").addEventListener("click", () => newChat());
 
 async function start() {
   if (!state.token) {
@@ -1007,8 +1916,12 @@ async function start() {
   }
   els.tokenPanel.hidden = true;
   els.app.hidden = false;
-  await refreshConversations();
+  const cid = routeCid();
+  const listed = refreshConversations();
   loadWorkflows();
+  if (cid) await openConversation(cid, { route: false });
+  await listed;
+  renderConversations();
   els.composer.focus();
 }
 

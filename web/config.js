@@ -5,8 +5,20 @@ export const config = {
   // apiBase is prepended to every API path ("/v1/..."). Empty means the
   // page's own origin, which is how the local stack serves it.
   apiBase: "",
-  // pollIntervalMs is how often a running turn is polled.
+  // eventsBase is prepended to the event stream's path
+  // ("/v1/conversations/{cid}/events"). Empty means apiBase, which is right
+  // for the local stack; on AWS the stream is served by a Lambda Function
+  // URL of its own: set it to the app stack's EventsUrl output
+  // (docs/deploy.md, "Live events on AWS"). Its CORS must allow the page's
+  // origin and the Authorization and Last-Event-ID headers.
+  eventsBase: "",
+  // pollIntervalMs is how often a running turn is polled when the event
+  // stream is unavailable.
   pollIntervalMs: 500,
+  // livePollIntervalMs is how often a running turn is re-read while the
+  // conversation's event stream is up (the stream says when to read it;
+  // this is only a safety net).
+  livePollIntervalMs: 10000,
   // waitPollIntervalMs is how often a turn waiting for a form or an
   // approval is re-read (it can expire or be answered in another tab).
   waitPollIntervalMs: 5000,

@@ -1,7 +1,9 @@
 // Package web holds the static chat page (plain HTML, CSS and ES modules,
 // no build step) and serves it. It must not talk to the API itself or
 // load anything from outside the embedded files: the page calls the API
-// from the browser, on the same origin or on config.js's apiBase.
+// from the browser, on the same origin or on config.js's apiBase. vendor/
+// holds the browser builds of marked and DOMPurify, copied unchanged from
+// node_modules with their licences (web/README.md).
 package web
 
 import (
@@ -10,7 +12,7 @@ import (
 	"net/http"
 )
 
-//go:embed index.html app.js api.js config.js style.css
+//go:embed index.html app.js api.js config.js style.css vendor
 var files embed.FS
 
 // FS returns the page's static files, for deployments that copy them

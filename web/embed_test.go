@@ -1,10 +1,12 @@
 package web
 
 import (
+	"bytes"
 	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,6 +28,8 @@ func TestHandler(t *testing.T) {
 		{"/api.js", http.StatusOK, "text/javascript", "Authorization"},
 		{"/config.js", http.StatusOK, "text/javascript", "apiBase"},
 		{"/style.css", http.StatusOK, "text/css", ".messages"},
+		{"/vendor/marked.esm.js", http.StatusOK, "text/javascript", "marked"},
+		{"/vendor/purify.es.js", http.StatusOK, "text/javascript", "DOMPurify"},
 		{"/nope.js", http.StatusNotFound, "", ""},
 	}
 	for _, tt := range tests {
@@ -66,12 +70,15 @@ func TestHandlerRejectsWrites(t *testing.T) {
 }
 
 // TestNothingExternal keeps the page self-contained: no file may reference
-// another origin (no CDN, no web fonts, no analytics).
+// another origin (no CDN, no web fonts, no analytics). The vendored
+// libraries are left out: their licence headers and link checks name
+// sites they never load (the browser checks fail on any request to another
+// origin).
 func TestNothingExternal(t *testing.T) {
 	t.Parallel()
 	external := regexp.MustCompile(`(?i)(https?:)?//[a-z0-9.-]+\.[a-z]{2,}|@import|url\(\s*['"]?(https?:|//)`)
 	err := fs.WalkDir(FS(), ".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || strings.HasPrefix(path, "vendor/") {
 			return err
 		}
 		b, err := fs.ReadFile(FS(), path)
@@ -85,5 +92,37 @@ func TestNothingExternal(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("walk embedded files: %v", err)
+	}
+}
+
+// TestVendored checks that the vendored libraries come with their licences
+// and, where node_modules is installed, are unchanged copies of the
+// packages package-lock.json pins.
+func TestVendored(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file, license, module string
+	}{
+		{"vendor/marked.esm.js", "vendor/LICENSE.marked", "../node_modules/marked/lib/marked.esm.js"},
+		{"vendor/purify.es.js", "vendor/LICENSE.dompurify", "../node_modules/dompurify/dist/purify.es.mjs"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			got, err := fs.ReadFile(FS(), tt.file)
+			if err != nil {
+				t.Fatalf("ReadFile(%s) = %v", tt.file, err)
+			}
+			if lic, err := fs.ReadFile(FS(), tt.license); err != nil || len(lic) == 0 {
+				t.Errorf("licence %s: %v (%d bytes)", tt.license, err, len(lic))
+			}
+			want, err := os.ReadFile(tt.module)
+			if err != nil {
+				t.Skipf("no %s (run npm install to compare the copy): %v", tt.module, err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from %s: copy it again (web/vendor/README.md)", tt.file, tt.module)
+			}
+		})
 	}
 }

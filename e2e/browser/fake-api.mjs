@@ -28,6 +28,20 @@
 // Outages: POST /_fake/outage {"count", "retry_after", "code"} makes the
 // next count turn reads answer 503 {code} with Retry-After; GET
 // /_fake/turn-reads lists every turn read ({at, status}).
+//
+// Live turns (API.md): GET …/events streams the conversation's events as
+// Server-Sent Events (turn.started, step.started/ended, llm.delta — the
+// final answer in chunks of FAKE_CHUNK chars every FAKE_CHUNK_MS ms —,
+// form, approval, artifact, turn.ended), resumes after Last-Event-ID, and
+// ends after FAKE_STREAM_MS; FAKE_EVENTS=0 answers it 404 (a server
+// without the stream: the page polls). POST …/turns/{tid}/cancel stops a
+// turn (409 once it has ended), PATCH /v1/conversations/{cid} {"title"}
+// renames. A prompt with "blocked" ends blocked by the (fake) policy.
+//
+// Usage (issue 16): every LLM call costs FAKE_LLM_TOKENS tokens (of them
+// three quarters from the prompt cache) at $0.0004; the Turn carries tokens,
+// cached_tokens and cost_usd, and its steps their timing, usage (LLM calls)
+// and arguments and result (tool calls), like the API.
 import http from "node:http";
 import fs from "node:fs";
 import path from "node:path";
@@ -39,8 +53,16 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const webDir = path.resolve(here, "../../web");
 const TOKEN = process.env.FAKE_TOKEN || "fake-token";
 const STEP_MS = Number(process.env.FAKE_STEP_MS || 400);
+const CHUNK = Number(process.env.FAKE_CHUNK || 6);
+const CHUNK_MS = Number(process.env.FAKE_CHUNK_MS || 40);
+const STREAM_MS = Number(process.env.FAKE_STREAM_MS || 120000);
+const EVENTS = process.env.FAKE_EVENTS !== "0";
+const LLM_TOKENS = Number(process.env.FAKE_LLM_TOKENS || 1400);
+const LLM_COST = 0.0004;
+const FINAL = new Set(["succeeded", "failed", "expired", "superseded", "cancelled", "blocked"]);
 
-const convs = new Map(); // cid → {id, title, updated_at, history, turns: Map, artifacts: Map}
+const convs = new Map(); // cid → {id, title, updated_at, history, turns: Map, artifacts: Map, events: [], subscribers: Set}
+let eventSeq = 0;
 let lastInput = null; // the last POST …/input body, for GET /_fake/last-input
 const requests = []; // artifact downloads and link fetches: {path, authorization}
 const turnReads = []; // every GET of a turn: {at, status}
@@ -82,15 +104,58 @@ function checkPublish(conv, args) {
   return "";
 }
 
+/** emit appends one event of turn t to its conversation's log and pushes it to the open streams. */
+function emit(conv, t, type, fields = {}) {
+  const ev = { id: `${Date.now()}-${eventSeq++}`, data: { type, turn_id: t.turn_id, at: now(), ...fields } };
+  conv.events.push(ev);
+  for (const res of conv.subscribers) writeEvent(res, ev);
+}
+
+function writeEvent(res, ev) {
+  res.write(`id: ${ev.id}\nevent: ${ev.data.type}\ndata: ${JSON.stringify(ev.data)}\n\n`);
+}
+
+/** serveEvents streams a conversation's events (API.md GET …/events). */
+function serveEvents(req, res, url, conv) {
+  if (!EVENTS) return fail(res, 404, "not_found", "no such route");
+  const last = req.headers["last-event-id"] || url.searchParams.get("last_event_id") || "";
+  const turn = url.searchParams.get("turn") || "";
+  res.writeHead(200, { "Content-Type": "text/event-stream", "Cache-Control": "no-store", Connection: "keep-alive" });
+  const open = new Set([...conv.turns.values()].filter((t) => !FINAL.has(t.status)).map((t) => t.turn_id));
+  let from = 0;
+  if (last) {
+    const i = conv.events.findIndex((e) => e.id === last);
+    from = i < 0 ? conv.events.length : i + 1;
+  }
+  for (const ev of conv.events.slice(from)) {
+    if (turn && ev.data.turn_id !== turn) continue;
+    if (!last && !open.has(ev.data.turn_id)) continue;
+    writeEvent(res, ev);
+  }
+  const sub = turn ? { write: (x) => (x.includes(`"turn_id":"${turn}"`) ? res.write(x) : true) } : res;
+  conv.subscribers.add(sub);
+  const heartbeat = setInterval(() => res.write(": heartbeat\n\n"), 15000);
+  const end = setTimeout(() => res.end(), STREAM_MS);
+  res.on("close", () => {
+    clearInterval(heartbeat);
+    clearTimeout(end);
+    conv.subscribers.delete(sub);
+  });
+}
+
 function publicTurn(t) {
   const out = {
     turn_id: t.turn_id,
     status: t.status,
     text: t.text,
     started_at: t.started_at,
+    ended_at: t.ended_at,
     steps: t.steps,
     artifacts: t.artifacts,
     llm_calls: t.llm_calls,
+    tokens: t.tokens,
+    cached_tokens: t.cached_tokens,
+    cost_usd: t.cost_usd,
   };
   if (t.reply) out.reply = t.reply;
   if (t.status === "awaiting_input") out.form = t.form;
@@ -100,16 +165,68 @@ function publicTurn(t) {
 
 // ---- the scripted "model" ---------------------------------------------------
 
-async function step(conv, t, tool, work) {
-  const s = { tool, call_id: id("call"), status: "running", started_at: now() };
+/** Stopped is thrown into a turn's script when the turn was cancelled or superseded meanwhile. */
+class Stopped extends Error {}
+
+function checkStopped(t) {
+  if (FINAL.has(t.status)) throw new Stopped(t.status);
+}
+
+/**
+ * step runs one step: an LLM call, or a tool call with args whose work
+ * returns {status?, summary?, artifacts?, error?}, the compact result the
+ * model reads back (the step's result).
+ */
+async function step(conv, t, tool, work, args) {
+  checkStopped(t);
+  const llm = tool === "llm";
+  const s = { tool, call_id: llm ? undefined : id("call"), status: "running", started_at: now() };
+  if (!llm) s.arguments = args || {};
   t.steps.push(s);
-  if (tool === "llm") t.llm_calls++;
+  if (llm) t.llm_calls++;
+  emit(conv, t, "step.started", llm ? { tool, llm_call: t.llm_calls } : { tool, call_id: s.call_id });
   await sleep(STEP_MS);
+  checkStopped(t);
   const result = (work && (await work(s))) || {};
-  s.status = result.status || "succeeded";
-  s.ended_at = now();
-  conv.updated_at = now();
+  const status = result.status || "succeeded";
+  if (!llm) s.result = { status, ...result };
+  endStep(conv, t, s, status);
   return s;
+}
+
+function endStep(conv, t, s, status) {
+  s.status = status;
+  s.ended_at = now();
+  s.duration_ms = Date.parse(s.ended_at) - Date.parse(s.started_at);
+  const usage = {};
+  if (s.tool === "llm" && status === "succeeded") {
+    Object.assign(s, { tokens: LLM_TOKENS, cached_tokens: Math.floor((LLM_TOKENS * 3) / 4), cost_usd: LLM_COST });
+    t.tokens += s.tokens;
+    t.cached_tokens += s.cached_tokens;
+    t.cost_usd = Math.round((t.cost_usd + s.cost_usd) * 1e6) / 1e6;
+    Object.assign(usage, { tokens: s.tokens, cached_tokens: s.cached_tokens });
+  }
+  conv.updated_at = now();
+  emit(conv, t, "step.ended", { tool: s.tool, call_id: s.call_id, status, started_at: s.started_at, ended_at: s.ended_at, duration_ms: s.duration_ms, ...usage });
+}
+
+/** usage is a turn's spend, as turn.ended carries it. */
+const usage = (t) => ({ llm_calls: t.llm_calls, tokens: t.tokens, cached_tokens: t.cached_tokens, cost_usd: t.cost_usd });
+
+/** answer is the turn's last LLM call: it streams reply in chunks (llm.delta), then the turn succeeds. */
+async function answer(conv, t, reply) {
+  checkStopped(t);
+  const s = { tool: "llm", status: "running", started_at: now() };
+  t.steps.push(s);
+  t.llm_calls++;
+  emit(conv, t, "step.started", { tool: "llm", llm_call: t.llm_calls });
+  for (let off = 0; off < reply.length; off += CHUNK) {
+    await sleep(CHUNK_MS);
+    checkStopped(t);
+    emit(conv, t, "llm.delta", { text: reply.slice(off, off + CHUNK), offset: off, llm_call: t.llm_calls });
+  }
+  endStep(conv, t, s, "succeeded");
+  return finish(conv, t, "succeeded", reply);
 }
 
 function addArtifact(conv, t, name, mime, bytes, description, callId) {
@@ -117,6 +234,7 @@ function addArtifact(conv, t, name, mime, bytes, description, callId) {
   conv.artifacts.set(a.artifact_id, { ...a, bytes });
   if (t) {
     t.artifacts.push(a);
+    emit(conv, t, "artifact", { artifact: a });
     conv.history.push({ role: "tool", kind: "tool_result", tool: "x", call_id: callId, status: "succeeded", artifacts: [a], at: now(), turn_id: t.turn_id });
   }
   return a;
@@ -125,15 +243,18 @@ function addArtifact(conv, t, name, mime, bytes, description, callId) {
 function svgOf(word) {
   return Buffer.from(
     `<svg xmlns="http://www.w3.org/2000/svg" width="320" height="100" viewBox="0 0 320 100">` +
-      `<rect width="320" height="100" fill="#fff8e1"/><text x="160" y="62" font-size="36" text-anchor="middle" font-family="sans-serif" fill="#2457c5">${word}</text></svg>`,
+      `<rect width="320" height="100" fill="#fff8e1"/><text x="160" y="62" font-size="36" text-anchor="middle" font-family="sans-serif" fill="#2457c5">${word.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")}</text></svg>`,
   );
 }
 
 function finish(conv, t, status, reply) {
+  checkStopped(t);
   t.status = status;
   t.reply = reply;
+  t.ended_at = now();
   conv.updated_at = now();
   conv.history.push({ role: "assistant", kind: "message", content: reply, at: now(), turn_id: t.turn_id });
+  emit(conv, t, "turn.ended", { status, reply, ...usage(t) });
 }
 
 function waitFor(t) {
@@ -146,23 +267,45 @@ async function runTurn(conv, t) {
     await step(conv, t, "llm");
     if (/popelnase/i.test(text)) {
       let svg;
-      await step(conv, t, "create_svg_artifact", (s) => {
-        svg = addArtifact(conv, t, "popelnase.svg", "image/svg+xml", svgOf("Popelnase"), "SVG with the word Popelnase", s.call_id);
-      });
+      await step(
+        conv,
+        t,
+        "create_svg_artifact",
+        (s) => {
+          svg = addArtifact(conv, t, "popelnase.svg", "image/svg+xml", svgOf("Popelnase"), "SVG with the word Popelnase", s.call_id);
+          return { summary: `Created ${svg.name}.`, artifacts: [svg] };
+        },
+        { text: "Popelnase", width: 320, height: 100 },
+      );
       await step(conv, t, "llm");
-      await step(conv, t, "convert_svg_to_png", (s) => {
-        addArtifact(conv, t, "popelnase.png", "image/png", pngBytes(320, 100), `PNG of ${svg.artifact_id}`, s.call_id);
-      });
-      await step(conv, t, "llm");
-      return finish(conv, t, "succeeded", "Here is the PNG image with the word Popelnase.");
+      await step(
+        conv,
+        t,
+        "convert_svg_to_png",
+        (s) => {
+          const png = addArtifact(conv, t, "popelnase.png", "image/png", pngBytes(320, 100), `PNG of ${svg.artifact_id}`, s.call_id);
+          return { summary: `Converted ${svg.name} to ${png.name}.`, artifacts: [png] };
+        },
+        { artifact_id: svg.artifact_id },
+      );
+      const png = t.artifacts[t.artifacts.length - 1];
+      return await answer(conv, t, `Here is the **PNG** image with the word Popelnase: ${png.name} (artifact_id ${png.artifact_id}).`);
     }
     if (/svg/i.test(text)) {
-      const word = (text.match(/word (\w+)/i) || [, "Hello"])[1];
-      await step(conv, t, "create_svg_artifact", (s) => {
-        addArtifact(conv, t, `${word.toLowerCase()}.svg`, "image/svg+xml", svgOf(word), `SVG with the word ${word}`, s.call_id);
-      });
-      await step(conv, t, "llm");
-      return finish(conv, t, "succeeded", `Here is the SVG with the word ${word}.`);
+      const word = (text.match(/word "([^"]+)"/i) || text.match(/word (\w+)/i) || [, "Hello"])[1];
+      let svg;
+      await step(
+        conv,
+        t,
+        "create_svg_artifact",
+        (s) => {
+          const file = word.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-|-$/g, "") || "word";
+          svg = addArtifact(conv, t, `${file}.svg`, "image/svg+xml", svgOf(word), `SVG with the word ${word}`, s.call_id);
+          return { summary: `Created ${svg.name}.`, artifacts: [svg] };
+        },
+        { text: word },
+      );
+      return await answer(conv, t, `Here is the SVG with the word ${word}. Artifact: ${svg.name} (artifact_id ${svg.artifact_id}).`);
     }
     if (/publish/i.test(text)) {
       const last = [...conv.artifacts.values()].pop();
@@ -172,21 +315,20 @@ async function runTurn(conv, t) {
       const calls = [{ call_id: callId, tool: "publish_artifact", arguments: { artifact_id: last.artifact_id, channel } }];
       t.approval = { id: approvalID(calls), calls };
       t.status = "awaiting_approval";
+      emit(conv, t, "approval", { approval: t.approval });
       conv.history.push({ role: "assistant", kind: "plan", content: `I will publish ${last.name} to ${channel}.`, at: now(), turn_id: t.turn_id });
       const input = await waitFor(t);
       t.status = "running";
       if (input.approval.decision !== "approve") {
-        t.steps.push({ tool: "publish_artifact", call_id: callId, status: "rejected", started_at: now(), ended_at: now() });
-        await step(conv, t, "llm");
+        t.steps.push({ tool: "publish_artifact", call_id: callId, status: "rejected", started_at: now(), ended_at: now(), duration_ms: 0, arguments: calls[0].arguments });
         const why = input.approval.note ? ` (${input.approval.note})` : "";
-        return finish(conv, t, "succeeded", `Not published: publishing ${last.name} to ${channel} was rejected${why}.`);
+        return await answer(conv, t, `Not published: publishing ${last.name} to ${channel} was rejected${why}.`);
       }
       // An edit replaces the call's arguments: what runs is what the user approved.
       const args = (input.approval.arguments && input.approval.arguments[callId]) || calls[0].arguments;
       const art = conv.artifacts.get(args.artifact_id);
-      await step(conv, t, "publish_artifact");
-      await step(conv, t, "llm");
-      return finish(conv, t, "succeeded", `Published ${art.name} to ${args.channel} at https://example.invalid/p/${art.artifact_id}.`);
+      await step(conv, t, "publish_artifact", () => ({ summary: `Published ${art.name} to ${args.channel}.` }), args);
+      return await answer(conv, t, `Published ${art.name} to ${args.channel} at https://example.invalid/p/${art.artifact_id}.`);
     }
     if (/form/i.test(text)) {
       const callId = id("call");
@@ -205,23 +347,27 @@ async function runTurn(conv, t) {
         ],
       };
       t.status = "awaiting_input";
+      emit(conv, t, "form", { form: t.form, expires_at: new Date(Date.now() + 86400000).toISOString() });
       conv.history.push({ role: "assistant", kind: "followup_questions", content: "I need a few details.", at: now(), turn_id: t.turn_id });
       const input = await waitFor(t);
       t.status = "running";
       t.steps.push({ tool: "ask_user", call_id: callId, status: "answered", started_at: now(), ended_at: now() });
-      await step(conv, t, "llm");
-      return finish(conv, t, "succeeded", `Thanks: ${JSON.stringify(input.answers[callId])}`);
+      return await answer(conv, t, `Thanks: ${JSON.stringify(input.answers[callId])}`);
     }
     if (/fail/i.test(text)) {
-      await step(conv, t, "broken_tool", () => ({ status: "failed" }));
-      t.status = "failed";
-      t.reply = "The specialist broken_tool is unreachable.";
-      return;
+      await step(conv, t, "broken_tool", () => ({ status: "failed", error: "the specialist is unreachable" }), {});
+      return finish(conv, t, "failed", "The specialist broken_tool is unreachable.");
     }
-    return finish(conv, t, "succeeded", `You said: ${text}`);
+    if (/blocked/i.test(text)) return finish(conv, t, "blocked", "The policy guardian blocked this request: it asks for something the policy does not allow.");
+    if (/what can you do/i.test(text)) {
+      return await answer(conv, t, "This is the **fake** API. I follow a few scripted prompts:\n- a PNG with the word Popelnase\n- an SVG with the word Hello\n- Publish it to web (after your approval)\n- a form\n- a failing turn\n\nAnything else I repeat.");
+    }
+    return await answer(conv, t, `You said: ${text}`);
   } catch (err) {
+    if (err instanceof Stopped) return;
     t.status = "failed";
     t.reply = String(err);
+    emit(conv, t, "turn.ended", { status: "failed", reply: t.reply, ...usage(t) });
   }
 }
 
@@ -241,7 +387,8 @@ async function api(req, res, url) {
     });
   }
   if (parts.length === 2 && m === "POST") {
-    const c = { id: id("conv"), title: "", updated_at: now(), history: [], turns: new Map(), artifacts: new Map() };
+    const body = JSON.parse((await readBody(req)).toString() || "{}");
+    const c = { id: id("conv"), title: String(body.title || ""), updated_at: now(), history: [], turns: new Map(), artifacts: new Map(), events: [], subscribers: new Set() };
     convs.set(c.id, c);
     return send(res, 201, { conversation_id: c.id });
   }
@@ -264,6 +411,16 @@ async function api(req, res, url) {
       turns: [...conv.turns.values()].map(publicTurn),
     });
   }
+  if (parts.length === 3 && m === "PATCH") {
+    const body = JSON.parse((await readBody(req)).toString() || "{}");
+    const title = typeof body.title === "string" ? body.title.trim() : "";
+    if (!title) return fail(res, 400, "invalid_title", "title must be a non-empty string");
+    conv.title = title.slice(0, 200);
+    conv.updated_at = now();
+    const last = [...conv.turns.values()].pop();
+    return send(res, 200, { conversation_id: conv.id, title: conv.title, updated_at: conv.updated_at, status: last ? last.status : "" });
+  }
+  if (parts[3] === "events" && parts.length === 4 && m === "GET") return serveEvents(req, res, url, conv);
   if (parts.length === 3 && m === "DELETE") {
     convs.delete(conv.id);
     return send(res, 204);
@@ -298,10 +455,12 @@ async function api(req, res, url) {
         t.status = "superseded";
         t.reply = "A newer message replaced this turn.";
         t.resume = null;
+        emit(conv, t, "turn.ended", { status: t.status, reply: t.reply, ...usage(t) });
       }
     }
-    const t = { turn_id: id("turn"), text: body.text, status: "running", started_at: now(), steps: [], artifacts: [], llm_calls: 0 };
+    const t = { turn_id: id("turn"), text: body.text, status: "running", started_at: now(), steps: [], artifacts: [], llm_calls: 0, tokens: 0, cached_tokens: 0, cost_usd: 0 };
     conv.turns.set(t.turn_id, t);
+    emit(conv, t, "turn.started", { text: body.text });
     conv.history.push({ role: "user", kind: "message", content: body.text, at: now(), turn_id: t.turn_id });
     if (!conv.title) conv.title = body.text.slice(0, 60);
     conv.updated_at = now();
@@ -319,6 +478,18 @@ async function api(req, res, url) {
       }
       turnReads.push({ at: Date.now(), status: 200 });
       return send(res, 200, publicTurn(t));
+    }
+    if (parts[5] === "cancel" && m === "POST") {
+      if (FINAL.has(t.status)) return fail(res, 409, "turn_ended", `the turn has already ended (${t.status})`);
+      for (const st of t.steps) if (st.status === "running") endStep(conv, t, st, "not_executed");
+      t.status = "cancelled";
+      t.reply = "You stopped this turn; calls that had not run were not executed.";
+      t.ended_at = now();
+      t.resume = null;
+      conv.updated_at = now();
+      conv.history.push({ role: "assistant", kind: "message", content: t.reply, at: now(), turn_id: t.turn_id });
+      emit(conv, t, "turn.ended", { status: t.status, reply: t.reply, ...usage(t) });
+      return send(res, 202, publicTurn(t));
     }
     if (parts[5] === "input" && m === "POST") {
       const body = JSON.parse((await readBody(req)).toString() || "{}");

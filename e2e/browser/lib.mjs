@@ -21,9 +21,10 @@ export function env() {
  * open launches Chromium with a fresh profile, opens the page with the token
  * in the fragment and returns {page, close, problems}. problems collects
  * page errors, console errors and any request to another origin (the page
- * must load nothing external).
+ * must load nothing external), of every tab (newTab). opts.viewport
+ * overrides the 1280×860 window.
  */
-export async function open(name) {
+export async function open(name, opts = {}) {
   const { url, token } = env();
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), `clientagent-${name}-`));
   const context = await chromium.launchPersistentContext(userDataDir, {
@@ -39,17 +40,31 @@ export async function open(name) {
       "--disable-component-update",
       "--disable-sync",
     ],
-    viewport: { width: 1280, height: 860 },
+    viewport: opts.viewport || { width: 1280, height: 860 },
   });
   const problems = [];
+  sessions.set(context, problems);
   const origin = new URL(url).origin;
-  const page = context.pages()[0] || (await context.newPage());
-  await page.route("**/*", (route) => {
+  await context.route("**/*", (route) => {
     const u = route.request().url();
     if (u.startsWith(origin) || u.startsWith("blob:") || u.startsWith("data:")) return route.continue();
     problems.push(`external request: ${u}`);
     return route.abort();
   });
+  const page = context.pages()[0] || (await context.newPage());
+  watch(page, problems);
+  await page.goto(`${url}/#token=${encodeURIComponent(token)}`);
+  await page.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
+  const close = async () => {
+    await context.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  };
+  return { page, close, problems };
+}
+
+const sessions = new WeakMap(); // browser context → its problems
+
+function watch(page, problems) {
   page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   page.on("console", (msg) => {
     // A 4xx the page handles (and shows) is logged by Chromium as an error
@@ -58,13 +73,27 @@ export async function open(name) {
     if (msg.text().startsWith("Failed to load resource")) console.error(`console: ${msg.text()}`);
     else problems.push(`console error: ${msg.text()}`);
   });
-  await page.goto(`${url}/#token=${encodeURIComponent(token)}`);
-  await page.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
-  const close = async () => {
-    await context.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-  };
-  return { page, close, problems };
+}
+
+/**
+ * newTab opens another tab of the same browser (same stored token) at the
+ * page's address with the given fragment (e.g. "#/c/<cid>"), watched like
+ * the first one.
+ */
+export async function newTab(page, hash = "") {
+  const { url } = env();
+  const context = page.context();
+  const tab = await context.newPage();
+  watch(tab, sessions.get(context));
+  await tab.goto(`${url}/${hash}`);
+  await tab.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
+  return tab;
+}
+
+/** conversationId is the conversation the page's address names (#/c/{cid}), or "". */
+export function conversationId(page) {
+  const m = new URL(page.url()).hash.match(/^#\/c\/([^/?&#]+)/);
+  return m ? decodeURIComponent(m[1]) : "";
 }
 
 /**
@@ -84,7 +113,7 @@ export async function send(page, text) {
 export async function waitStatus(turn, want, timeout = 60000) {
   const status = turn.getByTestId("turn-status");
   const deadline = Date.now() + timeout;
-  const terminal = ["succeeded", "failed", "expired", "superseded"];
+  const terminal = ["succeeded", "failed", "expired", "superseded", "cancelled", "blocked"];
   let got = "";
   while (Date.now() < deadline) {
     got = (await status.getAttribute("data-status")) || "";
@@ -125,11 +154,11 @@ export async function shot(page, file) {
   return p;
 }
 
-/** main runs a check: it prints the failure (with a screenshot) and sets the exit code. */
-export async function main(name, check) {
+/** main runs a check: it prints the failure (with a screenshot) and sets the exit code. opts go to open. */
+export async function main(name, check, opts = {}) {
   let session;
   try {
-    session = await open(name);
+    session = await open(name, opts);
     await check(session.page);
     if (session.problems.length) throw new Error(`page problems:\n${session.problems.join("\n")}`);
     console.log(`${name}: ok`);

@@ -1,9 +1,10 @@
 // restore.mjs: a conversation outlives the page (spec §3.1: the record is
 // in Valkey, not in the browser). After a reload with the same stored
-// token the list shows the conversation, and opening it restores the
-// message, the turn's status, steps, reply and the PNG preview.
+// token the address still names the conversation and the list shows it;
+// opening it from the list restores the message, the turn's status, steps,
+// reply and the PNG preview.
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/restore.mjs
-import { main, send, waitStatus, waitImage, shot } from "./lib.mjs";
+import { main, send, waitStatus, waitImage, shot, conversationId } from "./lib.mjs";
 
 await main("restore", async (page) => {
   const text = "Create a PNG image with the word Popelnase";
@@ -16,7 +17,9 @@ await main("restore", async (page) => {
   const cid = await page.locator('[data-testid="conversation"].active').getAttribute("data-id");
   if (!cid) throw new Error("no active conversation in the list before the reload");
 
-  // The token left the address bar at the first load; the reload must find it stored.
+  // The token left the address bar at the first load; the reload must find
+  // it stored, and land on the conversation the address names (#/c/{cid}).
+  if (conversationId(page) !== cid) throw new Error(`the address ${page.url()} does not name the conversation ${cid}`);
   await page.reload();
   if (page.url().includes("token=")) throw new Error(`token is in the address bar: ${page.url()}`);
   await page.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
@@ -24,8 +27,11 @@ await main("restore", async (page) => {
   await entry.waitFor({ state: "visible", timeout: 10000 });
   const listed = (await entry.innerText()).trim();
   if (!/succeeded/i.test(listed)) throw new Error(`list entry "${listed}" does not show the status`);
-  if (await page.getByTestId("turn").count()) throw new Error("turns shown before a conversation was opened");
+  await page.locator(`[data-testid="turn"][data-turn-id="${turnId}"]`).waitFor({ state: "visible", timeout: 10000 });
 
+  // A new chat, then the list entry: the conversation opens from the record.
+  await page.getByTestId("new-conversation").click();
+  await page.waitForFunction(() => !document.querySelector('[data-testid="turn"]'), null, { timeout: 5000 });
   await entry.locator(".conversation-open").click();
   const turn = page.locator(`[data-testid="turn"][data-turn-id="${turnId}"]`);
   await turn.waitFor({ state: "visible", timeout: 10000 });

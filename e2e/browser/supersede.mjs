@@ -1,5 +1,7 @@
 // supersede.mjs: free text while a turn waits for a form supersedes that
-// turn (API.md; spec §3.3): the page must show the old turn as superseded
+// turn (API.md; spec §3.3). The page warns first ("this will cancel the
+// open question"): "Answer it instead" sends nothing and leads to the form,
+// "Send anyway" sends; the page must then show the old turn as superseded
 // without its form, and the new turn runs to its own image.
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/supersede.mjs
 import { main, send, waitStatus, waitImage, shot } from "./lib.mjs";
@@ -26,7 +28,29 @@ await main("supersede", async (page) => {
     delete body.reply;
     await route.fulfill({ response: res, json: body });
   });
-  const turn = await send(page, "Create an SVG with the word Later");
+  // The page asks before it cancels the open question.
+  const posts = [];
+  page.on("request", (r) => {
+    if (r.method() === "POST" && /\/messages$/.test(new URL(r.url()).pathname)) posts.push(r.url());
+  });
+  await page.getByTestId("composer").fill("Create an SVG with the word Later");
+  await page.getByTestId("composer").press("Enter");
+  const warning = page.getByTestId("supersede-warning");
+  await warning.waitFor({ state: "visible", timeout: 5000 });
+  if (!/cancel the open question/i.test(await warning.innerText())) throw new Error(`the warning says "${await warning.innerText()}"`);
+  await warning.getByTestId("answer-instead").click();
+  await warning.waitFor({ state: "hidden" });
+  const focused = await page.evaluate(() => document.activeElement?.closest('[data-testid="form"]') !== null);
+  if (!focused) throw new Error('"Answer it instead" did not lead to the form');
+  if (posts.length) throw new Error(`a message was sent before the user confirmed: ${posts.join(", ")}`);
+  if ((await old.getByTestId("turn-status").getAttribute("data-status")) !== "awaiting_input") throw new Error("the open question did not stay open");
+  console.log(`screenshot: ${await shot(page, "supersede-warning.png")}`);
+
+  await page.getByTestId("composer").press("Enter");
+  await warning.getByTestId("send-anyway").click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length > 1, null, { timeout: 15000 });
+  const newId = await page.getByTestId("turn").last().getAttribute("data-turn-id");
+  const turn = page.locator(`[data-testid="turn"][data-turn-id="${newId}"]`);
   // The page shows the change by itself: no reload, no click.
   await waitStatus(old, ["superseded"], 15000);
   await waitStatus(turn, ["succeeded"]);

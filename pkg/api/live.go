@@ -131,17 +131,6 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 	}
 }
 
-// emit appends ev to the conversation's event log; like the steps, it
-// logs a failure and carries on (the record is the truth).
-func (s *Server) emit(ctx context.Context, cid string, ev record.Event) {
-	if s.Events == nil {
-		return
-	}
-	if err := s.Events.Emit(ctx, cid, ev); err != nil {
-		s.log().WarnContext(ctx, "event not written", "conversation", cid, "type", ev.Type, "error", err.Error())
-	}
-}
-
 // startOfLive is where a stream without Last-Event-ID starts: a second
 // before the oldest turn still running or waiting started (its
 // turn.started is written after its start), else the log's end ("$" is

@@ -411,7 +411,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		}
 		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: shown, Artifacts: refs(files), At: now}}
 	}
-	if err := s.Store.SaveTurn(ctx, conv.Meta.ID, t); err != nil {
+	if s.Events != nil {
+		// turn.started goes to the event log with the turn's first write.
+		t.Events = []record.Event{{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": typed}}}
+	}
+	err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
+	t.Events = nil
+	if err != nil {
 		return fmt.Errorf("store turn: %w", err)
 	}
 	if conv.Meta.Title == "" && text == "" && body.Workflow != nil {
@@ -421,7 +427,6 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 			s.log().WarnContext(ctx, "title a workflow conversation", "conversation", conv.Meta.ID, "error", err.Error())
 		}
 	}
-	s.emit(ctx, conv.Meta.ID, record.Event{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": typed}})
 	execInput := map[string]any{
 		"conversation_id":       conv.Meta.ID,
 		"turn_id":               t.ID,

@@ -98,6 +98,8 @@ type Spend struct {
 	// WindowFrom, when set, is the window start the call used
 	// (Conversation.WindowFrom), stored with the spend in one round trip.
 	WindowFrom string
+	// Events are appended to the event log in the same round trip.
+	Events []Event
 }
 
 // Query says what Store.LoadStep reads besides the conversation's meta and
@@ -157,6 +159,10 @@ type Turn struct {
 
 	FinalReport string `json:"final_report,omitempty"`
 	Error       string `json:"error,omitempty"` // failed / expired message
+
+	// Events are appended to the conversation's event log by the write
+	// that saves the turn, in the same round trip; not stored with it.
+	Events []Event `json:"-"`
 
 	// LLMCalls and Tokens are what the turn spent on the model. The store
 	// keeps them beside the turn (Store.AddSpend), counted once per real
@@ -366,10 +372,13 @@ type ToolResult struct {
 // in conv:{cid}:results:<tid> (HSETNX), so a retried invoke never runs a
 // specialist twice for a stored result.
 type CallOutcome struct {
-	CallID    string              `json:"call_id"`
-	Tool      string              `json:"tool"`
-	Result    ToolResult          `json:"result"`
-	Raw       json.RawMessage     `json:"raw,omitempty"` // full raw result for turn_tool_results
+	CallID string          `json:"call_id"`
+	Tool   string          `json:"tool"`
+	Result ToolResult      `json:"result"`
+	Raw    json.RawMessage `json:"raw,omitempty"` // full raw result for turn_tool_results
+	// Events are appended to the event log with the outcome, when it is
+	// the first stored (Store.PutOutcome); not stored with it.
+	Events    []Event             `json:"-"`
 	Artifacts []artifact.Artifact `json:"artifacts,omitempty"`
 	// InputRequired is set when the specialist answered input-required:
 	// the call goes back to a form and its answer continues Task.

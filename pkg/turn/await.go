@@ -77,16 +77,17 @@ func (h *Handlers) Await(ctx context.Context, in AwaitInput) (AwaitOutput, error
 		t.History = append(t.History, e)
 		t.History = record.StampTurnArtifacts(t.History, turnArtifacts(conv, t), false)
 	}
-	if err := h.save(ctx, in.Ref, t); err != nil {
-		return AwaitOutput{}, err
-	}
-	if !alreadyOpen {
+	if !alreadyOpen && h.Events != nil {
+		// The open form or approval, written with the turn.
 		v := NewView(conv, t, nil)
 		ev := h.live(record.EventForm, t.ID, map[string]any{"form": v.Form, "expires_at": v.ExpiresAt})
 		if v.Approval != nil {
 			ev = h.live(record.EventApproval, t.ID, map[string]any{"approval": v.Approval, "expires_at": v.ExpiresAt})
 		}
-		h.emit(ctx, in.ConversationID, ev)
+		t.Events = append(t.Events, ev)
+	}
+	if err := h.save(ctx, in.Ref, t); err != nil {
+		return AwaitOutput{}, err
 	}
 	h.stepLog(ctx, in.Ref, "await", "", string(status), started, 0, nil)
 	return AwaitOutput{Status: string(status)}, nil

@@ -149,16 +149,37 @@ func (d *deltas) flush() {
 	d.flushLocked()
 }
 
+// drain returns what is buffered as an event to write with the step's
+// next write, instead of writing it on its own.
+func (d *deltas) drain() []record.Event {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopLocked()
+	if len(d.buf) == 0 {
+		return nil
+	}
+	ev := d.event()
+	return []record.Event{ev}
+}
+
+// event is the llm.delta of what is buffered; it moves the offset past it.
+func (d *deltas) event() record.Event {
+	text := string(d.buf)
+	ev := d.h.live(record.EventLLMDelta, d.turnID, map[string]any{"text": text, "offset": d.offset, "llm_call": d.llmCall})
+	d.offset += utf8.RuneCountInString(text)
+	d.buf, d.chunks = d.buf[:0], 0
+	return ev
+}
+
 func (d *deltas) flushLocked() {
 	d.stopLocked()
 	if len(d.buf) == 0 || d.held {
 		return
 	}
-	text := string(d.buf)
-	ev := d.h.live(record.EventLLMDelta, d.turnID, map[string]any{"text": text, "offset": d.offset, "llm_call": d.llmCall})
-	d.offset += utf8.RuneCountInString(text)
-	d.buf, d.chunks = d.buf[:0], 0
-	d.h.emit(d.ctx, d.cid, ev)
+	d.h.emit(d.ctx, d.cid, d.event())
 }
 
 func (d *deltas) stopLocked() {

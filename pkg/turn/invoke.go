@@ -101,6 +101,9 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if o.EndedAt.IsZero() {
 		o.EndedAt = h.now()
 	}
+	if h.Events != nil && len(in.Fail) == 0 {
+		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, outcomeStatus(o), o.StartedAt, o.EndedAt, nil)}
+	}
 	stored, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
 	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
@@ -113,9 +116,6 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		}
 	}
 	status := outcomeStatus(o)
-	if stored {
-		h.emit(ctx, in.ConversationID, h.stepEnded(t.ID, pc.Tool, pc.CallID, status, o.StartedAt, o.EndedAt, nil))
-	}
 	h.stepLog(ctx, in.Ref, "invoke", pc.Tool, status, started, 0, nil)
 	return InvokeOutput{CallID: in.CallID, Status: status}, nil
 }

@@ -135,6 +135,12 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	if windowFrom != conv.WindowFrom {
 		spend.WindowFrom = windowFrom
 	}
+	if h.Events != nil {
+		// The answer's last text and the step's end go with the spend, in
+		// its round trip.
+		spend.Events = append(deltas.drain(), h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
+			map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))
+	}
 	if err := h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, spend); errors.Is(err, record.ErrNotFound) {
 		return StepOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
 	} else if err != nil {
@@ -146,9 +152,6 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	t.CostMicros += spend.CostMicros
 	t.Steps = append(t.Steps, record.Step{Tool: "llm", Status: record.ResultSucceeded, StartedAt: started, EndedAt: h.now(),
 		Tokens: spend.Tokens, CachedTokens: spend.CachedTokens, CostMicros: spend.CostMicros})
-	deltas.flush() // the answer's last text goes before step.ended
-	h.emit(ctx, in.ConversationID, h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
-		map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))
 	h.stepLog(ctx, in.Ref, "llm", "", "succeeded", started, resp.Usage.Total(), nil)
 
 	if len(resp.ToolCalls) == 0 {

@@ -281,7 +281,13 @@ func ResolveArtifacts(ctx context.Context, store record.Store, conv *record.Conv
 
 func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
 	t.UpdatedAt = h.now()
-	if err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...); errors.Is(err, record.ErrNotFound) {
+	if h.Events != nil {
+		// The write's events go in its own round trip.
+		t.Events = append(t.Events, h.savedEvents(t, arts)...)
+	}
+	err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...)
+	t.Events = nil
+	if errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if errors.Is(err, record.ErrCancelled) {
 		// The user cancelled the turn while this step ran: its work is
@@ -295,7 +301,6 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 		}
 		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
 	}
-	h.emit(ctx, r.ConversationID, h.savedEvents(t, arts)...)
 	if t.Status.Final() {
 		// Steps return early on an ended turn, so this runs once per turn.
 		h.turnEnded(ctx, r, t)

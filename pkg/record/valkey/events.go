@@ -31,17 +31,8 @@ func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error
 	if len(evs) == 0 {
 		return nil
 	}
-	key := eventsKey(cid)
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, e := range evs {
-			b, err := json.Marshal(e)
-			if err != nil {
-				return err
-			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: maxEvents, Approx: true, Values: []any{"e", b}})
-		}
-		p.Expire(ctx, key, eventTTL)
-		return nil
+		return appendEvents(ctx, p, cid, evs)
 	})
 	if err != nil {
 		return fmt.Errorf("emit %d events of %s: %w", len(evs), cid, classify(err))
@@ -72,6 +63,24 @@ func (s *Store) blockingClient() redis.UniversalClient {
 
 // blockingPool bounds the event streams one process serves at once.
 const blockingPool = 512
+
+// appendEvents queues evs for cid's event log on p (XADD each, then
+// EXPIRE), trimming it to about maxEvents.
+func appendEvents(ctx context.Context, p redis.Pipeliner, cid string, evs []record.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	key := eventsKey(cid)
+	for _, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: maxEvents, Approx: true, Values: []any{"e", b}})
+	}
+	p.Expire(ctx, key, eventTTL)
+	return nil
+}
 
 // Events reads up to count events of cid's log after id after, waiting up
 // to block for one (XREAD … BLOCK).

@@ -98,7 +98,7 @@ func (s *Store) MarkCancelled(ctx context.Context, cid, turnID string) error {
 // turnKeys are the keys SaveTurn and LoadStep declare (every key a script
 // touches is declared, as ElastiCache Serverless requires).
 func (s *Store) turnKeys(cid, tid string) []string {
-	return []string{convKey(cid), artifactsKey(cid), resultsKey(cid, tid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid)}
+	return []string{convKey(cid), artifactsKey(cid), resultsKey(cid, tid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid), eventsKey(cid)}
 }
 
 func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error) {
@@ -139,6 +139,14 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 		}
 		args = append(args, tool, strconv.FormatInt(in.At.UnixMilli(), 10)+"|"+string(ib))
 	}
+	args = append(args, len(t.Events))
+	for _, e := range t.Events {
+		eb, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("event %s: %w", e.Type, err)
+		}
+		args = append(args, eb)
+	}
 	for _, a := range arts {
 		ab, err := json.Marshal(a)
 		if err != nil {
@@ -150,10 +158,11 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 }
 
 // saveTurnScript: KEYS conv, artifacts, results:<tid>, turns, active,
-// artorder, inputs. ARGV ttl, tid, turn, msgs, head, view size, updated,
-// status, text, started (ms), final, own artifact ids, the number of
-// inputs, then (tool, "<ms>|<json>") per input, then (id, json, created
-// ms) per artifact. The summary keeps, per tool, the newest inputs of any
+// artorder, inputs, events. ARGV ttl, tid, turn, msgs, head, view size,
+// updated, status, text, started (ms), final, own artifact ids, the number
+// of inputs, then (tool, "<ms>|<json>") per input, the number of events,
+// then each event's JSON (appended to the event log in the same round
+// trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
 var saveTurnScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
@@ -174,12 +183,19 @@ for _ = 1, tonumber(ARGV[13]) do
   end
   i = i + 2
 end
+local events = tonumber(ARGV[i])
+i = i + 1
+for _ = 1, events do
+  redis.call('XADD', KEYS[8], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
+  i = i + 1
+end
+if events > 0 then redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `) end
 while i <= #ARGV do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   redis.call('ZADD', KEYS[6], ARGV[i + 2], ARGV[i])
   i = i + 3
 end
-for k = 1, #KEYS do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
 return 1
 `)
 

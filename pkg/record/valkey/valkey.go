@@ -37,6 +37,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -174,6 +175,9 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spen
 		if sp.WindowFrom != "" {
 			p.HSet(ctx, convKey(cid), fieldWindow, sp.WindowFrom)
 		}
+		if err := appendEvents(ctx, p, cid, sp.Events); err != nil {
+			return err
+		}
 		p.Expire(ctx, convKey(cid), s.ttl)
 		return nil
 	})
@@ -209,8 +213,15 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	if err != nil {
 		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
-	n, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid)},
-		int64(s.ttl/time.Second), o.CallID, b, resultsPrefix+turnID).Int()
+	args := []any{int64(s.ttl / time.Second), o.CallID, b, resultsPrefix + turnID}
+	for _, e := range o.Events {
+		eb, err := json.Marshal(e)
+		if err != nil {
+			return false, fmt.Errorf("put outcome %s of %s/%s: event %s: %w", o.CallID, cid, turnID, e.Type, err)
+		}
+		args = append(args, eb)
+	}
+	n, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid)}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
 	}
@@ -220,7 +231,8 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	return n == 1, nil
 }
 
-// putOutcomeScript stores a call's outcome once (HSETNX), names the
+// putOutcomeScript stores a call's outcome once (HSETNX) and, when it is
+// the first, appends its events (ARGV 5…) to the event log; it names the
 // results hash in the conversation hash so Delete finds it even when the
 // turn's own field was never saved, and does nothing for a conversation
 // that no longer exists (-1).
@@ -229,6 +241,12 @@ if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
 local set = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[4], 1)
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+if set == 1 and #ARGV > 4 then
+  for i = 5, #ARGV do
+    redis.call('XADD', KEYS[4], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
+  end
+  redis.call('EXPIRE', KEYS[4], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
+end
 return set
 `)
 
