@@ -36,6 +36,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/guardian/guardianconfig"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
+	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/smoke"
 	"github.com/clientagent/clientagent/pkg/telemetry"
@@ -214,7 +215,14 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 		defer cancel()
 		_ = tracing.Shutdown(sctx)
 	}()
+	// MCP servers whose tools are skills too (CLIENTAGENT_MCP: a JSON list
+	// or a file; README "MCP servers").
+	mcpServers, err := mcp.LoadConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
 	st, err := start(ctx, devstack.Config{
+		MCP:          mcpServers,
 		Tracing:      tracing,
 		Guardian:     guard,
 		ChunkDelay:   chunkDelay,

@@ -19,6 +19,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 )
 
@@ -26,6 +27,10 @@ func main() {
 	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
 		h, err := env.Handlers()
 		if err != nil {
+			return nil, err
+		}
+		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
+		if err := mcpenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		cats, err := env.Catalogs(ctx)

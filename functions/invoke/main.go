@@ -8,6 +8,7 @@ import (
 	"context"
 
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
@@ -16,6 +17,10 @@ func main() {
 	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
 		h, err := env.Handlers()
 		if err != nil {
+			return nil, err
+		}
+		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
+		if err := mcpenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		if h.Catalogs, err = env.Catalogs(ctx); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -24,6 +25,10 @@ func main() {
 		}
 		// The guardian (issue 19): nil unless CLIENTAGENT_GUARDIAN is set.
 		if h.Guardian, err = guardianenv.Load(ctx, env); err != nil {
+			return nil, err
+		}
+		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
+		if err := mcpenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		if h.Catalogs, err = env.Catalogs(ctx); err != nil {

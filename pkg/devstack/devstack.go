@@ -144,7 +144,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	model := cfg.LLM
 	if model == nil {
-		model = scripted.Demo().Stream(cfg.ChunkDelay)
+		model = scripted.Demo()
+	}
+	if sp, ok := model.(*scripted.Provider); ok && cfg.ChunkDelay > 0 {
+		sp.Stream(cfg.ChunkDelay) // the scripted model streams like a real one
 	}
 	limits := cfg.Limits
 	if limits == (turn.Limits{}) {
@@ -354,6 +357,7 @@ func (s *Stack) Banner(model string) string {
 	fmt.Fprintf(&b, "clientagent is running.\n")
 	fmt.Fprintf(&b, "  web page:  %s/#token=%s\n", s.url, tok)
 	fmt.Fprintf(&b, "  API:       %s/v1/\n", s.url)
+	fmt.Fprintf(&b, "  A2A agent: %s/a2a (card: %s/.well-known/agent-card.json)\n", s.url, s.url)
 	fmt.Fprintf(&b, "  model:     %s\n", model)
 	fmt.Fprintf(&b, "  try:       Create a PNG image with the word Popelnase\n")
 	// Building the catalog now shows a template that does not compile

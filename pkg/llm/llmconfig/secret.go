@@ -6,17 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-)
 
-// secretTimeout bounds the cold-start read of the key, retries included: a
-// function that cannot reach Secrets Manager should fail its cold start
-// quickly and say why, not hang until its own timeout.
-const secretTimeout = 15 * time.Second
+	"github.com/clientagent/clientagent/pkg/awssecrets"
+)
 
 // ErrNoKeyInSecret means the secret exists but holds no usable key (empty,
 // binary, or a JSON object without api_key / OPENAI_API_KEY).
@@ -24,22 +19,22 @@ var ErrNoKeyInSecret = errors.New("secret holds no API key")
 
 // SecretGetter is the part of the Secrets Manager client ReadOpenAIKey uses
 // (*secretsmanager.Client implements it).
-type SecretGetter interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
-}
+type SecretGetter = awssecrets.API
 
 // ReadOpenAIKey reads the OpenAI-compatible API key from the secret arn
 // (an ARN or name). The secret string is either the key itself or a JSON
 // object with an "api_key" or "OPENAI_API_KEY" field, the two shapes people
-// store. The key never appears in the error.
+// store. The key never appears in the error. The read is bounded by
+// awssecrets.Timeout and made in the ARN's region (awssecrets.Read).
 func ReadOpenAIKey(ctx context.Context, sm SecretGetter, arn string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, secretTimeout)
-	defer cancel()
-	out, err := sm.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	s, err := awssecrets.Read(ctx, sm, arn)
+	if errors.Is(err, awssecrets.ErrNoValue) {
+		s, err = "", nil // a binary secret: keyFromSecretString says what is wrong
+	}
 	if err != nil {
 		return "", fmt.Errorf("read OpenAI key from secret %s: %w", arn, err)
 	}
-	key, err := keyFromSecretString(aws.ToString(out.SecretString))
+	key, err := keyFromSecretString(s)
 	if err != nil {
 		return "", fmt.Errorf("read OpenAI key from secret %s: %w", arn, err)
 	}
@@ -83,11 +78,7 @@ func openAIKey(ctx context.Context, getenv func(string) string) (string, error) 
 	if err != nil {
 		return "", fmt.Errorf("read OpenAI key from secret %s: load AWS config: %w", arn, err)
 	}
-	if cfg.Region == "" {
-		// arn:aws:secretsmanager:<region>:<account>:secret:<name>
-		if parts := strings.Split(arn, ":"); len(parts) > 3 && parts[0] == "arn" {
-			cfg.Region = parts[3]
-		}
-	}
+	// With no region configured (outside Lambda), an ARN's region is the
+	// one awssecrets.Read calls.
 	return ReadOpenAIKey(ctx, secretsmanager.NewFromConfig(cfg), arn)
 }

@@ -1,0 +1,59 @@
+// Package mcpenv gives a Lambda function's platform.Env the reader of the
+// MCP servers' secret headers: a header value "secret:<arn-or-name>" or
+// "secret:<arn-or-name>#<field>" in CLIENTAGENT_MCP is read from AWS Secrets
+// Manager (pkg/awssecrets) once per cold start, with the function's role.
+// Every function that builds the tool catalogue or calls tools (api,
+// llmstep, validate, append, invoke) loads it; it lives apart from
+// pkg/platform.Env so that the functions that do neither (await, events)
+// do not link the Secrets Manager client (CONVENTIONS rule 1).
+package mcpenv
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/clientagent/clientagent/pkg/awssecrets"
+	"github.com/clientagent/clientagent/pkg/mcp"
+	"github.com/clientagent/clientagent/pkg/platform"
+)
+
+// Load sets env.Secrets to a Secrets Manager reader when a server of
+// CLIENTAGENT_MCP has a secret header, and leaves it alone otherwise (no
+// AWS configuration is loaded then). Call it before env.Catalogs and
+// env.Invoker, which read the secrets (Env.MCPServers). No request is made
+// here. A configuration error (bad JSON, a stdio server) is returned as
+// Env.MCPServers would return it.
+func Load(ctx context.Context, env *platform.Env) error {
+	if env.Secrets != nil {
+		return nil
+	}
+	servers, err := mcp.LoadConfig(env.Getenv)
+	if err != nil {
+		return err
+	}
+	if !namesSecret(servers) {
+		return nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: secret headers: load AWS config: %w", mcp.EnvVar, err)
+	}
+	env.Secrets = awssecrets.NewReader(secretsmanager.NewFromConfig(cfg))
+	return nil
+}
+
+// namesSecret reports whether a header of servers names a secret.
+func namesSecret(servers []mcp.ServerConfig) bool {
+	for _, s := range servers {
+		for _, v := range s.Headers {
+			if strings.HasPrefix(v, mcp.SecretPrefix) {
+				return true
+			}
+		}
+	}
+	return false
+}
