@@ -679,6 +679,10 @@ func (s *Server) ended(ctx context.Context, conv *record.Conversation, t *record
 	}
 	v.Status = record.StatusFailed
 	v.Reply = msg
+	v.ExpiresAt = ""
+	if v.EndedAt == "" {
+		v.EndedAt = s.now().Format(record.TimeLayout)
+	}
 	return v
 }
 
