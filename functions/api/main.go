@@ -19,8 +19,8 @@ import (
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
 	"github.com/clientagent/clientagent/pkg/platform"
-	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
+	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 )
 
 func main() {
@@ -30,7 +30,7 @@ func main() {
 			return nil, err
 		}
 		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
-		if err := mcpenv.Load(ctx, env); err != nil {
+		if err = mcpenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		cats, err := env.Catalogs(ctx)

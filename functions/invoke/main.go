@@ -8,8 +8,8 @@ import (
 	"context"
 
 	"github.com/clientagent/clientagent/pkg/platform"
-	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
+	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -20,7 +20,7 @@ func main() {
 			return nil, err
 		}
 		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
-		if err := mcpenv.Load(ctx, env); err != nil {
+		if err = mcpenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		if h.Catalogs, err = env.Catalogs(ctx); err != nil {

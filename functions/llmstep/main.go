@@ -11,9 +11,9 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
-	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
+	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -28,7 +28,7 @@ func main() {
 			return nil, err
 		}
 		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
-		if err := mcpenv.Load(ctx, env); err != nil {
+		if err = mcpenv.Load(ctx, env); err != nil {
 			return nil, err
 		}
 		if h.Catalogs, err = env.Catalogs(ctx); err != nil {

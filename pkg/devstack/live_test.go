@@ -313,3 +313,37 @@ func TestManyEventStreams(t *testing.T) {
 		}
 	}
 }
+
+// Issue 15: a cancel while the model is answering wins over the step that
+// was running: the turn stays cancelled, and the model's late answer is
+// never stored (the store refuses the step's write after the cancel mark).
+func TestCancelDuringTheLLMCall(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		<-release
+		return answer("a late answer")
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	tid := c.send(cid, "think slowly")
+	time.Sleep(300 * time.Millisecond) // the LLM step is waiting for the model
+	var v turn.View
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted || v.Status != "cancelled" {
+		t.Fatalf("cancel = %d %s, want 202 cancelled", code, v.Status)
+	}
+	close(release)
+	time.Sleep(500 * time.Millisecond)
+	if v = c.turn(cid, tid); v.Status != "cancelled" || contains(v.Reply, "late") {
+		t.Errorf("turn after the model answered = %s %q, want it still cancelled", v.Status, v.Reply)
+	}
+	var conv struct {
+		History []struct{ Kind, Content string } `json:"history"`
+	}
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	for _, h := range conv.History {
+		if contains(h.Content, "a late answer") {
+			t.Errorf("the cancelled turn's late answer was stored: %+v", h)
+		}
+	}
+}
