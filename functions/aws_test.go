@@ -16,17 +16,20 @@ import (
 )
 
 // fakeAWS answers the AWS calls the functions make, through the SDK's
-// endpoint variables (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SFN): S3
-// objects (PUT, GET, HEAD, DELETE, path-style, presigned GETs included)
-// and Step Functions' StartExecution, DescribeExecution and
-// SendTaskSuccess, which it records.
+// endpoint variables (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL_SFN,
+// AWS_ENDPOINT_URL_SECRETS_MANAGER): S3 objects (PUT, GET, HEAD, DELETE,
+// path-style, presigned GETs included), Step Functions' StartExecution,
+// DescribeExecution and SendTaskSuccess, which it records, and Secrets
+// Manager's GetSecretValue of the secrets it holds, which it counts.
 type fakeAWS struct {
 	srv *httptest.Server
 
-	mu         sync.Mutex
-	objects    map[string]object // bucket/key
-	executions []startExecution
-	answers    []taskAnswer
+	mu          sync.Mutex
+	objects     map[string]object // bucket/key
+	executions  []startExecution
+	answers     []taskAnswer
+	secrets     map[string]string // SecretId → SecretString
+	secretReads map[string]int    // SecretId → GetSecretValue calls
 }
 
 type object struct {
@@ -46,20 +49,25 @@ type taskAnswer struct {
 }
 
 func newFakeAWS(tb testing.TB) *fakeAWS {
-	a := &fakeAWS{objects: map[string]object{}}
+	a := &fakeAWS{objects: map[string]object{}, secrets: map[string]string{}, secretReads: map[string]int{}}
 	a.srv = httptest.NewServer(http.HandlerFunc(a.serve))
 	tb.Cleanup(a.srv.Close)
 	return a
 }
 
-// env points the SDK's S3 and Step Functions clients at the fake.
+// env points the SDK's S3, Step Functions and Secrets Manager clients at
+// the fake.
 func (a *fakeAWS) env() map[string]string {
-	return map[string]string{"AWS_ENDPOINT_URL_S3": a.srv.URL, "AWS_ENDPOINT_URL_SFN": a.srv.URL}
+	return map[string]string{"AWS_ENDPOINT_URL_S3": a.srv.URL, "AWS_ENDPOINT_URL_SFN": a.srv.URL, "AWS_ENDPOINT_URL_SECRETS_MANAGER": a.srv.URL}
 }
 
 func (a *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
-	if target := r.Header.Get("X-Amz-Target"); strings.HasPrefix(target, "AWSStepFunctions.") {
+	switch target := r.Header.Get("X-Amz-Target"); {
+	case strings.HasPrefix(target, "AWSStepFunctions."):
 		a.stepFunctions(w, r, strings.TrimPrefix(target, "AWSStepFunctions."))
+		return
+	case strings.HasPrefix(target, "secretsmanager."):
+		a.secretsManager(w, r, strings.TrimPrefix(target, "secretsmanager."))
 		return
 	}
 	key := strings.TrimPrefix(r.URL.Path, "/")
@@ -160,6 +168,35 @@ func (a *fakeAWS) stepFunctions(w http.ResponseWriter, r *http.Request, op strin
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `{"__type":"UnknownOperationException","message":"%s is not supported by the fake"}`, op)
 	}
+}
+
+func (a *fakeAWS) secretsManager(w http.ResponseWriter, r *http.Request, op string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	var in struct{ SecretId string }
+	_ = json.NewDecoder(r.Body).Decode(&in)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	value, ok := a.secrets[in.SecretId]
+	switch {
+	case op != "GetSecretValue":
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, `{"__type":"UnknownOperationException","message":"%s is not supported by the fake"}`, op)
+	case !ok:
+		a.secretReads[in.SecretId]++
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"__type":"ResourceNotFoundException","Message":"Secrets Manager can't find the specified secret."}`)
+	default:
+		a.secretReads[in.SecretId]++
+		_ = json.NewEncoder(w).Encode(map[string]any{"ARN": in.SecretId, "Name": "secret", "SecretString": value,
+			"VersionId": "v1", "VersionStages": []string{"AWSCURRENT"}, "CreatedDate": 1.7e9})
+	}
+}
+
+// reads is how many times GetSecretValue asked for secret id.
+func (a *fakeAWS) reads(id string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.secretReads[id]
 }
 
 // keys lists the objects under bucket/prefix.

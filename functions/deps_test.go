@@ -36,13 +36,16 @@ const (
 // mustNotLink is, for each function, what its binary must not link: the
 // model is llmstep's alone, Step Functions the API's, the S3 wiring neither
 // await's nor append's nor events', the A2A server the demo agents' and api's (the demo agents link none of the
-// platform), and the embedded Valkey and the local engine nobody's.
+// platform), and the embedded Valkey and the local engine nobody's. Secrets
+// Manager is linked by the functions that build the tool catalogue or call
+// tools (api, llmstep, validate, invoke, append: MCP header secrets,
+// pkg/platform/mcpenv), never by await, events or the demo agents.
 var mustNotLink = map[string][]string{
-	"api":        {openAI, bedrock, secrets, llmconfig, demoAgentsPkg}, // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
+	"api":        {openAI, bedrock, llmconfig, demoAgentsPkg}, // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
 	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},
-	"validate":   {openAI, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg}, // bedrockruntime: the guardian's ApplyGuardrail
-	"invoke":     {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg},
-	"append":     {openAI, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv}, // bedrockruntime: the guardian's ApplyGuardrail
+	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg},          // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
+	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg}, // secretsmanager: MCP header secrets
+	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},  // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
 	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
 	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv},
 	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // grpc, aws-sdk: tracing (the OTLP exporter's status types; SigV4 to X-Ray)

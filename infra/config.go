@@ -158,6 +158,14 @@ type StackProps struct {
 	GuardrailID      string
 	GuardrailVersion string
 
+	// MCPServers are MCP servers whose tools are skills (issue 17): the
+	// functions that build the tool catalogue or call tools (MCPFunctions)
+	// get them as CLIENTAGENT_MCP, and secretsmanager:GetSecretValue on
+	// exactly the secrets their headers name ("secret:<arn-or-name>"), read
+	// at cold start. Streamable HTTP only: a stdio server is refused.
+	// Empty: none.
+	MCPServers []MCPServer
+
 	// Tracing turns on X-Ray tracing (issue 16, docs/deploy.md): Lambda
 	// active tracing, Step Functions tracing, and each function's OTel spans
 	// sent to X-Ray's OTLP endpoint (SigV4, xray:PutTraceSegments). Nil:
@@ -288,6 +296,9 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("guardrailId %q: want the guardrail's id (lowercase letters and digits), not its ARN", p.GuardrailID)
 	case p.GuardrailVersion != "" && !guardrailVersionRE.MatchString(p.GuardrailVersion):
 		return fmt.Errorf("guardrailVersion %q: want a version number or DRAFT", p.GuardrailVersion)
+	}
+	if err := checkMCPServers(p.MCPServers); err != nil {
+		return err
 	}
 	for _, name := range append(functionNames(), FnDemoAgents) {
 		if name == FnDemoAgents && !p.DemoAgents {
@@ -449,6 +460,9 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		GuardrailVersion:     str(CtxGuardrailVersion),
 	}
 	var err error
+	if p.MCPServers, err = parseMCPServers(lookup(CtxMCPServers)); err != nil {
+		return nil, err
+	}
 	if p.DemoAgents, err = boolean(CtxDemoAgents, true); err != nil {
 		return nil, err
 	}

@@ -340,6 +340,11 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		}
 	}
 
+	// MCP servers whose tools are skills (cdk.json mcpServers): the
+	// functions that list or call their tools, each allowed to read exactly
+	// the secrets of their headers.
+	addMCPServers(stack, p, fns)
+
 	// The model: only llmstep calls it (pkg/turn's LLMStep).
 	llmFn := fns[FnLLMStep]
 	switch p.LLM {

@@ -1317,7 +1317,8 @@ class TurnView {
       if (!Number.isFinite(end)) end = live ? (running ? Math.max(start, now) : t1) : start;
       const left = Math.min(100, Math.max(0, ((start - t0) / total) * 100));
       const width = Math.min(100 - left, Math.max(0, ((end - start) / total) * 100));
-      r.bar.style.left = `${left}%`;
+      // A bar is at least 2 px wide (CSS), so one that ends the turn starts 2 px early.
+      r.bar.style.left = `min(${left}%, calc(100% - 2px))`;
       r.bar.style.width = `${width}%`;
       r.li.dataset.offsetMs = String(Math.round(start - t0));
       const ms = typeof s.duration_ms === "number" && !live ? s.duration_ms : end - start;

@@ -38,6 +38,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/smoke"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 )
@@ -220,6 +221,15 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	mcpServers, err := mcp.LoadConfig(os.Getenv)
 	if err != nil {
 		return err
+	}
+	// Headers naming a Secrets Manager secret are read now, with your AWS
+	// credentials, as a Lambda function reads them at cold start.
+	secrets, err := mcpenv.Secrets(ctx, mcpServers)
+	if err != nil {
+		return err
+	}
+	if mcpServers, err = mcp.Resolve(ctx, mcpServers, secrets); err != nil {
+		return fmt.Errorf("%s: %w", mcp.EnvVar, err)
 	}
 	st, err := start(ctx, devstack.Config{
 		MCP:          mcpServers,

@@ -36,7 +36,8 @@ type ServerConfig struct {
 	// URL is the streamable HTTP endpoint, e.g. https://example.com/mcp.
 	URL string `json:"url,omitempty"`
 	// Headers are sent with every HTTP request; a value "secret:<arn-or-name>"
-	// is read from Secrets Manager (Resolve).
+	// is read from Secrets Manager (Resolve), "secret:<arn-or-name>#<field>"
+	// a field of a JSON secret (pkg/awssecrets).
 	Headers map[string]string `json:"headers,omitempty"`
 	// Command and Args start a stdio server; Env adds to its environment.
 	Command string            `json:"command,omitempty"`

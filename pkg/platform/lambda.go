@@ -35,7 +35,8 @@ const InvokeTimeout = 5 * time.Minute
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated (the tool catalogue)
 //	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agents.ClientFromEnv)
 //	CLIENTAGENT_MCP                MCP servers whose tools are skills (mcp.LoadConfig; streamable HTTP only:
-//	                               stdio is refused here; "secret:<arn>" headers need Env.Secrets)
+//	                               stdio is refused here; "secret:<arn>" headers need Env.Secrets,
+//	                               which pkg/platform/mcpenv sets)
 //	CLIENTAGENT_WORKFLOWS_DIR      a folder of workflow templates (default: the built-in examples)
 //	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
 //	CLIENTAGENT_MAX_LLM_CALLS …    the turn limits (LimitsFromEnv)
@@ -50,7 +51,8 @@ type Env struct {
 	Getenv func(string) string
 	Logger *slog.Logger
 	// Secrets reads the "secret:<arn-or-name>" header values of
-	// CLIENTAGENT_MCP (nil: such a header is a configuration error).
+	// CLIENTAGENT_MCP (nil: such a header is a configuration error);
+	// pkg/platform/mcpenv sets it to a Secrets Manager reader.
 	Secrets mcp.Secrets
 	// Tracing is the function's tracer provider (Start sets it from
 	// OTEL_*: lambdatrace.Tracing); nil: none.

@@ -35,15 +35,28 @@ func Load(ctx context.Context, env *platform.Env) error {
 	if err != nil {
 		return err
 	}
+	secrets, err := Secrets(ctx, servers)
+	if err != nil {
+		return err
+	}
+	if secrets != nil {
+		env.Secrets = secrets
+	}
+	return nil
+}
+
+// Secrets is a Secrets Manager reader with the default AWS configuration
+// when a header of servers names a secret, or nil. The local stack uses it
+// too (cmd/clientagent), with the caller's AWS credentials.
+func Secrets(ctx context.Context, servers []mcp.ServerConfig) (mcp.Secrets, error) {
 	if !namesSecret(servers) {
-		return nil
+		return nil, nil
 	}
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
-		return fmt.Errorf("%s: secret headers: load AWS config: %w", mcp.EnvVar, err)
+		return nil, fmt.Errorf("%s: secret headers: load AWS config: %w", mcp.EnvVar, err)
 	}
-	env.Secrets = awssecrets.NewReader(secretsmanager.NewFromConfig(cfg))
-	return nil
+	return awssecrets.NewReader(secretsmanager.NewFromConfig(cfg)), nil
 }
 
 // namesSecret reports whether a header of servers names a secret.
