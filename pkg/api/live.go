@@ -174,15 +174,11 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request, user string)
 		return errorf(http.StatusNotImplemented, "not_implemented", "this deployment cannot cancel turns")
 	}
 	ctx := r.Context()
-	tid := r.PathValue("tid")
-	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{TurnID: tid})
+	conv, t, _, err := s.turn(r, user, false)
 	if err != nil {
 		return err
 	}
-	t, ok := conv.Turn(tid)
-	if !ok {
-		return errorf(http.StatusNotFound, "not_found", "no such turn")
-	}
+	tid := t.ID
 	if t.Status.Final() {
 		return turnEnded(t)
 	}

@@ -596,17 +596,28 @@ func yesNo(text string) (string, bool) {
 }
 
 func (s *Server) getTurn(w http.ResponseWriter, r *http.Request, user string) error {
-	tid := r.PathValue("tid")
-	conv, outcomes, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{TurnID: tid, Outcomes: true})
+	conv, t, outcomes, err := s.turn(r, user, true)
 	if err != nil {
 		return err
 	}
-	t, ok := conv.Turn(tid)
-	if !ok {
-		return errorf(http.StatusNotFound, "not_found", "no such turn")
-	}
 	writeJSON(w, http.StatusOK, s.view(r.Context(), conv, t, outcomes))
 	return nil
+}
+
+// turn reads the request's turn ({cid}, {tid}) of the user's conversation,
+// with its outcomes when asked: 404 for a conversation or turn that is not
+// there (or not the user's).
+func (s *Server) turn(r *http.Request, user string, outcomes bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
+	tid := r.PathValue("tid")
+	conv, out, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{TurnID: tid, Outcomes: outcomes})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	t, ok := conv.Turn(tid)
+	if !ok {
+		return nil, nil, nil, errorf(http.StatusNotFound, "not_found", "no such turn")
+	}
+	return conv, t, out, nil
 }
 
 // view renders a turn; a turn the record still calls running whose
@@ -730,14 +741,9 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 		}
 	}
 	ctx := r.Context()
-	tid := r.PathValue("tid")
-	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{TurnID: tid})
+	conv, t, _, err := s.turn(r, user, false)
 	if err != nil {
 		return err
-	}
-	t, ok := conv.Turn(tid)
-	if !ok {
-		return errorf(http.StatusNotFound, "not_found", "no such turn")
 	}
 	var edits any
 	if body.Approval != nil {
