@@ -17,7 +17,11 @@ async function startWorkflow(page, values) {
   for (const [name, value] of Object.entries(values)) await form.getByTestId(`field-${name}`).fill(value);
   await form.getByTestId("workflow-start").click();
   await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
-  if (await form.isVisible()) throw new Error("workflow form still open after Start");
+  // The turn may appear from the event stream a moment before the POST
+  // answers and the page closes the form.
+  await form.waitFor({ state: "hidden", timeout: 5000 }).catch(() => {
+    throw new Error("workflow form still open after Start");
+  });
   const id = await page.getByTestId("turn").last().getAttribute("data-turn-id");
   return page.locator(`[data-testid="turn"][data-turn-id="${id}"]`);
 }
