@@ -231,7 +231,23 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if mcpServers, err = mcp.Resolve(ctx, mcpServers, secrets); err != nil {
 		return fmt.Errorf("%s: %w", mcp.EnvVar, err)
 	}
+	// Specialists that want a token (another clientagent: its `clientagent
+	// token`) get it from CLIENTAGENT_AGENT_TOKENS.
+	agentClient, err := agents.ClientFromEnv(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	// Files of specialists on other local origins (another clientagent's
+	// download links): CLIENTAGENT_FILE_ORIGINS, comma-separated.
+	var fileOrigins []string
+	for _, o := range strings.Split(os.Getenv("CLIENTAGENT_FILE_ORIGINS"), ",") {
+		if o = strings.TrimRight(strings.TrimSpace(o), "/"); o != "" {
+			fileOrigins = append(fileOrigins, o)
+		}
+	}
 	st, err := start(ctx, devstack.Config{
+		FileOrigins:  fileOrigins,
+		AgentClient:  agentClient,
 		MCP:          mcpServers,
 		Tracing:      tracing,
 		Guardian:     guard,

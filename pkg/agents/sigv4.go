@@ -31,8 +31,24 @@ const SigV4Service = "lambda"
 // empty, and with "sigv4" a client signing every request for the service
 // lambda, with credentials from the default chain and the region from
 // AWS_REGION. Any other value is an error, so a typo does not silently
-// send unsigned requests.
+// send unsigned requests. CLIENTAGENT_AGENT_TOKENS adds bearer tokens for
+// the specialists that want one (AgentTokensEnv).
 func ClientFromEnv(ctx context.Context, getenv func(string) string) (*http.Client, error) {
+	c, err := authClientFromEnv(ctx, getenv)
+	if err != nil {
+		return nil, err
+	}
+	if v := getenv(AgentTokensEnv); v != "" {
+		tokens, err := parseAgentTokens(v)
+		if err != nil {
+			return nil, err
+		}
+		c = withBearerTokens(c, tokens)
+	}
+	return c, nil
+}
+
+func authClientFromEnv(ctx context.Context, getenv func(string) string) (*http.Client, error) {
 	switch mode := getenv(AgentAuthEnv); mode {
 	case "":
 		return nil, nil
