@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -45,12 +46,15 @@ type Server struct {
 	mu      sync.Mutex
 	hanging chan struct{} // closed when a "hang" call has started
 	calls   map[string]int
+
+	down     chan struct{} // closed by Down: a hanging call returns
+	downOnce sync.Once
 }
 
 // Start serves the test server until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{hanging: make(chan struct{}), calls: map[string]int{}}
+	s := &Server{hanging: make(chan struct{}), down: make(chan struct{}), calls: map[string]int{}}
 	s.MCP = sdk.NewServer(&sdk.Implementation{Name: "gotest", Version: "1"}, nil)
 	s.addTools()
 	s.srv = httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP }, nil))
@@ -62,6 +66,7 @@ func Start(t testing.TB) *Server {
 // Down stops the server at once, cutting the sessions and calls in flight;
 // from now on it refuses connections.
 func (s *Server) Down() {
+	s.downOnce.Do(func() { close(s.down) }) // a hanging call ends: Close waits for handlers
 	s.srv.CloseClientConnections()
 	s.srv.Close()
 }
@@ -148,8 +153,12 @@ func (s *Server) addTools() {
 			close(s.hanging)
 		}
 		s.mu.Unlock()
-		<-ctx.Done()
-		return nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-s.down:
+			return nil, errors.New("the server went down")
+		}
 	})
 }
 
