@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -59,16 +60,34 @@ func Start(t testing.TB) *Server {
 	s.addTools()
 	s.srv = httptest.NewServer(sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s.MCP }, nil))
 	s.URL = s.srv.URL + "/mcp"
-	t.Cleanup(s.Down)
+	t.Cleanup(s.close)
 	return s
 }
 
 // Down stops the server at once, cutting the sessions and calls in flight;
 // from now on it refuses connections.
 func (s *Server) Down() {
-	s.downOnce.Do(func() { close(s.down) }) // a hanging call ends: Close waits for handlers
-	s.srv.CloseClientConnections()
-	s.srv.Close()
+	s.downOnce.Do(func() {
+		close(s.down) // a hanging call ends
+		for ss := range s.MCP.Sessions() {
+			_ = ss.Close()
+		}
+		_ = s.srv.Listener.Close() // new connections are refused
+		s.srv.CloseClientConnections()
+	})
+}
+
+// close stops the server for good. httptest's Close waits for every
+// handler, and a streamable-HTTP handler may wait on its session; the wait
+// is bounded so a test never hangs on it.
+func (s *Server) close() {
+	s.Down()
+	done := make(chan struct{})
+	go func() { s.srv.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // Hanging is closed once a call of the "hang" tool has started.
