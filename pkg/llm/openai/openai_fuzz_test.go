@@ -122,6 +122,11 @@ func FuzzResponseDecoding(f *testing.F) {
 // checks that they assemble into whole, the response of the body itself.
 func assertStreamedAlike(t *testing.T, b []byte, whole *llm.Response) {
 	t.Helper()
+	if !json.Valid(b) {
+		// The SDK decodes a broken body leniently (a cut number may still
+		// count); only a real completion has a stream to compare with.
+		return
+	}
 	chunks, err := streamChunks(b, 1+len(b)%7)
 	if err != nil {
 		t.Fatalf("streamChunks() error = %v for a body that decodes", err)

@@ -197,8 +197,8 @@ func streamChunks(body []byte, piece int) ([][]byte, error) {
 		finish = "stop"
 	}
 	out = append(out, chunk(delta(map[string]any{}, finish), nil))
-	if c.JSON.Usage.Valid() {
-		out = append(out, chunk([]any{}, json.RawMessage(c.Usage.RawJSON())))
+	if raw := c.Usage.RawJSON(); c.JSON.Usage.Valid() && json.Valid([]byte(raw)) {
+		out = append(out, chunk([]any{}, json.RawMessage(raw)))
 	}
 	return out, nil
 }
