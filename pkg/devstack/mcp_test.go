@@ -307,6 +307,35 @@ func TestMCPGoServer(t *testing.T) {
 		}
 	})
 
+	t.Run("elicitation in a workflow step", func(t *testing.T) {
+		t.Parallel()
+		srv := mcptest.Start(t)
+		dir := t.TempDir()
+		wf := `{"id":"order_then_echo","name":"Order, then echo","description":"Orders an item, then echoes the order.",
+			"inputs":[{"path":"item"}],
+			"steps":[{"id":"order","skill":"go_order","arguments":{"item":"{{inputs.item}}"}},
+			         {"id":"echo","skill":"go_echo","arguments":{"text":"{{steps.order.summary}}"}}]}`
+		if err := os.WriteFile(filepath.Join(dir, "order_then_echo.json"), []byte(wf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		m := oneCall(catalog.WorkflowToolName("order_then_echo"), map[string]any{"item": "pens"})
+		_, c := stack(t, m, withServer(srv), func(cfg *Config) { cfg.WorkflowsDir = dir })
+		cid := c.newConversation()
+		tid := c.send(cid, "order pens, then echo it")
+		v := c.wait(cid, tid)
+		if v.Status != record.StatusAwaitingInput || v.Form == nil {
+			t.Fatalf("turn = %s %q, want the order step's elicitation as a form", v.Status, v.Reply)
+		}
+		fc := v.Form.Calls[0]
+		if code := c.input(cid, tid, map[string]any{"answers": map[string]any{fc.CallID: map[string]any{"reason": "school", "count": 3}}}); code != http.StatusAccepted {
+			t.Fatalf("answer = %d", code)
+		}
+		v = c.wait(cid, tid)
+		if v.Status != record.StatusSucceeded || !strings.Contains(v.Reply, "echo: ordered 3 pens because school") {
+			t.Fatalf("turn after the answer = %s %q, want the answer to reach the order step and the echo to follow", v.Status, v.Reply)
+		}
+	})
+
 	t.Run("workflow step", func(t *testing.T) {
 		t.Parallel()
 		srv := mcptest.Start(t)

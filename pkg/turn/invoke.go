@@ -312,8 +312,9 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 
 // withAnswers returns a step's arguments with the user's answers to its
 // specialist's input-required form (which the answer merged into the
-// workflow call's arguments under the skill's own field names), and the
-// sources marking them as the user's.
+// workflow call's arguments under the skill's own field names; for an MCP
+// tool, also the fields its elicitation asked for), and the sources
+// marking them as the user's.
 func withAnswers(wf catalog.Workflow, skill catalog.Entry, args map[string]any, stepSources map[string]string, pc *record.PendingCall) (map[string]any, map[string]string) {
 	out := maps.Clone(args)
 	if out == nil {
@@ -327,8 +328,12 @@ func withAnswers(wf catalog.Workflow, skill catalog.Entry, args map[string]any, 
 	for _, in := range wf.Inputs {
 		declared[in.Path] = true
 	}
+	// An MCP server's elicitation asks for fields that are not the tool's
+	// parameters; its invoker takes them from the arguments (pkg/mcp).
+	elicits := skill.Capability.MCPServer != ""
 	for k, v := range pc.Arguments {
-		if _, isParam := skill.Param(k); isParam && !declared[k] && pc.Sources[k] == batch.SourceUser {
+		_, isParam := skill.Param(k)
+		if (isParam || elicits) && !declared[k] && pc.Sources[k] == batch.SourceUser {
 			out[k], sources[k] = v, batch.SourceUser
 		}
 	}
