@@ -193,7 +193,10 @@ type Client struct {
 	Timeout time.Duration
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
+// Do sends one API request with body of contentType and decodes the JSON
+// answer into out (copies it, for an io.Writer; nil: ignores it); an
+// error answer is an *APIError.
+func (c *Client) Do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
 	timeout := c.Timeout
 	if timeout == 0 {
 		timeout = 30 * time.Second
@@ -258,7 +261,9 @@ func answerError(method, path string, res *http.Response) error {
 	return ae
 }
 
-func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
+// DoJSON is Do with in sent as JSON (nil: no body). Other clients of the
+// API (pkg/eval) use it, so every client reads answers and errors alike.
+func (c *Client) DoJSON(ctx context.Context, method, path string, in, out any) error {
 	var body io.Reader
 	ct := ""
 	if in != nil {
@@ -268,7 +273,7 @@ func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) e
 		}
 		body, ct = bytes.NewReader(b), "application/json"
 	}
-	return c.do(ctx, method, path, body, ct, out)
+	return c.Do(ctx, method, path, body, ct, out)
 }
 
 // CreateConversation starts a conversation and returns its id.
@@ -276,7 +281,7 @@ func (c *Client) CreateConversation(ctx context.Context) (string, error) {
 	var out struct {
 		ID string `json:"conversation_id"`
 	}
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations", struct{}{}, &out); err != nil {
+	if err := c.DoJSON(ctx, http.MethodPost, "/v1/conversations", struct{}{}, &out); err != nil {
 		return "", err
 	}
 	if out.ID == "" {
@@ -294,7 +299,7 @@ func (c *Client) SendMessage(ctx context.Context, cid, text string, files []stri
 	var out struct {
 		ID string `json:"turn_id"`
 	}
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/messages", in, &out); err != nil {
+	if err := c.DoJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/messages", in, &out); err != nil {
 		return "", err
 	}
 	return out.ID, nil
@@ -317,41 +322,41 @@ func (c *Client) Workflows(ctx context.Context) ([]Workflow, error) {
 	var out struct {
 		Workflows []Workflow `json:"workflows"`
 	}
-	err := c.doJSON(ctx, http.MethodGet, "/v1/catalog", nil, &out)
+	err := c.DoJSON(ctx, http.MethodGet, "/v1/catalog", nil, &out)
 	return out.Workflows, err
 }
 
 // GetTurn reads a turn's current state.
 func (c *Client) GetTurn(ctx context.Context, cid, tid string) (Turn, error) {
 	var t Turn
-	err := c.doJSON(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid), nil, &t)
+	err := c.DoJSON(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid), nil, &t)
 	return t, err
 }
 
 // SendInput answers a waiting turn (form answers or an approval decision).
 func (c *Client) SendInput(ctx context.Context, cid, tid string, in Input) (Turn, error) {
 	var t Turn
-	err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid)+"/input", in, &t)
+	err := c.DoJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid)+"/input", in, &t)
 	return t, err
 }
 
 // UploadArtifact stores a file for the next message and returns its id.
 func (c *Client) UploadArtifact(ctx context.Context, cid, name, mimeType string, body io.Reader) (ArtifactRef, error) {
 	var a ArtifactRef
-	err := c.do(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/artifacts?name="+url.QueryEscape(name), body, mimeType, &a)
+	err := c.Do(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/artifacts?name="+url.QueryEscape(name), body, mimeType, &a)
 	return a, err
 }
 
 // DownloadArtifact copies an artifact's bytes to w.
 func (c *Client) DownloadArtifact(ctx context.Context, cid, aid string, w io.Writer) error {
-	return c.do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(cid)+"/artifacts/"+url.PathEscape(aid), nil, "", w)
+	return c.Do(ctx, http.MethodGet, "/v1/conversations/"+url.PathEscape(cid)+"/artifacts/"+url.PathEscape(aid), nil, "", w)
 }
 
 // CancelTurn stops a running or waiting turn (POST …/cancel). The answer is
 // the turn, cancelled; a turn that has already ended is a 409 *APIError.
 func (c *Client) CancelTurn(ctx context.Context, cid, tid string) (Turn, error) {
 	var t Turn
-	err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid)+"/cancel", struct{}{}, &t)
+	err := c.DoJSON(ctx, http.MethodPost, "/v1/conversations/"+url.PathEscape(cid)+"/turns/"+url.PathEscape(tid)+"/cancel", struct{}{}, &t)
 	return t, err
 }
 

@@ -3,13 +3,11 @@ package eval
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/chatcli"
 )
 
 // Client calls the clientagent HTTP API (API.md) with a bearer token: the
@@ -21,17 +19,6 @@ type Client struct {
 	HTTP *http.Client
 	// Timeout bounds each request (zero: 30s).
 	Timeout time.Duration
-}
-
-// APIError is an error answer of the API.
-type APIError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *APIError) Error() string {
-	return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message)
 }
 
 // TurnView is the API's Turn, as far as the harness reads it.
@@ -128,65 +115,16 @@ type Decision struct {
 	Arguments map[string]map[string]any `json:"arguments,omitempty"`
 }
 
-func (c *Client) do(ctx context.Context, method, path string, body io.Reader, contentType string, out any) error {
-	timeout := c.Timeout
-	if timeout == 0 {
-		timeout = 30 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.BaseURL, "/")+path, body)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.Token)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	res, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer res.Body.Close()
-	if res.StatusCode >= 400 {
-		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
-		var e struct {
-			Error struct {
-				Code    string `json:"code"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		ae := &APIError{Status: res.StatusCode, Code: fmt.Sprintf("http_%d", res.StatusCode), Message: method + " " + path}
-		if json.Unmarshal(raw, &e) == nil && e.Error.Message != "" {
-			ae.Code, ae.Message = e.Error.Code, method+" "+path+": "+e.Error.Message
-		}
-		return ae
-	}
-	if out == nil {
-		return nil
-	}
-	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
-		return fmt.Errorf("%s %s: decode answer: %w", method, path, err)
-	}
-	return nil
-}
-
-func (c *Client) doJSON(ctx context.Context, method, path string, in, out any) error {
-	b, err := json.Marshal(in)
-	if err != nil {
-		return fmt.Errorf("%s %s: encode body: %w", method, path, err)
-	}
-	return c.do(ctx, method, path, bytes.NewReader(b), "application/json", out)
+// api is the API client every caller of the API shares (its requests,
+// answers and error answers, *chatcli.APIError).
+func (c *Client) api() *chatcli.Client {
+	return &chatcli.Client{BaseURL: c.BaseURL, Token: c.Token, HTTP: c.HTTP, Timeout: c.Timeout}
 }
 
 // Ping reads the catalog: a cheap check that the API answers and accepts
 // the token, before any scenario runs.
 func (c *Client) Ping(ctx context.Context) error {
-	return c.do(ctx, http.MethodGet, "/v1/catalog", nil, "", nil)
+	return c.api().Do(ctx, http.MethodGet, "/v1/catalog", nil, "", nil)
 }
 
 // CreateConversation starts a conversation and returns its id.
@@ -194,7 +132,7 @@ func (c *Client) CreateConversation(ctx context.Context) (string, error) {
 	var out struct {
 		ID string `json:"conversation_id"`
 	}
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations", struct{}{}, &out); err != nil {
+	if err := c.api().DoJSON(ctx, http.MethodPost, "/v1/conversations", struct{}{}, &out); err != nil {
 		return "", err
 	}
 	return out.ID, nil
@@ -202,14 +140,14 @@ func (c *Client) CreateConversation(ctx context.Context) (string, error) {
 
 // DeleteConversation deletes a conversation.
 func (c *Client) DeleteConversation(ctx context.Context, cid string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/conversations/"+cid, nil, "", nil)
+	return c.api().Do(ctx, http.MethodDelete, "/v1/conversations/"+cid, nil, "", nil)
 }
 
 // Upload stores a file in the conversation and returns its artifact id.
 func (c *Client) Upload(ctx context.Context, cid, name, mimeType string, data []byte) (string, error) {
 	var out ArtifactRef
 	path := "/v1/conversations/" + cid + "/artifacts?name=" + url.QueryEscape(name)
-	if err := c.do(ctx, http.MethodPost, path, bytes.NewReader(data), mimeType, &out); err != nil {
+	if err := c.api().Do(ctx, http.MethodPost, path, bytes.NewReader(data), mimeType, &out); err != nil {
 		return "", err
 	}
 	return out.ID, nil
@@ -220,7 +158,7 @@ func (c *Client) Send(ctx context.Context, cid string, m Message) (string, error
 	var out struct {
 		TurnID string `json:"turn_id"`
 	}
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/messages", m, &out); err != nil {
+	if err := c.api().DoJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/messages", m, &out); err != nil {
 		return "", err
 	}
 	return out.TurnID, nil
@@ -229,18 +167,18 @@ func (c *Client) Send(ctx context.Context, cid string, m Message) (string, error
 // Turn reads a turn.
 func (c *Client) Turn(ctx context.Context, cid, tid string) (TurnView, error) {
 	var v TurnView
-	err := c.do(ctx, http.MethodGet, "/v1/conversations/"+cid+"/turns/"+tid, nil, "", &v)
+	err := c.api().Do(ctx, http.MethodGet, "/v1/conversations/"+cid+"/turns/"+tid, nil, "", &v)
 	return v, err
 }
 
 // Answer posts the answer to a turn's open form or approval.
 func (c *Client) Answer(ctx context.Context, cid, tid string, in Input) error {
-	return c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/turns/"+tid+"/input", in, nil)
+	return c.api().DoJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/turns/"+tid+"/input", in, nil)
 }
 
 // Cancel stops a turn.
 func (c *Client) Cancel(ctx context.Context, cid, tid string) error {
-	return c.doJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", struct{}{}, nil)
+	return c.api().DoJSON(ctx, http.MethodPost, "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", struct{}{}, nil)
 }
 
 // History reads the conversation's history entries.
@@ -248,6 +186,6 @@ func (c *Client) History(ctx context.Context, cid string) ([]HistoryEntry, error
 	var out struct {
 		History []HistoryEntry `json:"history"`
 	}
-	err := c.do(ctx, http.MethodGet, "/v1/conversations/"+cid, nil, "", &out)
+	err := c.api().Do(ctx, http.MethodGet, "/v1/conversations/"+cid, nil, "", &out)
 	return out.History, err
 }
