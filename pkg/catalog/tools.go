@@ -395,7 +395,7 @@ func schemaParams(schema map[string]any, raw json.RawMessage, userInput []string
 		required[r] = true
 	}
 	var params []Param
-	for _, name := range propertyOrder(raw, props) {
+	for _, name := range PropertyOrder(raw, props) {
 		ps, _ := props[name].(map[string]any)
 		p := Param{
 			Name:        name,
@@ -546,9 +546,10 @@ func vendor(ps map[string]any, name string) any {
 	return ps["x-"+strings.ReplaceAll(name, "_", "-")]
 }
 
-// propertyOrder returns the property names in the order the raw schema
-// declares them, so forms follow the author's order.
-func propertyOrder(raw json.RawMessage, props map[string]any) []string {
+// PropertyOrder returns the names of props in the order the raw schema
+// declares them, so forms follow the author's order (sorted when that
+// cannot be read). MCP elicitation forms use it too.
+func PropertyOrder[V any](raw json.RawMessage, props map[string]V) []string {
 	var top map[string]json.RawMessage
 	var names []string
 	if json.Unmarshal(raw, &top) == nil {

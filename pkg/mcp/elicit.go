@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -123,7 +122,7 @@ func elicitationForm(schema any, toolProps map[string]bool) form {
 		required[r] = true
 	}
 	f := form{props: map[string]formProp{}}
-	for _, name := range propertyOrder(raw, s.Properties) {
+	for _, name := range catalog.PropertyOrder(raw, s.Properties) {
 		ps := s.Properties[name]
 		field := catalog.FormField{Name: name, Required: required[name], Type: "string"}
 		if toolProps[name] {
@@ -236,36 +235,3 @@ func schemaProperties(raw json.RawMessage) map[string]bool {
 	return out
 }
 
-// propertyOrder returns the property names in the order raw declares them
-// (forms follow the author's order), or sorted if that cannot be read.
-func propertyOrder(raw []byte, props map[string]map[string]any) []string {
-	var top map[string]json.RawMessage
-	var names []string
-	if json.Unmarshal(raw, &top) == nil && len(top["properties"]) > 0 {
-		dec := json.NewDecoder(strings.NewReader(string(top["properties"])))
-		if t, err := dec.Token(); err == nil && t == json.Delim('{') {
-			for dec.More() {
-				t, err := dec.Token()
-				if err != nil {
-					break
-				}
-				k, _ := t.(string)
-				var skip json.RawMessage
-				if err := dec.Decode(&skip); err != nil {
-					break
-				}
-				if _, ok := props[k]; ok {
-					names = append(names, k)
-				}
-			}
-		}
-	}
-	if len(names) != len(props) {
-		names = names[:0]
-		for k := range props {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-	}
-	return names
-}
