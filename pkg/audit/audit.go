@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -85,6 +86,8 @@ func (e Event) Name() string {
 	return fmt.Sprintf("%s/%s/%s-%s-%s.json", clean(e.Conversation), clean(e.Turn), clean(e.CallID), clean(e.Kind), clean(h))
 }
 
+var tmpSeq atomic.Uint64
+
 // Dir is a Log in a local directory (the local stack): one JSON file per
 // event, written atomically.
 type Dir struct{ Path string }
@@ -99,7 +102,9 @@ func (d Dir) Record(_ context.Context, events ...Event) error {
 			return fmt.Errorf("audit %s: %w", e.Name(), err)
 		}
 		path := filepath.Join(d.Path, filepath.FromSlash(e.Name()))
-		tmp := path + ".tmp"
+		// A temporary name of this writer's own: two steps may record
+		// the same event at once (a cancel and the step that finishes it).
+		tmp := fmt.Sprintf("%s.%d.%d.tmp", path, os.Getpid(), tmpSeq.Add(1))
 		err = os.WriteFile(tmp, b, 0o600)
 		if errors.Is(err, fs.ErrNotExist) {
 			if err = os.MkdirAll(filepath.Dir(path), 0o700); err == nil {

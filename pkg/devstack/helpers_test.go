@@ -327,8 +327,10 @@ func (c *client) formCall(cid, tid string) string {
 // test can see calls of one batch overlap.
 type slowAgent struct {
 	delay time.Duration
-	mu    sync.Mutex
-	runs  []span
+	// hold, when set, keeps each call until it is closed (or the delay).
+	hold chan struct{}
+	mu   sync.Mutex
+	runs []span
 }
 
 type span struct{ start, end time.Time }
@@ -343,6 +345,7 @@ func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q ev
 	}
 	select {
 	case <-time.After(a.delay):
+	case <-a.hold:
 	case <-ctx.Done():
 	}
 	a.mu.Lock()

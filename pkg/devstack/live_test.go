@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
+	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -178,16 +180,20 @@ func TestEventStreamOfAPopelnaseTurn(t *testing.T) {
 	}
 }
 
-// Issue 15 "Stop": cancel ends a running turn as cancelled; the call that
-// already ran keeps its result and artifact, the transcript stays valid
-// (the call that never ran has a not_executed result), the audit records
-// the cancel, and a second cancel is 409.
+// Stop (docs/architecture.md, "Who wins a cancel"): cancel ends a running
+// turn as cancelled at once; the call that already ran keeps its result
+// and artifact; the call that had started runs to its end, and until it
+// ends the next turn's model reads it as still running, never as not
+// executed. When it ends, its real result joins the cancelled turn: the
+// turn's steps, the history, the next transcript and the audit agree. A
+// second cancel is 409.
 func TestCancelARunningTurn(t *testing.T) {
 	t.Parallel()
-	slow, agentURL := startSlowAgent(t, 30*time.Second)
+	slow, agentURL := startSlowAgent(t, time.Minute)
+	slow.hold = make(chan struct{})
 	var m *model
 	m = &model{decide: func(req llm.Request) *llm.Response {
-		if lastUser(req) == "and now?" {
+		if strings.HasPrefix(lastUser(req), "and now") {
 			return answer("all done")
 		}
 		if len(toolResults(req)) > 0 {
@@ -197,7 +203,6 @@ func TestCancelARunningTurn(t *testing.T) {
 	}}
 	dir := t.TempDir()
 	st, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{agentURL}; cfg.DataDir = dir })
-	_ = slow
 	cid := c.newConversation()
 	ch, _ := c.events(cid, "", "")
 	tid := c.send(cid, "make a word, then echo slowly")
@@ -209,6 +214,9 @@ func TestCancelARunningTurn(t *testing.T) {
 	}
 	if v.Status != "cancelled" || v.Reply == "" {
 		t.Errorf("cancel answered %s %q, want cancelled with a message", v.Status, v.Reply)
+	}
+	if s := stepOf(v, "slow_echo"); s == nil || s.Status != "running" {
+		t.Errorf("cancel answered steps %+v, want slow_echo still running", v.Steps)
 	}
 	got := until(t, ch, tid, "turn.ended")
 	if last := got[len(got)-1]; last.Data["status"] != "cancelled" {
@@ -227,16 +235,74 @@ func TestCancelARunningTurn(t *testing.T) {
 	if err != nil || exec.Status == "RUNNING" {
 		t.Errorf("execution after cancel = %v, %v; want it stopped", exec.Status, err)
 	}
-	time.Sleep(200 * time.Millisecond)
 	v = c.turn(cid, tid)
 	if v.Status != "cancelled" || len(v.Artifacts) != 1 {
 		t.Errorf("turn after cancel = %s with %d artifacts, want cancelled keeping the SVG", v.Status, len(v.Artifacts))
 	}
-	// The next turn's transcript is valid: every call has its result.
+	// While the call runs, the next turn's model reads it as running.
 	next := c.send(cid, "and now?")
 	c.wait(cid, next)
+	if got := resultStatuses(m.requests()); !reflect.DeepEqual(got, []string{"succeeded", record.CallRunningStatus}) {
+		t.Errorf("results seen by the next turn = %v, want the SVG's succeeded and the slow call running", got)
+	}
+	ended := v.EndedAt
+
+	// The call ends: its real result joins the cancelled turn.
+	close(slow.hold)
+	deadline := time.Now().Add(20 * time.Second)
+	for v = c.turn(cid, tid); time.Now().Before(deadline); v = c.turn(cid, tid) {
+		if s := stepOf(v, "slow_echo"); s != nil && s.Status == "succeeded" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if s := stepOf(v, "slow_echo"); v.Status != "cancelled" || s == nil || s.Status != "succeeded" || v.EndedAt != ended {
+		t.Fatalf("turn after the call ended = %s ended %s (was %s), steps %+v; want cancelled, unchanged end, slow_echo succeeded", v.Status, v.EndedAt, ended, v.Steps)
+	}
+	var conv struct {
+		History []struct{ Tool, Status, Kind string } `json:"history"`
+	}
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	var slowEntries []string
+	for _, h := range conv.History {
+		if h.Tool == "slow_echo" {
+			slowEntries = append(slowEntries, h.Status)
+		}
+	}
+	if !reflect.DeepEqual(slowEntries, []string{"succeeded"}) {
+		t.Errorf("history entries of slow_echo = %v, want one succeeded", slowEntries)
+	}
+	last := c.send(cid, "and now, after it ended?")
+	c.wait(cid, last)
 	reqs := m.requests()
 	assertProviderValid(t, reqs[len(reqs)-1].Messages)
+	if got := resultStatuses(reqs[len(reqs)-1:]); !reflect.DeepEqual(got, []string{"succeeded", "succeeded"}) {
+		t.Errorf("results seen after the call ended = %v, want both succeeded", got)
+	}
+	var kinds []string
+	for _, ev := range auditLog(t, dir) {
+		if ev.Turn == tid {
+			kinds = append(kinds, ev.Kind+"/"+ev.Tool+"/"+ev.Status)
+		}
+	}
+	joined := strings.Join(kinds, ",")
+	if !contains(joined, audit.KindCancelled+"//") || !contains(joined, audit.KindCall+"/slow_echo/succeeded") || contains(joined, audit.KindCancelled+"/slow_echo") {
+		t.Errorf("audit of the turn = %v, want its cancel and slow_echo's succeeded call, and no cancel of slow_echo", kinds)
+	}
+}
+
+// stepOf is the step of v whose tool is tool, or nil.
+func stepOf(v turn.View, tool string) *record.Step {
+	for i := range v.Steps {
+		if v.Steps[i].Tool == tool {
+			return &v.Steps[i]
+		}
+	}
+	return nil
+}
+
+// resultStatuses are the statuses of the tool results in the last of reqs.
+func resultStatuses(reqs []llm.Request) []string {
 	var statuses []string
 	for _, msg := range reqs[len(reqs)-1].Messages {
 		var r struct{ Status string }
@@ -244,18 +310,7 @@ func TestCancelARunningTurn(t *testing.T) {
 			statuses = append(statuses, r.Status)
 		}
 	}
-	if !contains(strings.Join(statuses, ","), "succeeded") || !contains(strings.Join(statuses, ","), "not_executed") {
-		t.Errorf("results seen by the next turn = %v, want the SVG's succeeded and the slow call's not_executed", statuses)
-	}
-	var kinds []string
-	for _, ev := range auditLog(t, dir) {
-		if ev.Turn == tid {
-			kinds = append(kinds, ev.Kind+"/"+ev.Tool)
-		}
-	}
-	if !contains(strings.Join(kinds, ","), audit.KindCancelled+"/") {
-		t.Errorf("audit of the turn = %v, want its cancel", kinds)
-	}
+	return statuses
 }
 
 // Issue 15: an ended turn cannot be cancelled (409), and a waiting one can.

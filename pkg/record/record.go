@@ -198,6 +198,10 @@ type Turn struct {
 	// beside the turn's field: until the execution applies the reply, a turn
 	// whose TaskToken equals it is running, and a second answer is refused.
 	AnsweredToken string `json:"-"`
+	// CancelRequested: the user's cancel is marked (MarkCancelled); a turn
+	// with it that has not ended yet has a cancel in flight, which any step
+	// finishes (turn.Handlers.finishCancel).
+	CancelRequested bool `json:"-"`
 }
 
 // Repeat is the no-progress state of one call (tool + arguments): the
@@ -296,6 +300,9 @@ const (
 	CallNotExecuted   CallState = "not_executed"   // superseded or expired
 	CallBlocked       CallState = "blocked"        // the guardian refused its arguments (Note: why)
 	CallDone          CallState = "done"           // its result is stored
+	// CallRunning: the call had started when its turn was cancelled; its
+	// result joins the ended turn when it ends.
+	CallRunning CallState = "running"
 )
 
 // PendingCall is one tool call of the current batch.
@@ -394,6 +401,12 @@ type InputRequired struct {
 	Task    A2ATask             `json:"task"`
 }
 
+// Put is what PutOutcome did.
+type Put struct {
+	Stored    bool // this call stored the outcome (the first one)
+	Cancelled bool // the turn was marked cancelled by then
+}
+
 // ErrNotFound is returned for a conversation or turn that does not exist.
 var ErrNotFound = errors.New("record: not found")
 
@@ -449,11 +462,19 @@ type Store interface {
 	Rename(ctx context.Context, cid, title string) error
 	// MarkCancelled records that the user cancelled turnID: from then on
 	// SaveTurn refuses (ErrCancelled) every write of it that does not end
-	// it as cancelled.
-	MarkCancelled(ctx context.Context, cid, turnID string) error
+	// it as cancelled, and StartCall starts none of its calls. It returns
+	// the calls started before (they run to their end). Marking again is
+	// harmless and returns the same calls.
+	MarkCancelled(ctx context.Context, cid, turnID string) (started []string, err error)
+	// StartCall records that a call of turnID starts, unless the turn is
+	// marked cancelled (false): whichever of StartCall and MarkCancelled
+	// the store ran first decides whether the call runs. A call started
+	// before starts again (true).
+	StartCall(ctx context.Context, cid, turnID, callID string) (bool, error)
 	// PutOutcome stores a call's outcome unless one is stored already; it
-	// reports whether this call stored it.
-	PutOutcome(ctx context.Context, cid, turnID string, o CallOutcome) (stored bool, err error)
+	// reports whether this call stored it, and whether the turn was
+	// marked cancelled by then.
+	PutOutcome(ctx context.Context, cid, turnID string, o CallOutcome) (Put, error)
 	// DeleteOutcome removes a stored outcome (an input-required answer
 	// re-runs the call).
 	DeleteOutcome(ctx context.Context, cid, turnID, callID string) error

@@ -25,7 +25,15 @@ var (
 		Summary: "This call is still running in another turn; its result will appear later."})
 	waitingResult = mustJSON(ToolResult{Status: ResultNotExecuted,
 		Summary: "This call is waiting for the user's answer in another turn; it may never run."})
+	// A call that had started when its turn was cancelled runs to its end;
+	// until its result is recorded, the model must not think it did not run.
+	runningAfterCancelResult = mustJSON(ToolResult{Status: CallRunningStatus,
+		Summary: "This call had started when its turn was cancelled and is still running; its result will appear when it ends. Do not assume it did not run."})
 )
+
+// CallRunningStatus is the status of the placeholder result of a call
+// still running after its turn was cancelled (CallRunning).
+const CallRunningStatus = "running"
 
 func mustJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -274,6 +282,11 @@ func uniqueIDs(view []llm.Message, owners []string) []llm.Message {
 // stored result. The turn whose view it is sees its own calls only after
 // their results are appended, so for it a missing result means not executed.
 func placeholder(owner *Turn, id string, isSelf bool) string {
+	for _, p := range owner.Pending {
+		if p.CallID == id && p.State == CallRunning {
+			return runningAfterCancelResult
+		}
+	}
 	switch {
 	case isSelf || owner.Status.Final():
 		return notExecutedResult

@@ -436,6 +436,7 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 
 	var resC chan invokeResult
 	var invokeC <-chan time.Time // the engine's InvokeTimeout
+	var abandon func() // lets a running handler go on when the attempt is aborted
 	var fn string
 	if f.resume != nil {
 		timeoutAt = f.resume.TimeoutAt
@@ -469,10 +470,37 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 				Cause: fmt.Sprintf("Function not found: arn:aws:lambda:%s:%s:function:%s", e.region, e.account, functionName(fn))})
 		}
 		resC = make(chan invokeResult, 1)
-		hctx, hcancel := context.WithCancel(ctx)
-		defer hcancel()
 		// The handler's context ends when the attempt ends (timeout
-		// included); the deadline is on the engine's clock, not the context's.
+		// included) or the engine closes (a process exit); the deadline is
+		// on the engine's clock, not the context's. Stopping the execution
+		// does not end it: on AWS a stopped execution's running Lambda runs
+		// to its end, and a step that has started a specialist call must
+		// be able to record what the call did (abandon, below).
+		hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+		stopRoot := context.AfterFunc(e.root, hcancel)
+		release := func() { stopRoot(); hcancel() }
+		defer func() {
+			if release != nil {
+				release()
+			}
+		}()
+		abandon = func() {
+			rc, done := resC, release
+			release = nil
+			go func() {
+				var timeout <-chan time.Time
+				if e.invokeTimeout > 0 {
+					t := time.NewTimer(e.invokeTimeout)
+					defer t.Stop()
+					timeout = t.C
+				}
+				select {
+				case <-rc:
+				case <-timeout:
+				}
+				done()
+			}()
+		}
 		if token != "" {
 			// Register before invoking: the handler may answer at once.
 			x.openToken(token, e.clock.Now())
@@ -613,6 +641,9 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 			return fail("TaskTimedOut", &stateErr{Error: "States.HeartbeatTimeout", Cause: fmt.Sprintf("task %q sent no heartbeat for %d seconds", s.Name, heartbeatS)})
 		case <-ctx.Done():
 			closeOr()
+			if resC != nil && abandon != nil {
+				abandon() // the handler runs on to its end; its result is dropped
+			}
 			return nil, errAbort
 		}
 	}

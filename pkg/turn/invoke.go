@@ -77,6 +77,17 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		h.log().ErrorContext(ctx, "call failed", "conversation", in.ConversationID, "turn", in.TurnID, "call", in.CallID, "error", name, "cause", cause)
 		o = failedOutcome(fmt.Sprintf("The call could not be completed: %s (%s).", failureCause(name, cause), name))
 	} else {
+		// The call's start and a cancel are ordered here, in the store: a
+		// cancel marked first means the call never runs; a call started
+		// first runs to its end, and its outcome is what the record says.
+		ok, err := h.Store.StartCall(ctx, in.ConversationID, in.TurnID, pc.CallID)
+		if err != nil {
+			return InvokeOutput{}, &TransientError{Err: err}
+		}
+		if !ok {
+			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s: the turn was cancelled before it started", pc.CallID))
+			return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
+		}
 		h.emit(ctx, in.ConversationID, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID}))
 		var cont *WorkflowContinuesError
 		o, cont, err = h.run(ctx, in.Ref, conv, t, pc, outcomes)
@@ -104,14 +115,21 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if h.Events != nil && len(in.Fail) == 0 {
 		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, outcomeStatus(o), o.StartedAt, o.EndedAt, nil)}
 	}
-	stored, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
+	put, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
 	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
 	} else if err != nil {
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
-	if stored {
+	if put.Stored {
 		if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
+			return InvokeOutput{}, err
+		}
+	}
+	if put.Cancelled {
+		// The turn was cancelled while the call ran: no AppendResults
+		// follows, so the call's real outcome joins the ended turn now.
+		if err := h.settleLate(ctx, in.Ref); err != nil {
 			return InvokeOutput{}, err
 		}
 	}
@@ -240,6 +258,15 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 		if !done || o.Result.Status != record.ResultSucceeded {
 			if ran && !h.timeForStep(ctx) {
 				return record.CallOutcome{}, &WorkflowContinuesError{CallID: pc.CallID, Next: i}
+			}
+			if i > 0 {
+				// A cancel stops a workflow between its steps: the
+				// steps that ran keep their results and files.
+				if ok, err := h.Store.StartCall(ctx, r.ConversationID, r.TurnID, stepID); err == nil && !ok {
+					f := failedOutcome(fmt.Sprintf("workflow %s stopped before %s: the turn was cancelled; the steps before it ran", wf.ID, wf.StepLabel(i)))
+					f.Artifacts, f.Result.Artifacts = all.Artifacts, all.Result.Artifacts
+					return f, nil
+				}
 			}
 			ran = true
 			stepStart := h.now()

@@ -401,7 +401,7 @@ func (h *Handlers) failTurn(ctx context.Context, in StepInput) (StepOutput, erro
 	h.log().ErrorContext(ctx, "turn failed", "conversation", in.ConversationID, "turn", in.TurnID, "step", step, "error", name, "cause", cause)
 	// Calls of the open batch that ran keep their results and artifacts;
 	// the rest are closed as not executed, so nothing that happened is lost.
-	arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusFailed, "Not executed: the turn failed.", "")
+	arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusFailed, "Not executed: the turn failed.", "", nil)
 	if err != nil {
 		return StepOutput{}, err
 	}

@@ -183,7 +183,7 @@ func (h *Handlers) log() *slog.Logger {
 // (record.Store.LoadStep): the turn and, when withOutcomes, its stored
 // call outcomes.
 func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
-	return h.read(ctx, r, record.Query{TurnID: r.TurnID, Outcomes: withOutcomes})
+	return h.read(ctx, r, record.Query{TurnID: r.TurnID, Outcomes: withOutcomes}, true)
 }
 
 // loadForLLM is load for an LLM call: also the turns of the transcript
@@ -193,11 +193,14 @@ func (h *Handlers) loadForLLM(ctx context.Context, r Ref) (*record.Conversation,
 	if window <= 0 {
 		window = math.MaxInt32
 	}
-	conv, t, _, err := h.read(ctx, r, record.Query{TurnID: r.TurnID, Window: window})
+	conv, t, _, err := h.read(ctx, r, record.Query{TurnID: r.TurnID, Window: window}, true)
 	return conv, t, err
 }
 
-func (h *Handlers) read(ctx context.Context, r Ref, q record.Query) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
+// read loads what q names. With finish, a turn whose cancel is marked but
+// not yet written (a crash between the two) is first cancelled for good
+// (finishCancel), so every step and reader sees it ended.
+func (h *Handlers) read(ctx context.Context, r Ref, q record.Query, finish bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
 	conv, outcomes, err := h.Store.LoadStep(ctx, r.ConversationID, q)
 	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil, nil, &NotFoundError{What: "conversation " + r.ConversationID}
@@ -208,6 +211,12 @@ func (h *Handlers) read(ctx context.Context, r Ref, q record.Query) (*record.Con
 	t, ok := conv.Turn(r.TurnID)
 	if !ok {
 		return nil, nil, nil, &NotFoundError{What: "turn " + r.TurnID}
+	}
+	if finish && t.CancelRequested && !t.Status.Final() {
+		if _, _, err := h.finishCancel(ctx, r, "", false); err != nil {
+			return nil, nil, nil, err
+		}
+		return h.read(ctx, r, q, false)
 	}
 	if q.Outcomes && outcomes == nil {
 		outcomes = map[string]record.CallOutcome{}

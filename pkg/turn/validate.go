@@ -155,7 +155,7 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		if fn := filesNote(conv, r.Files); fn != "" {
 			note += " " + fn
 		}
-		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusSuperseded, note, "")
+		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusSuperseded, note, "", nil)
 		if err != nil {
 			return ValidateOutput{}, err
 		}
@@ -163,7 +163,7 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	case r.Expired:
 		h.endWait(t)
 		msg := fmt.Sprintf("This request expired: the %s was not answered within %s, so it was not run. Send the request again to retry.", pauseWord(t), h.Limits.AwaitTimeout.Round(time.Second))
-		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusExpired, "Not executed: the request for the user's input expired.", msg)
+		arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusExpired, "Not executed: the request for the user's input expired.", msg, nil)
 		if err != nil {
 			return ValidateOutput{}, err
 		}
@@ -184,7 +184,7 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		// Every call is cleared by the user: the guardian checks the
 		// arguments that will run, before any of them does.
 		if guarded, err = h.guardCalls(ctx, conv, t, outcomes); err != nil {
-			arts, cerr := h.closeBatch(ctx, conv, t, outcomes, record.StatusFailed, "Not executed: the policy guardian could not check the calls.", h.guardFailure(ctx, in.Ref, err))
+			arts, cerr := h.closeBatch(ctx, conv, t, outcomes, record.StatusFailed, "Not executed: the policy guardian could not check the calls.", h.guardFailure(ctx, in.Ref, err), nil)
 			if cerr != nil {
 				return ValidateOutput{}, cerr
 			}
@@ -277,11 +277,16 @@ func filesNote(conv *record.Conversation, ids []string) string {
 // keeps it (it ran: its result and artifacts reach the transcript and the
 // catalog), every other open call gets a not_executed result, so the
 // transcript stays valid; the audit log gets both, before the turn is saved.
-func (h *Handlers) closeBatch(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome, status record.Status, note, msg string) ([]artifact.Artifact, error) {
+func (h *Handlers) closeBatch(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome, status record.Status, note, msg string, running map[string]bool) ([]artifact.Artifact, error) {
 	before := callStates(t)
+	var late []record.PendingCall // started, not ended: settled later
 	for i := range t.Pending {
 		pc := &t.Pending[i]
 		if o, ran := outcomes[pc.CallID]; ran && pc.State == record.CallReady && o.InputRequired == nil {
+			continue
+		}
+		if running[pc.CallID] && pc.State == record.CallReady {
+			pc.State, pc.Note = record.CallRunning, runningNote
 			continue
 		}
 		switch pc.State {
@@ -307,7 +312,17 @@ func (h *Handlers) closeBatch(ctx context.Context, conv *record.Conversation, t 
 	if err := h.audit(ctx, guarded); err != nil {
 		return nil, err
 	}
+	closing := t.Pending[:0:0]
+	for _, pc := range t.Pending {
+		if pc.State == record.CallRunning {
+			late = append(late, pc)
+		} else {
+			closing = append(closing, pc)
+		}
+	}
+	t.Pending = closing
 	arts := h.appendResults(cat, t, outcomes)
+	t.Pending = late
 	if msg != "" {
 		t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "error", Content: msg, At: h.now()})
 	}

@@ -108,27 +108,26 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 			v.Approval.Calls = append(v.Approval.Calls, ApprovalCall{CallID: pc.CallID, Tool: pc.Tool, Arguments: pc.Arguments, Steps: pc.Plan})
 		}
 	}
-	if t.Status == record.StatusRunning {
-		for _, pc := range t.Pending {
-			if pc.State != record.CallReady {
-				continue
-			}
-			s := record.Step{Tool: pc.Tool, CallID: pc.CallID, Status: "running", StartedAt: t.UpdatedAt}
-			o, ok := outcomes[pc.CallID]
-			if ok {
-				s.Status, s.StartedAt, s.EndedAt = outcomeStatus(o), o.StartedAt, o.EndedAt
-			} else if pc.Kind == record.KindWorkflow {
-				// A running workflow shows the steps it has finished.
-				for i := 0; ; i++ {
-					so, done := outcomes[workflowStepID(pc.CallID, i)]
-					if !done {
-						break
-					}
-					v.Steps = append(v.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: outcomeStatus(so), StartedAt: so.StartedAt, EndedAt: so.EndedAt})
-				}
-			}
-			v.Steps = append(v.Steps, s)
+	for _, pc := range t.Pending {
+		// A running batch's calls, and those still running after a cancel.
+		if !(t.Status == record.StatusRunning && pc.State == record.CallReady) && pc.State != record.CallRunning {
+			continue
 		}
+		s := record.Step{Tool: pc.Tool, CallID: pc.CallID, Status: "running", StartedAt: t.UpdatedAt}
+		o, ok := outcomes[pc.CallID]
+		if ok {
+			s.Status, s.StartedAt, s.EndedAt = outcomeStatus(o), o.StartedAt, o.EndedAt
+		} else if pc.Kind == record.KindWorkflow {
+			// A running workflow shows the steps it has finished.
+			for i := 0; ; i++ {
+				so, done := outcomes[workflowStepID(pc.CallID, i)]
+				if !done {
+					break
+				}
+				v.Steps = append(v.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: outcomeStatus(so), StartedAt: so.StartedAt, EndedAt: so.EndedAt})
+			}
+		}
+		v.Steps = append(v.Steps, s)
 	}
 	for _, a := range turnArtifacts(conv, t) {
 		v.Artifacts = append(v.Artifacts, a.Ref())

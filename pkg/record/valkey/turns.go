@@ -82,18 +82,50 @@ return 1
 `)
 
 // MarkCancelled stores cancel:<tid> beside the turn, which SaveTurn's
-// script checks: from then on only the cancelled turn is written.
-func (s *Store) MarkCancelled(ctx context.Context, cid, turnID string) error {
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, convKey(cid), cancelPrefix+turnID, time.Now().UTC().Format(time.RFC3339Nano))
-		p.Expire(ctx, convKey(cid), s.ttl)
-		return nil
-	})
+// script checks: from then on only the cancelled turn is written, and
+// StartCall starts no call of it. In the same script it returns the calls
+// StartCall had started by then: the cancel cannot stop them, so their
+// outcomes are recorded when they end. Marking twice keeps the first time.
+func (s *Store) MarkCancelled(ctx context.Context, cid, turnID string) ([]string, error) {
+	ids, err := markCancelledScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID)},
+		turnID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl/time.Second)).StringSlice()
 	if err != nil {
-		return fmt.Errorf("mark turn %s of %s cancelled: %w", turnID, cid, classify(err))
+		return nil, fmt.Errorf("mark turn %s of %s cancelled: %w", turnID, cid, classify(err))
 	}
-	return nil
+	return ids, nil
 }
+
+var markCancelledScript = redis.NewScript(`
+redis.call('HSETNX', KEYS[1], 'cancel:' .. ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+local started = {}
+for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
+  if string.sub(f, 1, 6) == 'start:' then started[#started + 1] = string.sub(f, 7) end
+end
+return started
+`)
+
+// StartCall records that callID of turnID starts now, unless the turn is
+// marked cancelled: the one point where a call and a cancel are ordered
+// (MarkCancelled runs in the same server, one script at a time). A call
+// started before is started again (a retried invoke).
+func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string) (bool, error) {
+	n, err := startCallScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID)},
+		turnID, startPrefix+callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl/time.Second), resultsPrefix+turnID).Int()
+	if err != nil {
+		return false, fmt.Errorf("start call %s of %s/%s: %w", callID, cid, turnID, classify(err))
+	}
+	return n == 1, nil
+}
+
+var startCallScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 1 end
+if redis.call('HEXISTS', KEYS[1], 'cancel:' .. ARGV[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[5], 1)
+redis.call('EXPIRE', KEYS[2], ARGV[4])
+return 1
+`)
 
 // turnKeys are the keys SaveTurn and LoadStep declare (every key a script
 // touches is declared, as ElastiCache Serverless requires).
@@ -356,7 +388,7 @@ if not m[1] then return nil end
 if m[4] ~= '2' then return {'migrate'} end
 local tid = ARGV[1]
 local function whole(id)
-  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id)
+  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id)
 end
 local own = {}
 if tid ~= '' then own = whole(tid) end
@@ -415,7 +447,7 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 			return nil
 		}
 		t, err := decodeTurn(id, f[0], f[1], map[string]string{
-			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4], cachedPrefix + id: at(f, 6), costPrefix + id: at(f, 7)})
+			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4], cachedPrefix + id: at(f, 6), costPrefix + id: at(f, 7), cancelPrefix + id: at(f, 8)})
 		if err != nil {
 			return fmt.Errorf("load conversation %s: %w", cid, err)
 		}
@@ -472,6 +504,9 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 		outcomes = map[string]record.CallOutcome{}
 		kv := strs(raw[6])
 		for i := 0; i+1 < len(kv); i += 2 {
+			if strings.HasPrefix(kv[i], startPrefix) {
+				continue
+			}
 			var o record.CallOutcome
 			if err := json.Unmarshal([]byte(kv[i+1]), &o); err != nil {
 				return nil, nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, kv[i], err)
@@ -543,6 +578,7 @@ func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, 
 		}
 	}
 	t.AnsweredToken = fields[answeredPrefix+t.ID]
+	t.CancelRequested = fields[cancelPrefix+t.ID] != ""
 	if n, err := strconv.Atoi(fields[callsPrefix+t.ID]); err == nil {
 		t.LLMCalls = n
 	}
@@ -564,6 +600,9 @@ func decodeOutcomes(cid string, res *redis.MapStringStringCmd) (map[string]recor
 	}
 	out := make(map[string]record.CallOutcome, len(res.Val()))
 	for id, v := range res.Val() {
+		if strings.HasPrefix(id, startPrefix) {
+			continue
+		}
 		var o record.CallOutcome
 		if err := json.Unmarshal([]byte(v), &o); err != nil {
 			return nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, id, err)

@@ -108,6 +108,9 @@ const (
 	cancelPrefix  = "cancel:" // the user cancelled the turn (MarkCancelled)
 	costPrefix    = "cost:"
 	resultsPrefix = "results:" // marks a turn with a results hash
+	// startPrefix+<call id> in a turn's results hash: StartCall started
+	// the call (never decoded as an outcome).
+	startPrefix = "start:"
 )
 
 func convKey(cid string) string      { return "conv:{" + cid + "}" }
@@ -188,54 +191,59 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spen
 }
 
 // MarkAnswered stores the answered token beside the turn's own field, so
-// the API never writes a turn its execution owns.
+// the API never writes a turn its execution owns. A script, not MULTI: a
+// full server refuses it with OOM (record.ErrFull), where a transaction
+// would answer only EXECABORT.
 func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) error {
-	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, convKey(cid), answeredPrefix+turnID, token)
-		p.Expire(ctx, convKey(cid), s.ttl)
-		return nil
-	})
-	if err != nil {
+	err := markAnsweredScript.Run(ctx, s.rdb, []string{convKey(cid)}, answeredPrefix+turnID, token, int64(s.ttl/time.Second)).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, classify(err))
 	}
 	return nil
 }
 
+var markAnsweredScript = redis.NewScript(`
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+return 1
+`)
+
 // PutOutcome stores o under its call id unless an outcome is stored there
-// already (HSETNX), so a retried invoke keeps the first result; stored
-// reports whether this call wrote it. o's artifacts are not added to the
-// catalog here: the turn's SaveTurn does that when it appends the result.
-func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.CallOutcome) (bool, error) {
+// already (HSETNX), so a retried invoke keeps the first result; Stored
+// reports whether this call wrote it, and Cancelled whether the turn was
+// marked cancelled by then. o's artifacts are not added to the catalog
+// here: the turn's SaveTurn does that when it appends the result.
+func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.CallOutcome) (record.Put, error) {
 	if o.CallID == "" || turnID == "" {
-		return false, fmt.Errorf("put outcome of %s: turn and call id are required", cid)
+		return record.Put{}, fmt.Errorf("put outcome of %s: turn and call id are required", cid)
 	}
 	b, err := json.Marshal(o)
 	if err != nil {
-		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
 	args := []any{int64(s.ttl / time.Second), o.CallID, b, resultsPrefix + turnID}
 	for _, e := range o.Events {
 		eb, err := json.Marshal(e)
 		if err != nil {
-			return false, fmt.Errorf("put outcome %s of %s/%s: event %s: %w", o.CallID, cid, turnID, e.Type, err)
+			return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: event %s: %w", o.CallID, cid, turnID, e.Type, err)
 		}
 		args = append(args, eb)
 	}
 	n, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid)}, args...).Int()
 	if err != nil {
-		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
+		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
 	}
 	if n < 0 {
-		return false, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, record.ErrNotFound)
+		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, record.ErrNotFound)
 	}
-	return n == 1, nil
+	return record.Put{Stored: n&1 == 1, Cancelled: n&2 == 2}, nil
 }
 
 // putOutcomeScript stores a call's outcome once (HSETNX) and, when it is
 // the first, appends its events (ARGV 5…) to the event log; it names the
 // results hash in the conversation hash so Delete finds it even when the
 // turn's own field was never saved, and does nothing for a conversation
-// that no longer exists (-1).
+// that no longer exists (-1). It adds 2 when the turn is marked cancelled.
 var putOutcomeScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
 local set = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
@@ -247,6 +255,7 @@ if set == 1 and #ARGV > 4 then
   end
   redis.call('EXPIRE', KEYS[4], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
 end
+if redis.call('HEXISTS', KEYS[1], 'cancel:' .. string.sub(ARGV[4], ` + strconv.Itoa(len(resultsPrefix)+1) + `)) == 1 then set = set + 2 end
 return set
 `)
 

@@ -120,11 +120,11 @@ func TestPutOutcomeOnce(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				o := record.CallOutcome{CallID: "call1", Tool: "x", Result: record.ToolResult{Status: record.ResultSucceeded, Summary: fmt.Sprint(i)}}
-				ok, err := s.PutOutcome(t.Context(), cid, "t1", o)
+				put, err := s.PutOutcome(t.Context(), cid, "t1", o)
 				if err != nil {
 					t.Errorf("PutOutcome() = %v", err)
 				}
-				if ok {
+				if put.Stored {
 					stored <- o.Result.Summary
 				}
 			})
@@ -144,7 +144,7 @@ func TestPutOutcomeOnce(t *testing.T) {
 		if err := s.DeleteOutcome(t.Context(), cid, "t1", "call1"); err != nil {
 			t.Fatalf("DeleteOutcome() = %v", err)
 		}
-		if ok, err := s.PutOutcome(t.Context(), cid, "t1", record.CallOutcome{CallID: "call1"}); err != nil || !ok {
+		if ok, err := s.PutOutcome(t.Context(), cid, "t1", record.CallOutcome{CallID: "call1"}); err != nil || !ok.Stored {
 			t.Errorf("PutOutcome() after DeleteOutcome = %v, %v; want true, nil", ok, err)
 		}
 	})
