@@ -6,6 +6,8 @@ package devstack
 // a full Valkey still serves reads and refuses writes with a 503.
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/scripted"
 	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
@@ -157,5 +160,95 @@ func TestKilledValkeyTurnResumes(t *testing.T) {
 	}
 	if h := c.historyOf(cid); len(h) == 0 || h[0]["content"] != "echo slowly" {
 		t.Errorf("history = %v, want the user's message kept", h)
+	}
+}
+
+// A full store (maxmemory, noeviction) refuses every write path of a turn
+// waiting for the user with 503 store_full and a Retry-After, and changes
+// nothing: a message that supersedes, "yes" as text, an approve, a form
+// answer and a cancel. Once memory is back the same turns go on.
+func TestFullValkeyRefusesEveryWriteAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	addr, _ := valkeytest.Server(t, "--maxmemory-policy", "noeviction")
+	st, c := stack(t, scripted.Demo(), func(cfg *Config) { cfg.ValkeyURL = "redis://" + addr + "/0" })
+	approval := c.newConversation()
+	c.wait(approval, c.send(approval, "Create a PNG image with the word Full"))
+	pub := c.send(approval, "Publish it to web")
+	if v := c.wait(approval, pub); v.Status != "awaiting_approval" {
+		t.Fatalf("publish turn = %s, want awaiting_approval", v.Status)
+	}
+	form := c.newConversation()
+	flange := c.send(form, "Design a valve flange with 6 holes and 120 mm outer diameter")
+	if v := c.wait(form, flange); v.Status != "awaiting_input" {
+		t.Fatalf("flange turn = %s, want awaiting_input", v.Status)
+	}
+	formCall := c.formCall(form, flange)
+	apID := c.turn(approval, pub).Approval.ID
+
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	ctx := t.Context()
+	var used int64
+	for _, line := range strings.Split(admin.Info(ctx, "memory").Val(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			fmt.Sscan(v, &used)
+		}
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", fmt.Sprint(used/2)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	writes := []struct {
+		name, path string
+		body       any
+	}{
+		{"a message that supersedes", "/v1/conversations/" + approval + "/messages", map[string]any{"text": "something else entirely"}},
+		{"yes as text", "/v1/conversations/" + approval + "/messages", map[string]any{"text": "yes"}},
+		{"an approve", "/v1/conversations/" + approval + "/turns/" + pub + "/input", map[string]any{"approval": map[string]any{"id": apID, "decision": "approve"}}},
+		{"a form answer", "/v1/conversations/" + form + "/turns/" + flange + "/input", map[string]any{"answers": map[string]any{formCall: map[string]any{"material": "steel"}}}},
+		{"a cancel", "/v1/conversations/" + form + "/turns/" + flange + "/cancel", nil},
+	}
+	for _, w := range writes {
+		var b []byte
+		if w.body != nil {
+			b, _ = json.Marshal(w.body)
+		}
+		req, _ := http.NewRequestWithContext(ctx, "POST", c.base+w.path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		var e struct {
+			Error struct{ Code string } `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&e)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || e.Error.Code != "store_full" || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("%s on a full store = %d %q (Retry-After %q), want 503 store_full with Retry-After", w.name, resp.StatusCode, e.Error.Code, resp.Header.Get("Retry-After"))
+		}
+	}
+	// Nothing changed: both turns still wait, with the same approval.
+	if v := c.turn(approval, pub); v.Status != "awaiting_approval" || v.Approval == nil || v.Approval.ID != apID {
+		t.Errorf("publish turn after refused writes = %s %+v, want still awaiting the same approval", v.Status, v.Approval)
+	}
+	if v := c.turn(form, flange); v.Status != "awaiting_input" {
+		t.Errorf("flange turn after refused writes = %s, want still awaiting_input", v.Status)
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if code := c.input(approval, pub, map[string]any{"approval": map[string]any{"id": apID, "decision": "approve"}}); code != http.StatusAccepted {
+		t.Fatalf("approve once memory is back = %d, want 202", code)
+	}
+	if v := c.wait(approval, pub); v.Status != "succeeded" || len(st.Publications.List()) != 1 {
+		t.Errorf("publish turn = %s with %d publications, want succeeded and exactly 1", v.Status, len(st.Publications.List()))
+	}
+	var conv struct {
+		Turns []turn.View `json:"turns"`
+	}
+	c.do("GET", "/v1/conversations/"+approval, nil, &conv)
+	if len(conv.Turns) != 2 {
+		t.Errorf("conversation has %d turns, want 2 (the refused messages left nothing behind)", len(conv.Turns))
 	}
 }
