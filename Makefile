@@ -3,7 +3,7 @@ SHELL := /bin/bash
 GO ?= go
 FUNCTIONS := api llmstep validate invoke append await events demoagents
 
-.PHONY: run test test-go test-race deps npm build lint fuzz bench clean eval
+.PHONY: run test test-go test-slow test-race deps npm build lint fuzz bench clean eval
 
 run: ## the local stack: API + web page, local Step Functions engine, embedded Valkey, demo agents
 	@echo "building clientagent… (the first build downloads modules and takes a few minutes)"
@@ -14,6 +14,11 @@ test: deps ## every test (Go unit + embedded integration + node checks + browser
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 15m ./...
 	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
+
+# The slow suite: faults that take real minutes (a 30 s store stall, an
+# outage past the retry budget); build tag slow. CI runs it after make test.
+test-slow: deps
+	$(GO) test -tags slow -count=1 -timeout 20m -run 'TestSlow' ./...
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...

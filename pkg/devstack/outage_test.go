@@ -11,87 +11,59 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
-	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
-// A Valkey outage in the middle of a turn fails that turn cleanly: the
-// execution ends, the turn reads as failed with a message once Valkey is
-// back, the conversation is intact, and the next turn works.
-func TestValkeyOutageFailsTurnCleanly(t *testing.T) {
+// A Valkey outage in the middle of a turn that ends within the budget
+// (docs/architecture.md, "How long a store outage a turn survives"): the
+// turn waits for the store and goes on; the specialist ran once, the
+// conversation is intact and the next turn works.
+func TestValkeyOutageWithinTheBudgetTheTurnGoesOn(t *testing.T) {
 	t.Parallel()
 	mr := miniredis.RunT(t)
-	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
+	slow, agentURL := startSlowAgent(t, 1500*time.Millisecond)
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		if strings.Contains(lastUser(req), "again") {
 			return answer("back to normal")
 		}
+		if len(toolResults(req)) > 0 {
+			return answer("done after the outage")
+		}
 		return calls(call("x1", "slow_echo", map[string]any{"text": "hold on"}))
 	}}
-	st, c := stack(t, m, func(cfg *Config) {
+	_, c := stack(t, m, func(cfg *Config) {
 		cfg.ValkeyURL = "redis://" + mr.Addr()
 		cfg.Agents = []string{agentURL}
 	})
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
-	mr.Close() // Valkey goes away while the specialist works
-
-	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	ex, err := st.Engine.Wait(ctx, arn)
-	if err != nil {
-		t.Fatalf("Wait() = %v", err)
-	}
-	if ex.Status != "FAILED" {
-		t.Errorf("execution status = %s, want FAILED", ex.Status)
-	}
+	mr.Close()                  // Valkey goes away while the specialist works
+	time.Sleep(3 * time.Second) // the fault itself: the specialist ends meanwhile
 	if err := mr.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	// go-redis redials in the background once the server is back. The
-	// record still says running, so the API asks Step Functions once the
-	// record is older than api.DefaultFreshFor.
 	var v turn.View
-	for end := time.Now().Add(api.DefaultFreshFor + 20*time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(40 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK && v.Status != "running" {
 			break
 		}
 	}
-	if v.Status != "failed" || !strings.Contains(v.Reply, "intact") {
-		t.Errorf("turn = %s %q, want failed with a message", v.Status, v.Reply)
+	if v.Status != "succeeded" || v.Reply != "done after the outage" {
+		t.Errorf("turn after the outage = %s %q, want it resumed and succeeded", v.Status, v.Reply)
 	}
-	// The API recorded the failure on the turn itself, so every reader
-	// (the conversation list, the next turn's view) sees it ended.
-	if conv, _, err := st.Platform.Store.Load(t.Context(), cid, ""); err != nil {
-		t.Errorf("Load() = %v", err)
-	} else if tr, _ := conv.Turn(tid); tr == nil || tr.Status != record.StatusFailed {
-		t.Errorf("stored turn = %+v, want failed", tr)
+	slow.mu.Lock()
+	if len(slow.runs) != 1 {
+		t.Errorf("the specialist ran %d times, want once", len(slow.runs))
 	}
+	slow.mu.Unlock()
 	h := c.historyOf(cid)
 	if len(h) == 0 || h[0]["content"] != "echo slowly" {
 		t.Errorf("history = %v, want the user's message kept", h)
 	}
-	// Right after the outage a start may meet a store still coming back:
-	// 503 with Retry-After, as the page retries.
-	var t2 string
-	for end := time.Now().Add(10 * time.Second); t2 == "" && time.Now().Before(end); {
-		var out struct {
-			TurnID string `json:"turn_id"`
-		}
-		switch code := c.do("POST", "/v1/conversations/"+cid+"/messages", map[string]any{"text": "try again"}, &out); code {
-		case http.StatusAccepted:
-			t2 = out.TurnID
-		case http.StatusServiceUnavailable:
-			time.Sleep(500 * time.Millisecond)
-		default:
-			t.Fatalf("POST messages after the outage = %d, want 202 (or 503 while it comes back)", code)
-		}
-	}
-	if v := c.wait(cid, t2); v.Status != "succeeded" || v.Reply != "back to normal" {
+	if v := c.wait(cid, c.send(cid, "try again")); v.Status != "succeeded" || v.Reply != "back to normal" {
 		t.Errorf("next turn = %s %q, want succeeded", v.Status, v.Reply)
 	}
 }

@@ -85,10 +85,17 @@ func TestCancelRacingAnApprovalIsRecordedTruthfully(t *testing.T) {
 				history = append(history, h["status"].(string))
 			}
 		}
+		// The executed call is audited right after its outcome is stored.
 		var events []string
-		for _, e := range auditLog(t, dir) {
-			if e.CallID == callID {
-				events = append(events, e.Kind+"/"+e.Status)
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			events = events[:0]
+			for _, e := range auditLog(t, dir) {
+				if e.CallID == callID {
+					events = append(events, e.Kind+"/"+e.Status)
+				}
+			}
+			if !ran || contains(strings.Join(events, ","), audit.KindCall+"/") || time.Now().After(end) {
+				break
 			}
 		}
 		got := step.Status + " | history " + strings.Join(history, ",") + " | audit " + strings.Join(events, ",")

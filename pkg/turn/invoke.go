@@ -115,7 +115,16 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if h.Events != nil && len(in.Fail) == 0 {
 		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, outcomeStatus(o), o.StartedAt, o.EndedAt, nil)}
 	}
-	put, err := h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
+	// The specialist ran: its outcome is written however long the store
+	// takes to come back (within the step's time), not run again.
+	var put record.Put
+	tries, err := h.outlast(ctx, func() (err error) {
+		put, err = h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
+		return err
+	})
+	if tries > 1 && err == nil {
+		put.Stored = true // an earlier try may have stored it before it timed out: record the call either way
+	}
 	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
 	} else if err != nil {

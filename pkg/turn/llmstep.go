@@ -141,7 +141,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		spend.Events = append(deltas.drain(), h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
 			map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))
 	}
-	if err := h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, spend); errors.Is(err, record.ErrNotFound) {
+	if _, err := h.outlast(ctx, func() error { return h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, spend) }); errors.Is(err, record.ErrNotFound) {
 		return StepOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
 	} else if err != nil {
 		return StepOutput{}, &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}

@@ -115,8 +115,49 @@ type Handlers struct {
 	Prices llm.Prices
 	// Tracing makes the turn's spans (nil: none; trace.go).
 	Tracing *telemetry.Tracing
-	Now     func() time.Time
-	Logger  *slog.Logger
+	// StoreOutage is how long a step waits, in process, for a store that
+	// is unavailable or full before it fails with a TransientError (which
+	// the state machine retries for as long again): a write made after
+	// a side effect (the model answered, a specialist ran) is retried
+	// rather than redone. Zero: DefaultStoreOutage.
+	StoreOutage time.Duration
+	Now         func() time.Time
+	Logger      *slog.Logger
+}
+
+// DefaultStoreOutage is the store outage a step outlasts in process.
+const DefaultStoreOutage = 2 * time.Minute
+
+// outlast runs write until it succeeds, fails for another reason than an
+// unavailable or full store, the step's context ends, or StoreOutage has
+// passed, backing off from 100 ms to 5 s between tries. It reports how many
+// tries were made, so a caller knows that an earlier try may have been
+// applied although it timed out.
+func (h *Handlers) outlast(ctx context.Context, write func() error) (int, error) {
+	budget := h.StoreOutage
+	if budget <= 0 {
+		budget = DefaultStoreOutage
+	}
+	end := time.Now().Add(budget)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-stepMargin).Before(end) {
+		end = dl.Add(-stepMargin)
+	}
+	wait := 100 * time.Millisecond
+	for tries := 1; ; tries++ {
+		err := write()
+		if err == nil || !(errors.Is(err, record.ErrUnavailable) || errors.Is(err, record.ErrFull)) || time.Now().Add(wait).After(end) {
+			return tries, err
+		}
+		if tries == 1 {
+			h.log().WarnContext(ctx, "store unavailable: the step waits for it", "error", err.Error(), "for", time.Until(end).Round(time.Second).String())
+		}
+		select {
+		case <-ctx.Done():
+			return tries, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
 }
 
 // TransientError marks a failure worth retrying (Valkey unreachable, LLM
@@ -294,7 +335,7 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 		// The write's events go in its own round trip.
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
 	}
-	err := h.Store.SaveTurn(ctx, r.ConversationID, t, arts...)
+	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
 	t.Events = nil
 	if errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
