@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -329,13 +330,16 @@ type slowAgent struct {
 	delay time.Duration
 	// hold, when set, keeps each call until it is closed (or the delay).
 	hold chan struct{}
-	mu   sync.Mutex
+	// started counts the calls that reached the specialist.
+	started atomic.Int32
+	mu      sync.Mutex
 	runs []span
 }
 
 type span struct{ start, end time.Time }
 
 func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
+	a.started.Add(1)
 	start := time.Now()
 	var args map[string]any
 	for _, p := range rc.Message.Parts {

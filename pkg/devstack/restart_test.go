@@ -3,8 +3,12 @@ package devstack
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
+
+	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/turn"
 )
 
 // Issue 3 and 6: with a Valkey that outlives the local stack, a turn waiting
@@ -35,5 +39,70 @@ func TestWaitingTurnSurvivesRestart(t *testing.T) {
 	}
 	if v := c2.wait(cid, tid); v.Status != "succeeded" || len(v.Artifacts) != 1 {
 		t.Fatalf("after restart turn = %s %q, want succeeded with the drawing", v.Status, v.Reply)
+	}
+}
+
+// An accepted cancel survives a crash at any point of it
+// (docs/architecture.md, "Who wins a cancel"). The stack stops as a
+// process exit would (its engine keeps the execution's snapshot) once the
+// cancel's mark is stored but before the cancelled turn is written, while
+// a specialist call that had started runs. After the restart the turn
+// ends cancelled, not failed; the started call runs to its end and its
+// result and artifact join the turn; the turn and the conversation agree;
+// and a second restart changes nothing (the end is recorded once).
+func TestCancelInFlightAtACrashEndsCancelled(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	dir := t.TempDir()
+	slow, agentURL := startSlowAgent(t, time.Minute)
+	slow.hold = make(chan struct{})
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if len(toolResults(req)) > 0 {
+			return calls(call("b", "slow_echo", map[string]any{"text": "second"}))
+		}
+		return calls(call("a", "create_svg_artifact", map[string]any{"word": "Crash"}))
+	}}
+	cfg := func(c *Config) {
+		c.ValkeyURL = "redis://" + mr.Addr()
+		c.DataDir = dir
+		c.Agents = []string{agentURL}
+	}
+	first, c := stack(t, m, cfg)
+	cid := c.newConversation()
+	tid := c.send(cid, "make a word, then echo slowly")
+	c.waitRunning(cid, tid, "slow_echo")
+	for end := time.Now().Add(10 * time.Second); slow.started.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond) // until the specialist has the call
+	}
+	// The cancel's first write lands; the process dies before the next.
+	if _, err := first.Platform.Store.MarkCancelled(t.Context(), cid, tid); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	second, c2 := stack(t, m, cfg)
+	close(slow.hold) // the resumed call runs to its end this time
+	var v turn.View
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		v = c2.turn(cid, tid)
+		if s := stepOf(v, "slow_echo"); v.Status != "running" && s != nil && s.Status != "running" {
+			break
+		}
+	}
+	if s := stepOf(v, "slow_echo"); v.Status != "cancelled" || s == nil || s.Status != "succeeded" || len(v.Artifacts) != 1 {
+		t.Fatalf("turn after the restart = %s %q, steps %+v, %d artifacts; want cancelled, slow_echo succeeded, the SVG kept", v.Status, v.Reply, v.Steps, len(v.Artifacts))
+	}
+	var conv struct {
+		Turns []turn.View `json:"turns"`
+	}
+	c2.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if len(conv.Turns) != 1 || conv.Turns[0].Status != "cancelled" || stepOf(conv.Turns[0], "slow_echo") == nil || stepOf(conv.Turns[0], "slow_echo").Status != "succeeded" {
+		t.Errorf("the conversation's turn = %+v, want it to agree with the turn", conv.Turns)
+	}
+	ended := v.EndedAt
+	second.Close()
+	_, c3 := stack(t, m, cfg)
+	if v := c3.turn(cid, tid); v.Status != "cancelled" || v.EndedAt != ended {
+		t.Errorf("after a second restart the turn = %s ended %s, want cancelled ended %s (recorded once)", v.Status, v.EndedAt, ended)
 	}
 }

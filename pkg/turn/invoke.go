@@ -67,7 +67,9 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if pc == nil {
 		return InvokeOutput{}, &NotFoundError{What: "call " + in.CallID}
 	}
-	if t.Status.Final() || pc.State != record.CallReady {
+	// A call that had started when its turn was cancelled (CallRunning)
+	// still runs to its end: this is a resumed or retried invoke of it.
+	if pc.State != record.CallRunning && (t.Status.Final() || pc.State != record.CallReady) {
 		h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s is %s in a %s turn", pc.CallID, pc.State, t.Status))
 		return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 	}
