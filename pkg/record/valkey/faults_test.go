@@ -131,6 +131,64 @@ func TestFullServerServesReads(t *testing.T) {
 	}
 }
 
+// A cache at its cap evicts least-recently-used keys that carry a TTL
+// (ElastiCache Serverless; volatile-lru here): a conversation with a turn
+// running or waiting carries none and is never evicted, however much else
+// is written; once its turn ends it carries the idle TTL again.
+func TestActiveConversationIsNeverEvicted(t *testing.T) {
+	t.Parallel()
+	addr, _ := valkeytest.Server(t, "--maxmemory-policy", "volatile-lru")
+	c, closeC, err := valkey.Open(t.Context(), "redis://"+addr+"/0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeC()
+	ctx := t.Context()
+	s := valkey.New(c, valkey.Options{})
+	if err := s.Create(ctx, record.Meta{ID: "live", Owner: "dev", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	tr := progress(0, 2)
+	tr.Status = record.StatusAwaitingApproval
+	if err := s.SaveTurn(ctx, "live", tr, artifact.Artifact{ID: "art_live", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	var usedMem int64
+	for _, line := range strings.Split(c.Info(ctx, "memory").Val(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			fmt.Sscan(v, &usedMem)
+		}
+	}
+	if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(usedMem+4<<20)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer c.ConfigSet(context.Background(), "maxmemory", "0")
+	// 40 MB of other, idle data with a TTL: ten times the room left.
+	filler := strings.Repeat("x", 100<<10)
+	for i := range 400 {
+		if err := c.Set(ctx, fmt.Sprintf("idle:{%d}", i), filler, time.Hour).Err(); err != nil {
+			t.Fatalf("filler %d: %v", i, err)
+		}
+	}
+	if n, _ := c.Exists(ctx, "idle:{0}").Result(); n != 0 {
+		t.Fatalf("the cache evicted nothing (idle:{0} is still there): the test did not fill it")
+	}
+	conv, _, err := s.LoadStep(ctx, "live", record.Query{TurnID: tr.ID, Outcomes: true})
+	if err != nil {
+		t.Fatalf("LoadStep of the waiting conversation after eviction = %v", err)
+	}
+	if got, _ := conv.Turn(tr.ID); got == nil || got.Status != record.StatusAwaitingApproval || len(conv.Artifacts) != 1 {
+		t.Errorf("the waiting conversation after eviction = %+v with %d artifacts, want its turn and artifact intact", got, len(conv.Artifacts))
+	}
+	tr.Status = record.StatusSucceeded
+	if err := s.SaveTurn(ctx, "live", tr); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := c.TTL(ctx, "conv:{live}").Val(); ttl <= 0 {
+		t.Errorf("TTL of the conversation once its turn ended = %v, want the idle TTL", ttl)
+	}
+}
+
 // ElastiCache Serverless is cluster mode and refuses scripts that touch
 // keys they do not declare: every method works on a real cluster-mode
 // server (one node holding every slot).

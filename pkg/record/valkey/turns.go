@@ -77,7 +77,7 @@ func (s *Store) Rename(ctx context.Context, cid, title string) error {
 var renameScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'title', ARGV[1])
-redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[2], 'XX')
 return 1
 `)
 
@@ -97,7 +97,7 @@ func (s *Store) MarkCancelled(ctx context.Context, cid, turnID string) ([]string
 
 var markCancelledScript = redis.NewScript(`
 redis.call('HSETNX', KEYS[1], 'cancel:' .. ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[3], 'XX')
 local started = {}
 for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
   if string.sub(f, 1, 6) == 'start:' then started[#started + 1] = string.sub(f, 7) end
@@ -123,7 +123,7 @@ if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 1 end
 if redis.call('HEXISTS', KEYS[1], 'cancel:' .. ARGV[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[5], 1)
-redis.call('EXPIRE', KEYS[2], ARGV[4])
+redis.call('EXPIRE', KEYS[2], ARGV[4], 'XX')
 return 1
 `)
 
@@ -227,34 +227,53 @@ while i <= #ARGV do
   redis.call('ZADD', KEYS[6], ARGV[i + 2], ARGV[i])
   i = i + 3
 end
-for k = 1, 7 do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+-- An active conversation is never evictable: a cache at its cap evicts only
+-- keys that carry a TTL, so while any turn runs or waits the conversation's
+-- keys carry none, and a turn's results none until it ends; the idle TTL
+-- starts when the last turn ends.
+local live = redis.call('SCARD', KEYS[5]) > 0
+for k = 1, 7 do
+  if (k == 3 and ARGV[11] ~= '1') or (k ~= 3 and live) then redis.call('PERSIST', KEYS[k]) else redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+end
+return 1
+`)
+
+// putArtifactsScript: KEYS conv, artifacts, artorder; ARGV ttl, then
+// (id, json, created ms) per artifact.
+var putArtifactsScript = redis.NewScript(`
+local i = 2
+while i <= #ARGV do
+  redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
+  redis.call('ZADD', KEYS[3], ARGV[i + 2], ARGV[i])
+  i = i + 3
+end
+if redis.call('TTL', KEYS[1]) == -1 then
+  redis.call('PERSIST', KEYS[2]); redis.call('PERSIST', KEYS[3])
+else
+  for k = 1, 3 do redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+end
 return 1
 `)
 
 // PutArtifacts adds artifacts to the conversation's catalog (uploads,
-// which belong to no turn yet), in one pipeline.
+// which belong to no turn yet), in one script: the catalog carries the
+// conversation's TTL, or none while a turn is active (saveTurnScript).
 func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error {
 	if len(arts) == 0 {
 		return nil
 	}
-	vals := make([]any, 0, 2*len(arts))
-	order := make([]redis.Z, 0, len(arts))
+	args := []any{int64(s.ttl / time.Second)}
 	for _, a := range arts {
 		ab, err := json.Marshal(a)
 		if err != nil {
 			return fmt.Errorf("put artifact %s of %s: %w", a.ID, cid, err)
 		}
-		vals = append(vals, a.ID, ab)
-		order = append(order, redis.Z{Score: float64(a.CreatedAt.UnixMilli()), Member: a.ID})
+		args = append(args, a.ID, ab, a.CreatedAt.UnixMilli())
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, artifactsKey(cid), vals...)
-		p.ZAdd(ctx, artOrderKey(cid), order...)
-		for _, k := range []string{convKey(cid), artifactsKey(cid), artOrderKey(cid)} {
-			p.Expire(ctx, k, s.ttl)
-		}
-		return nil
-	})
+	err := putArtifactsScript.Run(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid), artOrderKey(cid)}, args...).Err()
+	if errors.Is(err, redis.Nil) {
+		err = nil
+	}
 	if err != nil {
 		return fmt.Errorf("put artifacts of %s: %w", cid, classify(err))
 	}

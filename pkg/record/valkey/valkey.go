@@ -181,7 +181,7 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spen
 		if err := appendEvents(ctx, p, cid, sp.Events); err != nil {
 			return err
 		}
-		p.Expire(ctx, convKey(cid), s.ttl)
+		p.ExpireXX(ctx, convKey(cid), s.ttl) // an active conversation carries no TTL (SaveTurn)
 		return nil
 	})
 	if err != nil {
@@ -204,7 +204,7 @@ func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) err
 
 var markAnsweredScript = redis.NewScript(`
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[3], 'XX')
 return 1
 `)
 
@@ -248,7 +248,9 @@ var putOutcomeScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
 local set = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[4], 1)
-for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1]) end
+-- Refresh only a TTL that is set: an active conversation's keys carry none
+-- (saveTurnScript), and a running turn's results none until it ends.
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1], 'XX') end
 if set == 1 and #ARGV > 4 then
   for i = 5, #ARGV do
     redis.call('XADD', KEYS[4], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])

@@ -251,7 +251,8 @@ func TestDeleteRemovesEveryKey(t *testing.T) {
 	})
 }
 
-// DESIGN §3: keys expire after the idle time, refreshed by every write.
+// Keys expire after the idle time, refreshed by every write, and carry no
+// TTL while a turn is active.
 func TestIdleExpiry(t *testing.T) {
 	t.Parallel()
 	mr, c := valkeytest.Embedded(t)
@@ -264,10 +265,32 @@ func TestIdleExpiry(t *testing.T) {
 		t.Errorf("TTL(conv) after Create = %v, want %v", got, ttl)
 	}
 	mr.FastForward(40 * time.Minute)
-	if err := s.SaveTurn(t.Context(), cid, progress(0, 0), artifact.Artifact{ID: "a"}); err != nil {
+	// An active conversation is never evictable (a cache at its cap evicts
+	// only keys with a TTL): while its turn runs, its keys carry none.
+	tr := progress(0, 0)
+	if err := s.SaveTurn(t.Context(), cid, tr, artifact.Artifact{ID: "a"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.PutOutcome(t.Context(), cid, "t00", record.CallOutcome{CallID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MarkAnswered(t.Context(), cid, "t00", "tok"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddSpend(t.Context(), cid, "t00", record.Spend{Calls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutArtifacts(t.Context(), cid, artifact.Artifact{ID: "up"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{ck, ak, rk} {
+		if got := mr.TTL(k); got != 0 {
+			t.Errorf("TTL(%s) while the turn runs = %v, want none", k, got)
+		}
+	}
+	// The idle TTL starts when the last turn ends.
+	tr.Status = record.StatusSucceeded
+	if err := s.SaveTurn(t.Context(), cid, tr); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{ck, ak, rk, "user:{u}:convs"} {
