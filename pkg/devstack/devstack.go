@@ -58,6 +58,9 @@ var functionNames = map[string]string{
 
 // Config configures a local stack. Every field is optional.
 type Config struct {
+	// StoreOutage is how long a step waits in process for a store that is
+	// away (zero: turn.DefaultStoreOutage).
+	StoreOutage time.Duration
 	// Addr is where the API, page, demo agents and engine listen (default 127.0.0.1:8080).
 	Addr string
 	// DataDir holds the signing key, artifacts and the audit log (default ./.data).
@@ -198,6 +201,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	p.Handlers.Guardian = cfg.Guardian
 	p.Handlers.Tracing = cfg.Tracing
+	p.Handlers.StoreOutage = cfg.StoreOutage
 
 	st.Redis = rdb
 	// The engine (which on AWS is Step Functions itself) and the demo agents

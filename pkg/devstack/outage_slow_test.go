@@ -33,6 +33,10 @@ func TestSlowValkeyOutagePastTheBudgetFailsTurnCleanly(t *testing.T) {
 	st, c := stack(t, m, func(cfg *Config) {
 		cfg.ValkeyURL = "redis://" + mr.Addr()
 		cfg.Agents = []string{agentURL}
+		// The in-process wait is the step's own (turn.DefaultStoreOutage
+		// in production); the state machine's 124 s of retries are the
+		// file's and run here unchanged.
+		cfg.StoreOutage = 5 * time.Second
 	})
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
