@@ -49,6 +49,8 @@ type Store interface {
 	// URL returns a URL a specialist (or a browser) can fetch for ttl:
 	// a presigned S3 URL, or a signed URL of the local stack.
 	URL(ctx context.Context, cid, id string, ttl time.Duration) (string, error)
+	// Delete removes one object; an absent one is not an error.
+	Delete(ctx context.Context, cid, id string) error
 	// DeleteConversation removes every object of cid.
 	DeleteConversation(ctx context.Context, cid string) error
 }

@@ -147,6 +147,21 @@ func (s *Store) sign(cid, id string, exp int64) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// Delete removes cid/id and its type sidecar; an absent object is not an
+// error.
+func (s *Store) Delete(ctx context.Context, cid, id string) error {
+	data, typ, err := s.paths(cid, id)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{data, typ} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete artifact %s/%s: %w", cid, id, err)
+		}
+	}
+	return nil
+}
+
 // DeleteConversation removes every object of cid; a conversation without
 // objects is not an error.
 func (s *Store) DeleteConversation(ctx context.Context, cid string) error {
