@@ -23,7 +23,8 @@ type QuotaError struct {
 }
 
 func (e *QuotaError) Error() string {
-	return fmt.Sprintf("the conversation's storage quota of %s is used up (%s stored)", FormatBytes(e.Limit), FormatBytes(e.Used))
+	return fmt.Sprintf("the conversation's storage quota of %s would be exceeded (%s stored, %s left)",
+		FormatBytes(e.Limit), FormatBytes(e.Used), FormatBytes(max(e.Limit-e.Used, 0)))
 }
 
 func (e *QuotaError) Unwrap() error { return ErrQuotaExceeded }
