@@ -44,7 +44,9 @@ func (a *fileAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q ev
 	return q.Write(ctx, task)
 }
 
-func (a *fileAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error { return nil }
+func (a *fileAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error {
+	return nil
+}
 
 // hostileFiles serves files the ways issue 24 met them.
 type hostileFiles struct{}
