@@ -1,7 +1,9 @@
 // Package artifact stores the files specialists produce and users upload,
-// behind one interface with an S3 and a local-directory implementation.
-// Ids are opaque and scoped to their conversation. It must not know about
-// turns, tools or the LLM.
+// behind one interface with an S3 and a local-directory implementation,
+// and bounds what each conversation stores (Quota, counted by a Usage the
+// caller provides). Ids are opaque and scoped to their conversation. A Put
+// that fails keeps nothing. It must not know about turns, tools or the
+// LLM.
 package artifact
 
 import (

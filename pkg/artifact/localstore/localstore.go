@@ -86,6 +86,7 @@ func (s *Store) Put(ctx context.Context, cid, id, mimeType string, body io.Reade
 		return 0, fmt.Errorf("put artifact %s/%s: %w", cid, id, err)
 	}
 	if _, err := writeAtomic(typ, strings.NewReader(mimeType)); err != nil {
+		os.Remove(data) // no object without its type, and none left uncounted
 		return 0, fmt.Errorf("put artifact type %s/%s: %w", cid, id, err)
 	}
 	return n, nil
