@@ -245,7 +245,17 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 			fileOrigins = append(fileOrigins, o)
 		}
 	}
+	// File bounds: CLIENTAGENT_CONVERSATION_QUOTA, CLIENTAGENT_MAX_FILE_SIZE,
+	// CLIENTAGENT_FILE_TIMEOUT, CLIENTAGENT_FILE_MIN_RATE, CLIENTAGENT_FILE_RATE_WINDOW.
+	files, err := platform.FilesFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if files.Quota <= 0 {
+		files.Quota = -1 // none, which devstack.Config writes as a negative quota
+	}
 	st, err := start(ctx, devstack.Config{
+		Files:        files,
 		FileOrigins:  fileOrigins,
 		AgentClient:  agentClient,
 		MCP:          mcpServers,

@@ -2,12 +2,17 @@ package main
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/demoagents"
+	"github.com/clientagent/clientagent/pkg/devstack"
 )
 
 // Issue 8: `clientagent workflows check` compiles templates against the
@@ -38,5 +43,34 @@ func TestCheckWorkflows(t *testing.T) {
 	err := checkWorkflows(t.Context(), bad, urls, &out)
 	if err == nil || !strings.Contains(out.String(), `error invalid workflow template: a: step 1 (convert_svg_to_png): convert_svg_to_png requires "artifact_id", which is bound to nothing`) {
 		t.Errorf("checkWorkflows(bad) = %v, output:\n%s\nwant an error naming the unbound parameter", err, out.String())
+	}
+}
+
+// Issue 24, point 8: `clientagent token` mints a token with the local
+// stack's audience, which the running stack accepts.
+func TestMintedTokenCarriesTheAudience(t *testing.T) {
+	dir := t.TempDir()
+	st, err := devstack.Start(t.Context(), devstack.Config{Addr: "127.0.0.1:0", DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tok, err := mint(dir, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claims jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(tok, &claims); err != nil || len(claims.Audience) != 1 || claims.Audience[0] != auth.DefaultAudience {
+		t.Errorf("aud = %v (%v), want [%s]", claims.Audience, err, auth.DefaultAudience)
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), "GET", st.URL()+"/v1/conversations", nil)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v1/conversations with the minted token = %d, want 200", resp.StatusCode)
 	}
 }

@@ -41,7 +41,11 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		arts, err := aws.Artifacts(env.Getenv)
+		s3arts, err := aws.Artifacts(env.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		arts, err := env.WithQuota(s3arts)
 		if err != nil {
 			return nil, err
 		}

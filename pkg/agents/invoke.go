@@ -20,6 +20,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -39,8 +40,46 @@ import (
 // truncation note carrying its head.
 const MaxRaw = 256 << 10
 
-// maxFileBytes bounds one file copied from a specialist into our store.
-const maxFileBytes = 512 << 20
+// FileLimits bound each file a specialist returns, so a file that is too
+// big or too slow fails its call with a message saying which bound it hit,
+// instead of filling the store or holding the turn for the whole call
+// timeout. Zero fields take the defaults.
+type FileLimits struct {
+	// MaxBytes bounds one file (default 512 MiB). A declared Content-Length
+	// over it is refused before anything is read.
+	MaxBytes int64
+	// Timeout bounds one file's download, from the request to its last
+	// byte (default 2 minutes).
+	Timeout time.Duration
+	// MinRate is the slowest a download may be, in bytes per second over
+	// each RateWindow (default 8 KiB/s over 10 s; negative: no minimum).
+	MinRate    int64
+	RateWindow time.Duration
+}
+
+// Default file limits.
+const (
+	DefaultMaxFileBytes   = 512 << 20
+	DefaultFileTimeout    = 2 * time.Minute
+	DefaultFileMinRate    = 8 << 10
+	DefaultFileRateWindow = 10 * time.Second
+)
+
+func (l FileLimits) withDefaults() FileLimits {
+	if l.MaxBytes <= 0 {
+		l.MaxBytes = DefaultMaxFileBytes
+	}
+	if l.Timeout <= 0 {
+		l.Timeout = DefaultFileTimeout
+	}
+	if l.MinRate == 0 {
+		l.MinRate = DefaultFileMinRate
+	}
+	if l.RateWindow <= 0 {
+		l.RateWindow = DefaultFileRateWindow
+	}
+	return l
+}
 
 // InvokerOptions configures an Invoker.
 type InvokerOptions struct {
@@ -76,6 +115,8 @@ type InvokerOptions struct {
 	// PollInterval is the first wait between tasks/get polls of a task that
 	// is still working after the blocking send (default 500ms, doubling to 5s).
 	PollInterval time.Duration
+	// Files bounds each returned file: size, deadline and minimum rate.
+	Files FileLimits
 }
 
 // Invoker sends calls to specialists over A2A (DESIGN §4). It is safe for
@@ -91,6 +132,7 @@ type Invoker struct {
 	log        *slog.Logger
 	newID      func() string
 	poll       time.Duration
+	fileLimits FileLimits
 }
 
 // NewInvoker returns an Invoker.
@@ -116,6 +158,7 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 		log:        opts.Logger,
 		newID:      opts.NewID,
 		poll:       opts.PollInterval,
+		fileLimits: opts.Files.withDefaults(),
 	}
 	if i.timeout <= 0 {
 		i.timeout = 5 * time.Minute
@@ -487,6 +530,13 @@ func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome
 	for n, fp := range fileParts {
 		a, err := i.copyFile(ctx, c, fp, n)
 		if err != nil {
+			// The call fails whole: the files copied before this one would
+			// be in no catalog, so they go too.
+			for _, a := range stored {
+				if derr := i.store.Delete(context.WithoutCancel(ctx), c.ConversationID, a.ID); derr != nil {
+					i.log.WarnContext(ctx, "delete a failed call's file", "conversation_id", c.ConversationID, "artifact_id", a.ID, "error", derr)
+				}
+			}
 			return err
 		}
 		stored = append(stored, a)
@@ -554,9 +604,12 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 		return artifact.Artifact{}, errors.New("no artifact store configured to keep returned files")
 	}
 	var (
-		meta a2a.FileMeta
-		body io.Reader
+		meta  a2a.FileMeta
+		body  io.Reader
+		label string
 	)
+	lim := i.fileLimits
+	fctx := ctx // the download's context, with the file's own bounds
 	switch f := fp.part.File.(type) {
 	case a2a.FileBytes:
 		meta = f.FileMeta
@@ -564,15 +617,31 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 		if err != nil {
 			return artifact.Artifact{}, failf("agent returned file %q with undecodable bytes: %v", f.Name, err)
 		}
-		body = bytes.NewReader(b)
+		body, label = bytes.NewReader(b), f.Name
 	case a2a.FileURI:
-		meta = f.FileMeta
-		rc, ctype, err := i.download(ctx, f.URI)
+		meta, label = f.FileMeta, fileLabel(f.Name, f.URI)
+		var stop func()
+		var counted *countingReader
+		fctx, counted, stop = watchTransfer(ctx, lim)
+		defer stop()
+		rc, ctype, declared, err := i.download(fctx, f.URI)
 		if err != nil {
-			return artifact.Artifact{}, failf("fetch file %q the agent returned: %v", fileLabel(f.Name, f.URI), err)
+			return artifact.Artifact{}, failf("fetch file %q the agent returned: %v", label, transferError(fctx, err))
 		}
 		defer rc.Close()
-		body = rc
+		// A declared size is refused before a byte is read.
+		if declared > lim.MaxBytes {
+			return artifact.Artifact{}, failf("file %q the agent returned is %s, more than the %s a file may be; nothing was stored",
+				label, artifact.FormatBytes(declared), artifact.FormatBytes(lim.MaxBytes))
+		}
+		if room, ok, err := artifact.Room(ctx, i.store, c.ConversationID); err != nil {
+			return artifact.Artifact{}, fmt.Errorf("store file %q: %w", label, err)
+		} else if ok && declared > room {
+			return artifact.Artifact{}, failf("file %q the agent returned (%s) does not fit: only %s of the conversation's storage quota is left; nothing was stored",
+				label, artifact.FormatBytes(declared), artifact.FormatBytes(room))
+		}
+		counted.r = rc
+		body = counted
 		if meta.MimeType == "" {
 			meta.MimeType = ctype
 		}
@@ -604,17 +673,102 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	if a.Name == "" {
 		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, extensionFor(a.MimeType))
 	}
-	// One byte over the limit tells a too-large file from one that fits;
+	// The store fails the Put, keeping nothing, one byte past the limit:
 	// a cut file must never be stored as if it were whole.
-	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, io.LimitReader(body, maxFileBytes+1))
-	if err != nil {
+	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, artifact.LimitReader(body, lim.MaxBytes, nil))
+	var qe *artifact.QuotaError
+	switch {
+	case err == nil:
+	case errors.As(err, &qe):
+		return artifact.Artifact{}, failf("file %q the agent returned does not fit: %v; nothing was stored", label, qe)
+	case errors.Is(err, artifact.ErrTooLarge):
+		return artifact.Artifact{}, failf("file %q the agent returned is larger than the %s a file may be; nothing was stored",
+			label, artifact.FormatBytes(lim.MaxBytes))
+	case isTransferBound(fctx):
+		return artifact.Artifact{}, failf("fetch file %q the agent returned: %v; nothing was stored", label, transferError(fctx, err))
+	default:
 		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
-	}
-	if size > maxFileBytes {
-		return artifact.Artifact{}, fmt.Errorf("file %q is larger than %d MiB", a.Name, maxFileBytes>>20)
 	}
 	a.Size = size
 	return a, nil
+}
+
+// TransferBoundError is a file download ended by one of its own bounds
+// (FileLimits): Bound is "deadline" or "min_rate".
+type TransferBoundError struct {
+	Bound string
+	msg   string
+}
+
+func (e *TransferBoundError) Error() string { return e.msg }
+
+// countingReader counts the bytes read through it for watchTransfer.
+type countingReader struct {
+	r    io.Reader
+	n    atomic.Int64
+	done atomic.Bool // the whole file arrived: the rate no longer matters
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	if err == io.EOF {
+		c.done.Store(true)
+	}
+	return n, err
+}
+
+// watchTransfer is the context of one file download: it ends at the file
+// deadline, or at the end of a rate window in which fewer than MinRate ×
+// window bytes went through the returned reader (the wait for the response
+// headers counts). stop releases it.
+func watchTransfer(ctx context.Context, lim FileLimits) (context.Context, *countingReader, func()) {
+	counted := &countingReader{}
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, lim.Timeout, &TransferBoundError{Bound: "deadline",
+		msg: fmt.Sprintf("it did not arrive within the file transfer deadline of %s", lim.Timeout)})
+	ctx, cancel := context.WithCancelCause(ctx)
+	if lim.MinRate > 0 {
+		go func() {
+			tick := time.NewTicker(lim.RateWindow)
+			defer tick.Stop()
+			want := int64(float64(lim.MinRate) * lim.RateWindow.Seconds())
+			var last int64
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				got := counted.n.Load()
+				if counted.done.Load() {
+					return
+				}
+				if got-last < want {
+					cancel(&TransferBoundError{Bound: "min_rate", msg: fmt.Sprintf(
+						"it arrived slower than the minimum transfer rate of %s/s (%s in the last %s)",
+						artifact.FormatBytes(lim.MinRate), artifact.FormatBytes(got-last), lim.RateWindow)})
+					return
+				}
+				last = got
+			}
+		}()
+	}
+	return ctx, counted, func() { cancel(nil); cancelTimeout() }
+}
+
+// isTransferBound reports whether a download's context ended at one of
+// the file's own bounds.
+func isTransferBound(fctx context.Context) bool {
+	var b *TransferBoundError
+	return errors.As(context.Cause(fctx), &b)
+}
+
+// transferError is err, or the bound that ended the download when one did.
+func transferError(fctx context.Context, err error) error {
+	if isTransferBound(fctx) {
+		return context.Cause(fctx)
+	}
+	return err
 }
 
 func fileLabel(name, uri string) string {
@@ -658,29 +812,30 @@ func decodeBase64(s string) ([]byte, error) {
 	return nil, firstErr
 }
 
-// download opens a file URL the agent returned, within the call deadline.
-func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, string, error) {
+// download opens a file URL the agent returned, within ctx (the file's
+// bounds), with its declared size (-1: none declared).
+func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, string, int64, error) {
 	if err := i.checkFileURL(uri); err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	resp, err := i.files.Do(req)
 	if err != nil {
-		return nil, "", err
+		return nil, "", 0, err
 	}
 	if resp.StatusCode != http.StatusOK {
 		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetLimit))
 		resp.Body.Close()
-		return nil, "", fmt.Errorf("HTTP %s: %s", resp.Status, snippet(head))
+		return nil, "", 0, fmt.Errorf("HTTP %s: %s", resp.Status, snippet(head))
 	}
 	ctype := resp.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ctype); err == nil {
 		ctype = mt
 	}
-	return resp.Body, ctype, nil
+	return resp.Body, ctype, resp.ContentLength, nil
 }
 
 // transportError turns an a2a-go error into a failure carrying the agent's

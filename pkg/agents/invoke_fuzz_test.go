@@ -48,6 +48,13 @@ func (s *bytesStore) URL(context.Context, string, string, time.Duration) (string
 	return "", fmt.Errorf("no URLs")
 }
 
+func (s *bytesStore) Delete(_ context.Context, cid, id string) error {
+	s.mu.Lock()
+	delete(s.files, cid+"/"+id)
+	s.mu.Unlock()
+	return nil
+}
+
 func (s *bytesStore) DeleteConversation(context.Context, string) error { return nil }
 
 // fileTransport serves every file URL an agent returns, without a

@@ -89,6 +89,13 @@ func (s *memStore) URL(_ context.Context, cid, id string, _ time.Duration) (stri
 	return s.srv.URL + "/files/" + cid + "/" + id + "?sig=ok", nil
 }
 
+func (s *memStore) Delete(_ context.Context, cid, id string) error {
+	s.mu.Lock()
+	delete(s.files, cid+"/"+id)
+	s.mu.Unlock()
+	return nil
+}
+
 func (s *memStore) DeleteConversation(_ context.Context, cid string) error { return nil }
 
 func (s *memStore) file(cid, id string) (memFile, bool) {

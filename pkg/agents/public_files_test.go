@@ -42,7 +42,7 @@ func TestReturnedFilesOnlyFromPublicAddresses(t *testing.T) {
 		{"AllowPrivateFiles", open, secret.URL + "/x", true},
 	}
 	for _, tc := range tests {
-		body, _, err := tc.inv.download(t.Context(), tc.url)
+		body, _, _, err := tc.inv.download(t.Context(), tc.url)
 		if err == nil {
 			body.Close()
 		}

@@ -275,10 +275,13 @@ const maxDepth = 32
 
 var errTooDeep = errorf(http.StatusBadRequest, "invalid_json", fmt.Sprintf("the body is nested deeper than %d levels", maxDepth))
 
-// decode reads a JSON body of at most limit bytes into v: exactly one JSON
-// value (anything but white space after it is 400), no unknown fields (names
-// match exactly: encoding/json alone would take "Text" or "teXt" for
-// "text"), at most maxDepth levels deep.
+// decode is the one strict JSON reading of every request body: it reads a
+// body of at most limit bytes into v: exactly one JSON value (anything but
+// white space after it is 400), UTF-8 without lone surrogate escapes, no
+// key twice, no null but for values of type any (checkBody), no unknown
+// fields (names match exactly: encoding/json alone would take "Text" or
+// "teXt" for "text"), at most maxDepth levels deep. Its errors are 400
+// invalid_json (413 too_large) with a message for a person.
 func decode(r *http.Request, limit int64, v any) error {
 	r.Body = http.MaxBytesReader(nil, r.Body, limit)
 	dec := json.NewDecoder(&depthReader{r: r.Body})
@@ -305,23 +308,26 @@ func decode(r *http.Request, limit int64, v any) error {
 	case isMaxBytes(err):
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", "the request body is too large")
 	}
-	return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+	return jsonError(err)
 }
 
-// decodeStrict decodes one JSON value into v, refusing fields v does not
-// have, by their exact names.
+// decodeStrict decodes one JSON value into v, refusing what checkBody
+// refuses and fields v does not have, by their exact names.
 func decodeStrict(raw json.RawMessage, v any) error {
+	if err := checkBody(raw, reflect.TypeOf(v)); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+		return jsonError(err)
 	}
 	var tree any
 	if err := json.Unmarshal(raw, &tree); err != nil {
-		return errorf(http.StatusBadRequest, "invalid_json", "the body is not valid JSON for this route: "+err.Error())
+		return jsonError(err)
 	}
 	if key := inexactField(tree, reflect.TypeOf(v)); key != "" {
-		return errorf(http.StatusBadRequest, "invalid_json", fmt.Sprintf("the body is not valid JSON for this route: json: unknown field %q", key))
+		return unknownField(key)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -297,6 +298,32 @@ func FuzzRequestBodies(f *testing.F) {
 		{routeUpload, "invoice\u202Etxt.exe", "text/plain", "x"},
 		{routeUpload, strings.Repeat("é", 200), "text/plain; charset=utf-8", "x"},
 		{routeUpload, "big.bin", "application/octet-stream", strings.Repeat("x", 64<<10+1)},
+		// Issue 24, point 7: input hygiene.
+		{routeCreate, "", "", `{"title":"a\u0000b"}`},
+		{routeCreate, "", "", `{"title":"\u001b[31mred\u0007"}`},
+		{routeCreate, "", "", `{"title":"invoice\u202Etxt.exe"}`},
+		{routeCreate, "", "", `{"title":"a\u0085b"}`},
+		{routeCreate, "", "", `{"title":"\ud800"}`},
+		{routeCreate, "", "", `{"title":"\ud83d\ude00"}`},
+		{routeCreate, "", "", "{\"title\":\"caf\xe9\"}"},
+		{routeCreate, "", "", `{"title":null}`},
+		{routeCreate, "", "", `{"title":"a","title":"b"}`},
+		{routeMessage, "", "", `{"text":"ding\u0007 \u001b"}`},
+		{routeMessage, "", "", `{"text":"x\udc00y"}`},
+		{routeMessage, "", "", `{"text":"\ud800\u0041"}`},
+		{routeMessage, "", "", `{"text":"a\u2067b"}`},
+		{routeMessage, "", "", `{"text":5}`},
+		{routeMessage, "", "", `{"text":"hi","text":"yes"}`},
+		{routeMessage, "", "", `{"text":"hi","files":null}`},
+		{routeInputApproval, "", "", `{"answers":{},"approval":{"id":"` + fs.approval + `","decision":"approve"}}`},
+		{routeInputApproval, "", "", `{"answers":{"call_t_appr_1":{"x":1}},"approval":{"id":"` + fs.approval + `","decision":"approve"}}`},
+		{routeInputApproval, "", "", `{"approval":{"id":"` + fs.approval + `","decision":"approve","note":"ok\u202E"}}`},
+		{routeInputApproval, "", "", `{"approval":null}`},
+		{routeInputForm, "", "", `{"answers":{"call_t_form_1":{"material":"steel"}},"answers":{}}`},
+		{routeUpload, "a.txt", "../../etc/passwd", "x"},
+		{routeUpload, "a.txt", "TEXT/Plain;Charset=UTF-8", "x"},
+		{routeUpload, "a.txt", "text/plain;;", "x"},
+		{routeUpload, "a.txt", "*/*", "x"},
 	}
 	for _, s := range seeds {
 		f.Add(s.route, s.name, s.ctype, []byte(s.body))
@@ -349,6 +376,11 @@ func FuzzRequestBodies(f *testing.F) {
 			t.Fatalf("%s: want a 2xx or a 4xx", desc)
 		}
 
+		if out.status/100 == 2 && route%routeCount != routeUpload {
+			if problem := oddJSON(body); problem != "" {
+				t.Errorf("%s: accepted a body that %s", desc, problem)
+			}
+		}
 		if out.status/100 == 2 {
 			switch route % routeCount {
 			case routeCreate:
@@ -384,6 +416,9 @@ func FuzzRequestBodies(f *testing.F) {
 				}
 				if want := strings.TrimSpace(name); v.Name != want {
 					t.Errorf("%s: stored name %q, want %q", desc, v.Name, want)
+				}
+				if !plainMediaType(v.MimeType) {
+					t.Errorf("%s: stored the media type %q, which is not type/subtype", desc, v.MimeType)
 				}
 				if !plainFileName(v.Name) {
 					t.Errorf("%s: accepted the name %q, which is not a plain file name", desc, v.Name)
@@ -440,4 +475,88 @@ func plainFileName(s string) bool {
 		}
 	}
 	return true
+}
+
+// oddJSON says what is wrong with an accepted JSON body under the rules of
+// openapi.yaml ("Bodies", "Text"), written independently of the server:
+// not UTF-8, a \u escape of a lone surrogate, a null outside free-form
+// values, or a title, text or note with a control character other than
+// tab, LF and CR, or a bidi embedding, override or isolate. "" when none.
+func oddJSON(body []byte) string {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return ""
+	}
+	if !utf8.Valid(body) {
+		return "is not UTF-8"
+	}
+	escape := func(at int) (rune, bool) { // the rune of a \uXXXX at body[at:]
+		if at+6 > len(body) || body[at] != '\\' || body[at+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(body[at+2:at+6]), 16, 32)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		r, ok := escape(i)
+		switch {
+		case !ok:
+			i++ // \\, \" …: the next byte is escaped
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return "holds a lone low surrogate escape"
+		case r >= 0xD800 && r <= 0xDBFF:
+			if lo, ok := escape(i + 6); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return "holds a lone high surrogate escape"
+			}
+			i += 11
+		default:
+			i += 5
+		}
+	}
+	var tree any
+	if json.Unmarshal(body, &tree) != nil {
+		return ""
+	}
+	var walk func(v any, key string) string
+	walk = func(v any, key string) string {
+		switch x := v.(type) {
+		case nil:
+			return "holds null for " + key
+		case map[string]any:
+			if key == "answers" || key == "arguments" || key == "inputs" {
+				return "" // free-form values
+			}
+			for k, e := range x {
+				if p := walk(e, k); p != "" {
+					return p
+				}
+			}
+		case []any:
+			for _, e := range x {
+				if p := walk(e, key); p != "" {
+					return p
+				}
+			}
+		case string:
+			if key == "title" || key == "text" || key == "note" {
+				for _, c := range x {
+					if unicode.IsControl(c) && c != '\t' && c != '\n' && c != '\r' || c >= 0x202A && c <= 0x202E || c >= 0x2066 && c <= 0x2069 {
+						return fmt.Sprintf("holds %U in %s", c, key)
+					}
+				}
+			}
+		}
+		return ""
+	}
+	return walk(tree, "the body")
+}
+
+// plainMediaType: a stored upload type is type/subtype with lower-case,
+// non-wildcard names.
+func plainMediaType(s string) bool {
+	mt, _, _ := strings.Cut(s, ";")
+	typ, sub, ok := strings.Cut(mt, "/")
+	return ok && typ != "" && sub != "" && !strings.ContainsAny(mt, "* ") && mt == strings.ToLower(mt)
 }

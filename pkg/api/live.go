@@ -209,6 +209,9 @@ func turnEnded(t *record.Turn) error {
 }
 
 // renameConversation sets a conversation's title (PATCH {"title"}).
+// maxTitle is the longest conversation title, in characters.
+const maxTitle = 200
+
 func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user string) error {
 	var body struct {
 		Title *string `json:"title"`
@@ -219,9 +222,12 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user
 	if body.Title == nil || strings.TrimSpace(*body.Title) == "" {
 		return errorf(http.StatusBadRequest, "missing_title", "title is required")
 	}
+	if err := checkText("title", *body.Title); err != nil {
+		return err
+	}
 	title := strings.Join(strings.Fields(*body.Title), " ")
-	if n := len([]rune(title)); n > 200 {
-		return errorf(http.StatusBadRequest, "title_too_long", fmt.Sprintf("title is %d characters; the limit is 200", n))
+	if n := len([]rune(title)); n > maxTitle {
+		return errorf(http.StatusBadRequest, "title_too_long", fmt.Sprintf("title is %d characters; the limit is %d", n, maxTitle))
 	}
 	ctx := r.Context()
 	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})

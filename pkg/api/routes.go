@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -69,7 +68,12 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user
 			return err
 		}
 	}
-	m := record.Meta{ID: newID("c_"), Owner: user, CreatedAt: s.now(), UpdatedAt: s.now(), Title: body.Title}
+	if err := checkText("title", body.Title); err != nil {
+		return err
+	}
+	// A title is one line, its white space runs one space (as a rename).
+	title := strings.Join(strings.Fields(body.Title), " ")
+	m := record.Meta{ID: newID("c_"), Owner: user, CreatedAt: s.now(), UpdatedAt: s.now(), Title: title}
 	if err := s.Store.Create(r.Context(), m); err != nil {
 		return fmt.Errorf("create conversation: %w", err)
 	}
@@ -167,19 +171,30 @@ func (s *Server) uploadArtifact(w http.ResponseWriter, r *http.Request, user str
 	if err := checkFileName(name); err != nil {
 		return err
 	}
-	mime := r.Header.Get("Content-Type")
-	if mime == "" {
-		mime = "application/octet-stream"
+	mime, err := mediaType(r.Header.Get("Content-Type"))
+	if err != nil {
+		return err
 	}
 	if r.ContentLength > s.MaxUpload {
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("uploads are limited to %d bytes", s.MaxUpload))
+	}
+	// A declared size that does not fit the conversation's quota is
+	// refused before a byte is read; an undeclared one fails as it runs over.
+	if room, ok, err := artifact.Room(r.Context(), s.Artifacts, conv.Meta.ID); err != nil {
+		return fmt.Errorf("upload: %w", err)
+	} else if ok && r.ContentLength > room {
+		return quotaExceeded(room)
 	}
 	body := http.MaxBytesReader(w, r.Body, s.MaxUpload)
 	id := artifact.NewID()
 	size, err := s.Artifacts.Put(r.Context(), conv.Meta.ID, id, mime, body)
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	var qe *artifact.QuotaError
+	switch {
+	case errors.As(err, &mbe):
 		return errorf(http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("uploads are limited to %d bytes", s.MaxUpload))
+	case errors.As(err, &qe):
+		return quotaExceeded(max(qe.Limit-qe.Used, 0))
 	}
 	if err != nil {
 		return fmt.Errorf("store upload: %w", err)
@@ -190,6 +205,13 @@ func (s *Server) uploadArtifact(w http.ResponseWriter, r *http.Request, user str
 	}
 	writeJSON(w, http.StatusCreated, map[string]string{"artifact_id": a.ID, "name": a.Name, "mime_type": a.MimeType})
 	return nil
+}
+
+// quotaExceeded is the 413 of an upload over the conversation's storage
+// quota, room bytes being left.
+func quotaExceeded(room int64) *Error {
+	return errorf(http.StatusRequestEntityTooLarge, "quota_exceeded", fmt.Sprintf(
+		"the file does not fit in this conversation's storage quota (%s left); delete the conversation or start a new one", artifact.FormatBytes(room)))
 }
 
 // maxFileName is the longest upload name, in characters.
@@ -220,9 +242,10 @@ func checkFileName(name string) error {
 			return bad("no slashes or backslashes")
 		case c == '"':
 			return bad("no double quotes")
-		case unicode.IsControl(c) || unicode.Is(unicode.Cf, c):
-			return bad(fmt.Sprintf("no control characters (%U)", c))
 		}
+	}
+	if c, ok := badRune(name, true); ok {
+		return bad(fmt.Sprintf("no control or format characters (it holds %s)", runeName(c)))
 	}
 	return nil
 }
@@ -307,6 +330,9 @@ type messageBody struct {
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string) error {
 	var body messageBody
 	if err := decode(r, int64(s.MaxText)*12+64<<10, &body); err != nil {
+		return err
+	}
+	if err := checkText("text", body.Text); err != nil {
 		return err
 	}
 	text := strings.TrimSpace(body.Text)
@@ -726,10 +752,18 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 	if err := decode(r, 64<<10, &body); err != nil {
 		return err
 	}
-	if (len(body.Answers) == 0) == (body.Approval == nil) {
-		return errorf(http.StatusBadRequest, "invalid_input", "send either answers or approval")
+	// Presence, not content, decides: {"answers": {}, "approval": {…}} is
+	// both (decode refuses null, so a field sent is non-nil).
+	if (body.Answers != nil) == (body.Approval != nil) {
+		return errorf(http.StatusBadRequest, "invalid_input", "send either answers or approval, not both and not neither")
+	}
+	if body.Answers != nil && len(body.Answers) == 0 {
+		return errorf(http.StatusBadRequest, "invalid_input", "answers is empty: send the form's answers by call id")
 	}
 	if a := body.Approval; a != nil {
+		if err := checkText("approval.note", a.Note); err != nil {
+			return err
+		}
 		if a.Decision != "approve" && a.Decision != "reject" {
 			return errorf(http.StatusBadRequest, "invalid_decision", `approval.decision must be "approve" or "reject"`)
 		}

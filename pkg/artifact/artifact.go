@@ -1,7 +1,9 @@
 // Package artifact stores the files specialists produce and users upload,
-// behind one interface with an S3 and a local-directory implementation.
-// Ids are opaque and scoped to their conversation. It must not know about
-// turns, tools or the LLM.
+// behind one interface with an S3 and a local-directory implementation,
+// and bounds what each conversation stores (Quota, counted by a Usage the
+// caller provides). Ids are opaque and scoped to their conversation. A Put
+// that fails keeps nothing. It must not know about turns, tools or the
+// LLM.
 package artifact
 
 import (
@@ -49,6 +51,8 @@ type Store interface {
 	// URL returns a URL a specialist (or a browser) can fetch for ttl:
 	// a presigned S3 URL, or a signed URL of the local stack.
 	URL(ctx context.Context, cid, id string, ttl time.Duration) (string, error)
+	// Delete removes one object; an absent one is not an error.
+	Delete(ctx context.Context, cid, id string) error
 	// DeleteConversation removes every object of cid.
 	DeleteConversation(ctx context.Context, cid string) error
 }

@@ -36,7 +36,21 @@ type Authenticator interface {
 type Local struct {
 	Key    []byte
 	Issuer string
-	TTL    time.Duration
+	// Audience is the aud a token must carry and Mint writes (default
+	// DefaultAudience): as on AWS, where the JWT authorizer checks aud, a
+	// token minted for another service is refused.
+	Audience string
+	TTL      time.Duration
+}
+
+// DefaultAudience is the local stack's token audience.
+const DefaultAudience = "clientagent-local-api"
+
+func (l *Local) audience() string {
+	if l.Audience != "" {
+		return l.Audience
+	}
+	return DefaultAudience
 }
 
 // PurposeJWT is the DeriveKey purpose of the local stack's token key.
@@ -93,6 +107,7 @@ func (l *Local) Mint(user string) (string, error) {
 	claims := jwt.RegisteredClaims{
 		Subject:   user,
 		Issuer:    l.issuer(),
+		Audience:  jwt.ClaimStrings{l.audience()},
 		IssuedAt:  jwt.NewNumericDate(now),
 		ExpiresAt: jwt.NewNumericDate(now.Add(ttl)),
 	}
@@ -100,7 +115,8 @@ func (l *Local) Mint(user string) (string, error) {
 }
 
 // Subject verifies the request's bearer token: HS256 with the token key,
-// our issuer, an expiry in the future, and exp, nbf and iat (when present)
+// our issuer, our audience (a token without aud is refused too), an expiry
+// in the future, and exp, nbf and iat (when present)
 // JSON numbers — a string such as "exp":"9999999999" is refused, where the
 // JWT library would read it as a number.
 func (l *Local) Subject(r *http.Request) (string, error) {
@@ -110,7 +126,7 @@ func (l *Local) Subject(r *http.Request) (string, error) {
 	}
 	var claims localClaims
 	_, err := jwt.ParseWithClaims(tok, &claims, func(*jwt.Token) (any, error) { return l.signingKey(), nil },
-		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(l.issuer()), jwt.WithExpirationRequired())
+		jwt.WithValidMethods([]string{"HS256"}), jwt.WithIssuer(l.issuer()), jwt.WithAudience(l.audience()), jwt.WithExpirationRequired())
 	if err != nil || claims.Subject == "" {
 		return "", ErrUnauthenticated
 	}

@@ -61,7 +61,7 @@ func TestLocalRefusesNonNumericTimeClaims(t *testing.T) {
 		return tok
 	}
 	base := func(extra map[string]any) jwt.MapClaims {
-		c := jwt.MapClaims{"sub": "alice", "iss": "clientagent-local", "exp": future}
+		c := jwt.MapClaims{"sub": "alice", "iss": "clientagent-local", "aud": DefaultAudience, "exp": future}
 		for k, v := range extra {
 			c[k] = v
 		}
@@ -117,5 +117,58 @@ func TestLocalSignsWithAPurposeKey(t *testing.T) {
 	}
 	if k := DeriveKey(master, PurposeJWT); bytes.Equal(k, master) || bytes.Equal(k, DeriveKey(master, "clientagent/artifact-links/v1")) {
 		t.Errorf("DeriveKey(%s) is the master or the link key", PurposeJWT)
+	}
+}
+
+// Issue 24, point 8: the audience is checked as API Gateway's JWT
+// authorizer checks it on AWS. A token for another service (or for none)
+// is refused even when our key signed it; the minted one carries ours.
+func TestLocalChecksAudience(t *testing.T) {
+	t.Parallel()
+	l := &Local{Key: []byte("0123456789abcdef0123456789abcdef")}
+	exp := time.Now().Add(time.Hour).Unix()
+	sign := func(aud any) string {
+		c := jwt.MapClaims{"sub": "alice", "iss": "clientagent-local", "exp": exp}
+		if aud != nil {
+			c["aud"] = aud
+		}
+		tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString(l.signingKey())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	minted, err := l.Mint("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, token string
+		ok          bool
+	}{
+		{"minted", minted, true},
+		{"ours", sign(DefaultAudience), true},
+		{"ours among others", sign([]string{"some-other-service", DefaultAudience}), true},
+		{"another service", sign("some-other-service"), false},
+		{"others only", sign([]string{"a", "b"}), false},
+		{"empty", sign(""), false},
+		{"none", sign(nil), false},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tc.token)
+		got, err := l.Subject(r)
+		if (err == nil) != tc.ok || (tc.ok && got != "alice") {
+			t.Errorf("%s: Subject() = %q, %v; want ok=%v", tc.name, got, err, tc.ok)
+		}
+	}
+	var claims jwt.RegisteredClaims
+	if _, _, err := jwt.NewParser().ParseUnverified(minted, &claims); err != nil || len(claims.Audience) != 1 || claims.Audience[0] != DefaultAudience {
+		t.Errorf("minted aud = %v (%v), want [%s]", claims.Audience, err, DefaultAudience)
+	}
+	r := httptest.NewRequest("GET", "/", nil)
+	r.Header.Set("Authorization", "Bearer "+minted)
+	if _, err := (&Local{Key: l.Key, Audience: "another-stack"}).Subject(r); err == nil {
+		t.Errorf("a stack with audience another-stack accepted a token minted for %s", DefaultAudience)
 	}
 }

@@ -85,6 +85,10 @@ type Config struct {
 	// links may point at although not public, e.g. another local
 	// clientagent's (platform.Config.FileOrigins).
 	FileOrigins []string
+	// Files bound stored files: each specialist's file (size, deadline,
+	// rate) and each conversation's bytes (zero: the defaults of
+	// platform.FilesFromEnv; a negative Quota: none).
+	Files platform.Files
 	// Limits bound each turn (zero: the spec's defaults).
 	Limits turn.Limits
 	// WorkflowsDir is the folder of workflow templates (empty: the built-in examples).
@@ -186,12 +190,16 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	st.auth = &auth.Local{Key: key}
-	arts, err := localstore.New(filepath.Join(cfg.DataDir, "artifacts"), url, key)
+	local, err := localstore.New(filepath.Join(cfg.DataDir, "artifacts"), url, key)
 	if err != nil {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
+	if cfg.Files == (platform.Files{}) {
+		cfg.Files, _ = platform.FilesFromEnv(func(string) string { return "" })
+	}
+	arts := cfg.Files.WithQuota(local, rdb, 0)
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Files: cfg.Files.Limits, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +269,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", server.Handler())
-	mux.Handle("/files/", arts.Handler())
+	mux.Handle("/files/", local.Handler())
 	// clientagent itself as an A2A agent, a client of the same API.
 	a2a := (&a2aserver.Server{API: server.Handler(), Auth: st.auth, Catalogs: p.Catalogs, Redis: rdb, Path: "/a2a", PublicURL: url, Streaming: true, Logger: log}).Handler()
 	mux.Handle("/a2a", a2a)

@@ -221,6 +221,13 @@ func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c agents.Ca
 			err = keep(name, mt, desc, resourceBytes(r))
 		}
 		if err != nil {
+			// The call fails whole: files kept before this one would be in
+			// no catalog.
+			for _, a := range stored {
+				if derr := i.store.Delete(context.WithoutCancel(ctx), c.ConversationID, a.ID); derr != nil {
+					i.log.WarnContext(ctx, "delete a failed call's file", "conversation_id", c.ConversationID, "artifact_id", a.ID, "error", derr)
+				}
+			}
 			return err
 		}
 	}
@@ -275,6 +282,10 @@ func (i *Invoker) keep(ctx context.Context, c agents.Call, n int, name, mimeType
 	a := artifact.Artifact{ID: i.newID(), Name: name, MimeType: mimeType, Description: desc, CallID: c.CallID, TurnID: c.TurnID,
 		CreatedAt: time.Now().UTC()}
 	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, bytes.NewReader(body))
+	var qe *artifact.QuotaError
+	if errors.As(err, &qe) {
+		return artifact.Artifact{}, &failure{fmt.Sprintf("file %q the tool returned does not fit: %v; nothing was stored", a.Name, qe)}
+	}
 	if err != nil {
 		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
 	}

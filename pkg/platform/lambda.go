@@ -39,6 +39,7 @@ const InvokeTimeout = 5 * time.Minute
 //	                               which pkg/platform/mcpenv sets)
 //	CLIENTAGENT_WORKFLOWS_DIR      a folder of workflow templates (default: the built-in examples)
 //	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
+//	CLIENTAGENT_CONVERSATION_QUOTA, CLIENTAGENT_MAX_FILE_SIZE, CLIENTAGENT_FILE_TIMEOUT …  file bounds (FilesFromEnv)
 //	CLIENTAGENT_MAX_LLM_CALLS …    the turn limits (LimitsFromEnv)
 //	CLIENTAGENT_GUARDIAN …         the guardian, in the functions that check (pkg/platform/guardianenv)
 //	AWS_LAMBDA_LOG_LEVEL           the log level (pkg/platform/lambdalog)
@@ -145,7 +146,28 @@ func (e *Env) Invoker(ctx context.Context, arts artifact.Store) (turn.Invoker, e
 	if cfg.MCP, err = e.MCPServers(ctx); err != nil {
 		return nil, err
 	}
+	files, err := FilesFromEnv(e.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Files = files.Limits
 	return withMCP(cfg, arts, newInvoker(cfg, arts)), nil
+}
+
+// WithQuota bounds arts to CLIENTAGENT_CONVERSATION_QUOTA bytes per
+// conversation, counted in Valkey (FilesFromEnv): the functions that store
+// files (api for uploads, invoke for specialists' files) wrap their store
+// with it.
+func (e *Env) WithQuota(arts artifact.Store) (artifact.Store, error) {
+	files, err := FilesFromEnv(e.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := e.Valkey()
+	if err != nil {
+		return nil, err
+	}
+	return files.WithQuota(arts, rdb, 0), nil
 }
 
 // MCPServers are the servers of CLIENTAGENT_MCP with their secret headers

@@ -59,6 +59,9 @@ type Config struct {
 	// (agents.InvokerOptions).
 	FileOrigins       []string
 	AllowPrivateFiles bool
+	// Files bounds each file a specialist returns (zero: the defaults;
+	// FilesFromEnv).
+	Files agents.FileLimits
 	// Audit keeps approvals and executed calls durably (nil: none).
 	Audit audit.Log
 	// WorkflowsDir is the folder of workflow templates (*.json); empty:
@@ -186,7 +189,7 @@ func withMCP(cfg Config, arts artifact.Store, next *agents.Invoker) turn.Invoker
 // newInvoker is the A2A invoker, storing what specialists return in arts.
 func newInvoker(cfg Config, arts artifact.Store) *agents.Invoker {
 	return agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, HTTPClient: cfg.AgentClient, Timeout: cfg.InvokeTimeout,
-		FileOrigins: cfg.FileOrigins, AllowPrivateFiles: cfg.AllowPrivateFiles, Logger: cfg.Logger})
+		FileOrigins: cfg.FileOrigins, AllowPrivateFiles: cfg.AllowPrivateFiles, Files: cfg.Files, Logger: cfg.Logger})
 }
 
 // newHandlers are the step handlers with what every step uses (the store,

@@ -16,8 +16,8 @@ import (
 )
 
 // Run checks s: round trips with content types, overwrite, ErrNotFound,
-// id validation, fetchable URLs (with net/http) and per-conversation
-// deletion. Each call must get a fresh, empty store.
+// id validation, fetchable URLs (with net/http), a failed Put keeping
+// nothing, and deletion of one object and of a conversation. Each call must get a fresh, empty store.
 func Run(t *testing.T, s artifact.Store) {
 	t.Helper()
 	ctx := t.Context()
@@ -92,6 +92,33 @@ func Run(t *testing.T, s artifact.Store) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, png) {
 		t.Errorf("GET URL() = %d %q, want 200 and the PNG bytes", resp.StatusCode, body)
+	}
+
+	// A body that fails part way (a file over its limit, a dropped
+	// download) leaves nothing behind, not even under its id.
+	big := bytes.Repeat([]byte("x"), 256<<10)
+	if _, err := s.Put(ctx, "conv_a", "art_cut", "text/plain", artifact.LimitReader(bytes.NewReader(big), 100<<10, nil)); !errors.Is(err, artifact.ErrTooLarge) {
+		t.Errorf("Put(over the limit) error = %v, want ErrTooLarge", err)
+	}
+	if _, _, err := get("conv_a", "art_cut"); !errors.Is(err, artifact.ErrNotFound) {
+		t.Errorf("Get(art_cut) after a failed Put error = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Put(ctx, "conv_a", "art_exact", "text/plain", artifact.LimitReader(bytes.NewReader(big), int64(len(big)), nil)); err != nil {
+		t.Errorf("Put(exactly at the limit) error = %v, want nil", err)
+	}
+
+	put("conv_b", "art_gone", "text/plain", []byte("deleted next"))
+	if err := s.Delete(ctx, "conv_b", "art_gone"); err != nil {
+		t.Fatalf("Delete() error = %v", err)
+	}
+	if _, _, err := get("conv_b", "art_gone"); !errors.Is(err, artifact.ErrNotFound) {
+		t.Errorf("Get after Delete error = %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, "conv_b", "art_gone"); err != nil {
+		t.Errorf("Delete(absent) error = %v, want nil", err)
+	}
+	if err := s.Delete(ctx, "..", "art_1"); !errors.Is(err, artifact.ErrInvalidName) {
+		t.Errorf("Delete(..) error = %v, want ErrInvalidName", err)
 	}
 
 	if err := s.DeleteConversation(ctx, "conv_a"); err != nil {

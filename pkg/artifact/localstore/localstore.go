@@ -86,6 +86,7 @@ func (s *Store) Put(ctx context.Context, cid, id, mimeType string, body io.Reade
 		return 0, fmt.Errorf("put artifact %s/%s: %w", cid, id, err)
 	}
 	if _, err := writeAtomic(typ, strings.NewReader(mimeType)); err != nil {
+		os.Remove(data) // no object without its type, and none left uncounted
 		return 0, fmt.Errorf("put artifact type %s/%s: %w", cid, id, err)
 	}
 	return n, nil
@@ -145,6 +146,21 @@ func (s *Store) sign(cid, id string, exp int64) string {
 	m := hmac.New(sha256.New, s.key)
 	fmt.Fprintf(m, "%s/%s\n%d", cid, id, exp)
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// Delete removes cid/id and its type sidecar; an absent object is not an
+// error.
+func (s *Store) Delete(ctx context.Context, cid, id string) error {
+	data, typ, err := s.paths(cid, id)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{data, typ} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("delete artifact %s/%s: %w", cid, id, err)
+		}
+	}
+	return nil
 }
 
 // DeleteConversation removes every object of cid; a conversation without

@@ -5,16 +5,21 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/artifact/artifacttest"
 )
 
@@ -132,5 +137,36 @@ func TestLinksUseAPurposeKey(t *testing.T) {
 	d.Write([]byte(PurposeLinks))
 	if !bytes.Equal(s.key, d.Sum(nil)) {
 		t.Errorf("link key = %x, want HMAC-SHA256(key, %q)", s.key, PurposeLinks)
+	}
+}
+
+// TestFailedPutLeavesNoFile checks the directory itself: a body that fails
+// part way (over a limit) leaves no file, temporary or not, beside the
+// conversation's other objects.
+func TestFailedPutLeavesNoFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := New(dir, "http://x", []byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := s.Put(ctx, "c1", "art_ok", "text/plain", strings.NewReader("kept")); err != nil {
+		t.Fatal(err)
+	}
+	body := artifact.LimitReader(strings.NewReader(strings.Repeat("x", 1<<20)), 4096, nil)
+	if _, err := s.Put(ctx, "c1", "art_big", "text/plain", body); !errors.Is(err, artifact.ErrTooLarge) {
+		t.Fatalf("Put(over the limit) error = %v, want ErrTooLarge", err)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "c1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if want := []string{"art_ok", "art_ok.type"}; !slices.Equal(names, want) {
+		t.Errorf("files in the conversation's directory = %v, want %v", names, want)
 	}
 }

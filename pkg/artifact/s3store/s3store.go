@@ -39,7 +39,7 @@ type Presigner interface {
 const MaxObjectBytes = 100 << 20
 
 // ErrTooLarge is returned by Put for a body over MaxObjectBytes.
-var ErrTooLarge = errors.New("s3store: object too large")
+var ErrTooLarge = artifact.ErrTooLarge
 
 // Store is an artifact.Store on S3.
 type Store struct {
@@ -143,6 +143,24 @@ func (s *Store) URL(ctx context.Context, cid, id string, ttl time.Duration) (str
 		return "", fmt.Errorf("presign artifact %s/%s: %w", cid, id, err)
 	}
 	return req.URL, nil
+}
+
+// Delete deletes cid/id (S3 answers a missing key as deleted).
+func (s *Store) Delete(ctx context.Context, cid, id string) error {
+	if err := artifact.CheckNames(cid, id); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	out, err := s.api.DeleteObjects(ctx, &s3.DeleteObjectsInput{Bucket: &s.bucket,
+		Delete: &types.Delete{Objects: []types.ObjectIdentifier{{Key: ptr(s.key(cid, id))}}, Quiet: ptr(true)}})
+	if err != nil {
+		return fmt.Errorf("delete artifact %s/%s: %w", cid, id, err)
+	}
+	if len(out.Errors) > 0 {
+		return fmt.Errorf("delete artifact %s/%s: %s", cid, id, deref(out.Errors[0].Message))
+	}
+	return nil
 }
 
 // DeleteConversation deletes every object under <prefix><cid>/, a page of
