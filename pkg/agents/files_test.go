@@ -242,3 +242,31 @@ func TestReturnedFileWithinBounds(t *testing.T) {
 		}
 	})
 }
+
+// A call run again (the same call id: a step retried after a crash, before
+// its outcome was stored) stores its files under the same ids, so the lost
+// run's copies are written over, not left outside the catalog, and the
+// quota counts them once.
+func TestRerunCallWritesOverItsFiles(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, rdb redis.UniversalClient) {
+		rig := newFileRig(t, rdb, FileLimits{MaxBytes: 256 << 10, Timeout: 10 * time.Second, MinRate: 1 << 10, RateWindow: time.Second}, 1<<20)
+		cid := valkeytest.ID(t, "c")
+		t.Cleanup(func() { _ = rig.usage.Reset(context.Background(), cid) })
+		first := rig.call(t, cid, "/small", "/sized")
+		again := rig.call(t, cid, "/small", "/sized")
+		if first.Result.Status != record.ResultSucceeded || again.Result.Status != record.ResultSucceeded {
+			t.Fatalf("outcomes = %+v, %+v; want both succeeded", first.Result, again.Result)
+		}
+		for k := range first.Artifacts {
+			if first.Artifacts[k].ID != again.Artifacts[k].ID {
+				t.Errorf("file %d: ids %s then %s, want the same id for the same call", k, first.Artifacts[k].ID, again.Artifacts[k].ID)
+			}
+		}
+		if left := rig.leftovers(t); len(left) != 4 {
+			t.Errorf("files in the store: %v, want the 2 files and their types once", left)
+		}
+		if used, _ := rig.usage.Used(t.Context(), cid); used != 4<<10+150<<10 {
+			t.Errorf("quota use = %d, want %d (each file once)", used, 4<<10+150<<10)
+		}
+	})
+}

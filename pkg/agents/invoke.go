@@ -3,7 +3,6 @@ package agents
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
@@ -96,7 +95,8 @@ type InvokerOptions struct {
 	// (default 1 hour).
 	FileURLTTL time.Duration
 	Logger     *slog.Logger
-	// NewID returns a new artifact id (default "art_" + 16 random hex digits).
+	// NewID returns a new artifact id (default: artifact.CallOutputID, the
+	// same for every run of a call).
 	NewID func() string
 	// A file a specialist returns by URL is downloaded only from a public
 	// address, checked on the address actually dialled (DNS names and
@@ -169,9 +169,6 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	if i.log == nil {
 		i.log = slog.Default()
 	}
-	if i.newID == nil {
-		i.newID = randomArtifactID
-	}
 	if i.poll <= 0 {
 		i.poll = 500 * time.Millisecond
 	}
@@ -181,12 +178,6 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 		i.files = netguard.Client(netguard.Options{Allow: opts.FileOrigins})
 	}
 	return i
-}
-
-func randomArtifactID() string {
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return "art_" + hex.EncodeToString(b)
 }
 
 // Call is one skill call to send to a specialist.
@@ -648,8 +639,12 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	default:
 		return artifact.Artifact{}, failf("agent returned a file part of unknown form %T", fp.part.File)
 	}
+	id := artifact.CallOutputID(c.CallID, n)
+	if i.newID != nil {
+		id = i.newID()
+	}
 	a := artifact.Artifact{
-		ID:        i.newID(),
+		ID:        id,
 		Name:      meta.Name,
 		MimeType:  meta.MimeType,
 		CallID:    c.CallID,

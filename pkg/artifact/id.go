@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,6 +13,16 @@ func NewID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
 	return "art_" + hex.EncodeToString(b[:])
+}
+
+// CallOutputID is the id of the n-th file call callID returned: the same
+// for every run of the call, so a call run again after a crash (the same
+// call id, the same files) writes over what the lost run stored instead
+// of leaving it on disk outside the catalog. Call ids are unique per
+// conversation (they carry their turn).
+func CallOutputID(callID string, n int) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", callID, n))
+	return "art_" + hex.EncodeToString(sum[:8])
 }
 
 // ErrInvalidName is returned for a conversation or artifact id that is not

@@ -3,8 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,7 +44,8 @@ type InvokerOptions struct {
 	// invoker); nil fails them.
 	Next   CallInvoker
 	Logger *slog.Logger
-	// NewID returns a new artifact id (default "art_" + 16 random hex digits).
+	// NewID returns a new artifact id (default: artifact.CallOutputID, the
+	// same for every run of a call).
 	NewID func() string
 }
 
@@ -74,13 +73,6 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	}
 	if i.log == nil {
 		i.log = slog.Default()
-	}
-	if i.newID == nil {
-		i.newID = func() string {
-			b := make([]byte, 8)
-			_, _ = rand.Read(b)
-			return "art_" + hex.EncodeToString(b)
-		}
 	}
 	return i
 }
@@ -279,7 +271,11 @@ func (i *Invoker) keep(ctx context.Context, c agents.Call, n int, name, mimeType
 	if name == "" {
 		name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n, extensionFor(mimeType))
 	}
-	a := artifact.Artifact{ID: i.newID(), Name: name, MimeType: mimeType, Description: desc, CallID: c.CallID, TurnID: c.TurnID,
+	id := artifact.CallOutputID(c.CallID, n)
+	if i.newID != nil {
+		id = i.newID()
+	}
+	a := artifact.Artifact{ID: id, Name: name, MimeType: mimeType, Description: desc, CallID: c.CallID, TurnID: c.TurnID,
 		CreatedAt: time.Now().UTC()}
 	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, bytes.NewReader(body))
 	var qe *artifact.QuotaError
