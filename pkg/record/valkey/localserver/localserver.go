@@ -202,7 +202,7 @@ func (s *Server) clearStale(ctx context.Context) error {
 }
 
 // spawn starts the process. The append-only file is synced every second
-// (appendfsync everysec) and no RDB snapshot is taken (save ”): the AOF is
+// (appendfsync everysec) and no RDB snapshot is taken (save ""): the AOF is
 // the data. TCP is off (port 0).
 func (s *Server) spawn(bin string) error {
 	args := []string{
