@@ -17,6 +17,8 @@ package localserver
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -112,7 +114,11 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	}
 	s := &Server{dir: dir, sock: filepath.Join(dir, socketName), log: log, exited: make(chan struct{}), stderr: &capped{max: 8 << 10}}
 	if len(s.sock) > maxSocketPath {
-		return nil, fmt.Errorf("start valkey: socket path %s is longer than %d bytes: use a shorter data directory (CLIENTAGENT_DATA)", s.sock, maxSocketPath)
+		// Too long for a socket address: one in the temporary directory,
+		// named after this directory (so a stale one is found again). Its
+		// mode (0700) still admits only this user.
+		sum := sha256.Sum256([]byte(dir))
+		s.sock = filepath.Join(os.TempDir(), "clientagent-valkey-"+hex.EncodeToString(sum[:8])+".sock")
 	}
 	if s.lock, err = lockDir(filepath.Join(dir, lockName)); err != nil {
 		return nil, fmt.Errorf("start valkey in %s: %w", dir, err)
