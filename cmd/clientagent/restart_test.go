@@ -40,13 +40,14 @@ type devProcess struct {
 	cmd   *exec.Cmd
 	url   string
 	token string
-	store string // the banner's store line
+	store string            // the banner's store line
+	lines map[string]string // the banner's "name: value" lines
 	done  chan struct{}
 }
 
-// startDev runs `clientagent dev` in dir on addr with path as PATH, and
-// waits for its banner.
-func startDev(t *testing.T, dir, addr, path string) *devProcess {
+// startDev runs `clientagent dev` in dir on addr with path as PATH (and
+// extra variables), and waits for its banner.
+func startDev(t *testing.T, dir, addr, path string, extra ...string) *devProcess {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "dev")
 	cmd.Dir = dir
@@ -58,6 +59,7 @@ func startDev(t *testing.T, dir, addr, path string) *devProcess {
 	}
 	cmd.Env = append(cmd.Env, "CLIENTAGENT_TEST_MAIN=1", "CLIENTAGENT_ADDR="+addr, "PATH="+path,
 		"CLIENTAGENT_STREAM_DELAY=0s", "CLIENTAGENT_LOG="+filepath.Join(dir, "clientagent.log"))
+	cmd.Env = append(cmd.Env, extra...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -67,7 +69,7 @@ func startDev(t *testing.T, dir, addr, path string) *devProcess {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &devProcess{t: t, cmd: cmd, url: "http://" + addr, done: make(chan struct{})}
+	p := &devProcess{t: t, cmd: cmd, url: "http://" + addr, done: make(chan struct{}), lines: map[string]string{}}
 	banner := make(chan error, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -80,8 +82,10 @@ func startDev(t *testing.T, dir, addr, path string) *devProcess {
 				banner <- nil
 			case strings.HasPrefix(line, "token for the user dev:"):
 				tokenNext = true
-			case strings.HasPrefix(strings.TrimSpace(line), "store:"):
-				p.store = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "store:"))
+			case strings.HasPrefix(line, "  "):
+				if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+					p.lines[k] = strings.TrimSpace(v)
+				}
 			}
 		}
 		banner <- fmt.Errorf("stdout closed before the banner's token")
@@ -94,6 +98,7 @@ func startDev(t *testing.T, dir, addr, path string) *devProcess {
 	})
 	select {
 	case err := <-banner:
+		p.store = p.lines["store"]
 		if err != nil {
 			<-p.done
 			t.Fatalf("clientagent dev: %v; stderr: %s; its log:\n%s", err, stderr.String(), p.log())
@@ -273,4 +278,48 @@ func TestConversationSurvivesRestart(t *testing.T) {
 			second.stop(syscall.SIGTERM)
 		})
 	}
+}
+
+// Issue 28: the README's CLIENTAGENT_MCP block, exported as written, does
+// not stop the stack. Here the docs server's secret cannot be read (no AWS
+// credentials, and no metadata service: no network) and the stdio server's
+// command does not exist (npx would fetch a package); both are logged, the
+// banner says so, and the stack serves turns. The banner also says that a
+// guardian is on.
+func TestREADMEMCPExampleStarts(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "export CLIENTAGENT_MCP='")
+	if !ok {
+		t.Fatal("README.md has no export CLIENTAGENT_MCP='…' block")
+	}
+	block, _, _ = strings.Cut(block, "'")
+	if !strings.Contains(block, `"secret:`) || !strings.Contains(block, `"command": "npx"`) {
+		t.Fatalf("the README's block changed; this test expects a secret header and an npx server:\n%s", block)
+	}
+	block = strings.Replace(block, `"command": "npx"`, `"command": "/nonexistent/npx"`, 1)
+	dir, addr := t.TempDir(), freeAddr(t)
+	p := startDev(t, dir, addr, t.TempDir(), "CLIENTAGENT_MCP="+block, "CLIENTAGENT_STORE=memory",
+		"CLIENTAGENT_GUARDIAN=a2a:http://"+addr+"/agents/guardian",
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_REGION=us-east-1", "AWS_CONFIG_FILE="+filepath.Join(dir, "no-aws-config"),
+		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "no-aws-credentials"), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE=")
+	mcpLine := p.lines["MCP"]
+	if !strings.Contains(mcpLine, "docs (not configured") || !strings.Contains(mcpLine, "everything (not reachable") {
+		t.Errorf("banner MCP line = %q, want docs not configured and everything not reachable", mcpLine)
+	}
+	if g := p.lines["guardian"]; !strings.Contains(g, "/agents/guardian") {
+		t.Errorf("banner guardian line = %q, want the guardian named", g)
+	}
+	if s := p.store; !strings.Contains(s, "in memory: lost on restart") {
+		t.Errorf("banner store line = %q, want in memory", s)
+	}
+	log := p.log()
+	if !strings.Contains(log, "MCP server not configured") || !strings.Contains(log, "docs-mcp-token") {
+		t.Errorf("the log does not say that the docs server is not configured:\n%s", log)
+	}
+	p.popelnase()
+	p.stop(syscall.SIGTERM)
 }
