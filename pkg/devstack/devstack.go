@@ -22,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -124,14 +125,15 @@ type Config struct {
 
 // Stack is a running local stack.
 type Stack struct {
-	url      string
-	srv      *http.Server
-	engine   *sfnlocal.Engine
-	auth     *auth.Local
-	closeRDB func()
-	stopMCP  func()
-	store    StoreInfo
-	guardian string // the banner's description of the guardian, "" if none
+	url       string
+	srv       *http.Server
+	engine    *sfnlocal.Engine
+	auth      *auth.Local
+	closeRDB  func()
+	stopMCP   func()
+	store     StoreInfo
+	guardian  string // the banner's description of the guardian, "" if none
+	closeOnce sync.Once
 	// Platform is the wired object graph (tests inspect its store).
 	Platform *platform.Platform
 	// Engine is the local Step Functions engine (tests read histories).
@@ -366,8 +368,14 @@ func (s *Stack) URL() string { return s.url }
 // Token mints a token for user.
 func (s *Stack) Token(user string) (string, error) { return s.auth.Mint(user) }
 
-// Close stops the server, the engine and the embedded Valkey.
+// Close stops the server, the engine and the store; a second call does
+// nothing.
 func (s *Stack) Close() error {
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+func (s *Stack) close() {
 	if s.srv != nil {
 		// Requests in flight get a moment to finish; then the rest is
 		// closed. (Shutdown alone waits up to 5 s for connections a client
@@ -387,7 +395,6 @@ func (s *Stack) Close() error {
 	if s.closeRDB != nil {
 		s.closeRDB()
 	}
-	return nil
 }
 
 // Banner is what `clientagent dev` prints at start.
