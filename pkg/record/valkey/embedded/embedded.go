@@ -69,10 +69,9 @@ type Persistence struct {
 // OpenPersistent is Open with the keys kept in p.Path: loaded before the
 // client is returned (expired keys left out), written again every p.Every
 // when a command may have changed something, and once more at close. A
-// snapshot is one script that reads every key, so it is one consistent
-// moment; it is written to a temporary file and renamed, so a crash leaves
-// the previous one whole. An unreadable file is an error, not an empty
-// store.
+// snapshot is one consistent moment (see take); it is written to a
+// temporary file and renamed, so a crash leaves the previous one whole. An
+// unreadable file is an error, not an empty store.
 func OpenPersistent(ctx context.Context, p Persistence) (redis.UniversalClient, func(), error) {
 	if p.Every <= 0 {
 		p.Every = DefaultSnapshotEvery
@@ -90,8 +89,8 @@ func OpenPersistent(ctx context.Context, p Persistence) (redis.UniversalClient, 
 		mr.Close()
 		return nil, nil, fmt.Errorf("embedded valkey: %w (move the file away to start empty)", err)
 	}
-	// Anything but a read may change the store; the snapshot's own script
-	// is a read (EVAL_RO).
+	// Anything but a read may change the store; the snapshot's own
+	// commands are reads.
 	var dirty atomic.Bool
 	mr.Server().SetPreHook(func(_ *server.Peer, cmd string, _ ...string) bool {
 		if !quiet[cmd] && !mr.IsReadOnlyCommand(cmd) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,67 +43,119 @@ type streamEntry struct {
 	Fields []string
 }
 
-// dumpScript reads every key in one script, so a snapshot is one
-// consistent moment of the store (the embedded server runs a script with
-// no other command in between).
-var dumpScript = redis.NewScript(`
-local out = {}
-for _, k in ipairs(redis.call('KEYS', '*')) do
-  local t = redis.call('TYPE', k)
-  if type(t) == 'table' then t = t['ok'] end
-  local v
-  if t == 'string' then v = {redis.call('GET', k)}
-  elseif t == 'hash' then v = redis.call('HGETALL', k)
-  elseif t == 'set' then v = redis.call('SMEMBERS', k)
-  elseif t == 'zset' then v = redis.call('ZRANGE', k, 0, -1, 'WITHSCORES')
-  elseif t == 'list' then v = redis.call('LRANGE', k, 0, -1)
-  elseif t == 'stream' then v = redis.call('XRANGE', k, '-', '+')
-  end
-  if v then table.insert(out, {k, t, redis.call('PTTL', k), v}) end
-end
-return out
-`)
+// errMoved is take's error when keys kept appearing while it read: the
+// store changed under it, so it is tried again at the next tick.
+var errMoved = errors.New("the store kept changing while it was read")
 
-// take reads the whole store through c.
-func take(ctx context.Context, c redis.Scripter) (*snapshot, error) {
-	now := time.Now()
-	res, err := dumpScript.EvalRO(ctx, c, nil).Slice()
+// take reads the whole store through c as one moment: it lists the keys
+// and their types, then reads them all in one MULTI/EXEC (which the
+// embedded server runs with no other command in between) together with
+// the key list again. A key that appeared in between, or changed its type,
+// makes it start over (three times at most): a snapshot never holds a
+// write without the keys written with it.
+func take(ctx context.Context, c redis.UniversalClient) (*snapshot, error) {
+	for range 3 {
+		s, err := takeOnce(ctx, c)
+		if !errors.Is(err, errMoved) {
+			return s, err
+		}
+	}
+	return nil, errMoved
+}
+
+func takeOnce(ctx context.Context, c redis.UniversalClient) (*snapshot, error) {
+	keys, err := c.Keys(ctx, "*").Result()
 	if err != nil {
 		return nil, fmt.Errorf("read the store: %w", err)
 	}
-	s := &snapshot{Version: snapshotVersion, Taken: now.UTC(), Keys: make([]snapKey, 0, len(res))}
-	for _, r := range res {
-		row, ok := r.([]any)
-		if !ok || len(row) != 4 {
-			return nil, fmt.Errorf("read the store: unexpected row %T", r)
+	p := c.Pipeline()
+	types := make([]*redis.StatusCmd, len(keys))
+	for i, k := range keys {
+		types[i] = p.Type(ctx, k)
+	}
+	if _, err := p.Exec(ctx); err != nil && len(keys) > 0 {
+		return nil, fmt.Errorf("read the store: %w", err)
+	}
+	listed := make(map[string]bool, len(keys))
+	reads := make([]redis.Cmder, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	now := time.Now()
+	tx := c.TxPipeline()
+	for i, k := range keys {
+		listed[k] = true
+		switch types[i].Val() {
+		case "string":
+			reads[i] = tx.Get(ctx, k)
+		case "hash":
+			reads[i] = tx.HGetAll(ctx, k)
+		case "set":
+			reads[i] = tx.SMembers(ctx, k)
+		case "zset":
+			reads[i] = tx.ZRangeWithScores(ctx, k, 0, -1)
+		case "list":
+			reads[i] = tx.LRange(ctx, k, 0, -1)
+		case "stream":
+			reads[i] = tx.XRange(ctx, k, "-", "+")
+		default:
+			continue // gone since it was listed, or a type the record never uses
 		}
-		k := snapKey{Key: str(row[0]), Type: str(row[1])}
-		if pttl, ok := row[2].(int64); ok && pttl > 0 {
-			k.ExpireAt = now.Add(time.Duration(pttl) * time.Millisecond).UnixMilli()
+		ttls[i] = tx.PTTL(ctx, k)
+	}
+	after := tx.Keys(ctx, "*")
+	if _, err := tx.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
+		return nil, fmt.Errorf("read the store: %w", err)
+	}
+	for _, k := range after.Val() {
+		if !listed[k] {
+			return nil, errMoved
 		}
-		vals, _ := row[3].([]any)
-		if k.Type == "stream" {
-			for _, e := range vals {
-				ev, ok := e.([]any)
-				if !ok || len(ev) != 2 {
-					continue
-				}
-				fields, _ := ev[1].([]any)
-				se := streamEntry{ID: str(ev[0]), Fields: make([]string, len(fields))}
-				for i, f := range fields {
-					se.Fields[i] = str(f)
-				}
-				k.Stream = append(k.Stream, se)
+	}
+	s := &snapshot{Version: snapshotVersion, Taken: now.UTC(), Keys: make([]snapKey, 0, len(keys))}
+	for i, k := range keys {
+		if reads[i] == nil {
+			continue
+		}
+		if err := reads[i].Err(); errors.Is(err, redis.Nil) {
+			continue // deleted in between: it is not in the store
+		} else if err != nil {
+			return nil, errMoved // its type changed in between
+		}
+		sk := snapKey{Key: k, Type: types[i].Val()}
+		if d := ttls[i].Val(); d > 0 {
+			sk.ExpireAt = now.Add(d).UnixMilli()
+		}
+		switch r := reads[i].(type) {
+		case *redis.StringCmd:
+			sk.Values = []string{r.Val()}
+		case *redis.MapStringStringCmd:
+			for f, v := range r.Val() {
+				sk.Values = append(sk.Values, f, v)
 			}
-		} else {
-			k.Values = make([]string, len(vals))
-			for i, v := range vals {
-				k.Values[i] = str(v)
+		case *redis.StringSliceCmd:
+			sk.Values = r.Val()
+		case *redis.ZSliceCmd:
+			for _, z := range r.Val() {
+				sk.Values = append(sk.Values, str(z.Member), strconv.FormatFloat(z.Score, 'g', -1, 64))
+			}
+		case *redis.XMessageSliceCmd:
+			for _, m := range r.Val() {
+				e := streamEntry{ID: m.ID}
+				for f, v := range m.Values {
+					e.Fields = append(e.Fields, f, str(v))
+				}
+				sk.Stream = append(sk.Stream, e)
 			}
 		}
-		s.Keys = append(s.Keys, k)
+		if len(sk.Values) == 0 && len(sk.Stream) == 0 && sk.Type != "string" {
+			continue // emptied in between: Valkey has no empty collections
+		}
+		s.Keys = append(s.Keys, sk)
 	}
 	return s, nil
+}
+
+func isWrongType(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE")
 }
 
 func str(v any) string {
