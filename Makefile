@@ -5,7 +5,7 @@ FUNCTIONS := api llmstep validate invoke append await events demoagents
 
 .PHONY: run test test-go test-slow test-race deps npm build lint fuzz bench clean eval
 
-run: ## the local stack: API + web page, local Step Functions engine, embedded Valkey, demo agents
+run: ## the local stack: API + web page, local Step Functions engine, Valkey (a valkey-server/redis-server on PATH, else embedded; data under .data), demo agents
 	@echo "building clientagent… (the first build downloads modules and takes a few minutes)"
 	@$(GO) build -o bin/clientagent ./cmd/clientagent
 	bin/clientagent dev
@@ -64,7 +64,7 @@ bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per 
 bench-peers: ## ours against OpenAI Agents JS, LangGraph.js and bare round trips on the Popelnase turn (../shared/bench; RUNS, TURNS1, TURNS20, POLL, CPUPROFILE; docs/benchmarks.md)
 	scripts/bench-peers.sh
 
-clean:
+clean: ## remove the binaries and .data: every local conversation, artifact and the signing key
 	rm -rf bin .data
 
 # ---- AWS (infra/, a separate Go module: the CDK app; docs/deploy.md, infra/README.md) ----

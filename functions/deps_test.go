@@ -28,6 +28,7 @@ const (
 	localStack    = "github.com/clientagent/clientagent/pkg/devstack"
 	localEngine   = "github.com/clientagent/clientagent/pkg/sfnlocal"
 	embeddedStore = "github.com/clientagent/clientagent/pkg/record/valkey/embedded"
+	localServer   = "github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 	awsSDK        = "github.com/aws/aws-sdk-go-v2"
 	awsenv        = "github.com/clientagent/clientagent/pkg/platform/awsenv"
 	turnSteps     = "github.com/clientagent/clientagent/pkg/turn"
@@ -36,7 +37,7 @@ const (
 // mustNotLink is, for each function, what its binary must not link: the
 // model is llmstep's alone, Step Functions the API's, the S3 wiring neither
 // await's nor append's nor events', the A2A server the demo agents' and api's (the demo agents link none of the
-// platform), and the embedded Valkey and the local engine nobody's. Secrets
+// platform), and the embedded Valkey, the local Valkey server and the local engine nobody's. Secrets
 // Manager is linked by the functions that build the tool catalogue or call
 // tools (api, llmstep, validate, invoke, append: MCP header secrets,
 // pkg/platform/mcpenv), never by await, events or the demo agents.
@@ -52,7 +53,7 @@ var mustNotLink = map[string][]string{
 }
 
 // nobody links these.
-var noFunctionLinks = []string{miniredis, lua, embeddedStore, localStack, localEngine}
+var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine}
 
 // pending are links that are wrong but wait on another package's change.
 // The test fails when one of them is gone, so that it moves to mustNotLink

@@ -12,8 +12,10 @@
 #
 #   make bench-peers            or   scripts/bench-peers.sh
 #   RUNS=3 TURNS1=200 TURNS20=1000 POLL=5ms     (the defaults)
-#   OURS="embedded server"       which Valkey our stack uses (server: valkey-server or
-#                                redis-server, started here); default both when one is installed
+#   OURS="embedded server default"  which Valkey our stack uses (embedded: in memory;
+#                                server: valkey-server or redis-server on TCP, started here;
+#                                default: what `make run` uses, its own server child with AOF
+#                                on a unix socket); default all three when a server is installed
 #   CPUPROFILE=/tmp/stack.pprof  a CPU profile of our stack (first variant, first c=20 run)
 #   CLIENTAGENT_BIN=path         use this clientagent binary instead of building one
 #   BENCH_KIT=…/shared/bench  BENCH_DIR=/tmp/clientagent-bench-peers  BENCH_DATA=/dev/shm
@@ -31,7 +33,7 @@ llm_addr=127.0.0.1:${LLM_PORT:-18700}
 stack_addr=127.0.0.1:${STACK_PORT:-18080}
 valkey_port=${VALKEY_PORT:-18379}
 valkey_bin=$(command -v valkey-server || command -v redis-server || true)
-variants=${OURS:-embedded${valkey_bin:+ server}}
+variants=${OURS:-embedded${valkey_bin:+ server default}}
 data_root=${BENCH_DATA:-/dev/shm}
 base=http://$llm_addr/v1
 
@@ -71,8 +73,9 @@ record() { echo "{\"impl\":\"$1\",\"c\":$2,\"run\":$3,\"r\":$4}" >>"$results"; }
 # ours VARIANT C TURNS RUN [PROFILE]: a new stack with the fast specialists (and, for the
 # variant "server", a new Valkey server), timed by clientagent bench, then stopped.
 ours() {
-	local variant=$1 c=$2 turns=$3 run=$4 prof=${5:-} data valkey_url="" vpid="" pid out
+	local variant=$1 c=$2 turns=$3 run=$4 prof=${5:-} data valkey_url="" vpid="" pid out store=memory
 	data=$(mktemp -d "$data_root/clientagent-bench.XXXX")
+	if [ "$variant" = default ]; then store=auto; fi
 	if [ "$variant" = server ]; then
 		[ -n "$valkey_bin" ] || { echo "bench-peers: OURS=server needs valkey-server or redis-server" >&2; exit 1; }
 		"$valkey_bin" --bind 127.0.0.1 --port "$valkey_port" --save '' --appendonly no >"$data/valkey.log" 2>&1 &
@@ -81,17 +84,18 @@ ours() {
 		valkey_url=redis://127.0.0.1:$valkey_port/0
 		for _ in $(seq 50); do grep -q "Ready to accept connections" "$data/valkey.log" && break; sleep 0.1; done
 	fi
-	VALKEY_URL=$valkey_url CLIENTAGENT_DATA=$data CLIENTAGENT_ADDR=$stack_addr \
+	VALKEY_URL=$valkey_url CLIENTAGENT_STORE=$store CLIENTAGENT_DATA=$data CLIENTAGENT_ADDR=$stack_addr \
 		CLIENTAGENT_LLM=openai OPENAI_BASE_URL=$base OPENAI_API_KEY=x CLIENTAGENT_LOG_LEVEL=warn \
 		"$work/clientagent" dev --fast-agents ${prof:+--cpuprofile "$prof"} >"$data/stdout" 2>"$data/stderr" &
 	pid=$!
 	pids+=("$pid")
 	for _ in $(seq 100); do grep -q "^token for the user dev" "$data/stdout" 2>/dev/null && break; sleep 0.1; done
 	grep -q "^token for the user dev" "$data/stdout" || { echo "bench-peers: the stack did not start:" >&2; cat "$data/stderr" >&2; exit 1; }
+	if [ "$variant" = default ]; then vpid=$(cat "$data"/valkey*/valkey.pid); fi
 	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" -poll "$poll" -pid "$pid${vpid:+,$vpid}")
 	kill -INT "$pid"
 	wait "$pid" || true
-	if [ -n "$vpid" ]; then
+	if [ -n "$vpid" ] && [ "$variant" = server ]; then
 		kill "$vpid"
 		wait "$vpid" || true
 	fi
@@ -135,8 +139,9 @@ const fs = require("fs");
 const [file, stats, poll, dataRoot] = process.argv.slice(2);
 const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const names = { "clientagent-embedded": "clientagent, embedded Valkey", "clientagent-server": "clientagent, Valkey server",
+  "clientagent-default": "clientagent, make run default (Valkey child, AOF)",
   "openai-agents": "OpenAI Agents JS 0.20", langgraph: "LangGraph.js 1.7.3", raw: "bare round trips (no framework)" };
-const ours = ["clientagent-embedded", "clientagent-server"], peers = ["openai-agents", "langgraph"];
+const ours = ["clientagent-embedded", "clientagent-server", "clientagent-default"], peers = ["openai-agents", "langgraph"];
 const med = (xs) => { if (!xs.length) return NaN; const s = [...xs].sort((a, b) => a - b), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const fmt = (x) => (Number.isNaN(x) ? "–" : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
 const mmm = (xs) => (!xs.length || xs.some(Number.isNaN) ? "–" : `${fmt(Math.min(...xs))} / **${fmt(med(xs))}** / ${fmt(Math.max(...xs))}`);

@@ -118,6 +118,10 @@ export class API {
   getCatalog() {
     return this.request("GET", "/v1/catalog");
   }
+  /** getInfo says where the deployment keeps conversations (GET /v1/info). */
+  getInfo() {
+    return this.request("GET", "/v1/info");
+  }
   getTurn(cid, tid) {
     return this.request("GET", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}`);
   }

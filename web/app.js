@@ -755,6 +755,27 @@ function followTurn(res, text, names = []) {
   refreshConversations();
 }
 
+// ---- store status ----------------------------------------------------------
+
+/**
+ * loadInfo shows in the sidebar's foot where conversations are kept, so a
+ * store that loses them on restart says so. A stack without the route
+ * shows nothing.
+ */
+async function loadInfo() {
+  const el = $("store-status");
+  try {
+    const info = await api.getInfo();
+    const store = info && info.store;
+    if (!store || !store.description) return;
+    el.textContent = store.description;
+    el.classList.toggle("store-volatile", !store.persistent);
+    el.hidden = false;
+  } catch {
+    el.hidden = true;
+  }
+}
+
 // ---- workflows -------------------------------------------------------------
 
 /** loadWorkflows lists the catalog's workflow templates in the sidebar. */
@@ -1920,6 +1941,7 @@ async function start() {
   const cid = routeCid();
   const listed = refreshConversations();
   loadWorkflows();
+  loadInfo();
   if (cid) await openConversation(cid, { route: false });
   await listed;
   renderConversations();

@@ -39,6 +39,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 	"github.com/clientagent/clientagent/pkg/smoke"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 )
@@ -223,13 +224,20 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 		return err
 	}
 	// Headers naming a Secrets Manager secret are read now, with your AWS
-	// credentials, as a Lambda function reads them at cold start.
+	// credentials, as a Lambda function reads them at cold start. A server
+	// whose secret cannot be read does not stop the stack: it is logged,
+	// and its tools are unavailable (issue 28).
 	secrets, err := mcpenv.Secrets(ctx, mcpServers)
 	if err != nil {
-		return err
+		logger.WarnContext(ctx, "MCP secret headers cannot be read", "err", err)
 	}
-	if mcpServers, err = mcp.Resolve(ctx, mcpServers, secrets); err != nil {
-		return fmt.Errorf("%s: %w", mcp.EnvVar, err)
+	rctx, cancel := context.WithTimeout(ctx, mcpSecretsTimeout)
+	mcpServers = mcp.ResolveEach(rctx, mcpServers, secrets)
+	cancel()
+	for _, s := range mcpServers {
+		if s.Unusable != nil {
+			logger.WarnContext(ctx, "MCP server not configured: its tools are unavailable", "server", s.Name, "err", s.Unusable)
+		}
 	}
 	// Specialists that want a token (another clientagent: its `clientagent
 	// token`) get it from CLIENTAGENT_AGENT_TOKENS.
@@ -254,23 +262,30 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if files.Quota <= 0 {
 		files.Quota = -1 // none, which devstack.Config writes as a negative quota
 	}
+	store, err := storeConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
 	st, err := start(ctx, devstack.Config{
-		Files:        files,
-		FileOrigins:  fileOrigins,
-		AgentClient:  agentClient,
-		MCP:          mcpServers,
-		Tracing:      tracing,
-		Guardian:     guard,
-		ChunkDelay:   chunkDelay,
-		Prices:       prices,
-		Addr:         env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),
-		DataDir:      dataDir,
-		ValkeyURL:    os.Getenv("VALKEY_URL"),
-		LLM:          model,
-		Agents:       agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
-		Limits:       limits,
-		WorkflowsDir: os.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
-		Logger:       logger,
+		ValkeyServer:    store.server,
+		PersistEmbedded: store.persist,
+		GuardianName:    os.Getenv("CLIENTAGENT_GUARDIAN"),
+		Files:           files,
+		FileOrigins:     fileOrigins,
+		AgentClient:     agentClient,
+		MCP:             mcpServers,
+		Tracing:         tracing,
+		Guardian:        guard,
+		ChunkDelay:      chunkDelay,
+		Prices:          prices,
+		Addr:            env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),
+		DataDir:         dataDir,
+		ValkeyURL:       os.Getenv("VALKEY_URL"),
+		LLM:             model,
+		Agents:          agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
+		Limits:          limits,
+		WorkflowsDir:    os.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
+		Logger:          logger,
 	})
 	if err != nil {
 		return err
@@ -279,8 +294,8 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if fastAgents {
 		fmt.Fprintln(stdout, "fast agents: the demo specialists answer at once with a tiny artifact (load runs).")
 	}
-	if os.Getenv("VALKEY_URL") == "" {
-		fmt.Fprintln(stdout, "note: the embedded Valkey keeps conversations in memory only; set VALKEY_URL to keep them across restarts.")
+	if store.note != "" {
+		fmt.Fprintln(stdout, store.note)
 	}
 	if path := os.Getenv("CLIENTAGENT_LOG"); path != "" {
 		fmt.Fprintf(stdout, "logs: %s\n", path)
@@ -290,6 +305,48 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "\nshutting down…")
 	return st.Close()
+}
+
+// mcpSecretsTimeout bounds reading the MCP servers' secret headers at
+// start: without AWS credentials the SDK may first try the EC2 metadata
+// service.
+const mcpSecretsTimeout = 10 * time.Second
+
+// devStore is the store `clientagent dev` chooses.
+type devStore struct {
+	server  string // a valkey-server binary to run
+	persist bool   // keep the embedded store in a snapshot
+	note    string // a line for the banner, or ""
+}
+
+// storeConfig reads CLIENTAGENT_STORE: auto (the default) runs a
+// valkey-server or redis-server found on PATH, else the embedded store
+// kept in a snapshot; server insists on a server; embedded is the
+// embedded store with its snapshot; memory the embedded store in memory
+// only. VALKEY_URL wins over all of them.
+func storeConfig(getenv func(string) string) (devStore, error) {
+	if getenv("VALKEY_URL") != "" {
+		return devStore{}, nil
+	}
+	mode := getenv("CLIENTAGENT_STORE")
+	switch mode {
+	case "", "auto":
+		if bin := localserver.Find(); bin != "" {
+			return devStore{server: bin}, nil
+		}
+		return devStore{persist: true, note: "note: no valkey-server or redis-server on PATH: the embedded Valkey is used (install one for a faster store)."}, nil
+	case "server":
+		bin := localserver.Find()
+		if bin == "" {
+			return devStore{}, fmt.Errorf("CLIENTAGENT_STORE=server: none of %s is on PATH", strings.Join(localserver.Binaries, ", "))
+		}
+		return devStore{server: bin}, nil
+	case "embedded":
+		return devStore{persist: true}, nil
+	case "memory":
+		return devStore{}, nil
+	}
+	return devStore{}, fmt.Errorf("CLIENTAGENT_STORE=%q: want auto, server, embedded or memory", mode)
 }
 
 // benchCmd runs `clientagent bench`: turns through a running stack's API,

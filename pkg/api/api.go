@@ -78,7 +78,9 @@ type Server struct {
 	EventsFor time.Duration
 	// Tracing starts each turn's trace (nil: none; pkg/telemetry).
 	Tracing *telemetry.Tracing
-	Now     func() time.Time
+	// Info is what GET /v1/info answers (nil: DefaultInfo).
+	Info *Info
+	Now  func() time.Time
 	// alive remembers when Step Functions last said a turn's execution
 	// runs (turn id → time), so a quiet turn is asked about once per
 	// FreshFor, not at every poll.
@@ -140,6 +142,7 @@ var routes = []string{
 	"POST /v1/conversations/{cid}/turns/{tid}/input",
 	"POST /v1/conversations/{cid}/turns/{tid}/cancel",
 	"GET /v1/catalog",
+	"GET /v1/info",
 }
 
 // Handler returns the routes of API.md.
@@ -158,6 +161,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/conversations/{cid}/turns/{tid}/input":  s.postInput,
 		"POST /v1/conversations/{cid}/turns/{tid}/cancel": s.cancelTurn,
 		"GET /v1/catalog":                                 s.getCatalog,
+		"GET /v1/info":                                    s.getInfo,
 	}
 	mux := http.NewServeMux()
 	for _, pattern := range routes {

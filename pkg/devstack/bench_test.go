@@ -3,6 +3,7 @@ package devstack
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 )
@@ -86,7 +88,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // round-trip counter on the platform's Valkey client; the stack's shutdown
 // is kept out of the timed region.
 func benchStack(b *testing.B) (*Stack, *client, *roundTrips) {
-	st, err := Start(b.Context(), Config{Addr: "127.0.0.1:0", DataDir: b.TempDir()})
+	st, err := Start(b.Context(), benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir()}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -217,4 +219,27 @@ func BenchmarkWorkflowTurn(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
+}
+
+// benchStore sets the store the benchmarks use from BENCH_STORE: memory
+// (the default, the embedded Valkey in memory), embedded (its snapshot),
+// server (a valkey-server child with its AOF, as make run), or url
+// (VALKEY_URL).
+func benchStore(b *testing.B, cfg Config) Config {
+	switch os.Getenv("BENCH_STORE") {
+	case "", "memory":
+	case "embedded":
+		cfg.PersistEmbedded = true
+	case "server":
+		if cfg.ValkeyServer = localserver.Find(); cfg.ValkeyServer == "" {
+			b.Fatal("BENCH_STORE=server: no valkey-server or redis-server on PATH")
+		}
+	case "url":
+		if cfg.ValkeyURL = os.Getenv("VALKEY_URL"); cfg.ValkeyURL == "" {
+			b.Fatal("BENCH_STORE=url: VALKEY_URL is not set")
+		}
+	default:
+		b.Fatalf("BENCH_STORE=%q: want memory, embedded, server or url", os.Getenv("BENCH_STORE"))
+	}
+	return cfg
 }

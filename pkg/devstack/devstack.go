@@ -2,11 +2,14 @@
 // `clientagent dev`, end-to-end tests): the HTTP API and web page, the
 // local Step Functions engine executing statemachine/turn.asl.json with the
 // step handlers in process (and answering the Step Functions JSON API, so
-// the API uses the real SDK client), an embedded or real Valkey, a local
-// artifact directory and the demo specialists. It wires; it decides nothing.
+// the API uses the real SDK client), a Valkey (one at VALKEY_URL, a
+// valkey-server child keeping its AOF under the data directory, or the
+// embedded one, in memory or in a snapshot file), a local artifact
+// directory and the demo specialists. It wires; it decides nothing.
 package devstack
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -19,6 +22,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,8 +42,6 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
-	"github.com/clientagent/clientagent/pkg/record/valkey"
-	"github.com/clientagent/clientagent/pkg/record/valkey/embedded"
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -65,8 +67,16 @@ type Config struct {
 	Addr string
 	// DataDir holds the signing key, artifacts and the audit log (default ./.data).
 	DataDir string
-	// ValkeyURL points at a real Valkey/Redis; empty starts an embedded one.
+	// ValkeyURL points at a real Valkey/Redis; it wins over ValkeyServer
+	// and PersistEmbedded.
 	ValkeyURL string
+	// ValkeyServer is a valkey-server or redis-server binary the stack runs
+	// as a child process with its data and AOF in StoreDir (localserver);
+	// empty: the embedded Valkey.
+	ValkeyServer string
+	// PersistEmbedded keeps the embedded Valkey's keys in a snapshot file
+	// in StoreDir (embedded.OpenPersistent); false: memory only.
+	PersistEmbedded bool
 	// LLM is the model; nil means the scripted demo model.
 	LLM llm.Provider
 	// LLMName describes the model in the start banner.
@@ -105,6 +115,9 @@ type Config struct {
 	// Guardian checks requests, calls and results (nil: none; issue 19).
 	// The demo guardian agent is served at /agents/guardian.
 	Guardian *guardian.Checker
+	// GuardianName describes Guardian in the start banner (e.g. the
+	// CLIENTAGENT_GUARDIAN setting).
+	GuardianName string
 	// Retention is how long the engine keeps an ended execution's history
 	// in the store (default 1h: with the embedded Valkey it shares this
 	// process's memory).
@@ -119,12 +132,15 @@ type Config struct {
 
 // Stack is a running local stack.
 type Stack struct {
-	url      string
-	srv      *http.Server
-	engine   *sfnlocal.Engine
-	auth     *auth.Local
-	closeRDB func()
-	stopMCP  func()
+	url       string
+	srv       *http.Server
+	engine    *sfnlocal.Engine
+	auth      *auth.Local
+	closeRDB  func()
+	stopMCP   func()
+	store     StoreInfo
+	guardian  string // the banner's description of the guardian, "" if none
+	closeOnce sync.Once
 	// Platform is the wired object graph (tests inspect its store).
 	Platform *platform.Platform
 	// Engine is the local Step Functions engine (tests read histories).
@@ -174,17 +190,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}()
 
-	openValkey := func(ctx context.Context) (redis.UniversalClient, func(), error) {
-		return valkey.Open(ctx, cfg.ValkeyURL)
-	}
-	if cfg.ValkeyURL == "" {
-		openValkey = embedded.Open
-	}
-	rdb, closeRDB, err := openValkey(ctx)
+	rdb, closeRDB, info, err := openStore(ctx, cfg, log)
 	if err != nil {
-		return nil, fmt.Errorf("valkey: %w", err)
+		return nil, err
 	}
-	st.closeRDB = closeRDB
+	st.closeRDB, st.store = closeRDB, info
 	key, err := auth.LoadOrCreateKey(filepath.Join(cfg.DataDir, "signing.key"))
 	if err != nil {
 		return nil, err
@@ -208,6 +218,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		st.stopMCP = p.MCP.Watch(p.Catalogs.Invalidate)
 	}
 	p.Handlers.Guardian = cfg.Guardian
+	if cfg.Guardian != nil {
+		st.guardian = cmp.Or(cfg.GuardianName, "on")
+	}
 	p.Handlers.Tracing = cfg.Tracing
 	p.Handlers.StoreOutage = cfg.StoreOutage
 
@@ -265,6 +278,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Cancels:         p.Handlers,
 		Events:          p.Store,
 		Tracing:         cfg.Tracing,
+		Info:            &api.Info{Store: api.StoreInfo{Kind: info.Kind, Persistent: info.Persistent, Description: info.Description()}},
 		Logger:          log,
 	}
 	mux := http.NewServeMux()
@@ -296,6 +310,34 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	return st, nil
 }
 
+// mcpStatus is one line on the MCP servers: each one's tools, or why it
+// has none.
+func (s *Stack) mcpStatus(ctx context.Context) string {
+	caps, _ := s.Platform.MCP.Capabilities(ctx)
+	tools, down := map[string]int{}, map[string]int{}
+	for _, c := range caps {
+		tools[c.MCPServer]++
+		if c.Unavailable {
+			down[c.MCPServer]++
+		}
+	}
+	var parts []string
+	for _, sc := range s.Platform.MCP.Servers() {
+		n := tools[sc.Name]
+		switch {
+		case sc.Unusable != nil:
+			parts = append(parts, sc.Name+" (not configured: its tools are unavailable; see the log)")
+		case n == 0:
+			parts = append(parts, sc.Name+" (not reachable yet: see the log)")
+		case down[sc.Name] == n:
+			parts = append(parts, fmt.Sprintf("%s (%d tools, unavailable: not reachable)", sc.Name, n))
+		default:
+			parts = append(parts, fmt.Sprintf("%s (%d tools)", sc.Name, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
 // derivedKey is a stable secret for purpose, derived from the stack's key.
 func derivedKey(key []byte, purpose string) string {
 	m := hmac.New(sha256.New, key)
@@ -325,7 +367,7 @@ func (s *Stack) sibling(rdb redis.UniversalClient) redis.UniversalClient {
 		return rdb
 	}
 	o := c.Options()
-	sib := redis.NewClient(&redis.Options{Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+	sib := redis.NewClient(&redis.Options{Network: o.Network, Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
 		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout})
 	prev := s.closeRDB
 	s.closeRDB = func() { sib.Close(); prev() }
@@ -338,8 +380,14 @@ func (s *Stack) URL() string { return s.url }
 // Token mints a token for user.
 func (s *Stack) Token(user string) (string, error) { return s.auth.Mint(user) }
 
-// Close stops the server, the engine and the embedded Valkey.
+// Close stops the server, the engine and the store; a second call does
+// nothing.
 func (s *Stack) Close() error {
+	s.closeOnce.Do(s.close)
+	return nil
+}
+
+func (s *Stack) close() {
 	if s.srv != nil {
 		// Requests in flight get a moment to finish; then the rest is
 		// closed. (Shutdown alone waits up to 5 s for connections a client
@@ -359,7 +407,6 @@ func (s *Stack) Close() error {
 	if s.closeRDB != nil {
 		s.closeRDB()
 	}
-	return nil
 }
 
 // Banner is what `clientagent dev` prints at start.
@@ -371,6 +418,7 @@ func (s *Stack) Banner(model string) string {
 	fmt.Fprintf(&b, "  API:       %s/v1/\n", s.url)
 	fmt.Fprintf(&b, "  A2A agent: %s/a2a (card: %s/.well-known/agent-card.json)\n", s.url, s.url)
 	fmt.Fprintf(&b, "  model:     %s\n", model)
+	fmt.Fprintf(&b, "  store:     %s\n", s.store.Description())
 	fmt.Fprintf(&b, "  try:       Create a PNG image with the word Popelnase\n")
 	// Building the catalog now shows a template that does not compile
 	// against the skills at start, not at the first turn.
@@ -385,6 +433,12 @@ func (s *Stack) Banner(model string) string {
 		for _, err := range cat.WorkflowErrors() {
 			fmt.Fprintf(&b, "  left out:  %v\n", err)
 		}
+	}
+	if s.guardian != "" {
+		fmt.Fprintf(&b, "  guardian:  %s\n", s.guardian)
+	}
+	if s.Platform.MCP != nil {
+		fmt.Fprintf(&b, "  MCP:       %s\n", s.mcpStatus(ctx))
 	}
 	fmt.Fprintf(&b, "token for the user dev:\n%s\n", tok)
 	return b.String()

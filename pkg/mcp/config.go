@@ -45,6 +45,10 @@ type ServerConfig struct {
 	Env     map[string]string `json:"env,omitempty"`
 	// Tools overrides what the server's annotations say, per tool name.
 	Tools map[string]ToolOverride `json:"tools,omitempty"`
+	// Unusable is why the server cannot be reached as configured (a secret
+	// header could not be read; ResolveEach), or nil: every session fails
+	// with it. It is never read from the configuration.
+	Unusable error `json:"-"`
 }
 
 // ToolOverride is the configuration of one tool of a server.
@@ -162,6 +166,25 @@ func strictJSON(data []byte, v any) error {
 // Secrets reads a secret's string by ARN or name (Secrets Manager on AWS).
 type Secrets interface {
 	SecretString(ctx context.Context, id string) (string, error)
+}
+
+// ResolveEach is Resolve for a process that must start whatever one
+// server's configuration says (the local stack): a server whose secret
+// headers cannot be read is kept without headers and with Unusable set, so the
+// Source lists it as down (its tools left out, or their last good list
+// marked unavailable) and a call of its tools fails with that error.
+func ResolveEach(ctx context.Context, servers []ServerConfig, secrets Secrets) []ServerConfig {
+	out := make([]ServerConfig, len(servers))
+	for i, s := range servers {
+		r, err := Resolve(ctx, []ServerConfig{s}, secrets)
+		if err != nil {
+			out[i] = s
+			out[i].Headers, out[i].Unusable = nil, err
+			continue
+		}
+		out[i] = r[0]
+	}
+	return out
 }
 
 // Resolve replaces every "secret:<id>" header value with the secret's

@@ -20,6 +20,9 @@ var clientInfo = &sdk.Implementation{Name: "clientagent", Version: "1"}
 // session for one listing or one call does not need it. The caller closes
 // the session.
 func connect(ctx context.Context, s ServerConfig, hc *http.Client, opts *sdk.ClientOptions, watch bool) (*sdk.ClientSession, error) {
+	if s.Unusable != nil {
+		return nil, fmt.Errorf("not configured: %w", s.Unusable)
+	}
 	if opts == nil {
 		opts = &sdk.ClientOptions{}
 	}

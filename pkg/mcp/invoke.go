@@ -123,6 +123,9 @@ func (i *Invoker) invoke(ctx context.Context, c agents.Call, out *record.CallOut
 	if !ok {
 		return &failure{fmt.Sprintf("MCP server %s is no longer configured", c.Capability.MCPServer)}
 	}
+	if sc.Unusable != nil {
+		return &failure{fmt.Sprintf("MCP server %s is not configured: %v", sc.Name, sc.Unusable)}
+	}
 	callCtx, endAttempt := context.WithCancel(ctx)
 	defer endAttempt()
 	el := newElicitor(c, endAttempt)

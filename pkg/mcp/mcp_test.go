@@ -3,7 +3,10 @@ package mcp_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +259,63 @@ func TestA2ACallsGoToNext(t *testing.T) {
 	o := inv.Invoke(t.Context(), agents.Call{CallID: "c", Capability: catalog.Capability{Tool: "render", AgentURL: "http://agent"}})
 	if o.Result.Summary != "a2a" || len(next.got) != 1 {
 		t.Errorf("Invoke(A2A skill) = %+v, next got %d calls; want the next invoker's answer", o.Result, len(next.got))
+	}
+}
+
+// failingSecrets answers every read as Secrets Manager does without AWS
+// credentials.
+type failingSecrets struct{}
+
+func (failingSecrets) SecretString(context.Context, string) (string, error) {
+	return "", errors.New("no EC2 IMDS role found")
+}
+
+// Issue 28: a server whose secret header cannot be read does not stop the
+// others. It is kept with its error: its tools are left out (never listed)
+// or, once listed, marked unavailable, and a call of them fails naming
+// why; the other server's tools are listed as usual.
+func TestUnconfigurableServerIsDown(t *testing.T) {
+	t.Parallel()
+	srv := mcptest.Start(t)
+	rdb, closeRDB, err := embedded.Open(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeRDB)
+	servers := mcp.ResolveEach(t.Context(), []mcp.ServerConfig{
+		{Name: "go", URL: srv.URL},
+		{Name: "docs", URL: srv.URL, Headers: map[string]string{"Authorization": "secret:docs-mcp-token"}},
+	}, failingSecrets{})
+	if servers[0].Unusable != nil {
+		t.Fatalf("the server without secrets has Unusable %v", servers[0].Unusable)
+	}
+	if err := servers[1].Unusable; err == nil || !strings.Contains(err.Error(), "docs-mcp-token") {
+		t.Fatalf("the server with an unreadable secret has Unusable %v, want one naming the secret", err)
+	}
+	if len(servers[1].Headers) != 0 {
+		t.Errorf("the unconfigured server keeps headers %v", servers[1].Headers)
+	}
+	src := mcp.NewSource(mcp.SourceOptions{Servers: servers, Redis: rdb})
+	caps := capsByTool(t, src)
+	if _, ok := caps["go_echo"]; !ok {
+		t.Fatalf("catalog %v lacks the configured server's go_echo", slices.Collect(maps.Keys(caps)))
+	}
+	for n, c := range caps {
+		if c.MCPServer == "docs" {
+			t.Errorf("a tool of the unconfigured server is listed: %s", n)
+		}
+	}
+	stop := src.Watch(nil) // keeps no session for it, and returns at once
+	stop()
+
+	arts, err := localstore.New(t.TempDir(), "http://127.0.0.1:1", []byte("key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := mcp.NewInvoker(mcp.InvokerOptions{Servers: servers, Artifacts: arts, Timeout: 10 * time.Second})
+	c := call(caps, "go_echo", map[string]any{"text": "x"})
+	c.Capability.MCPServer, c.Capability.Tool = "docs", "docs_echo"
+	if o := inv.Invoke(t.Context(), c); o.Result.Status != record.ResultFailed || !strings.Contains(o.Result.Error, "not configured") {
+		t.Errorf("Invoke on the unconfigured server = %+v, want failed: not configured", o.Result)
 	}
 }

@@ -19,6 +19,9 @@ func (s *Source) Watch(changed func()) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for _, sc := range s.servers {
+		if sc.Unusable != nil {
+			continue // nothing to keep open: it cannot be configured
+		}
 		wg.Go(func() { s.watch(ctx, sc, changed) })
 	}
 	return func() {
