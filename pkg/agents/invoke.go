@@ -668,6 +668,9 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	if a.Name == "" {
 		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, extensionFor(a.MimeType))
 	}
+	if label == "" {
+		label = a.Name
+	}
 	// The store fails the Put, keeping nothing, one byte past the limit:
 	// a cut file must never be stored as if it were whole.
 	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, artifact.LimitReader(body, lim.MaxBytes, nil))
