@@ -53,13 +53,15 @@ local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
 local n = tonumber(ARGV[2])
 if total - old + n > tonumber(ARGV[3]) then return 0 end
 redis.call('HSET', KEYS[1], 'total', total - old + n, ARGV[1], n)
-redis.call('EXPIRE', KEYS[1], ARGV[4])
+-- The count lives as long as its conversation: no TTL while a turn is
+-- active (saveTurnScript), the conversation's idle TTL otherwise.
+if redis.call('TTL', KEYS[2]) == -1 then redis.call('PERSIST', KEYS[1]) else redis.call('EXPIRE', KEYS[1], ARGV[4]) end
 return 1`)
 
 // Reserve counts n bytes of object id against cid if the total stays
 // within limit, atomically.
 func (u *Usage) Reserve(ctx context.Context, cid, id string, n, limit int64) (bool, error) {
-	ok, err := reserveScript.Run(ctx, u.rdb, []string{quotaKey(cid)}, id, n, limit, int64(u.ttl/time.Second)).Int()
+	ok, err := reserveScript.Run(ctx, u.rdb, []string{quotaKey(cid), convKey(cid)}, id, n, limit, int64(u.ttl/time.Second)).Int()
 	if err != nil {
 		return false, fmt.Errorf("reserve storage of %s: %w", cid, classify(err))
 	}

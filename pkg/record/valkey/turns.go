@@ -130,7 +130,7 @@ return 1
 // turnKeys are the keys SaveTurn and LoadStep declare (every key a script
 // touches is declared, as ElastiCache Serverless requires).
 func (s *Store) turnKeys(cid, tid string) []string {
-	return []string{convKey(cid), artifactsKey(cid), resultsKey(cid, tid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid), eventsKey(cid)}
+	return []string{convKey(cid), artifactsKey(cid), resultsKey(cid, tid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid), eventsKey(cid), quotaKey(cid)}
 }
 
 func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error) {
@@ -190,7 +190,7 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 }
 
 // saveTurnScript: KEYS conv, artifacts, results:<tid>, turns, active,
-// artorder, inputs, events. ARGV ttl, tid, turn, msgs, head, view size,
+// artorder, inputs, events, quota. ARGV ttl, tid, turn, msgs, head, view size,
 // updated, status, text, started (ms), final, own artifact ids, the number
 // of inputs, then (tool, "<ms>|<json>") per input, the number of events,
 // then each event's JSON (appended to the event log in the same round
@@ -232,7 +232,7 @@ end
 -- keys carry none, and a turn's results none until it ends; the idle TTL
 -- starts when the last turn ends.
 local live = redis.call('SCARD', KEYS[5]) > 0
-for k = 1, 7 do
+for _, k in ipairs({1, 2, 3, 4, 5, 6, 7, 9}) do
   if (k == 3 and ARGV[11] ~= '1') or (k ~= 3 and live) then redis.call('PERSIST', KEYS[k]) else redis.call('EXPIRE', KEYS[k], ARGV[1]) end
 end
 return 1
