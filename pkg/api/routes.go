@@ -120,13 +120,27 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, user st
 	if err != nil {
 		return err
 	}
+	// Turns with calls still running show each call as the turn's own
+	// route does: running, or its stored outcome.
+	var busy []string
+	for _, t := range conv.Turns {
+		if slices.ContainsFunc(t.Pending, func(pc record.PendingCall) bool {
+			return pc.State == record.CallRunning || (pc.State == record.CallReady && t.Status == record.StatusRunning)
+		}) {
+			busy = append(busy, t.ID)
+		}
+	}
+	outcomes, err := s.Store.Outcomes(r.Context(), conv.Meta.ID, busy...)
+	if err != nil {
+		return fmt.Errorf("read outcomes: %w", err)
+	}
 	history := []historyEntry{}
 	turns := []turn.View{}
 	for _, t := range conv.Turns {
 		for _, e := range t.History {
 			history = append(history, historyEntry{HistoryEntry: e, TurnID: t.ID})
 		}
-		turns = append(turns, s.view(r.Context(), conv, t, nil))
+		turns = append(turns, s.view(r.Context(), conv, t, outcomes[t.ID]))
 	}
 	arts := []artifact.Artifact{}
 	arts = append(arts, conv.Artifacts...)

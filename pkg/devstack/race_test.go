@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/audit"
+	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
+	"github.com/clientagent/clientagent/pkg/turn"
 )
 
 // Who wins a cancel (docs/architecture.md): an approve and a cancel sent
@@ -123,4 +125,47 @@ func TestCancelRacingAnApprovalIsRecordedTruthfully(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds: %d published, %d not run, %d turns cancelled", rounds, published, notRun, cancelled)
+}
+
+// GET on a turn and GET on its conversation tell the same story while a
+// batch runs: a call whose outcome is stored (its sibling still runs, so
+// nothing is appended yet) reads succeeded in both, the running one
+// running in both.
+func TestTurnAndConversationAgreeMidBatch(t *testing.T) {
+	t.Parallel()
+	slow, agentURL := startSlowAgent(t, time.Minute)
+	slow.hold = make(chan struct{})
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if len(toolResults(req)) > 0 {
+			return answer("both done")
+		}
+		return calls(call("a", "create_svg_artifact", map[string]any{"word": "Agree"}), call("b", "slow_echo", map[string]any{"text": "later"}))
+	}}
+	_, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{agentURL} })
+	cid := c.newConversation()
+	tid := c.send(cid, "two at once")
+	var v turn.View
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if v = c.turn(cid, tid); stepOf(v, "create_svg_artifact") != nil && stepOf(v, "create_svg_artifact").Status == "succeeded" {
+			break
+		}
+	}
+	if s := stepOf(v, "create_svg_artifact"); s == nil || s.Status != "succeeded" || stepOf(v, "slow_echo") == nil || stepOf(v, "slow_echo").Status != "running" {
+		t.Fatalf("turn steps = %+v, want the SVG succeeded and the echo running", v.Steps)
+	}
+	var conv struct {
+		Turns []turn.View `json:"turns"`
+	}
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if len(conv.Turns) != 1 {
+		t.Fatalf("conversation turns = %d, want 1", len(conv.Turns))
+	}
+	got := conv.Turns[0]
+	if s := stepOf(got, "create_svg_artifact"); s == nil || s.Status != "succeeded" || stepOf(got, "slow_echo") == nil || stepOf(got, "slow_echo").Status != "running" {
+		t.Errorf("the conversation's turn steps = %+v, want them to agree with the turn's: SVG succeeded, echo running", got.Steps)
+	}
+	close(slow.hold)
+	if v := c.wait(cid, tid); v.Status != "succeeded" {
+		t.Errorf("turn = %s, want succeeded", v.Status)
+	}
 }

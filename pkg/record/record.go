@@ -471,6 +471,10 @@ type Store interface {
 	// the store ran first decides whether the call runs. A call started
 	// before starts again (true).
 	StartCall(ctx context.Context, cid, turnID, callID string) (bool, error)
+	// Outcomes reads the stored call outcomes of the given turns, by turn
+	// id, in one round trip (the conversation route shows running calls
+	// as the turn route does).
+	Outcomes(ctx context.Context, cid string, turnIDs ...string) (map[string]map[string]CallOutcome, error)
 	// PutOutcome stores a call's outcome unless one is stored already; it
 	// reports whether this call stored it, and whether the turn was
 	// marked cancelled by then.

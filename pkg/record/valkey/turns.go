@@ -613,6 +613,31 @@ func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, 
 	return t, nil
 }
 
+// Outcomes reads the outcomes of turnIDs in one pipeline of HGETALLs.
+func (s *Store) Outcomes(ctx context.Context, cid string, turnIDs ...string) (map[string]map[string]record.CallOutcome, error) {
+	if len(turnIDs) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.MapStringStringCmd, len(turnIDs))
+	if _, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range turnIDs {
+			cmds[i] = p.HGetAll(ctx, resultsKey(cid, id))
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("read outcomes of %s: %w", cid, classify(err))
+	}
+	out := make(map[string]map[string]record.CallOutcome, len(turnIDs))
+	for i, id := range turnIDs {
+		o, err := decodeOutcomes(cid, cmds[i])
+		if err != nil {
+			return nil, err
+		}
+		out[id] = o
+	}
+	return out, nil
+}
+
 func decodeOutcomes(cid string, res *redis.MapStringStringCmd) (map[string]record.CallOutcome, error) {
 	if res == nil {
 		return nil, nil
