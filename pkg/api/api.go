@@ -208,6 +208,13 @@ func (s *Server) EventsHandler() http.Handler {
 func (s *Server) authed(f func(w http.ResponseWriter, r *http.Request, user string) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, err := s.Auth.Subject(r)
+		if errors.Is(err, auth.ErrKeysUnavailable) {
+			// The token could not be checked, which says nothing of the
+			// token: the client keeps it and tries again.
+			s.writeError(w, r, &Error{Status: http.StatusServiceUnavailable, Code: "auth_unavailable",
+				Message: "the token issuer's signing keys cannot be fetched right now; try again shortly", RetryAfter: 5 * time.Second})
+			return
+		}
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="clientagent"`)
 			s.writeError(w, r, errorf(http.StatusUnauthorized, "unauthorized", "a valid bearer token is required"))
