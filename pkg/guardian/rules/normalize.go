@@ -33,21 +33,38 @@ func Normalize(text string) string { return normalize(text).text }
 // original rune it came from, so a match can be mapped back.
 type normalized struct {
 	text       string
-	start, end []int // byte offsets in the original, per byte of text
+	orig       string
+	start, end []int // byte offsets in orig, per byte of text
 }
 
-// span maps a match in the normalised text back to the original's bytes.
+// span maps a match in the normalised text back to the original's bytes,
+// with the invisible characters and marks that follow it (a redaction
+// leaves no stray accent behind).
 func (n normalized) span(s span) span {
-	return span{n.start[s.start], n.end[s.end-1]}
+	end := n.end[s.end-1]
+	for end < len(n.orig) {
+		r, size := utf8.DecodeRuneInString(n.orig[end:])
+		if (r != utf8.RuneError || size != 1) && foldRune(r) != "" {
+			break
+		}
+		if r == utf8.RuneError && size == 1 {
+			break
+		}
+		end += size
+	}
+	return span{n.start[s.start], end}
 }
 
 func normalize(text string) normalized {
 	var b strings.Builder
 	b.Grow(len(text))
-	n := normalized{start: make([]int, 0, len(text)), end: make([]int, 0, len(text))}
+	n := normalized{orig: text, start: make([]int, 0, len(text)), end: make([]int, 0, len(text))}
 	for i := 0; i < len(text); {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		out := foldRune(r)
+		if r == utf8.RuneError && size == 1 {
+			out = text[i : i+1] // not UTF-8: kept as it is
+		}
 		b.WriteString(out)
 		for range len(out) {
 			n.start = append(n.start, i)
