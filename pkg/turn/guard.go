@@ -40,16 +40,22 @@ type requestCheck struct {
 
 // checkRequest starts checking turn t's user message, or returns nil when
 // there is nothing to check (no guardian, or not the turn's first call).
-func (h *Handlers) checkRequest(ctx context.Context, t *record.Turn) *requestCheck {
+// The answer's text streamed meanwhile is held (d); a check that allows
+// the message releases it at once, so the answer shows while it streams.
+func (h *Handlers) checkRequest(ctx context.Context, t *record.Turn, d *deltas) *requestCheck {
 	i := firstUser(t)
 	if t.LLMCalls > 0 || i < 0 || !h.Guardian.Enabled(guardian.Request) {
 		return nil
 	}
+	d.hold()
 	rc := &requestCheck{done: make(chan struct{})}
 	text := t.Messages[i].Content
 	go func() {
 		defer close(rc.done)
 		rc.v, rc.err = h.Guardian.Check(ctx, guardian.Input{Kind: guardian.Request, Text: text})
+		if rc.err == nil && rc.v.Action == guardian.Allow && rc.v.Audit == nil {
+			d.release()
+		}
 	}()
 	return rc
 }

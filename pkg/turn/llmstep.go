@@ -110,10 +110,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		req.OnText, req.OnReset = deltas.text, deltas.reset
 		deltas.check = h.streamCheck(ctx)
 	}
-	check := h.checkRequest(ctx, t)
-	if check != nil {
-		deltas.hold()
-	}
+	check := h.checkRequest(ctx, t, deltas)
 	resp, err := h.chat(ctx, req, llmCall)
 	if check != nil {
 		if out, done, gerr := h.applyRequestCheck(ctx, in, conv, t, check, resp); done {
