@@ -8,11 +8,13 @@ package devstack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 )
@@ -228,5 +230,45 @@ func TestBlockedWorkflowCallShowsBlocked(t *testing.T) {
 	}
 	if kinds := strings.Join(auditKinds(t, dir, tid), ","); !contains(kinds, "guardian_tool_call/blocked") {
 		t.Errorf("audit = %s, want the call's block", kinds)
+	}
+}
+
+// failsOn is a guardian that fails the checks of one kind and allows the
+// others.
+type failsOn guardian.Kind
+
+func (k failsOn) Check(_ context.Context, in guardian.Input) (guardian.Decision, error) {
+	if in.Kind == guardian.Kind(k) {
+		return guardian.Decision{}, errors.New("guardian down")
+	}
+	return guardian.Decision{Action: guardian.Allow}, nil
+}
+
+// A guardian that cannot check the model's output fails the turn closed:
+// the answer, streamed or not, is neither shown nor stored.
+func TestGuardianFailsClosedOnTheModelsOutput(t *testing.T) {
+	t.Parallel()
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		req.Text("an answer nobody checked")
+		return answer("an answer nobody checked")
+	}}
+	st, c := stack(t, m)
+	st.Platform.Handlers.Guardian = guardian.New(failsOn(guardian.ModelOutput), "down", guardian.Policy{})
+	cid := c.newConversation()
+	ch, _ := c.events(cid, "", "")
+	tid := c.send(cid, "say something")
+	v := c.wait(cid, tid)
+	if v.Status != "failed" || !contains(v.Reply, "could not check the model output") {
+		t.Fatalf("turn = %s %q, want failed closed", v.Status, v.Reply)
+	}
+	for _, ev := range until(t, ch, tid, "turn.ended") {
+		if s, _ := ev.Data["text"].(string); ev.Type == "llm.delta" && s != "" {
+			t.Errorf("the unchecked answer was shown: %v", ev.Data)
+		}
+	}
+	for _, h := range c.historyOf(cid) {
+		if s, _ := h["content"].(string); contains(s, "nobody checked") {
+			t.Errorf("the unchecked answer was stored: %v", h)
+		}
 	}
 }
