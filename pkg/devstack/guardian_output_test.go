@@ -272,3 +272,37 @@ func TestGuardianFailsClosedOnTheModelsOutput(t *testing.T) {
 		}
 	}
 }
+
+// A form answer is checked too, disguised or not: the workflow's call with
+// a fullwidth spelling of the word in its answered input is blocked and
+// the turn ends blocked, the answer not kept.
+func TestGuardianBlocksADisguisedFormAnswer(t *testing.T) {
+	t.Parallel()
+	m := workflowAnswerer()
+	_, c, dir := guarded(t, m, 0)
+	cid := c.newConversation()
+	tid := c.startWorkflow(cid, map[string]any{"text": "", "workflow": map[string]any{"id": "word_to_png"}})
+	if v := c.wait(cid, tid); v.Status != "awaiting_input" {
+		t.Fatalf("turn = %s, want a form", v.Status)
+	}
+	answer := "\uff46\uff4f\uff52\uff42\uff49\uff44\uff44\uff45\uff4e"
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{c.formCall(cid, tid): map[string]any{"word": answer}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d", code)
+	}
+	v := c.wait(cid, tid)
+	if v.Status == "awaiting_approval" {
+		c.decide(cid, tid, "approve", nil)
+		v = c.wait(cid, tid)
+	}
+	if v.Status != "blocked" || len(v.Artifacts) != 0 || len(m.requests()) != 0 {
+		t.Fatalf("turn = %s %q (%d artifacts, %d LLM calls), want blocked with nothing run", v.Status, v.Reply, len(v.Artifacts), len(m.requests()))
+	}
+	var conv map[string]any
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if b, _ := json.Marshal(conv); strings.Contains(string(b), answer) {
+		t.Errorf("the conversation keeps the blocked answer: %s", b)
+	}
+	if kinds := strings.Join(auditKinds(t, dir, tid), ","); !contains(kinds, "guardian_tool_call/blocked") {
+		t.Errorf("audit = %s, want the call's block", kinds)
+	}
+}
