@@ -31,10 +31,11 @@
 //		events = append(events, v.Audit.Event(now, convID, turnID, user, callID))
 //	}
 //	switch v.Action {
-//	case guardian.Block:  // request: end the turn "blocked" with v.Reason;
+//	case guardian.Block:  // request, model_output: end the turn "blocked"
+//	                      // with v.Reason (and retract what was streamed);
 //	                      // tool_call: a "blocked" result carrying v.Reason;
 //	                      // tool_result: replace the result by a notice
-//	case guardian.Redact: // tool_result (or request): use v.Text instead
+//	case guardian.Redact: // tool_result, request, a model's answer: use v.Text
 //	}
 //
 // A tool call is checked as the canonical JSON of its arguments (Input.Checked).

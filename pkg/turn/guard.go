@@ -14,15 +14,22 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// The guardian (issue 19) checks three things, each where it costs no
-// latency or where nothing has happened yet:
+// The guardian (issues 19 and 25) checks four things, each where it costs
+// no latency or where nothing has happened yet:
 //
 //   - the user's message, in parallel with the turn's first LLM call
-//     (LLMStep): a block ends the turn "blocked" and the model's answer is
-//     dropped unseen; a redaction replaces the message and asks again;
+//     (LLMStep): a block ends the turn "blocked", the model's answer is
+//     dropped unseen and the message is forgotten (record.BlockedText and a
+//     hash in its place, in the turn, the title and the event log); a
+//     redaction replaces the message and asks again;
+//   - what the model writes (LLMStep): each streamed batch with the tail
+//     already shown, before it is shown, then the whole answer and each
+//     call's arguments before the answer is stored or a call runs; a block
+//     retracts what was shown and ends the turn "blocked";
 //   - each call's arguments once the batch is otherwise ready (Validate):
 //     a blocked call gets a "blocked" result and the others still run —
-//     the batch rule holds, nothing runs before every call is cleared;
+//     the batch rule holds, nothing runs before every call is cleared; a
+//     blocked call of a selected workflow ends the turn "blocked";
 //   - each result before it reaches the transcript (Append, and every
 //     batch that closes early): redacted, or withheld behind a notice.
 //
