@@ -306,3 +306,24 @@ func TestGuardianBlocksADisguisedFormAnswer(t *testing.T) {
 		t.Errorf("audit = %s, want the call's block", kinds)
 	}
 }
+
+// An answer that was not streamed is checked whole before it is stored.
+func TestGuardianBlocksTheModelsAnswer(t *testing.T) {
+	t.Parallel()
+	m := &model{decide: func(req llm.Request) *llm.Response { return answer("The word is \U0001d41f\U0001d428\U0001d42brbidden.") }}
+	_, c, dir := guarded(t, m, 0)
+	cid := c.newConversation()
+	tid := c.send(cid, "what is the demo word?")
+	v := c.wait(cid, tid)
+	if v.Status != "blocked" || contains(v.Reply, "The word is") {
+		t.Fatalf("turn = %s %q, want blocked without the answer", v.Status, v.Reply)
+	}
+	for _, h := range c.historyOf(cid) {
+		if s, _ := h["content"].(string); contains(s, "The word is") {
+			t.Errorf("the blocked answer was stored: %v", h)
+		}
+	}
+	if kinds := strings.Join(auditKinds(t, dir, tid), ","); !contains(kinds, "guardian_model_output/blocked") {
+		t.Errorf("audit = %s, want the model output's block", kinds)
+	}
+}
