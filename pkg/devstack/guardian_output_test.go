@@ -310,7 +310,7 @@ func TestGuardianBlocksADisguisedFormAnswer(t *testing.T) {
 // An answer that was not streamed is checked whole before it is stored.
 func TestGuardianBlocksTheModelsAnswer(t *testing.T) {
 	t.Parallel()
-	m := &model{decide: func(req llm.Request) *llm.Response { return answer("The word is \U0001d41f\U0001d428\U0001d42brbidden.") }}
+	m := &model{decide: func(req llm.Request) *llm.Response { return answer("The word is \U0001d41f\U0001d428\U0001d42bbidden.") }}
 	_, c, dir := guarded(t, m, 0)
 	cid := c.newConversation()
 	tid := c.send(cid, "what is the demo word?")
