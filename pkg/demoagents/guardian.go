@@ -7,10 +7,14 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
+
+	"github.com/clientagent/clientagent/pkg/guardian"
+	"github.com/clientagent/clientagent/pkg/guardian/rules"
 )
 
 // The demo guardian (issue 19) is an A2A agent beside the specialists but
@@ -81,8 +85,8 @@ func guardianCard(base string) *a2a.AgentCard {
 		Skills: []a2a.AgentSkill{{
 			ID:   GuardianSkillID,
 			Name: "Guardian check",
-			Description: `Takes {"kind": "request"|"tool_call"|"tool_result", "text", "tool"?, "arguments"?} and answers ` +
-				`{"decision": "allowed"|"blocked", "reason"}: blocks a configured word anywhere, and tool results that tell the model to ignore its instructions.`,
+			Description: `Takes {"kind": "request"|"model_output"|"tool_call"|"tool_result", "text", "tool"?, "arguments"?} and answers ` +
+				`{"decision": "allowed"|"blocked", "reason"}: blocks a configured word anywhere (also disguised: look-alike letters, invisible characters, spaced letters), and tool results that tell the model to ignore its instructions.`,
 			Tags:        []string{"guardian", "policy"},
 			InputModes:  []string{"application/json"},
 			OutputModes: []string{"application/json"},
@@ -91,7 +95,13 @@ func guardianCard(base string) *a2a.AgentCard {
 }
 
 // guardianExecutor answers one check with one message.
-type guardianExecutor struct{ word string }
+type guardianExecutor struct {
+	word string
+
+	once sync.Once
+	set  *rules.Set
+	err  error
+}
 
 var _ a2asrv.AgentExecutor = (*guardianExecutor)(nil)
 
@@ -117,27 +127,52 @@ func (e *guardianExecutor) Execute(ctx context.Context, reqCtx *a2asrv.RequestCo
 // in the text or the arguments.
 func (e *guardianExecutor) decide(args map[string]any) (map[string]any, error) {
 	kind, _ := args["kind"].(string)
-	switch kind {
-	case "request", "tool_call", "tool_result":
-	default:
-		return nil, fmt.Errorf("kind %q: want request, tool_call or tool_result", kind)
+	k, err := guardian.ParseKind(kind)
+	if err != nil {
+		return nil, err
 	}
 	text, _ := args["text"].(string)
 	if a, ok := args["arguments"]; ok && a != nil {
 		b, _ := json.Marshal(a)
 		text += "\n" + string(b)
 	}
-	lower := strings.ToLower(text)
-	what := map[string]string{"request": "message", "tool_call": "tool call", "tool_result": "tool result"}[kind]
+	what := map[guardian.Kind]string{guardian.Request: "message", guardian.ModelOutput: "model's output",
+		guardian.ToolCall: "tool call", guardian.ToolResult: "tool result"}[k]
+	set, err := e.rules()
+	if err != nil {
+		return nil, err
+	}
+	d, err := set.Check(context.Background(), guardian.Input{Kind: k, Text: text})
+	if err != nil {
+		return nil, err
+	}
 	switch {
-	case kind == "tool_result" && strings.Contains(lower, injectionPhrase):
+	case d.Action != guardian.Block:
+	case d.Rule == "prompt_injection":
 		return map[string]any{"decision": "blocked", "rule": "prompt_injection",
 			"reason": "prompt injection: the tool result tells the model to ignore previous instructions"}, nil
-	case strings.Contains(lower, strings.ToLower(e.word)):
+	default:
 		return map[string]any{"decision": "blocked", "rule": "blocked_word",
 			"reason": fmt.Sprintf("the %s contains the word %q, which this demo guardian blocks", what, e.word)}, nil
 	}
 	return map[string]any{"decision": "allowed"}, nil
+}
+
+// rules is the demo policy as a rule set: it matches the text as a reader
+// sees it (rules.Normalize), so disguised spellings of the word (other
+// scripts' look-alike letters, invisible characters, spaced letters) are
+// blocked too.
+func (e *guardianExecutor) rules() (*rules.Set, error) {
+	e.once.Do(func() {
+		e.set, e.err = rules.New(rules.File{Rules: []rules.Rule{
+			{ID: "prompt_injection", Kinds: []guardian.Kind{guardian.ToolResult}, Contains: injectionPhrase, Action: guardian.Block},
+			{ID: "blocked_word", Contains: e.word, Spaced: true, Action: guardian.Block},
+		}})
+		if e.err != nil {
+			e.err = fmt.Errorf("demo guardian word %q: %w", e.word, e.err)
+		}
+	})
+	return e.set, e.err
 }
 
 // Cancel has nothing to cancel: a check is answered in the request.

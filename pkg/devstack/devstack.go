@@ -112,7 +112,7 @@ type Config struct {
 	ChunkDelay time.Duration
 	// Prices prices LLM calls per model (nil: llm.DefaultPrices).
 	Prices llm.Prices
-	// Guardian checks requests, calls and results (nil: none; issue 19).
+	// Guardian checks requests, the model's output, calls and results (nil: none; issue 19).
 	// The demo guardian agent is served at /agents/guardian.
 	Guardian *guardian.Checker
 	// GuardianName describes Guardian in the start banner (e.g. the

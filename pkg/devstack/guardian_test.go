@@ -39,13 +39,21 @@ func (g slowGuardian) Check(ctx context.Context, in guardian.Input) (guardian.De
 // demoGuardian is the stack's demo guardian agent (it blocks "forbidden"
 // and prompt injections), delayed by delay.
 func demoGuardian(t *testing.T, st *Stack, delay time.Duration) *guardian.Checker {
+	return demoGuardianPolicy(t, st, delay, guardian.Policy{})
+}
+
+func demoGuardianPolicy(t *testing.T, st *Stack, delay time.Duration, p guardian.Policy) *guardian.Checker {
 	t.Helper()
 	c, err := a2aagent.New(st.URL()+"/agents/guardian", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return guardian.New(slowGuardian{c, delay}, "a2a:demo", guardian.Policy{})
+	return guardian.New(slowGuardian{c, delay}, "a2a:demo", p)
 }
+
+// notModelOutput checks every kind but the model's output, for tests of
+// the other checks with a model that writes the blocked word itself.
+var notModelOutput = guardian.Policy{Checks: []guardian.Kind{guardian.Request, guardian.ToolCall, guardian.ToolResult}}
 
 // guarded starts a stack with model m and the demo guardian.
 func guarded(t *testing.T, m llm.Provider, delay time.Duration, mutate ...func(*Config)) (*Stack, *client, string) {
@@ -67,14 +75,16 @@ func auditKinds(t *testing.T, dir, tid string) []string {
 
 // An allowed turn adds no LLM call, and the check of the message runs in
 // parallel with the first LLM call: a guardian and a model of 300 ms each
-// make a first step of about 300 ms, not 600.
+// make a first step of about 300 ms, not 600. (The check of the model's
+// answer, which needs the answer, is left out here.)
 func TestGuardianRunsBesideTheFirstLLMCall(t *testing.T) {
 	t.Parallel()
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		time.Sleep(300 * time.Millisecond)
 		return answer("hello there")
 	}}
-	_, c, _ := guarded(t, m, 300*time.Millisecond)
+	st, c, _ := guarded(t, m, 0)
+	st.Platform.Handlers.Guardian = demoGuardianPolicy(t, st, 300*time.Millisecond, notModelOutput)
 	cid := c.newConversation()
 	v := c.wait(cid, c.send(cid, "say hello"))
 	if v.Status != "succeeded" || v.LLMCalls != 1 {
@@ -124,7 +134,8 @@ func TestGuardianBlocksARequest(t *testing.T) {
 }
 
 // A blocked tool call gets a "blocked" result carrying the reason; the
-// model reads it and answers.
+// model reads it and answers. (With the model's output checked, the call
+// would not get that far: TestGuardianBlocksTheModelsCall.)
 func TestGuardianBlocksAToolCall(t *testing.T) {
 	t.Parallel()
 	m := &model{decide: func(req llm.Request) *llm.Response {
@@ -135,7 +146,8 @@ func TestGuardianBlocksAToolCall(t *testing.T) {
 		}
 		return calls(call("a", "create_svg_artifact", map[string]any{"word": "forbidden"}))
 	}}
-	_, c, dir := guarded(t, m, 0)
+	st, c, dir := guarded(t, m, 0)
+	st.Platform.Handlers.Guardian = demoGuardianPolicy(t, st, 0, notModelOutput)
 	cid := c.newConversation()
 	tid := c.send(cid, "draw the word from my note")
 	v := c.wait(cid, tid)

@@ -39,7 +39,8 @@ func Audit(in Input, d Decision, failOpen bool) Record {
 }
 
 // AuditKind is the audit.Event kind of a check of kind k:
-// "guardian_request", "guardian_tool_call" or "guardian_tool_result".
+// "guardian_request", "guardian_model_output", "guardian_tool_call" or
+// "guardian_tool_result".
 func AuditKind(k Kind) string { return "guardian_" + string(k) }
 
 // Audit event statuses.

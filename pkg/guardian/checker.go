@@ -189,7 +189,7 @@ func (c *Checker) Check(ctx context.Context, in Input) (Verdict, error) {
 	if d.Rule == "" {
 		d.Rule = c.name
 	}
-	if d.Action == Redact && in.Kind == ToolCall {
+	if d.Action == Redact && in.call() {
 		reason := "its arguments would need redacting"
 		if d.Reason != "" {
 			reason += ": " + d.Reason

@@ -1,7 +1,9 @@
-// Package guardian is the policy check of a turn (issue 19): a Guardian
-// looks at the user's message, at each tool call's arguments before the
-// call runs, and at each specialist's result before it reaches the
-// transcript, and allows, blocks or redacts it.
+// Package guardian is the policy check of a turn (issues 19 and 25): a
+// Guardian looks at the user's message, at what the model writes (its
+// answer as it streams and once complete, and the arguments of the calls
+// it makes), at each tool call's arguments before the call runs, and at
+// each specialist's result before it reaches the transcript, and allows,
+// blocks or redacts it.
 //
 // This package holds the domain: the Guardian interface, the Policy that
 // says which kinds are checked and which fail open, the Checker that applies
@@ -29,16 +31,23 @@
 //		events = append(events, v.Audit.Event(now, convID, turnID, user, callID))
 //	}
 //	switch v.Action {
-//	case guardian.Block:  // request: end the turn "blocked" with v.Reason;
+//	case guardian.Block:  // request, model_output: end the turn "blocked"
+//	                      // with v.Reason (and retract what was streamed);
 //	                      // tool_call: a "blocked" result carrying v.Reason;
 //	                      // tool_result: replace the result by a notice
-//	case guardian.Redact: // tool_result (or request): use v.Text instead
+//	case guardian.Redact: // tool_result, request, a model's answer: use v.Text
 //	}
 //
 // A tool call is checked as the canonical JSON of its arguments (Input.Checked).
 // A redaction of a tool call's arguments blocks the call (Checker.Check turns
-// Redact into Block for ToolCall): the call must run with the arguments the
-// user approved and the audit log hashed, or not at all.
+// Redact into Block for ToolCall, and for a ModelOutput of a call): the call
+// must run with the arguments the user approved and the audit log hashed,
+// or not at all.
+//
+// Rule-based guardians match a normal form of the text (guardian/rules:
+// compatibility forms, invisible characters, combining marks and
+// confusable letters folded away); the A2A and Bedrock guardians are given
+// the original text and do their own analysis.
 //
 // The package must not decide what the turn does with a decision, store
 // anything, or log the checked text: decisions and audit records carry a
@@ -65,19 +74,24 @@ const (
 	ToolCall Kind = "tool_call"
 	// ToolResult is a specialist's result, before it reaches the transcript.
 	ToolResult Kind = "tool_result"
+	// ModelOutput is what the model writes: its answer (Text, also a
+	// window of it while it streams) or a tool call's arguments as the
+	// model wrote them (Tool and Arguments), before the answer is stored
+	// or the call runs.
+	ModelOutput Kind = "model_output"
 )
 
 // Kinds are all kinds, in the order a turn meets them.
-var Kinds = []Kind{Request, ToolCall, ToolResult}
+var Kinds = []Kind{Request, ModelOutput, ToolCall, ToolResult}
 
 // ParseKind reads a kind by its name.
 func ParseKind(s string) (Kind, error) {
 	k := Kind(strings.ToLower(strings.TrimSpace(s)))
 	switch k {
-	case Request, ToolCall, ToolResult:
+	case Request, ModelOutput, ToolCall, ToolResult:
 		return k, nil
 	}
-	return "", fmt.Errorf("guardian: unknown kind %q (want request, tool_call or tool_result)", s)
+	return "", fmt.Errorf("guardian: unknown kind %q (want request, model_output, tool_call or tool_result)", s)
 }
 
 // Action is what a guardian decided.
@@ -95,23 +109,30 @@ type Input struct {
 	Kind Kind
 	// Text is what is checked: the user's message (Request), or the
 	// specialist's result as the model would read it (ToolResult). For a
-	// ToolCall it may stay empty: the canonical JSON of Arguments is
-	// checked (Checked).
+	// ToolCall (or a ModelOutput with Arguments) it may stay empty: the
+	// canonical JSON of Arguments is checked (Checked).
 	Text string
 	// Tool is the tool of a ToolCall or ToolResult.
 	Tool string
-	// Arguments are a ToolCall's arguments.
+	// Arguments are a ToolCall's arguments, or those of the call a
+	// ModelOutput checks.
 	Arguments map[string]any
 }
 
 // Checked is the text a guardian checks and the audit record hashes: Text,
-// or for a ToolCall without Text the canonical JSON of its arguments
-// (object keys sorted, no HTML escaping, no insignificant space).
+// or for a ToolCall (or a ModelOutput with Arguments) without Text the
+// canonical JSON of its arguments (object keys sorted, no HTML escaping,
+// no insignificant space).
 func (in Input) Checked() string {
-	if in.Text != "" || in.Kind != ToolCall {
+	if in.Text != "" || !in.call() {
 		return in.Text
 	}
 	return CanonicalJSON(in.Arguments)
+}
+
+// call reports whether in is a tool call's arguments.
+func (in Input) call() bool {
+	return in.Kind == ToolCall || in.Kind == ModelOutput && in.Arguments != nil
 }
 
 // CanonicalJSON is v as compact JSON with sorted object keys and without

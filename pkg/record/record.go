@@ -159,6 +159,9 @@ type Turn struct {
 
 	FinalReport string `json:"final_report,omitempty"`
 	Error       string `json:"error,omitempty"` // failed / expired message
+	// BlockedHash is the hash (TextHash) of the message the guardian
+	// blocked, which is not kept (ForgetBlocked).
+	BlockedHash string `json:"blocked_hash,omitempty"`
 
 	// Events are appended to the conversation's event log by the write
 	// that saves the turn, in the same round trip; not stored with it.
@@ -451,6 +454,11 @@ type Store interface {
 	// SaveTurn writes turn t's field, adds artifacts to the catalog and
 	// bumps the conversation's update time, in one transaction.
 	SaveTurn(ctx context.Context, cid string, t *Turn, artifacts ...artifact.Artifact) error
+	// ForgetText removes text, turn turnID's message that the guardian
+	// blocked, from where the conversation keeps it besides the turn (its
+	// title, the event log); the turn itself forgets it with
+	// Turn.ForgetBlocked. Idempotent.
+	ForgetText(ctx context.Context, cid, turnID, text string) error
 	// PutArtifacts adds artifacts to the catalog (uploads, which belong to
 	// no turn yet).
 	PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error

@@ -130,6 +130,9 @@ func (c *Conversation) Turn(id string) (*Turn, bool) {
 // a block without its call goes to the first call with its id that has no
 // result of its own.
 //
+// A blocked turn (the guardian blocked its message, what the model wrote,
+// or its workflow call) contributes only BlockedText as its user message.
+//
 // Then the window of spec §3.6 applies (window <= 0: none): when the view
 // has more than window entries the oldest are dropped, cutting only where a
 // user message starts and never inside this turn's block, so no result is
@@ -196,6 +199,14 @@ func (c *Conversation) LLMWindow(turnID string, window int) ([]llm.Message, stri
 	for _, t := range ordered {
 		if t == self {
 			selfStart = len(view)
+		}
+		if t.Status == StatusBlocked && t != self {
+			// A blocked turn is never replayed: neither the message the
+			// guardian blocked, nor calls and answers made from it, even as
+			// stored before blocked messages were forgotten.
+			view = append(view, llm.Message{Role: llm.RoleUser, Content: BlockedText})
+			owners = append(owners, t.ID)
+			continue
 		}
 		results := own[t]
 		seen := map[string]bool{} // call ids of this turn already placed

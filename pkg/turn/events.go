@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -77,13 +78,29 @@ type deltas struct {
 	turnID  string
 	llmCall int
 
+	// check, when set, checks each batch with the tail of what was shown
+	// before it is shown (outputCheck).
+	check func(window string) (guardian.Verdict, error)
+
 	mu      sync.Mutex
 	held    bool // the text waits for the guardian's check of the request
 	buf     []byte
 	chunks  int
 	offset  int // of buf's start
 	pending *time.Timer
+	tail    []byte // the end of what was shown, at most windowTail bytes
+	shown   bool   // something of this call's answer was shown
+	// stopped is set when the check of the stream did not allow a batch:
+	// nothing more is shown, and the step ends the turn (stopVerdict).
+	stopped bool
+	stopV   guardian.Verdict
+	stopErr error
 }
+
+// windowTail is how much of the text already shown is checked again with
+// each new batch, so a word split over batches ("for" "bid" "den") is seen
+// whole. It bounds each check's size whatever the answer's length.
+const windowTail = 1024
 
 func (h *Handlers) newDeltas(ctx context.Context, r Ref, llmCall int) *deltas {
 	if h.Events == nil {
@@ -137,7 +154,7 @@ func (d *deltas) reset() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stopLocked()
-	d.buf, d.chunks, d.offset = nil, 0, 0
+	d.buf, d.chunks, d.offset, d.tail = nil, 0, 0, nil
 }
 
 func (d *deltas) flush() {
@@ -158,7 +175,7 @@ func (d *deltas) drain() []record.Event {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.stopLocked()
-	if len(d.buf) == 0 {
+	if len(d.buf) == 0 || !d.allowedLocked() {
 		return nil
 	}
 	ev := d.event()
@@ -170,16 +187,82 @@ func (d *deltas) event() record.Event {
 	text := string(d.buf)
 	ev := d.h.live(record.EventLLMDelta, d.turnID, map[string]any{"text": text, "offset": d.offset, "llm_call": d.llmCall})
 	d.offset += utf8.RuneCountInString(text)
+	d.shown = true
+	d.tail = append(d.tail, d.buf...)
+	if over := len(d.tail) - windowTail; over > 0 {
+		for over < len(d.tail) && !utf8.RuneStart(d.tail[over]) {
+			over++
+		}
+		d.tail = append(d.tail[:0], d.tail[over:]...)
+	}
 	d.buf, d.chunks = d.buf[:0], 0
 	return ev
 }
 
 func (d *deltas) flushLocked() {
 	d.stopLocked()
-	if len(d.buf) == 0 || d.held {
+	if len(d.buf) == 0 || d.held || !d.allowedLocked() {
 		return
 	}
 	d.h.emit(d.ctx, d.cid, d.event())
+}
+
+// allowedLocked checks what is buffered, with the tail of what was shown,
+// as model output. A batch that is not allowed (or that the guardian could
+// not check) stops the stream: it is never shown, nor is anything after it.
+func (d *deltas) allowedLocked() bool {
+	if d.stopped {
+		return false
+	}
+	if d.check == nil {
+		return true
+	}
+	v, err := d.check(string(d.tail) + string(d.buf))
+	if err == nil && v.Action == guardian.Allow {
+		return true
+	}
+	d.stopped, d.stopV, d.stopErr = true, v, err
+	d.buf, d.chunks = nil, 0
+	return false
+}
+
+// stopVerdict reports whether the check of the stream stopped it, and why.
+func (d *deltas) stopVerdict() (bool, guardian.Verdict, error) {
+	if d == nil {
+		return false, guardian.Verdict{}, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stopped, d.stopV, d.stopErr
+}
+
+// retract takes back what was shown of the answer: an empty llm.delta at
+// offset 0, which the page and the CLI read as a restart, so the text is
+// cleared. Nothing is shown after it.
+func (d *deltas) retract() {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopLocked()
+	d.buf, d.chunks, d.tail, d.stopped = nil, 0, nil, true
+	if d.shown {
+		d.h.emit(d.ctx, d.cid, d.h.live(record.EventLLMDelta, d.turnID, map[string]any{"text": "", "offset": 0, "llm_call": d.llmCall, "retracted": true}))
+		d.shown, d.offset = false, 0
+	}
+}
+
+// replace shows text instead of what was shown (a redacted answer): it is
+// written at offset 0 with the step's next write (drain).
+func (d *deltas) replace(text string) {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.stopLocked()
+	d.buf, d.chunks, d.offset, d.tail, d.held, d.stopped, d.check = []byte(text), 0, 0, nil, false, false, nil
 }
 
 func (d *deltas) stopLocked() {

@@ -14,15 +14,22 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// The guardian (issue 19) checks three things, each where it costs no
-// latency or where nothing has happened yet:
+// The guardian (issues 19 and 25) checks four things, each where it costs
+// no latency or where nothing has happened yet:
 //
 //   - the user's message, in parallel with the turn's first LLM call
-//     (LLMStep): a block ends the turn "blocked" and the model's answer is
-//     dropped unseen; a redaction replaces the message and asks again;
+//     (LLMStep): a block ends the turn "blocked", the model's answer is
+//     dropped unseen and the message is forgotten (record.BlockedText and a
+//     hash in its place, in the turn, the title and the event log); a
+//     redaction replaces the message and asks again;
+//   - what the model writes (LLMStep): each streamed batch with the tail
+//     already shown, before it is shown, then the whole answer and each
+//     call's arguments before the answer is stored or a call runs; a block
+//     retracts what was shown and ends the turn "blocked";
 //   - each call's arguments once the batch is otherwise ready (Validate):
 //     a blocked call gets a "blocked" result and the others still run —
-//     the batch rule holds, nothing runs before every call is cleared;
+//     the batch rule holds, nothing runs before every call is cleared; a
+//     blocked call of a selected workflow ends the turn "blocked";
 //   - each result before it reaches the transcript (Append, and every
 //     batch that closes early): redacted, or withheld behind a notice.
 //
@@ -40,16 +47,22 @@ type requestCheck struct {
 
 // checkRequest starts checking turn t's user message, or returns nil when
 // there is nothing to check (no guardian, or not the turn's first call).
-func (h *Handlers) checkRequest(ctx context.Context, t *record.Turn) *requestCheck {
+// The answer's text streamed meanwhile is held (d); a check that allows
+// the message releases it at once, so the answer shows while it streams.
+func (h *Handlers) checkRequest(ctx context.Context, t *record.Turn, d *deltas) *requestCheck {
 	i := firstUser(t)
 	if t.LLMCalls > 0 || i < 0 || !h.Guardian.Enabled(guardian.Request) {
 		return nil
 	}
+	d.hold()
 	rc := &requestCheck{done: make(chan struct{})}
 	text := t.Messages[i].Content
 	go func() {
 		defer close(rc.done)
 		rc.v, rc.err = h.Guardian.Check(ctx, guardian.Input{Kind: guardian.Request, Text: text})
+		if rc.err == nil && rc.v.Action == guardian.Allow && rc.v.Audit == nil {
+			d.release()
+		}
 	}()
 	return rc
 }
@@ -207,4 +220,101 @@ func withheld(o record.CallOutcome, notice string) record.CallOutcome {
 	o.Result = record.ToolResult{Status: record.ResultBlocked, Error: notice}
 	o.Raw, o.Artifacts = nil, nil
 	return o
+}
+
+// streamCheck is the check of the model's answer as it streams (deltas):
+// each batch, with the tail of what was shown, is checked as model output
+// before it is shown; nil when model output is not checked.
+func (h *Handlers) streamCheck(ctx context.Context) func(string) (guardian.Verdict, error) {
+	if !h.Guardian.Enabled(guardian.ModelOutput) {
+		return nil
+	}
+	return func(window string) (guardian.Verdict, error) {
+		return h.Guardian.Check(ctx, guardian.Input{Kind: guardian.ModelOutput, Text: window})
+	}
+}
+
+// outputInputs are what the model wrote in resp, as model output: its
+// text, and each call's arguments (as the raw text when they are not a
+// JSON object).
+func outputInputs(resp *llm.Response) []guardian.Input {
+	var out []guardian.Input
+	if strings.TrimSpace(resp.Text) != "" {
+		out = append(out, guardian.Input{Kind: guardian.ModelOutput, Text: resp.Text})
+	}
+	for _, c := range resp.ToolCalls {
+		in := guardian.Input{Kind: guardian.ModelOutput, Tool: c.Name}
+		if err := json.Unmarshal([]byte(c.Arguments), &in.Arguments); err != nil || in.Arguments == nil {
+			in.Arguments, in.Text = nil, c.Arguments
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// applyOutputCheck checks what the model wrote (issue 25) before the answer
+// is stored or a call runs: the verdict of the stream's check when it
+// stopped the stream, else the answer and each call's arguments, in
+// parallel. It reports done when the check decided the step: a block
+// retracts what was shown and ends the turn blocked; a guardian that
+// failed ends it failed (closed). The model's answer is dropped unseen and
+// its spend counted. A redacted answer (no calls) replaces resp.Text and
+// what was shown.
+func (h *Handlers) applyOutputCheck(ctx context.Context, in StepInput, conv *record.Conversation, t *record.Turn, deltas *deltas, resp *llm.Response) (StepOutput, bool, error) {
+	if !h.Guardian.Enabled(guardian.ModelOutput) {
+		return StepOutput{}, false, nil
+	}
+	stopped, v, gerr := deltas.stopVerdict()
+	var events []audit.Event
+	if stopped && (gerr != nil || v.Action == guardian.Block) {
+		events = h.guardEvent(conv, t, "", v)
+	} else {
+		// The whole answer is checked (a stream stopped for a redaction
+		// is redacted whole, not by the window's redaction).
+		gerr = nil
+		inputs := outputInputs(resp)
+		verdicts := make([]guardian.Verdict, len(inputs))
+		errs := make([]error, len(inputs))
+		var wg sync.WaitGroup
+		for k, gin := range inputs {
+			wg.Go(func() { verdicts[k], errs[k] = h.Guardian.Check(ctx, gin) })
+		}
+		wg.Wait()
+		v = guardian.Verdict{Decision: guardian.Decision{Action: guardian.Allow}}
+		for k, vk := range verdicts {
+			if errs[k] != nil {
+				continue
+			}
+			events = append(events, h.guardEvent(conv, t, "", vk)...)
+			if vk.Action == guardian.Block && v.Action != guardian.Block || vk.Action == guardian.Redact && v.Action == guardian.Allow {
+				v = vk
+			}
+		}
+		if i := firstErr(errs); i >= 0 {
+			gerr = errs[i]
+		}
+	}
+	if gerr == nil && v.Action != guardian.Block {
+		if err := h.audit(ctx, events); err != nil {
+			return StepOutput{}, true, err
+		}
+		if v.Action == guardian.Redact && len(resp.ToolCalls) == 0 {
+			resp.Text = v.Text
+			deltas.replace(v.Text)
+		}
+		return StepOutput{}, false, nil
+	}
+	deltas.retract()
+	if err := h.countDropped(ctx, in.Ref, t, resp); err != nil {
+		return StepOutput{}, true, err
+	}
+	if err := h.audit(ctx, events); err != nil {
+		return StepOutput{}, true, err
+	}
+	if gerr != nil {
+		out, err := h.endFailed(ctx, in.Ref, t, "guardian", h.guardFailure(ctx, in.Ref, gerr))
+		return out, true, err
+	}
+	out, err := h.endBlocked(ctx, in.Ref, t, v.Reason)
+	return out, true, err
 }

@@ -108,11 +108,9 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	deltas := h.newDeltas(ctx, in.Ref, llmCall)
 	if deltas != nil {
 		req.OnText, req.OnReset = deltas.text, deltas.reset
+		deltas.check = h.streamCheck(ctx)
 	}
-	check := h.checkRequest(ctx, t)
-	if check != nil {
-		deltas.hold()
-	}
+	check := h.checkRequest(ctx, t, deltas)
 	resp, err := h.chat(ctx, req, llmCall)
 	if check != nil {
 		if out, done, gerr := h.applyRequestCheck(ctx, in, conv, t, check, resp); done {
@@ -129,6 +127,9 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 			return StepOutput{}, &ModelUnavailableError{Err: err}
 		}
 		return StepOutput{}, &ProviderError{Err: err}
+	}
+	if out, done, err := h.applyOutputCheck(ctx, in, conv, t, deltas, resp); done {
+		return out, err
 	}
 	// The provider call happened: count it now, once, whatever follows.
 	spend := record.Spend{Calls: 1, Tokens: resp.Usage.Total(), CachedTokens: resp.Usage.CachedInputTokens, CostMicros: h.cost(resp)}
@@ -203,12 +204,9 @@ func (h *Handlers) applyRequestCheck(ctx context.Context, in StepInput, conv *re
 		return StepOutput{}, false, nil
 	}
 	if resp != nil && (gerr != nil || v.Action != guardian.Allow) {
-		spend := record.Spend{Calls: 1, Tokens: resp.Usage.Total(), CachedTokens: resp.Usage.CachedInputTokens, CostMicros: h.cost(resp)}
-		if err := h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, spend); err != nil {
-			return StepOutput{}, true, &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}
+		if err := h.countDropped(ctx, in.Ref, t, resp); err != nil {
+			return StepOutput{}, true, err
 		}
-		t.LLMCalls++
-		t.Tokens += spend.Tokens
 	}
 	if err := h.audit(ctx, h.guardEvent(conv, t, "", v)); err != nil {
 		return StepOutput{}, true, err
@@ -218,7 +216,7 @@ func (h *Handlers) applyRequestCheck(ctx context.Context, in StepInput, conv *re
 		out, err := h.endFailed(ctx, in.Ref, t, "guardian", h.guardFailure(ctx, in.Ref, gerr))
 		return out, true, err
 	case v.Action == guardian.Block:
-		out, err := h.endBlocked(ctx, in.Ref, t, v.Reason)
+		out, err := h.endBlockedRequest(ctx, in.Ref, t, v.Reason)
 		return out, true, err
 	case v.Action == guardian.Redact:
 		i := firstUser(t)
@@ -230,6 +228,33 @@ func (h *Handlers) applyRequestCheck(ctx context.Context, in StepInput, conv *re
 		return out, true, err
 	}
 	return StepOutput{}, false, nil // allowed, failing open: audited above
+}
+
+// countDropped records the spend of a provider call whose answer is
+// dropped unseen (a blocked request or output).
+func (h *Handlers) countDropped(ctx context.Context, r Ref, t *record.Turn, resp *llm.Response) error {
+	spend := record.Spend{Calls: 1, Tokens: resp.Usage.Total(), CachedTokens: resp.Usage.CachedInputTokens, CostMicros: h.cost(resp)}
+	if err := h.Store.AddSpend(ctx, r.ConversationID, r.TurnID, spend); err != nil {
+		return &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}
+	}
+	t.LLMCalls++
+	t.Tokens += spend.Tokens
+	t.CachedTokens += spend.CachedTokens
+	t.CostMicros += spend.CostMicros
+	return nil
+}
+
+// endBlockedRequest ends the turn as blocked because of what the user sent
+// (its message, or a selected workflow's inputs): that is not kept, as
+// text, anywhere — the turn, the title and the event log keep
+// record.BlockedText and the turn a hash (record.Turn.ForgetBlocked).
+func (h *Handlers) endBlockedRequest(ctx context.Context, r Ref, t *record.Turn, reason string) (StepOutput, error) {
+	if text := t.ForgetBlocked(); text != "" {
+		if err := h.Store.ForgetText(ctx, r.ConversationID, r.TurnID, text); err != nil {
+			return StepOutput{}, &TransientError{Err: fmt.Errorf("forget the blocked message of turn %s: %w", t.ID, err)}
+		}
+	}
+	return h.endBlocked(ctx, r, t, reason)
 }
 
 // endBlocked ends the turn as blocked by the guardian, with its reason.

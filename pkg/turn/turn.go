@@ -102,7 +102,7 @@ type Handlers struct {
 	Audit audit.Log
 	// Events is the conversations' live event log (nil: none).
 	Events record.EventLog
-	// Guardian checks requests, calls and results (nil: none; guard.go).
+	// Guardian checks requests, the model's output, calls and results (nil: none; guard.go).
 	Guardian *guardian.Checker
 	Limits   Limits
 	// CallTimeout is the longest one specialist call may take (the

@@ -190,6 +190,20 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 			}
 			return h.endBatch(ctx, in.Ref, t, arts)
 		}
+		if reason, blocked := selectionBlocked(t); blocked {
+			// An explicitly selected workflow was the whole request: the
+			// block decides the turn, which ends blocked, and its inputs
+			// are never handed to the model.
+			if err := h.audit(ctx, append(h.decisions(conv, t, before), guarded...)); err != nil {
+				return ValidateOutput{}, err
+			}
+			t.Pending = nil
+			if _, err := h.endBlockedRequest(ctx, in.Ref, t, reason); err != nil {
+				return ValidateOutput{}, err
+			}
+			h.stepLog(ctx, in.Ref, "validate", "", string(t.Status), started, 0, nil)
+			return ValidateOutput{Next: NextEnd}, nil
+		}
 		for _, pc := range t.Pending {
 			if _, done := outcomes[pc.CallID]; pc.State == record.CallReady && !done {
 				out.Calls = append(out.Calls, pc.CallID)
@@ -207,6 +221,20 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	}
 	h.stepLog(ctx, in.Ref, "validate", "", out.Next, started, 0, nil)
 	return out, nil
+}
+
+// selectionBlocked reports whether the guardian blocked the call of turn
+// t's selected workflow (the synthetic call of startWorkflow), and why.
+func selectionBlocked(t *record.Turn) (string, bool) {
+	if t.Workflow == nil {
+		return "", false
+	}
+	for _, pc := range t.Pending {
+		if pc.CallID == SelectionCallID(t.ID) && pc.State == record.CallBlocked {
+			return pc.Note, true
+		}
+	}
+	return "", false
 }
 
 // applyReply merges form answers and the approval decision into the

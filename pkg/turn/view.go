@@ -11,17 +11,20 @@ import (
 
 // View is a turn as the API reports it (API.md "Turn").
 type View struct {
-	TurnID    string         `json:"turn_id"`
-	Status    record.Status  `json:"status"`
-	Text      string         `json:"text"`
-	StartedAt string         `json:"started_at"`
-	Reply     string         `json:"reply,omitempty"`
-	Form      *FormView      `json:"form,omitempty"`
-	Approval  *ApprovalView  `json:"approval,omitempty"`
-	Artifacts []artifact.Ref `json:"artifacts"`
-	Steps     []record.Step  `json:"steps"`
-	LLMCalls  int            `json:"llm_calls"`
-	Tokens    int            `json:"tokens"`
+	TurnID string        `json:"turn_id"`
+	Status record.Status `json:"status"`
+	Text   string        `json:"text"`
+	// BlockedHash is the hash of the message the guardian blocked, which is
+	// not kept (Text is record.BlockedText then).
+	BlockedHash string         `json:"blocked_hash,omitempty"`
+	StartedAt   string         `json:"started_at"`
+	Reply       string         `json:"reply,omitempty"`
+	Form        *FormView      `json:"form,omitempty"`
+	Approval    *ApprovalView  `json:"approval,omitempty"`
+	Artifacts   []artifact.Ref `json:"artifacts"`
+	Steps       []record.Step  `json:"steps"`
+	LLMCalls    int            `json:"llm_calls"`
+	Tokens      int            `json:"tokens"`
 	// CachedTokens are the input tokens (part of Tokens) the provider
 	// served from its prompt cache; CostUSD prices every call at its
 	// model's rates, cached input at the cached rate.
@@ -69,6 +72,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		TurnID:       t.ID,
 		Status:       t.Status,
 		Text:         t.Text,
+		BlockedHash:  t.BlockedHash,
 		StartedAt:    t.StartedAt.Format(timeLayout),
 		LLMCalls:     t.LLMCalls,
 		Tokens:       t.Tokens,

@@ -3,7 +3,7 @@
 // guardian_validate does. Each check is one blocking message/send (JSON-RPC)
 // whose message holds one DataPart
 //
-//	{"kind": "request"|"tool_call"|"tool_result", "text": "…", "tool": "…", "arguments": {…}}
+//	{"kind": "request"|"model_output"|"tool_call"|"tool_result", "text": "…", "tool": "…", "arguments": {…}}
 //
 // (tool and arguments only when set; a tool call's text is the canonical
 // JSON of its arguments) and names the skill in its metadata (skillId, as
@@ -119,7 +119,7 @@ func (c *Client) Check(ctx context.Context, in guardian.Input) (guardian.Decisio
 	if err != nil {
 		return guardian.Decision{}, fmt.Errorf("guardian agent %s: %w", c.url, err)
 	}
-	if d.Action == guardian.Redact && d.Text == "" && in.Kind != guardian.ToolCall {
+	if d.Action == guardian.Redact && d.Text == "" && in.Kind != guardian.ToolCall && (in.Kind != guardian.ModelOutput || in.Arguments == nil) {
 		return guardian.Decision{}, fmt.Errorf("guardian agent %s: a redact decision without the redacted text", c.url)
 	}
 	if d.Rule == "" {

@@ -1,7 +1,8 @@
 // Package bedrock is the guardian backed by Amazon Bedrock Guardrails
 // (CLIENTAGENT_GUARDIAN=bedrock:<guardrail id>:<version>): each check is
 // one ApplyGuardrail call on the checked text, with source INPUT for the
-// user's message and tool calls and OUTPUT for tool results.
+// user's message and tool calls and OUTPUT for tool results and the model's
+// own output.
 //
 // NONE allows. GUARDRAIL_INTERVENED blocks, with a reason naming what
 // intervened (topics, content filters, word lists, PII types, regexes,
@@ -52,7 +53,7 @@ func (g *Guardrail) Name() string { return "bedrock:" + g.id + ":" + g.version }
 // Check applies the guardrail to in.Checked().
 func (g *Guardrail) Check(ctx context.Context, in guardian.Input) (guardian.Decision, error) {
 	source := types.GuardrailContentSourceInput
-	if in.Kind == guardian.ToolResult {
+	if in.Kind == guardian.ToolResult || in.Kind == guardian.ModelOutput {
 		source = types.GuardrailContentSourceOutput
 	}
 	out, err := g.api.ApplyGuardrail(ctx, &bedrockruntime.ApplyGuardrailInput{

@@ -1,7 +1,7 @@
 // Package rules is the built-in guardian: a rule set from a JSON or YAML
 // file (CLIENTAGENT_GUARDIAN=rules:<file>), checked in process with no
-// outbound call. A rule is a deny pattern (a case-insensitive substring or
-// an RE2 regular expression) or a PII detector (email, phone, card — card
+// outbound call. A rule is a deny pattern (a case-insensitive substring,
+// optionally matched across spacing, or an RE2 regular expression) or a PII detector (email, phone, card — card
 // numbers are checked with Luhn, spaces and dashes allowed), applies to some
 // or all kinds, and either blocks or redacts:
 //
@@ -23,6 +23,13 @@
 // JSON; a redacted number becomes a string. Keys are checked by block rules
 // but never redacted.
 //
+// Rules match the text as a reader sees it: substrings and patterns are
+// also matched against its normal form (Normalize: compatibility forms,
+// invisible characters and combining marks removed, confusable letters of
+// other scripts mapped to Latin, case-folded), so "fоrbidden" with a
+// Cyrillic о, fullwidth letters or a zero-width space inside still match.
+// A redaction maps the match back and replaces the original characters.
+//
 // Reasons name the rule and what it found, never the matched text.
 package rules
 
@@ -38,6 +45,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
 
 	"go.yaml.in/yaml/v4"
 
@@ -57,9 +65,14 @@ type Rule struct {
 	Kinds []guardian.Kind `json:"kinds,omitempty" yaml:"kinds,omitempty"`
 	// Action is block or redact.
 	Action guardian.Action `json:"action" yaml:"action"`
-	// Contains is a substring, matched without regard to case.
+	// Contains is a substring, matched without regard to case in the
+	// text's normal form (Normalize): disguised spellings match too.
 	Contains string `json:"contains,omitempty" yaml:"contains,omitempty"`
-	// Pattern is an RE2 regular expression (Go's regexp syntax).
+	// Spaced makes a Contains rule also match the substring spelt with
+	// spaces or punctuation between its letters ("f o r b i d", "f-o-r").
+	Spaced bool `json:"spaced,omitempty" yaml:"spaced,omitempty"`
+	// Pattern is an RE2 regular expression (Go's regexp syntax), matched
+	// against the text and against its normal form (Normalize).
 	Pattern string `json:"pattern,omitempty" yaml:"pattern,omitempty"`
 	// Detector is a built-in PII detector: email, phone or card.
 	Detector string `json:"detector,omitempty" yaml:"detector,omitempty"`
@@ -153,10 +166,15 @@ func compile(r Rule) (compiled, error) {
 	if set != 1 {
 		return c, errors.New("want exactly one of contains, pattern and detector")
 	}
+	if r.Spaced && r.Contains == "" {
+		return c, errors.New("spaced applies to a contains rule only")
+	}
+	if r.Contains != "" && Normalize(r.Contains) == "" {
+		return c, errors.New("contains has nothing left once normalised")
+	}
 	switch {
 	case r.Contains != "":
-		re := regexp.MustCompile(`(?i)` + regexp.QuoteMeta(r.Contains))
-		c.find = regexpFinder(re)
+		c.find = regexpFinder(containsRE(r.Contains, r.Spaced))
 	case r.Pattern != "":
 		re, err := regexp.Compile(r.Pattern)
 		if err != nil {
@@ -187,6 +205,48 @@ func defaultReason(r Rule) string {
 		return verb + " a payment card number"
 	}
 	return "matches the rule " + r.ID
+}
+
+// containsRE matches s's normal form, and with spaced also its letters
+// separated by anything that is not a letter or a digit.
+func containsRE(s string, spaced bool) *regexp.Regexp {
+	n := Normalize(s)
+	if !spaced {
+		return regexp.MustCompile(`(?i)` + regexp.QuoteMeta(n))
+	}
+	var b strings.Builder
+	b.WriteString(`(?i)`)
+	first := true
+	for _, r := range n {
+		if !unicode.IsLetter(r) && !unicode.IsNumber(r) {
+			continue // the rule's own spacing is optional too
+		}
+		if !first {
+			b.WriteString(`[^\pL\pN]*`)
+		}
+		first = false
+		b.WriteString(regexp.QuoteMeta(string(r)))
+	}
+	if first { // no letter at all: the plain substring
+		return regexp.MustCompile(`(?i)` + regexp.QuoteMeta(n))
+	}
+	return regexp.MustCompile(b.String())
+}
+
+// match finds r's matches in text and in its normal form n (mapped back to
+// text's bytes), sorted by start.
+func (r compiled) match(text string, n normalized) []span {
+	out := r.find(text)
+	for _, sp := range r.find(n.text) {
+		out = append(out, n.span(sp))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].start != out[j].start {
+			return out[i].start < out[j].start
+		}
+		return out[i].end > out[j].end
+	})
+	return out
 }
 
 func regexpFinder(re *regexp.Regexp) finder {
@@ -220,14 +280,18 @@ func (s *Set) Check(ctx context.Context, in guardian.Input) (guardian.Decision, 
 	} else {
 		segments = []string{text}
 	}
+	norms := make([]normalized, len(segments))
+	for i, seg := range segments {
+		norms[i] = normalize(seg)
+	}
 	var redactors []compiled
 	for _, r := range s.rules {
 		if !r.applies(in.Kind) {
 			continue
 		}
 		hit := false
-		for _, seg := range segments {
-			if len(r.find(seg)) > 0 {
+		for i, seg := range segments {
+			if len(r.match(seg, norms[i])) > 0 {
 				hit = true
 				break
 			}
@@ -268,8 +332,9 @@ func redact(text string, rules []compiled) string {
 		label string
 	}
 	var ms []match
+	n := normalize(text)
 	for _, r := range rules {
-		for _, sp := range r.find(text) {
+		for _, sp := range r.match(text, n) {
 			ms = append(ms, match{sp, r.label})
 		}
 	}

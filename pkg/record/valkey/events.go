@@ -115,3 +115,44 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 	}
 	return out, nil
 }
+
+// forgetTitleScript: KEYS conv; ARGV text, placeholder. The title is
+// replaced only while it is the forgotten text (the first message titles
+// a conversation; a rename or an earlier message is left alone).
+var forgetTitleScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'title') == ARGV[1] then redis.call('HSET', KEYS[1], 'title', ARGV[2]) end
+return 1
+`)
+
+// ForgetText removes text, the message of turn turnID the guardian
+// blocked, from where the conversation keeps it besides the turn: its
+// title (replaced by record.BlockedText) and the event log's turn.started
+// of that turn (deleted). It is idempotent, so a retried step may call it
+// again.
+func (s *Store) ForgetText(ctx context.Context, cid, turnID, text string) error {
+	if err := forgetTitleScript.Run(ctx, s.rdb, []string{convKey(cid)}, text, record.BlockedText).Err(); err != nil {
+		return fmt.Errorf("forget the title of %s: %w", cid, classify(err))
+	}
+	msgs, err := s.rdb.XRange(ctx, eventsKey(cid), "-", "+").Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return fmt.Errorf("read events of %s: %w", cid, classify(err))
+	}
+	var ids []string
+	for _, m := range msgs {
+		raw, _ := m.Values["e"].(string)
+		var e struct {
+			Type   string `json:"type"`
+			TurnID string `json:"turn_id"`
+		}
+		if json.Unmarshal([]byte(raw), &e) == nil && e.TurnID == turnID && e.Type == record.EventTurnStarted {
+			ids = append(ids, m.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := s.rdb.XDel(ctx, eventsKey(cid), ids...).Err(); err != nil {
+		return fmt.Errorf("forget events of %s: %w", cid, classify(err))
+	}
+	return nil
+}

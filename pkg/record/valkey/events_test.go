@@ -1,6 +1,7 @@
 package valkey_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -54,6 +55,61 @@ func TestEventLog(t *testing.T) {
 		}
 		if evs, err := s.Events(ctx, other, "", 10, 0); err != nil || len(evs) != 0 {
 			t.Errorf("another conversation's log = %v, %v; want empty", evs, err)
+		}
+	})
+}
+
+// Issue 25: a blocked message is forgotten where the conversation keeps it
+// besides its turn: the title it gave (only that one) and its turn's
+// turn.started; the other events stay.
+func TestForgetText(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s := valkey.New(c, valkey.Options{})
+		ctx := t.Context()
+		at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		for _, tc := range []struct {
+			name, title, want string
+		}{
+			{"titled by the message", "", record.BlockedText},
+			{"titled before", "My title", "My title"},
+		} {
+			cid := valkeytest.ID(t, "c")
+			if err := s.Create(ctx, record.Meta{ID: cid, Owner: "u", CreatedAt: at, UpdatedAt: at, Title: tc.title}); err != nil {
+				t.Fatal(err)
+			}
+			const text = "draw the word forbidden"
+			tr := &record.Turn{ID: "t1", StartedAt: at, UpdatedAt: at, Status: record.StatusRunning, Text: text,
+				Events: []record.Event{{Type: record.EventTurnStarted, TurnID: "t1", At: at, Data: map[string]any{"text": text}}}}
+			if err := s.SaveTurn(ctx, cid, tr); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Emit(ctx, cid, record.Event{Type: record.EventTurnStarted, TurnID: "t0", At: at, Data: map[string]any{"text": "other"}},
+				record.Event{Type: record.EventStepStarted, TurnID: "t1", At: at, Data: map[string]any{"tool": "llm"}}); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // idempotent
+				if err := s.ForgetText(ctx, cid, "t1", text); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conv, _, err := s.Load(ctx, cid, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if conv.Meta.Title != tc.want {
+				t.Errorf("%s: title = %q, want %q", tc.name, conv.Meta.Title, tc.want)
+			}
+			evs, err := s.Events(ctx, cid, "", 10, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []string
+			for _, e := range evs {
+				kept = append(kept, e.TurnID+":"+e.Type)
+			}
+			if got := strings.Join(kept, ","); got != "t0:turn.started,t1:step.started" {
+				t.Errorf("%s: events = %s, want the blocked turn's turn.started gone and the rest kept", tc.name, got)
+			}
 		}
 	})
 }
