@@ -95,6 +95,10 @@ type Config struct {
 	ChunkDelay time.Duration
 	// Prices prices LLM calls per model (nil: llm.DefaultPrices).
 	Prices llm.Prices
+	// CardTTL and CatalogTTL are how long a fetched agent card counts as
+	// fresh and how long the built tool catalogue is reused (zero: the
+	// platform's defaults), so a test can keep the cache still for its run.
+	CardTTL, CatalogTTL time.Duration
 	// Guardian checks requests, calls and results (nil: none; issue 19).
 	// The demo guardian agent is served at /agents/guardian.
 	Guardian *guardian.Checker
@@ -188,7 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, CardTTL: cfg.CardTTL, CatalogTTL: cfg.CatalogTTL, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}
