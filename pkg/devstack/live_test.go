@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -319,21 +320,42 @@ func TestManyEventStreams(t *testing.T) {
 // never stored (the store refuses the step's write after the cancel mark).
 func TestCancelDuringTheLLMCall(t *testing.T) {
 	t.Parallel()
-	release := make(chan struct{})
+	release, called := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	m := &model{decide: func(req llm.Request) *llm.Response {
+		once.Do(func() { close(called) })
 		<-release
 		return answer("a late answer")
 	}}
-	_, c := stack(t, m)
+	st, c := stack(t, m)
+	// stepDone is closed when the LLM step returns, after the write of the
+	// model's late answer was tried (issue 31: the test slept 300 ms for
+	// the call and 500 ms for the write, and a slow step was still short
+	// of either).
+	stepDone := make(chan struct{})
+	var doneOnce sync.Once
+	step := turn.LLMStepOrEvent(st.Platform.Handlers)
+	st.Engine.RegisterFunction(functionNames["LLMStepFunction"], func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
+		defer doneOnce.Do(func() { close(stepDone) })
+		return step(ctx, p)
+	})
 	cid := c.newConversation()
 	tid := c.send(cid, "think slowly")
-	time.Sleep(300 * time.Millisecond) // the LLM step is waiting for the model
+	select {
+	case <-called: // the LLM step is waiting for the model
+	case <-time.After(60 * time.Second):
+		t.Fatal("the model was not called within 60s")
+	}
 	var v turn.View
 	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted || v.Status != "cancelled" {
 		t.Fatalf("cancel = %d %s, want 202 cancelled", code, v.Status)
 	}
 	close(release)
-	time.Sleep(500 * time.Millisecond)
+	select {
+	case <-stepDone:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the LLM step did not return within 60s of the model's answer")
+	}
 	if v = c.turn(cid, tid); v.Status != "cancelled" || contains(v.Reply, "late") {
 		t.Errorf("turn after the model answered = %s %q, want it still cancelled", v.Status, v.Reply)
 	}
