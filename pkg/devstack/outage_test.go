@@ -78,7 +78,7 @@ func TestValkeyOutageFailsTurnCleanly(t *testing.T) {
 	// Right after the outage a start may meet a store still coming back:
 	// 503 with Retry-After, as the page retries.
 	var t2 string
-	for end := time.Now().Add(10 * time.Second); t2 == "" && time.Now().Before(end); {
+	for end := time.Now().Add(60 * time.Second); t2 == "" && time.Now().Before(end); {
 		var out struct {
 			TurnID string `json:"turn_id"`
 		}
@@ -170,7 +170,7 @@ func TestDeleteWhileRunning(t *testing.T) {
 	}}, func(cfg *Config) { cfg.Agents = []string{agentURL} })
 	cid := c.newConversation()
 	tid := c.send(cid, "slow")
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		steps := c.turn(cid, tid).Steps
 		if len(steps) > 1 || time.Now().After(end) {
 			break

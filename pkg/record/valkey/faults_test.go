@@ -70,11 +70,10 @@ func TestPausedServerFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	var conv *record.Conversation
-	for range 50 {
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if conv, _, err = s.LoadStep(t.Context(), "paused", record.Query{TurnID: "t04", Window: 80}); err == nil {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil || len(conv.Turns) < 5 {
 		t.Fatalf("after resume: %v, %d turns; want all 5 back", err, len(conv.Turns))
@@ -143,11 +142,10 @@ func TestEveryMethodOnARealCluster(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	for range 100 {
-		if strings.Contains(admin.ClusterInfo(ctx).Val(), "cluster_state:ok") {
-			break
+	for end := time.Now().Add(60 * time.Second); !strings.Contains(admin.ClusterInfo(ctx).Val(), "cluster_state:ok"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("cluster not ok within 60s: %s", admin.ClusterInfo(ctx).Val())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	c, closeC, err := valkey.Open(ctx, "redis://"+addr+"/0?cluster=true")
 	if err != nil {
