@@ -50,7 +50,11 @@ func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	// While Valkey is paused the API answers within 2 s: 503 with Retry-After.
+	// While Valkey is paused the API answers 503 with Retry-After. It does
+	// so within 2 s by the store client's timeouts (checked from its
+	// options in pkg/record/valkey TestPausedServerFailsFast); the measured
+	// time is only held to a generous bound, since a loaded machine fires
+	// those timers late (issue 31).
 	for _, path := range []string{"/v1/conversations/" + cid + "/turns/" + tid, "/v1/conversations"} {
 		start := time.Now()
 		req, _ := http.NewRequest("GET", c.base+path, nil)
@@ -61,8 +65,8 @@ func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 			t.Fatalf("GET %s: %v", path, err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > 2*time.Second {
-			t.Errorf("GET %s on a paused Valkey = %d (Retry-After %q) after %s, want 503 with Retry-After within 2s", path, resp.StatusCode, resp.Header.Get("Retry-After"), took)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > 30*time.Second {
+			t.Errorf("GET %s on a paused Valkey = %d (Retry-After %q) after %s, want 503 with Retry-After at the store's timeout", path, resp.StatusCode, resp.Header.Get("Retry-After"), took)
 		}
 	}
 	time.Sleep(2 * time.Second) // the specialist finishes meanwhile; its outcome waits for the store
