@@ -139,10 +139,10 @@ func TestEventStreamOfAPopelnaseTurn(t *testing.T) {
 			}
 			text.WriteString(ev.Data["text"].(string))
 			if firstDelta.IsZero() {
-				firstDelta = ev.At
+				firstDelta = emittedAt(t, ev)
 			}
 		case "turn.ended":
-			ended = ev.At
+			ended = emittedAt(t, ev)
 			if ev.Data["status"] != "succeeded" || ev.Data["reply"] != v.Reply {
 				t.Errorf("turn.ended = %v, want succeeded with the stored reply", ev.Data)
 			}
@@ -155,8 +155,11 @@ func TestEventStreamOfAPopelnaseTurn(t *testing.T) {
 	if text.String() != v.Reply {
 		t.Errorf("deltas joined = %q, want the stored reply %q", text.String(), v.Reply)
 	}
+	// By the times the platform gave the events, not when this reader
+	// got them: a reader the scheduler holds back gets them all at once
+	// (issue 31).
 	if firstDelta.IsZero() || !firstDelta.Before(ended.Add(-50*time.Millisecond)) {
-		t.Errorf("first delta at %v, turn.ended at %v: want the text to stream in before the turn ends", firstDelta, ended)
+		t.Errorf("first delta emitted at %v, turn.ended at %v: want the text to stream in before the turn ends", firstDelta, ended)
 	}
 	want := []string{"turn.started", "step.started", "step.ended", "step.started", "step.ended", "artifact"}
 	if len(types) < len(want) || strings.Join(types[:len(want)], ",") != strings.Join(want, ",") {
@@ -177,6 +180,17 @@ func TestEventStreamOfAPopelnaseTurn(t *testing.T) {
 	if _, resp := c.as("mallory", st).events(cid, "", ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("another user's GET events = %d, want 404", resp.StatusCode)
 	}
+}
+
+// emittedAt is when the platform emitted ev (its data's "at").
+func emittedAt(t *testing.T, ev sseEvent) time.Time {
+	t.Helper()
+	s, _ := ev.Data["at"].(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Errorf("event %s has no time: at = %q (%v)", ev.ID, s, err)
+	}
+	return at
 }
 
 // Issue 15 "Stop": cancel ends a running turn as cancelled; the call that
