@@ -730,7 +730,10 @@ func TestAttemptTimeoutIsRetried(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) }) // runs before srv.Close
-	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Timeout: 100 * time.Millisecond, BackoffBase: time.Millisecond})
+	// The second attempt has the same timeout on a new connection: a
+	// second, not 100 ms, so a loaded machine does not time it out too
+	// (issue 31).
+	p := openai.New(openai.Config{BaseURL: srv.URL + "/v1", Model: "m", Timeout: time.Second, BackoffBase: time.Millisecond})
 	if _, err := p.Complete(t.Context(), transcriptRequest()); err != nil {
 		t.Fatalf("Complete() error = %v, want success on the second attempt", err)
 	}
