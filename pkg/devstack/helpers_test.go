@@ -333,6 +333,13 @@ type slowAgent struct {
 
 type span struct{ start, end time.Time }
 
+// ran is how many calls the agent has finished.
+func (a *slowAgent) ran() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.runs)
+}
+
 func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	start := time.Now()
 	var args map[string]any
