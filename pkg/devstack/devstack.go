@@ -99,6 +99,9 @@ type Config struct {
 	// fresh and how long the built tool catalogue is reused (zero: the
 	// platform's defaults), so a test can keep the cache still for its run.
 	CardTTL, CatalogTTL time.Duration
+	// MCPFetchTimeout bounds one listing of an MCP server's tools, a stdio
+	// server's start included (zero: mcp's default, 10 s).
+	MCPFetchTimeout time.Duration
 	// Guardian checks requests, calls and results (nil: none; issue 19).
 	// The demo guardian agent is served at /agents/guardian.
 	Guardian *guardian.Checker
@@ -192,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return nil, fmt.Errorf("artifact directory: %w", err)
 	}
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, CardTTL: cfg.CardTTL, CatalogTTL: cfg.CatalogTTL, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, CardTTL: cfg.CardTTL, CatalogTTL: cfg.CatalogTTL, MCPFetchTimeout: cfg.MCPFetchTimeout, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}

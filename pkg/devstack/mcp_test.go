@@ -102,7 +102,10 @@ func TestMCPServerEverything(t *testing.T) {
 		t.Run(transport, func(t *testing.T) {
 			t.Parallel()
 			sc := servers[transport]
-			withMCP := func(cfg *Config) { cfg.MCP = []mcp.ServerConfig{sc} }
+			// A stdio listing starts node: on a loaded machine that takes
+			// longer than the default 10 s (issue 31: the catalog lacked
+			// the server's tools in 3 of 3 loaded runs).
+			withMCP := func(cfg *Config) { cfg.MCP, cfg.MCPFetchTimeout = []mcp.ServerConfig{sc}, 90*time.Second }
 
 			t.Run("catalog", func(t *testing.T) {
 				_, c := stack(t, nil, withMCP)
