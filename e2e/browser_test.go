@@ -102,7 +102,7 @@ func TestBrowser(t *testing.T) {
 			case sc.slow:
 				st = slow
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, filepath.Join(root, "e2e", "browser", sc.file))
 			cmd.Dir = root
@@ -132,7 +132,7 @@ func TestBrowserAgainstFakeAPI(t *testing.T) {
 		"waterfall.mjs",     // issue 16: a running bar grows; the turn's cost and cached tokens shown when not 0
 	} {
 		t.Run(file, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+			ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, node, filepath.Join(root, "e2e", "browser", file))
 			cmd.Dir = root

@@ -40,7 +40,7 @@ await main("approval-edit", async (page) => {
   const errorEl = panel.getByTestId("approval-error");
   await area.fill('{"artifact_id": ');
   await panel.getByTestId("approve").click();
-  await errorEl.waitFor({ state: "visible", timeout: 5000 });
+  await errorEl.waitFor({ state: "visible", timeout: 30000 });
   const parseMsg = (await errorEl.innerText()).trim();
   if (!/not valid JSON/i.test(parseMsg)) throw new Error(`parse error says "${parseMsg}", want "not valid JSON"`);
   await page.waitForTimeout(300);
@@ -57,7 +57,7 @@ await main("approval-edit", async (page) => {
       return e && !e.hidden && e.innerText.trim() !== "" && e.innerText.trim() !== prev;
     },
     parseMsg,
-    { timeout: 10000 },
+    { timeout: 60000 },
   );
   const serverMsg = (await errorEl.innerText()).trim();
   if (/failed with HTTP/.test(serverMsg)) throw new Error(`inline error "${serverMsg}" is not the server's reason`);

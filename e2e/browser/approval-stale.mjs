@@ -41,7 +41,7 @@ await main("approval-stale", async (page) => {
       return p && p.dataset.approvalId && p.dataset.approvalId !== old;
     },
     OLD_ID,
-    { timeout: 10000 },
+    { timeout: 60000 },
   );
   const msg = (await panel.getByTestId("approval-error").innerText()).trim();
   if (!/approval changed/i.test(msg)) throw new Error(`after the 409 the page says "${msg}", want "The approval changed; please review it again."`);

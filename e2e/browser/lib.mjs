@@ -54,7 +54,7 @@ export async function open(name, opts = {}) {
   const page = context.pages()[0] || (await context.newPage());
   watch(page, problems);
   await page.goto(`${url}/#token=${encodeURIComponent(token)}`);
-  await page.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
+  await page.getByTestId("composer").waitFor({ state: "visible", timeout: 60000 });
   const close = async () => {
     await context.close();
     fs.rmSync(userDataDir, { recursive: true, force: true });
@@ -86,7 +86,7 @@ export async function newTab(page, hash = "") {
   const tab = await context.newPage();
   watch(tab, sessions.get(context));
   await tab.goto(`${url}/${hash}`);
-  await tab.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
+  await tab.getByTestId("composer").waitFor({ state: "visible", timeout: 60000 });
   return tab;
 }
 
@@ -104,7 +104,7 @@ export async function send(page, text) {
   const before = await page.getByTestId("turn").count();
   await page.getByTestId("composer").fill(text);
   await page.getByTestId("composer").press("Enter");
-  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 60000 });
   const id = await page.getByTestId("turn").last().getAttribute("data-turn-id");
   return page.locator(`[data-testid="turn"][data-turn-id="${id}"]`);
 }
@@ -128,7 +128,7 @@ export async function waitStatus(turn, want, timeout = 60000) {
 }
 
 /** waitImage waits until an <img> of the given type inside the turn has decoded (naturalWidth > 0). */
-export async function waitImage(turn, mimeType, timeout = 20000) {
+export async function waitImage(turn, mimeType, timeout = 60000) {
   const img = turn.locator(`[data-testid="artifact"][data-mime-type="${mimeType}"] [data-testid="artifact-img"]`).first();
   await img.waitFor({ state: "visible", timeout });
   await img.evaluate(

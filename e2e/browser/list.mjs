@@ -33,7 +33,7 @@ await main("list", async (page) => {
   await waitStatus(turn, ["succeeded"]);
   const cid = conversationId(page);
   const row = page.locator(`[data-testid="conversation"][data-id="${cid}"]`);
-  await row.waitFor({ state: "visible", timeout: 10000 });
+  await row.waitFor({ state: "visible", timeout: 60000 });
   if ((await rows(page).count()) !== before + 1) throw new Error(`want one new row after the first message, got ${(await rows(page).count()) - before}`);
   await page.waitForFunction((id) => /\S/.test(document.querySelector(`[data-testid="conversation"][data-id="${id}"] [data-testid="conversation-title"]`)?.textContent || ""), cid);
   const first = (await row.getByTestId("conversation-title").innerText()).trim();
@@ -44,11 +44,11 @@ await main("list", async (page) => {
   await row.getByTestId("rename-conversation").click();
   await row.getByTestId("rename-input").fill("Renamed in the browser");
   await row.getByTestId("rename-save").click();
-  await page.waitForFunction((id) => document.querySelector(`[data-testid="conversation"][data-id="${id}"] [data-testid="conversation-title"]`)?.textContent === "Renamed in the browser", cid, { timeout: 10000 });
+  await page.waitForFunction((id) => document.querySelector(`[data-testid="conversation"][data-id="${id}"] [data-testid="conversation-title"]`)?.textContent === "Renamed in the browser", cid, { timeout: 60000 });
   if ((await page.getByTestId("chat-title").innerText()).trim() !== "Renamed in the browser") throw new Error("the chat's title did not follow the rename");
   await page.reload();
   await page.getByTestId("composer").waitFor({ state: "visible" });
-  await page.waitForFunction((id) => document.querySelector(`[data-testid="conversation"][data-id="${id}"] [data-testid="conversation-title"]`)?.textContent === "Renamed in the browser", cid, { timeout: 10000 });
+  await page.waitForFunction((id) => document.querySelector(`[data-testid="conversation"][data-id="${id}"] [data-testid="conversation-title"]`)?.textContent === "Renamed in the browser", cid, { timeout: 60000 });
 
   // Delete asks first; Cancel keeps the conversation.
   await row.getByTestId("delete-conversation").click();
@@ -61,7 +61,7 @@ await main("list", async (page) => {
   if (!(await page.getByTestId("turn").count())) throw new Error("Cancel closed the conversation");
   await row.getByTestId("delete-conversation").click();
   await row.getByTestId("confirm-delete").click();
-  await row.waitFor({ state: "detached", timeout: 10000 });
+  await row.waitFor({ state: "detached", timeout: 60000 });
   if (await page.getByTestId("turn").count()) throw new Error("the deleted conversation is still shown");
   if (conversationId(page)) throw new Error(`the address still names the deleted conversation: ${page.url()}`);
   const gone = await fetch(`${url}/v1/conversations/${cid}`, { headers: { Authorization: `Bearer ${token}` } });

@@ -19,8 +19,8 @@ await main("markdown", async (page) => {
   if (await page.evaluate(() => window.__pwned !== undefined)) throw new Error("a script in the reply ran");
   if (/\bart_[0-9a-f]/.test(text)) throw new Error(`reply "${text}" shows a raw artifact id`);
   const ref = reply.getByTestId("artifact-ref").first();
-  await ref.waitFor({ state: "visible", timeout: 5000 });
-  await page.waitForFunction((el) => el.getAttribute("href")?.startsWith("blob:"), await ref.elementHandle(), { timeout: 10000 });
+  await ref.waitFor({ state: "visible", timeout: 30000 });
+  await page.waitForFunction((el) => el.getAttribute("href")?.startsWith("blob:"), await ref.elementHandle(), { timeout: 60000 });
   const refName = (await ref.innerText()).trim();
   if (!refName.endsWith(".svg")) throw new Error(`the artifact link reads "${refName}", want the file name`);
   // The user's own message is text, never markup.

@@ -22,7 +22,7 @@ await main(
     console.log(`screenshot: ${await shot(page, "narrow-chat.png")}`);
 
     await toggle.click();
-    await list.waitFor({ state: "visible", timeout: 5000 });
+    await list.waitFor({ state: "visible", timeout: 30000 });
     if ((await toggle.getAttribute("aria-expanded")) !== "true") throw new Error("the ☰ button does not say the drawer is open");
     const row = page.locator(`[data-testid="conversation"][data-id="${cid}"]`);
     await row.waitFor({ state: "visible" });
@@ -32,11 +32,11 @@ await main(
     console.log(`screenshot: ${await shot(page, "narrow-drawer.png")}`);
 
     await page.getByTestId("new-conversation").click();
-    await list.waitFor({ state: "hidden", timeout: 5000 });
+    await list.waitFor({ state: "hidden", timeout: 30000 });
     await toggle.click();
     await row.locator(".conversation-open").click();
-    await list.waitFor({ state: "hidden", timeout: 5000 });
-    await page.locator(`[data-testid="turn"][data-turn-id="${await turn.getAttribute("data-turn-id")}"]`).waitFor({ state: "visible", timeout: 10000 });
+    await list.waitFor({ state: "hidden", timeout: 30000 });
+    await page.locator(`[data-testid="turn"][data-turn-id="${await turn.getAttribute("data-turn-id")}"]`).waitFor({ state: "visible", timeout: 60000 });
     console.log("drawer opens with ☰ and closes when a conversation is picked");
   },
   { viewport: { width: 390, height: 844 } },

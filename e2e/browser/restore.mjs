@@ -22,19 +22,19 @@ await main("restore", async (page) => {
   if (conversationId(page) !== cid) throw new Error(`the address ${page.url()} does not name the conversation ${cid}`);
   await page.reload();
   if (page.url().includes("token=")) throw new Error(`token is in the address bar: ${page.url()}`);
-  await page.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
+  await page.getByTestId("composer").waitFor({ state: "visible", timeout: 60000 });
   const entry = page.locator(`[data-testid="conversation"][data-id="${cid}"]`);
-  await entry.waitFor({ state: "visible", timeout: 10000 });
+  await entry.waitFor({ state: "visible", timeout: 60000 });
   const listed = (await entry.innerText()).trim();
   if (!/succeeded/i.test(listed)) throw new Error(`list entry "${listed}" does not show the status`);
-  await page.locator(`[data-testid="turn"][data-turn-id="${turnId}"]`).waitFor({ state: "visible", timeout: 10000 });
+  await page.locator(`[data-testid="turn"][data-turn-id="${turnId}"]`).waitFor({ state: "visible", timeout: 60000 });
 
   // A new chat, then the list entry: the conversation opens from the record.
   await page.getByTestId("new-conversation").click();
-  await page.waitForFunction(() => !document.querySelector('[data-testid="turn"]'), null, { timeout: 5000 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="turn"]'), null, { timeout: 30000 });
   await entry.locator(".conversation-open").click();
   const turn = page.locator(`[data-testid="turn"][data-turn-id="${turnId}"]`);
-  await turn.waitFor({ state: "visible", timeout: 10000 });
+  await turn.waitFor({ state: "visible", timeout: 60000 });
   if ((await page.getByTestId("turn").count()) !== 1) throw new Error(`want 1 restored turn, got ${await page.getByTestId("turn").count()}`);
   await waitStatus(turn, ["succeeded"], 5000);
   const msg = (await turn.getByTestId("user-message").innerText()).trim();

@@ -12,7 +12,7 @@ await main("stop", async (page) => {
   });
   const turn = await send(page, "What can you do?");
   const stop = turn.getByTestId("stop");
-  await stop.waitFor({ state: "visible", timeout: 10000 });
+  await stop.waitFor({ state: "visible", timeout: 60000 });
   // Stop once the answer has begun to stream.
   await turn.locator('[data-testid="reply"][data-streaming]').waitFor({ state: "visible", timeout: 30000 });
   await stop.click();

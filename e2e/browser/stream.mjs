@@ -22,7 +22,7 @@ await main("stream", async (page) => {
     if (status !== "running" || Date.now() > deadline) break;
     await page.waitForTimeout(40);
   }
-  await waitStatus(turn, ["succeeded"], 5000);
+  await waitStatus(turn, ["succeeded"], 60000);
   const final = (await turn.getByTestId("reply").innerText()).trim();
   if (seen.length < 3) throw new Error(`the reply was seen at ${seen.length} lengths while running (${seen.join(", ")}), want it to grow progressively`);
   if (seen.some((n, i) => i && n < seen[i - 1])) throw new Error(`the streamed reply shrank: ${seen.join(", ")}`);
@@ -38,11 +38,11 @@ await main("stream", async (page) => {
   const cid = conversationId(page);
   if (!cid) throw new Error(`the address ${page.url()} does not name the conversation (#/c/{cid})`);
   const tab = await newTab(page, `#/c/${cid}`);
-  await tab.locator(`[data-testid="turn"][data-turn-id="${await turn.getAttribute("data-turn-id")}"]`).waitFor({ state: "visible", timeout: 10000 });
+  await tab.locator(`[data-testid="turn"][data-turn-id="${await turn.getAttribute("data-turn-id")}"]`).waitFor({ state: "visible", timeout: 60000 });
   const twin = await send(page, "Create an SVG with the word Twin");
   const twinId = await twin.getAttribute("data-turn-id");
   const other = tab.locator(`[data-testid="turn"][data-turn-id="${twinId}"]`);
-  await other.waitFor({ state: "visible", timeout: 15000 });
+  await other.waitFor({ state: "visible", timeout: 60000 });
   const otherMsg = (await other.getByTestId("user-message").innerText()).trim();
   if (otherMsg !== "Create an SVG with the word Twin") throw new Error(`the second tab shows the message "${otherMsg}"`);
   await waitStatus(other, ["succeeded"]);
@@ -54,21 +54,21 @@ await main("stream", async (page) => {
 
   // 3. A reload lands on the same conversation, without a click.
   await tab.reload();
-  await tab.getByTestId("composer").waitFor({ state: "visible", timeout: 15000 });
+  await tab.getByTestId("composer").waitFor({ state: "visible", timeout: 60000 });
   if (conversationId(tab) !== cid) throw new Error(`after a reload the address is ${tab.url()}, want #/c/${cid}`);
-  await tab.locator(`[data-testid="turn"][data-turn-id="${twinId}"]`).waitFor({ state: "visible", timeout: 10000 });
+  await tab.locator(`[data-testid="turn"][data-turn-id="${twinId}"]`).waitFor({ state: "visible", timeout: 60000 });
   const active = await tab.locator('[data-testid="conversation"].active').getAttribute("data-id");
   if (active !== cid) throw new Error(`after a reload the list marks ${active} active, want ${cid}`);
   await tab.close();
 
   // 4. Back and forward: a new chat, then back to the conversation.
   await page.getByTestId("new-conversation").click();
-  await page.waitForFunction(() => !document.querySelector('[data-testid="turn"]'), null, { timeout: 5000 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="turn"]'), null, { timeout: 30000 });
   if (conversationId(page)) throw new Error(`a new chat still names a conversation: ${page.url()}`);
   await page.goBack();
-  await page.locator(`[data-testid="turn"][data-turn-id="${twinId}"]`).waitFor({ state: "visible", timeout: 10000 });
+  await page.locator(`[data-testid="turn"][data-turn-id="${twinId}"]`).waitFor({ state: "visible", timeout: 60000 });
   if (conversationId(page) !== cid) throw new Error(`back landed on ${page.url()}, want #/c/${cid}`);
   await page.goForward();
-  await page.waitForFunction(() => !document.querySelector('[data-testid="turn"]'), null, { timeout: 5000 });
+  await page.waitForFunction(() => !document.querySelector('[data-testid="turn"]'), null, { timeout: 30000 });
   console.log(`reload, back and forward landed on #/c/${cid} and the new chat`);
 });

@@ -36,7 +36,7 @@ await main("supersede", async (page) => {
   await page.getByTestId("composer").fill("Create an SVG with the word Later");
   await page.getByTestId("composer").press("Enter");
   const warning = page.getByTestId("supersede-warning");
-  await warning.waitFor({ state: "visible", timeout: 5000 });
+  await warning.waitFor({ state: "visible", timeout: 30000 });
   if (!/cancel the open question/i.test(await warning.innerText())) throw new Error(`the warning says "${await warning.innerText()}"`);
   await warning.getByTestId("answer-instead").click();
   await warning.waitFor({ state: "hidden" });
@@ -48,7 +48,7 @@ await main("supersede", async (page) => {
 
   await page.getByTestId("composer").press("Enter");
   await warning.getByTestId("send-anyway").click();
-  await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length > 1, null, { timeout: 15000 });
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="turn"]').length > 1, null, { timeout: 60000 });
   const newId = await page.getByTestId("turn").last().getAttribute("data-turn-id");
   const turn = page.locator(`[data-testid="turn"][data-turn-id="${newId}"]`);
   // The page shows the change by itself: no reload, no click.

@@ -21,10 +21,10 @@ await main("unavailable", async (page) => {
       return b && !b.hidden && /unavailable, retrying/i.test(b.textContent);
     },
     null,
-    { timeout: 10000 },
+    { timeout: 60000 },
   );
   await waitStatus(turn, ["succeeded"], 30000);
-  await page.getByTestId("error-banner").waitFor({ state: "hidden", timeout: 5000 });
+  await page.getByTestId("error-banner").waitFor({ state: "hidden", timeout: 30000 });
 
   const { reads } = await fake("/_fake/turn-reads");
   const first = reads.findIndex((r) => r.status === 503);

@@ -52,39 +52,65 @@ const fmt = (n) => Number(n).toLocaleString("en-US");
 
 await main("waterfall", async (page) => {
   const fake = await isFake();
-  const turn = await send(page, "Create a PNG image with the word Popelnase");
-  const tid = await turn.getAttribute("data-turn-id");
+  const text = "Create a PNG image with the word Popelnase";
+  let turn = await send(page, text);
+  let tid = await turn.getAttribute("data-turn-id");
 
   if (fake) {
     // The fake's steps take FAKE_STEP_MS each: a running bar grows live.
     // Rows keep their place (new ones come after), so a row is pinned by
     // index; not the first one, whose bar spans the whole axis as it runs.
-    const tid0 = await turn.getAttribute("data-turn-id");
+    // Every wait is on a condition with a generous timeout, and a turn
+    // whose steps all ended before this saw one running (a page the
+    // scheduler holds back) is followed by another turn (issue 31: a
+    // 10 s wait for a running row and a fixed 300 ms pause timed out on a
+    // loaded machine).
     let seen = "";
     for (let attempt = 0; attempt < 8 && !seen; attempt++) {
       const handle = await page.waitForFunction(
         (id) => {
-          const els = [...document.querySelectorAll(`[data-testid="turn"][data-turn-id="${id}"] [data-testid="step"]`)];
+          const t = document.querySelector(`[data-testid="turn"][data-turn-id="${id}"]`);
+          if (!t) return false;
+          const els = [...t.querySelectorAll('[data-testid="step"]')];
           const i = els.findIndex((e, n) => n > 0 && e.dataset.status === "running");
-          return i > 0 ? i : false;
+          if (i > 0) return i;
+          const st = t.querySelector('[data-testid="turn-status"]')?.getAttribute("data-status") || "";
+          return ["succeeded", "failed", "expired", "superseded", "cancelled", "blocked"].includes(st) ? -1 : false;
         },
-        tid0,
-        { timeout: 10000, polling: 50 },
+        tid,
+        { timeout: 60000, polling: 50 },
       );
       const i = await handle.jsonValue();
+      if (i < 0) {
+        await waitStatus(turn, ["succeeded"]);
+        turn = await send(page, text);
+        tid = await turn.getAttribute("data-turn-id");
+        continue;
+      }
       const row = turn.getByTestId("step").nth(i);
       const w1 = (await row.getByTestId("step-bar").boundingBox()).width;
       const d1 = Number(await row.getAttribute("data-duration-ms"));
-      await page.waitForTimeout(300);
+      // Until the bar has grown by 150 ms, or its step has ended.
+      const grown = await page.waitForFunction(
+        ([id, n, w, d]) => {
+          const e = document.querySelectorAll(`[data-testid="turn"][data-turn-id="${id}"] [data-testid="step"]`)[n];
+          if (!e) return false;
+          if (e.dataset.status !== "running") return "ended";
+          const bar = e.querySelector('[data-testid="step-bar"]').getBoundingClientRect();
+          return Number(e.dataset.durationMs) >= d + 150 && bar.width > w ? "grew" : false;
+        },
+        [tid, i, w1, d1],
+        { timeout: 30000, polling: 50 },
+      );
+      if ((await grown.jsonValue()) !== "grew") continue; // it ended meanwhile: try the next one
       const w2 = (await row.getByTestId("step-bar").boundingBox()).width;
       const d2 = Number(await row.getAttribute("data-duration-ms"));
       const time = await row.getByTestId("step-time").textContent();
-      if ((await row.getAttribute("data-status")) !== "running") continue; // it ended meanwhile: try the next one
-      if (!(w2 > w1) || !(d2 >= d1 + 150)) throw new Error(`a running bar did not grow: ${w1} px for ${d1} ms, then ${w2} px for ${d2} ms`);
+      if ((await row.getAttribute("data-status")) !== "running") continue; // it ended while read: try the next one
       if (!time.endsWith("…")) throw new Error(`a running step's time "${time}" is not marked as still running`);
-      seen = `a running bar grew from ${w1.toFixed(1)} to ${w2.toFixed(1)} px (${time})`;
+      seen = `a running bar grew from ${w1.toFixed(1)} to ${w2.toFixed(1)} px, ${d1} to ${d2} ms (${time})`;
     }
-    if (!seen) throw new Error("no running step was seen for 300 ms");
+    if (!seen) throw new Error("no running bar was seen to grow by 150 ms in 8 tries");
     console.log(seen);
   }
 
@@ -97,7 +123,7 @@ await main("waterfall", async (page) => {
       return t && ![...t.querySelectorAll('[data-testid="step"]')].some((e) => e.dataset.status === "running");
     },
     tid,
-    { timeout: 10000 },
+    { timeout: 60000 },
   );
   const got = await rows(turn);
   const list = got.map((r) => `${r.tool}:${r.status}@${r.offset}ms[${r.left.toFixed(1)}+${r.width.toFixed(1)}]`).join(", ");
@@ -128,7 +154,7 @@ await main("waterfall", async (page) => {
   if (!(api.tokens > 0)) throw new Error(`the API's turn has ${api.tokens} tokens`);
   const wantTokens = `${fmt(api.tokens)} tokens${api.cached_tokens > 0 ? ` (${fmt(api.cached_tokens)} cached)` : ""}`;
   const tokensEl = turn.getByTestId("turn-tokens");
-  await tokensEl.waitFor({ state: "visible", timeout: 5000 });
+  await tokensEl.waitFor({ state: "visible", timeout: 30000 });
   const tokensText = (await tokensEl.textContent()).trim();
   if (tokensText !== wantTokens) throw new Error(`the turn shows "${tokensText}", want "${wantTokens}"`);
   const costEl = turn.getByTestId("turn-cost");

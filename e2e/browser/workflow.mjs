@@ -16,10 +16,10 @@ async function startWorkflow(page, values) {
   if (heading !== "Word to PNG") throw new Error(`workflow form heading "${heading}", want "Word to PNG"`);
   for (const [name, value] of Object.entries(values)) await form.getByTestId(`field-${name}`).fill(value);
   await form.getByTestId("workflow-start").click();
-  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 60000 });
   // The turn may appear from the event stream a moment before the POST
   // answers and the page closes the form.
-  await form.waitFor({ state: "hidden", timeout: 5000 }).catch(() => {
+  await form.waitFor({ state: "hidden", timeout: 30000 }).catch(() => {
     throw new Error("workflow form still open after Start");
   });
   const id = await page.getByTestId("turn").last().getAttribute("data-turn-id");
@@ -63,7 +63,7 @@ await main("workflow-plan", async (page) => {
   await form.getByTestId("field-word").fill("Planned");
   await form.getByTestId("field-channel").selectOption("web");
   await form.getByTestId("workflow-start").click();
-  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 15000 });
+  await page.waitForFunction((n) => document.querySelectorAll('[data-testid="turn"]').length > n, before, { timeout: 60000 });
   const id = await page.getByTestId("turn").last().getAttribute("data-turn-id");
   const turn = page.locator(`[data-testid="turn"][data-turn-id="${id}"]`);
   await waitStatus(turn, ["awaiting_approval"]);

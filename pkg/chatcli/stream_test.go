@@ -156,12 +156,20 @@ func TestInterruptStopsTurn(t *testing.T) {
 			a := &streamAPI{hold: true, events: []string{`{"type":"step.started","turn_id":"t1","tool":"create_svg_artifact","call_id":"k1"}`}}
 			srv := newStreamAPI(t, a)
 			intr := make(chan os.Signal, 1)
+			// Ctrl-C once the event is on the screen (issue 31: this
+			// slept 50 ms after the server wrote it, and a slow client
+			// had not shown it yet).
+			w := &shownWriter{want: "→ create_svg_artifact … running\n", shown: make(chan struct{})}
 			go func() {
-				<-a.sent
-				time.Sleep(50 * time.Millisecond) // the event is shown first
+				<-w.shown
 				intr <- os.Interrupt
 			}()
-			out := run(t, srv, "draw\n"+tt.answer+"\n", Options{Interrupt: intr})
+			opts := Options{BaseURL: srv.URL, Token: testToken, In: strings.NewReader("draw\n" + tt.answer + "\n"), Out: w,
+				HTTPClient: srv.Client(), PollInterval: time.Millisecond, OutDir: t.TempDir(), Interrupt: intr}
+			if err := Run(t.Context(), opts); err != nil {
+				t.Fatalf("Run() = %v, want nil; output:\n%s", err, w.String())
+			}
+			out := w.String()
 			wantInOrder(t, out, "→ create_svg_artifact … running\n", "Stop it, or leave it running? [s]top / [L]eave: ", tt.want)
 			a.mu.Lock()
 			defer a.mu.Unlock()
@@ -170,6 +178,31 @@ func TestInterruptStopsTurn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// shownWriter is Run's output; shown is closed once it holds want.
+type shownWriter struct {
+	mu    sync.Mutex
+	b     strings.Builder
+	want  string
+	shown chan struct{}
+	once  sync.Once
+}
+
+func (w *shownWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.b.Write(p)
+	if strings.Contains(w.b.String(), w.want) {
+		w.once.Do(func() { close(w.shown) })
+	}
+	return n, err
+}
+
+func (w *shownWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
 }
 
 // Ctrl-C at the prompt ends Run without an error.

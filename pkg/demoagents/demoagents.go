@@ -52,6 +52,9 @@ type Options struct {
 	// TaskTTL is how long a task stays in Valkey after its last change.
 	// Default a2astore.DefaultTTL (24 h).
 	TaskTTL time.Duration
+	// StoreTimeout bounds each Valkey call of the task store (default
+	// a2astore.DefaultTimeout).
+	StoreTimeout time.Duration
 	// MaxInputBytes bounds one fetched input file. Default 20 MiB.
 	MaxInputBytes int64
 	// Logger receives one line per task. Default slog.Default().
@@ -116,7 +119,7 @@ func Handler(publicBaseURL string, opts Options) http.Handler {
 	var handlerOpts []a2asrv.RequestHandlerOption
 	if opts.Redis != nil {
 		// One store for all four agents: task ids are unique across them.
-		handlerOpts = append(handlerOpts, a2asrv.WithTaskStore(a2astore.New(opts.Redis, a2astore.Options{TTL: opts.TaskTTL})))
+		handlerOpts = append(handlerOpts, a2asrv.WithTaskStore(a2astore.New(opts.Redis, a2astore.Options{TTL: opts.TaskTTL, Timeout: opts.StoreTimeout})))
 	}
 	mux := http.NewServeMux()
 	for _, sk := range skills(opts) {

@@ -112,6 +112,13 @@ type Config struct {
 	ChunkDelay time.Duration
 	// Prices prices LLM calls per model (nil: llm.DefaultPrices).
 	Prices llm.Prices
+	// CardTTL and CatalogTTL are how long a fetched agent card counts as
+	// fresh and how long the built tool catalogue is reused (zero: the
+	// platform's defaults), so a test can keep the cache still for its run.
+	CardTTL, CatalogTTL time.Duration
+	// MCPFetchTimeout bounds one listing of an MCP server's tools, a stdio
+	// server's start included (zero: mcp's default, 10 s).
+	MCPFetchTimeout time.Duration
 	// Guardian checks requests, the model's output, calls and results (nil: none; issue 19).
 	// The demo guardian agent is served at /agents/guardian.
 	Guardian *guardian.Checker
@@ -209,7 +216,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	arts := cfg.Files.WithQuota(local, rdb, 0)
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Files: cfg.Files.Limits, Logger: log}, rdb, arts, model)
+	p, err := platform.New(platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Files: cfg.Files.Limits, CardTTL: cfg.CardTTL, CatalogTTL: cfg.CatalogTTL, MCPFetchTimeout: cfg.MCPFetchTimeout, Logger: log}, rdb, arts, model)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +235,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// The engine (which on AWS is Step Functions itself) and the demo agents
 	// (which are other services) get clients of their own, so the platform's
 	// Valkey traffic can be measured alone (docs/benchmarks.md).
-	engineRDB, agentsRDB := st.sibling(rdb), st.sibling(rdb)
+	// The demo specialists are no part of the platform and need not fail
+	// fast: their task store keeps its tasks through a busy moment (on a
+	// loaded machine the platform's 700 ms dial and I/O timeouts failed
+	// their tasks, issue 31).
+	engineRDB, agentsRDB := st.sibling(rdb, 0), st.sibling(rdb, agentStoreTimeout)
 	if cfg.Retention <= 0 {
 		cfg.Retention = time.Hour
 	}
@@ -293,7 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.FastAgents {
 		mux.Handle("/agents/", demoagents.FastHandler(url))
 	} else {
-		mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, Tracing: cfg.Tracing, Logger: log}))
+		mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, StoreTimeout: agentStoreTimeout, Tracing: cfg.Tracing, Logger: log}))
 	}
 	mux.Handle("/sfn/", requireAccessKey(sfnKey, http.StripPrefix("/sfn", st.engine.HTTPHandler())))
 	mux.Handle("/", web.Handler())
@@ -360,15 +371,23 @@ func requireAccessKey(accessKey string, next http.Handler) http.Handler {
 	})
 }
 
-// sibling opens another client to the server rdb talks to, closed with the stack.
-func (s *Stack) sibling(rdb redis.UniversalClient) redis.UniversalClient {
+// agentStoreTimeout is the dial and I/O timeout of the demo agents' Valkey client.
+const agentStoreTimeout = 5 * time.Second
+
+// sibling opens another client to the server rdb talks to, closed with the
+// stack, with rdb's timeouts or, when timeout is set, that one.
+func (s *Stack) sibling(rdb redis.UniversalClient, timeout time.Duration) redis.UniversalClient {
 	c, ok := rdb.(*redis.Client)
 	if !ok {
 		return rdb
 	}
 	o := c.Options()
+	dial, read, write := o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+	if timeout > 0 {
+		dial, read, write = timeout, timeout, timeout
+	}
 	sib := redis.NewClient(&redis.Options{Network: o.Network, Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
-		DialTimeout: o.DialTimeout, ReadTimeout: o.ReadTimeout, WriteTimeout: o.WriteTimeout})
+		DialTimeout: dial, ReadTimeout: read, WriteTimeout: write})
 	prev := s.closeRDB
 	s.closeRDB = func() { sib.Close(); prev() }
 	return sib

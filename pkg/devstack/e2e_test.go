@@ -343,7 +343,7 @@ func TestApprovalExpires(t *testing.T) {
 	if v.Status != "awaiting_approval" {
 		t.Fatalf("status = %s, want awaiting_approval", v.Status)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for v.Status == "awaiting_approval" && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 		v = c.turn(cid, tid)

@@ -243,7 +243,7 @@ func (c *client) turn(cid, tid string) turn.View {
 // wait polls the turn until its status leaves running.
 func (c *client) wait(cid, tid string) turn.View {
 	c.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		v := c.turn(cid, tid)
 		if v.Status != "running" {
@@ -251,14 +251,14 @@ func (c *client) wait(cid, tid string) turn.View {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	c.t.Fatalf("turn %s still running after 30s", tid)
+	c.t.Fatalf("turn %s still running after 90s", tid)
 	return turn.View{}
 }
 
 // waitRunning polls the turn until a call of tool shows as running.
 func (c *client) waitRunning(cid, tid, tool string) {
 	c.t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			c.t.Fatalf("no %s call of turn %s started", tool, tid)
 		}
@@ -337,6 +337,13 @@ type slowAgent struct {
 }
 
 type span struct{ start, end time.Time }
+
+// ran is how many calls the agent has finished.
+func (a *slowAgent) ran() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.runs)
+}
 
 func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	a.started.Add(1)

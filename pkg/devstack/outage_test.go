@@ -2,9 +2,11 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -140,13 +142,23 @@ func TestDeleteWhileRunning(t *testing.T) {
 		}
 		return calls(call("d1", "slow_echo", map[string]any{"text": "x"}))
 	}}, func(cfg *Config) { cfg.Agents = []string{agentURL} })
+	// invoked is closed when the specialist's invoke step has returned,
+	// after it tried to store the call's outcome (issue 31: the test slept
+	// 700 ms for that).
+	started, invoked := make(chan struct{}), make(chan struct{})
+	var onceS, onceI sync.Once
+	invoke := turn.JSON(st.Platform.Handlers.Invoke)
+	st.Engine.RegisterFunction(functionNames["InvokeFunction"], func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
+		onceS.Do(func() { close(started) })
+		defer onceI.Do(func() { close(invoked) })
+		return invoke(ctx, p)
+	})
 	cid := c.newConversation()
 	tid := c.send(cid, "slow")
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		steps := c.turn(cid, tid).Steps
-		if len(steps) > 1 || time.Now().After(end) {
-			break
-		}
+	select { // the specialist's call is in flight
+	case <-started:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the invoke step did not start within 60s")
 	}
 	if code := c.do("DELETE", "/v1/conversations/"+cid, nil, nil); code != http.StatusNoContent {
 		t.Fatalf("DELETE = %d, want 204", code)
@@ -157,7 +169,11 @@ func TestDeleteWhileRunning(t *testing.T) {
 	if _, err := st.Engine.Wait(ctx, arn); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond) // let a specialist call in flight finish
+	select {
+	case <-invoked:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the invoke step did not return within 60s")
+	}
 	n, err := st.Redis.Exists(t.Context(), "conv:{"+cid+"}", "conv:{"+cid+"}:artifacts", "conv:{"+cid+"}:results:"+tid).Result()
 	if err != nil || n != 0 {
 		t.Errorf("keys of the deleted conversation = %d, %v; want none", n, err)

@@ -27,9 +27,9 @@ import (
 // slowTurnOn starts a stack on the Valkey at addr and a turn whose
 // specialist takes 1.5 s, and returns once that call runs; the turn then
 // answers reply.
-func slowTurnOn(t *testing.T, addr, reply string) (*client, string, string) {
+func slowTurnOn(t *testing.T, addr, reply string) (*client, *slowAgent, string, string) {
 	t.Helper()
-	_, agentURL := startSlowAgent(t, 1500*time.Millisecond)
+	ag, agentURL := startSlowAgent(t, 1500*time.Millisecond)
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		if len(toolResults(req)) > 0 {
 			return answer(reply)
@@ -43,17 +43,21 @@ func slowTurnOn(t *testing.T, addr, reply string) (*client, string, string) {
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
-	return c, cid, tid
+	return c, ag, cid, tid
 }
 
 func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 	t.Parallel()
 	addr, proc := valkeytest.Server(t)
-	c, cid, tid := slowTurnOn(t, addr, "done after the pause")
+	c, ag, cid, tid := slowTurnOn(t, addr, "done after the pause")
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
-	// While Valkey is paused the API answers within 2 s: 503 with Retry-After.
+	// While Valkey is paused the API answers 503 with Retry-After. It does
+	// so within 2 s by the store client's timeouts (checked from its
+	// options in pkg/record/valkey TestPausedServerFailsFast); the measured
+	// time is only held to a generous bound, since a loaded machine fires
+	// those timers late (issue 31).
 	for _, path := range []string{"/v1/conversations/" + cid + "/turns/" + tid, "/v1/conversations"} {
 		start := time.Now()
 		req, _ := http.NewRequest("GET", c.base+path, nil)
@@ -64,11 +68,17 @@ func TestPausedValkeyAnswersFastAndTheTurnResumes(t *testing.T) {
 			t.Fatalf("GET %s: %v", path, err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > 2*time.Second {
-			t.Errorf("GET %s on a paused Valkey = %d (Retry-After %q) after %s, want 503 with Retry-After within 2s", path, resp.StatusCode, resp.Header.Get("Retry-After"), took)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || took > 30*time.Second {
+			t.Errorf("GET %s on a paused Valkey = %d (Retry-After %q) after %s, want 503 with Retry-After at the store's timeout", path, resp.StatusCode, resp.Header.Get("Retry-After"), took)
 		}
 	}
-	time.Sleep(2 * time.Second) // the specialist finishes meanwhile; its outcome waits for the store
+	// The specialist finishes meanwhile; its outcome waits for the store
+	// (issue 31: this slept 2 s, which a loaded machine could outlast).
+	for end := time.Now().Add(60 * time.Second); ag.ran() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the specialist did not finish within 60s")
+		}
+	}
 	if err := proc.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +150,7 @@ func TestKilledValkeyTurnResumes(t *testing.T) {
 	dir := t.TempDir()
 	aof := []string{"--appendonly", "yes", "--appendfsync", "always", "--dir", dir}
 	addr, proc := valkeytest.Server(t, aof...)
-	c, cid, tid := slowTurnOn(t, addr, "done after the restart")
+	c, _, cid, tid := slowTurnOn(t, addr, "done after the restart")
 	if err := proc.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -188,7 +188,7 @@ func TestTurnTrace(t *testing.T) {
 	// The step that ended the turn exports its root span just after the
 	// turn's record says so.
 	var roots []*tracepb.Span
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if err := tracing.Flush(t.Context()); err != nil {
 			t.Fatalf("Flush() error = %v", err)
 		}
@@ -328,7 +328,7 @@ func TestTurnTraceAwaitUser(t *testing.T) {
 		t.Fatalf("status = %s, want succeeded", v.Status)
 	}
 	var roots []*tracepb.Span
-	for deadline := time.Now().Add(10 * time.Second); len(roots) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); len(roots) == 0 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		_ = tracing.Flush(t.Context())
 		roots = rcv.turnSpans(tid)
 	}

@@ -226,7 +226,7 @@ func TestListChangedRefreshes(t *testing.T) {
 	stop := src.Watch(func() { changed <- struct{}{} })
 	t.Cleanup(stop)
 	// The watch session needs a moment to open before the change.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		srv.AddTool("shout", "Shouts.")
 		select {

@@ -48,6 +48,9 @@ type Config struct {
 	CardTTL time.Duration
 	// CatalogTTL is how long one process reuses a built tool catalogue.
 	CatalogTTL time.Duration
+	// MCPFetchTimeout bounds one listing of an MCP server's tools,
+	// connection (or process start) included (zero: mcp's default).
+	MCPFetchTimeout time.Duration
 	// InvokeTimeout bounds one specialist call.
 	InvokeTimeout time.Duration
 	// AgentClient carries agent-card fetches and A2A calls (nil: Go's
@@ -172,7 +175,7 @@ func newCatalogs(cfg Config, rdb redis.UniversalClient, workflows []catalog.Work
 	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, HTTPClient: cfg.AgentClient, Logger: cfg.Logger})
 	c := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: cfg.Logger}
 	if len(cfg.MCP) > 0 {
-		c.MCP = mcp.NewSource(mcp.SourceOptions{Servers: cfg.MCP, Redis: rdb, TTL: cfg.CardTTL, Logger: cfg.Logger})
+		c.MCP = mcp.NewSource(mcp.SourceOptions{Servers: cfg.MCP, Redis: rdb, TTL: cfg.CardTTL, FetchTimeout: cfg.MCPFetchTimeout, Logger: cfg.Logger})
 	}
 	return c
 }

@@ -64,7 +64,7 @@ func mustWait(t *testing.T, e *Engine, arn string) Execution {
 // eventually polls cond in real time; the engine runs in goroutines.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -20,7 +20,7 @@ import (
 // engine is parked on a timer, until the execution closes.
 func driveClock(t *testing.T, e *Engine, clock *FakeClock, arn string) Execution {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		x, _ := e.DescribeExecution(t.Context(), arn)
 		if x.Status != StatusRunning {

@@ -177,7 +177,10 @@ func TestCheckDownOrSlow(t *testing.T) {
 	if !errors.As(err, &ge) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Check(slow agent) error = %v, want a *guardian.CheckError wrapping the deadline", err)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	// The agent answers only at the test's end: the error above says the
+	// deadline ended the call, and this bound is generous for a loaded
+	// machine (issue 31).
+	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("Check(slow agent) took %s, want about the 100ms deadline", d)
 	}
 }

@@ -40,6 +40,13 @@ func seed(t *testing.T, s *valkey.Store, cid string) {
 
 // A paused server (SIGSTOP) is record.ErrUnavailable within 2 s, for reads
 // and writes; once it resumes, the store works again with nothing lost.
+//
+// The 2 s are the client's timeouts: a read or write waits at most
+// (MaxRetries+1) × the I/O timeout plus the backoff between tries, checked
+// here from the client's options. The calls on the paused server are only
+// bounded by a generous deadline, because on a loaded machine the timers
+// of an answer that is 1.5 s by its configuration can fire later (issue
+// 31: the test compared the measured time with 2 s).
 func TestPausedServerFailsFast(t *testing.T) {
 	t.Parallel()
 	addr, proc := valkeytest.Server(t)
@@ -48,6 +55,11 @@ func TestPausedServerFailsFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer closeC()
+	o := c.(*redis.Client).Options()
+	if worst := time.Duration(o.MaxRetries+1)*max(o.ReadTimeout, o.WriteTimeout) + time.Duration(o.MaxRetries)*o.MaxRetryBackoff; worst > 2*time.Second {
+		t.Errorf("a read on a paused server waits up to %s by the client's options (%d retries, read %s, write %s, backoff %s), want at most 2s",
+			worst, o.MaxRetries, o.ReadTimeout, o.WriteTimeout, o.MaxRetryBackoff)
+	}
 	s := valkey.New(c, valkey.Options{})
 	seed(t, s, "paused")
 	if err := proc.Signal(syscall.SIGSTOP); err != nil {
@@ -62,19 +74,18 @@ func TestPausedServerFailsFast(t *testing.T) {
 	} {
 		start := time.Now()
 		err := op(context.Background())
-		if took := time.Since(start); !errors.Is(err, record.ErrUnavailable) || took > 2*time.Second {
-			t.Errorf("%s on a paused server = %v after %s, want ErrUnavailable within 2s", name, err, took)
+		if took := time.Since(start); !errors.Is(err, record.ErrUnavailable) || took > 30*time.Second {
+			t.Errorf("%s on a paused server = %v after %s, want ErrUnavailable at the client's timeout", name, err, took)
 		}
 	}
 	if err := proc.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	var conv *record.Conversation
-	for range 50 {
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		if conv, _, err = s.LoadStep(t.Context(), "paused", record.Query{TurnID: "t04", Window: 80}); err == nil {
 			break
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	if err != nil || len(conv.Turns) < 5 {
 		t.Fatalf("after resume: %v, %d turns; want all 5 back", err, len(conv.Turns))
@@ -201,11 +212,10 @@ func TestEveryMethodOnARealCluster(t *testing.T) {
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)
 	}
-	for range 100 {
-		if strings.Contains(admin.ClusterInfo(ctx).Val(), "cluster_state:ok") {
-			break
+	for end := time.Now().Add(60 * time.Second); !strings.Contains(admin.ClusterInfo(ctx).Val(), "cluster_state:ok"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("cluster not ok within 60s: %s", admin.ClusterInfo(ctx).Val())
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 	c, closeC, err := valkey.Open(ctx, "redis://"+addr+"/0?cluster=true")
 	if err != nil {
