@@ -61,7 +61,7 @@ bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per 
 	$(GO) test -run='^$$' -bench=ColdInit -benchtime=20x ./functions/
 
 .PHONY: bench-peers
-bench-peers: ## ours against OpenAI Agents JS, LangGraph.js and bare round trips on the Popelnase turn (../shared/bench; RUNS, TURNS1, TURNS20, POLL, CPUPROFILE; docs/benchmarks.md)
+bench-peers: ## ours against OpenAI Agents JS, LangGraph.js and bare round trips on the Popelnase turn (BENCH_KIT=the peers' kit; RUNS, TURNS1, TURNS20, POLL, CPUPROFILE; docs/benchmarks.md)
 	scripts/bench-peers.sh
 
 clean: ## remove the binaries and .data: every local conversation, artifact and the signing key

@@ -75,16 +75,16 @@ func TestBrowser(t *testing.T) {
 	// Sequential on purpose: each script starts its own Chromium, and the
 	// machine is shared.
 	for _, sc := range []script{
-		{file: "popelnase.mjs"},            // spec §1/§2: svg → png chain, PNG shown inline
-		{file: "approval.mjs"},             // spec §3.3: approval shows the exact arguments, Approve resumes
-		{file: "form.mjs"},                 // spec §3.3/§3.4: typed form for a user-input field, empty/invalid answers refused inline
-		{file: "reject.mjs"},               // spec §3.3: Reject with a note runs nothing, the reply says so
-		{file: "approval-edit.mjs"},        // API.md: edited arguments go with the approval's id; bad JSON and invalid_arguments shown inline
-		{file: "approval-stale.mjs"},       // API.md: 409 stale_approval reloads the turn and shows the new approval
-		{file: "supersede.mjs"},            // spec §3.3, API.md: free text supersedes a waiting turn
-		{file: "restore.mjs"},              // spec §3.1: a reload restores the conversation from the record
-		{file: "workflow.mjs"},             // spec §3.4, issue 8: a workflow started from the page, missing input asked in a form
-		{file: "expire.mjs", expiry: true}, // spec §3.3: an unanswered approval expires, nothing runs
+		{file: "popelnase.mjs"},            // docs/design.md §1/§2: svg → png chain, PNG shown inline
+		{file: "approval.mjs"},             // docs/design.md §3.3: approval shows the exact arguments, Approve resumes
+		{file: "form.mjs"},                 // docs/design.md §3.3/§3.4: typed form for a user-input field, empty/invalid answers refused inline
+		{file: "reject.mjs"},               // docs/design.md §3.3: Reject with a note runs nothing, the reply says so
+		{file: "approval-edit.mjs"},        // docs/api/openapi.yaml: edited arguments go with the approval's id; bad JSON and invalid_arguments shown inline
+		{file: "approval-stale.mjs"},       // docs/api/openapi.yaml: 409 stale_approval reloads the turn and shows the new approval
+		{file: "supersede.mjs"},            // docs/design.md §3.3, docs/api/openapi.yaml: free text supersedes a waiting turn
+		{file: "restore.mjs"},              // docs/design.md §3.1: a reload restores the conversation from the record
+		{file: "workflow.mjs"},             // docs/design.md §3.4, issue 8: a workflow started from the page, missing input asked in a form
+		{file: "expire.mjs", expiry: true}, // docs/design.md §3.3: an unanswered approval expires, nothing runs
 		{file: "stream.mjs", slow: true},   // issue 15: the reply grows while the turn runs; a second tab follows live; reload, back/forward land on #/c/{cid}
 		{file: "stop.mjs", slow: true},     // issue 15: Stop cancels a running turn
 		{file: "markdown.mjs"},             // issue 15: markdown rendered, a <script> in a reply inert, artifact ids shown as links

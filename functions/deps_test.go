@@ -12,7 +12,7 @@ import (
 )
 
 // Package paths (prefixes) a function may link only when its role uses them
-// (CONVENTIONS rule 1).
+// (docs/design.md §12 rule 1).
 const (
 	openAI        = "github.com/openai/openai-go"
 	bedrock       = "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"

@@ -123,7 +123,7 @@ func stream(tb testing.TB, f *function, ev []byte) streamedResponse {
 }
 
 // Issue 15: the events function, as built for Lambda, serves the SSE route
-// of API.md through a streaming Function URL and checks the bearer JWT
+// of docs/api/openapi.yaml through a streaming Function URL and checks the bearer JWT
 // itself (no authorizer stands in front of a Function URL): no token or a
 // token for another audience is 401, any other route or someone else's
 // conversation 404 — every answer streamed.

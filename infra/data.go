@@ -101,7 +101,7 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		Engine:              jsii.String("valkey"),
 		MajorEngineVersion:  jsii.String("8"),
 		ServerlessCacheName: suffixed(stack, cacheNameBase(prefix)),
-		Description:         jsii.String("clientagent conversation records (DESIGN §3)"),
+		Description:         jsii.String("clientagent conversation records (docs/design.md §4)"),
 		SubnetIds:           &subnetIDs,
 		SecurityGroupIds:    &[]interface{}{cacheSG.SecurityGroupId()},
 		// Serverless scales without bound unless told: the limits turn a
@@ -153,7 +153,7 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		RemovalPolicy: removal,
 	})
 
-	// The audit log (DESIGN §7, pkg/audit): what users approved or rejected
+	// The audit log (docs/design.md §8, pkg/audit): what users approved or rejected
 	// and what ran. Versioned, never expires; kept with the stack's data.
 	d.audit = awss3.NewBucket(stack, jsii.String("Audit"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),

@@ -335,7 +335,7 @@ func (s *synthesized) functionID(name string) string {
 	return ""
 }
 
-// DESIGN §1/§6: what Step Functions runs is the ASL file with the function
+// docs/design.md §11/§6: what Step Functions runs is the ASL file with the function
 // ARNs substituted, each state calling the function its key names.
 func TestDefinitionIsASLWithSubstitutions(t *testing.T) {
 	t.Parallel()

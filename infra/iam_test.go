@@ -161,7 +161,7 @@ func TestFunctionRolesExactActions(t *testing.T) {
 	})
 }
 
-// DESIGN §6: the function that answers task tokens (api) is not the one the
+// docs/design.md §7: the function that answers task tokens (api) is not the one the
 // pause invokes (await): await stores the token and cannot answer it.
 func TestTaskTokenAnsweredOnlyByAPI(t *testing.T) {
 	t.Parallel()

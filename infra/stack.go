@@ -1,4 +1,4 @@
-// Package main is the CDK app that deploys clientagent to AWS (DESIGN §6),
+// Package main is the CDK app that deploys clientagent to AWS (docs/design.md §7),
 // two stacks per environment. The data stack (data.go) holds what holds
 // state: the VPC and ElastiCache Serverless Valkey in it, the artifact and
 // audit buckets, the Cognito user pool, a created key secret and the log
@@ -75,7 +75,7 @@ const (
 // StepFunctionKeys maps each DefinitionSubstitutions key of
 // statemachine/turn.asl.json to the function that the state runs. The api
 // function is deliberately absent: it answers task tokens, so the state
-// machine must not depend on it (DESIGN §6, no template cycle).
+// machine must not depend on it (docs/design.md §7, no template cycle).
 var StepFunctionKeys = map[string]string{
 	"LLMStepFunction":  FnLLMStep,
 	"ValidateFunction": FnValidate,
@@ -98,7 +98,7 @@ type functionSpec struct {
 // (platform.InvokeTimeout) plus the artifact transfers around it. events
 // holds a stream open for up to its timeout (events.go).
 var platformFunctions = []functionSpec{
-	{FnAPI, 512, 29, "HTTP API (API.md); answers task tokens"},
+	{FnAPI, 512, 29, "HTTP API (docs/api/openapi.yaml); answers task tokens"},
 	{FnLLMStep, 512, 120, "turn step: one LLM call with every tool"},
 	{FnValidate, 256, 60, "turn step: batch validation"},
 	{FnInvoke, 1024, 360, "turn step: one specialist (A2A) call"},
@@ -450,7 +450,7 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 
 	// api starts and inspects turns and answers their task tokens; the state
 	// machine never references api, so the template has no cycle. await, which
-	// the pause invokes, stores the token and cannot answer it (DESIGN §6).
+	// the pause invokes, stores the token and cannot answer it (docs/design.md §7).
 	api := fns[FnAPI]
 	api.AddEnvironment(jsii.String("STATE_MACHINE_ARN"), sm.StateMachineArn(), nil)
 	sm.GrantStartExecution(api)
@@ -497,7 +497,7 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	}
 	httpAPI := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
 		ApiName:       jsii.String(prefix),
-		Description:   jsii.String("clientagent HTTP API (API.md)"),
+		Description:   jsii.String("clientagent HTTP API (docs/api/openapi.yaml)"),
 		CorsPreflight: cors,
 	})
 	// The $default stage: the environment's default throttling for every

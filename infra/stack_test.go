@@ -434,7 +434,7 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// DESIGN §6: arm64 provided.al2023 Lambdas with handler bootstrap, JSON logs.
+// docs/design.md §7: arm64 provided.al2023 Lambdas with handler bootstrap, JSON logs.
 func TestLambdaFunctions(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
@@ -513,7 +513,7 @@ func TestLambdaCodeFromBinDir(t *testing.T) {
 	}
 }
 
-// DESIGN §1/§6: the STANDARD state machine runs the repository's ASL file,
+// docs/design.md §11/§6: the STANDARD state machine runs the repository's ASL file,
 // with the step functions' ARNs substituted.
 func TestStateMachineDefinition(t *testing.T) {
 	t.Parallel()
@@ -580,7 +580,7 @@ func TestStateMachineDefinition(t *testing.T) {
 }
 
 // The state machine's role may invoke exactly the five step functions; api is
-// not among them (DESIGN §6: the function answering task tokens is not the
+// not among them (docs/design.md §7: the function answering task tokens is not the
 // one the state machine invokes for the pause).
 func TestStateMachineInvokesExactlyStepFunctions(t *testing.T) {
 	t.Parallel()
@@ -651,7 +651,7 @@ func TestAPIFunctionDrivesExecutions(t *testing.T) {
 	}
 }
 
-// DESIGN §6: HTTP API with a JWT authorizer on every route to the api function.
+// docs/design.md §7: HTTP API with a JWT authorizer on every route to the api function.
 func TestHTTPAPIJWTOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
@@ -708,7 +708,7 @@ func TestHTTPAPIJWTOnEveryRoute(t *testing.T) {
 	}
 }
 
-// DESIGN §3/§6: ElastiCache Serverless Valkey reachable only from the Lambdas.
+// docs/design.md §4/§6: ElastiCache Serverless Valkey reachable only from the Lambdas.
 func TestValkey(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
@@ -1010,7 +1010,7 @@ func TestOutputs(t *testing.T) {
 }
 
 // CloudFormation rejects a template whose resources depend on each other in
-// a circle (DESIGN §6); synthesis alone does not catch it, so walk the graph.
+// a circle (docs/design.md §7); synthesis alone does not catch it, so walk the graph.
 func TestTemplateHasNoCycle(t *testing.T) {
 	t.Parallel()
 	for config := range configs {
@@ -1180,7 +1180,7 @@ func TestTemplateIsStable(t *testing.T) {
 	}
 }
 
-// DESIGN §7: the audit log outlives the operational record: versioned,
+// docs/design.md §8: the audit log outlives the operational record: versioned,
 // never expiring, TLS only (retained in prod: TestEnvironmentDifferences);
 // the handlers that write audit events (validate, invoke for executed
 // calls, llmstep's FailTurn and api's RecordFailure, which close a batch)

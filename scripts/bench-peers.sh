@@ -18,12 +18,14 @@
 #                                on a unix socket); default all three when a server is installed
 #   CPUPROFILE=/tmp/stack.pprof  a CPU profile of our stack (first variant, first c=20 run)
 #   CLIENTAGENT_BIN=path         use this clientagent binary instead of building one
-#   BENCH_KIT=…/shared/bench  BENCH_DIR=/tmp/clientagent-bench-peers  BENCH_DATA=/dev/shm
+#   BENCH_KIT=dir (required) the peers' benchmark kit: OpenAI Agents JS, LangGraph.js and the
+#                scripted model (fakellm), a checkout outside this repository
+#   BENCH_DIR=/tmp/clientagent-bench-peers  BENCH_DATA=/dev/shm
 #   LLM_PORT=18700  STACK_PORT=18080  VALKEY_PORT=18379
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-kit=${BENCH_KIT:-$repo/../shared/bench}
+kit=${BENCH_KIT:?set BENCH_KIT to the peers' benchmark kit (OpenAI Agents JS, LangGraph.js, fakellm): see docs/benchmarks.md}
 work=${BENCH_DIR:-${TMPDIR:-/tmp}/clientagent-bench-peers}
 runs=${RUNS:-3}
 turns1=${TURNS1:-200}

@@ -109,7 +109,7 @@ export class API {
     if (files && files.length) json.files = files;
     return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json });
   }
-  /** startWorkflow selects a workflow explicitly (spec §3.4); missing inputs come back as the turn's form. */
+  /** startWorkflow selects a workflow explicitly (docs/design.md §3.4); missing inputs come back as the turn's form. */
   startWorkflow(cid, id, inputs, files) {
     const json = { text: "", workflow: { id, inputs } };
     if (files && files.length) json.files = files;

@@ -1117,7 +1117,7 @@ class TurnView {
     return next;
   }
 
-  /** onEvent applies one event of the turn's stream (contract: API.md, GET …/events). */
+  /** onEvent applies one event of the turn's stream (contract: docs/api/openapi.yaml, GET …/events). */
   onEvent(ev) {
     if (TERMINAL.has(this.status)) return; // the turn's read is final
     switch (ev.type) {

@@ -1,5 +1,5 @@
 // approval-edit.mjs: the user edits a call's arguments before approving
-// (API.md: approval.arguments, like LangGraph's "edit"). The page must send
+// (docs/api/openapi.yaml: approval.arguments, like LangGraph's "edit"). The page must send
 // the approval's id and only the changed call's arguments, refuse JSON that
 // does not parse without sending anything, show the server's 400
 // invalid_arguments inline while keeping the edit, and the turn must run

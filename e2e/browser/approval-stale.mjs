@@ -1,5 +1,5 @@
 // approval-stale.mjs: an answer to an approval that changed since the page
-// showed it is refused (API.md: 409 stale_approval, nothing runs); the page
+// showed it is refused (docs/api/openapi.yaml: 409 stale_approval, nothing runs); the page
 // must read the turn again, show the new approval with a short message, and
 // an answer to that one goes through. The change is made in the browser:
 // until the page answers, every read of the turn shows it an older approval

@@ -1,6 +1,6 @@
 // approval.mjs: a call that requires approval pauses the turn, the page
-// shows the exact arguments, and Approve resumes it (spec §3.3 "Forms come
-// first, then approval"; DESIGN.md §7: the approval covers what was shown).
+// shows the exact arguments, and Approve resumes it (docs/design.md §3.3 "Forms come
+// first, then approval"; docs/design.md §8: the approval covers what was shown).
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/approval.mjs
 import { main, send, waitStatus, waitImage, shot } from "./lib.mjs";
 

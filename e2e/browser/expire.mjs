@@ -1,5 +1,5 @@
-// expire.mjs: an approval nobody answers expires (spec §3.3: a pause has a
-// timeout; DESIGN.md: expired turns run nothing). Run against a stack whose
+// expire.mjs: an approval nobody answers expires (docs/design.md §3.3: a pause has a
+// timeout; docs/design.md: expired turns run nothing). Run against a stack whose
 // AwaitTimeout is 2 s (e2e/browser_test.go starts one): the page, left
 // alone, must show the turn as expired with the server's message and keep
 // no Approve button.

@@ -10,7 +10,7 @@
 // (svg → answer), "Publish it to <channel>" (approval), "…form…" (ask_user
 // form; count < 1 is rejected with 400), "…fail…" (a failed turn).
 //
-// Approvals follow API.md: the view carries approval.id (a hash of the calls
+// Approvals follow docs/api/openapi.yaml: the view carries approval.id (a hash of the calls
 // shown), an answer without it is 400 missing_approval_id, one with another
 // id is 409 stale_approval, and approval.arguments edits are checked like a
 // model's call: publish_artifact's channel must be web, print or archive and
@@ -29,7 +29,7 @@
 // next count turn reads answer 503 {code} with Retry-After; GET
 // /_fake/turn-reads lists every turn read ({at, status}).
 //
-// Live turns (API.md): GET …/events streams the conversation's events as
+// Live turns (docs/api/openapi.yaml): GET …/events streams the conversation's events as
 // Server-Sent Events (turn.started, step.started/ended, llm.delta — the
 // final answer in chunks of FAKE_CHUNK chars every FAKE_CHUNK_MS ms —,
 // form, approval, artifact, turn.ended), resumes after Last-Event-ID, and
@@ -115,7 +115,7 @@ function writeEvent(res, ev) {
   res.write(`id: ${ev.id}\nevent: ${ev.data.type}\ndata: ${JSON.stringify(ev.data)}\n\n`);
 }
 
-/** serveEvents streams a conversation's events (API.md GET …/events). */
+/** serveEvents streams a conversation's events (docs/api/openapi.yaml GET …/events). */
 function serveEvents(req, res, url, conv) {
   if (!EVENTS) return fail(res, 404, "not_found", "no such route");
   const last = req.headers["last-event-id"] || url.searchParams.get("last_event_id") || "";

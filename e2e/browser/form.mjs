@@ -1,5 +1,5 @@
 // form.mjs: a call that lacks a user-input field pauses the turn with a
-// typed form (spec §3.3 "Forms come first, then approval"; §3.4 user-input
+// typed form (docs/design.md §3.3 "Forms come first, then approval"; §3.4 user-input
 // fields). The page must show `material` as a required select with the
 // schema's enum, refuse an empty answer (the browser's own check, and the
 // server's 400 shown inline when that check is bypassed), and an answered

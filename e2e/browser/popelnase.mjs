@@ -1,4 +1,4 @@
-// popelnase.mjs: the spec's example end to end in a real browser (spec §1,
+// popelnase.mjs: the example of docs/design.md §2 end to end in a real browser (docs/design.md §1,
 // §2): "Create a PNG image with the word Popelnase" must chain
 // create_svg_artifact → convert_svg_to_png and show the PNG inline.
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/popelnase.mjs

@@ -1,7 +1,7 @@
 // reject.mjs: Reject on an approval (with a note) must not run the call:
 // the turn ends succeeded with the model's "not published" reply, the
-// call's step reads rejected and the approval panel goes away (spec §3.3
-// approvals; DESIGN.md §7).
+// call's step reads rejected and the approval panel goes away (docs/design.md §3.3
+// approvals; docs/design.md §8).
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/reject.mjs
 import { main, send, waitStatus, waitImage, shot } from "./lib.mjs";
 
@@ -19,7 +19,7 @@ await main("reject", async (page) => {
   await waitStatus(turn, ["awaiting_approval"]);
   const panel = turn.getByTestId("approval");
   await panel.waitFor({ state: "visible" });
-  // The answer names the approval it answers (API.md: approval.id).
+  // The answer names the approval it answers (docs/api/openapi.yaml: approval.id).
   const id = await panel.getAttribute("data-approval-id");
   if (!id) throw new Error("the approval panel carries no approval id (data-approval-id)");
   const note = "not ready for the public";

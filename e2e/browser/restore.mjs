@@ -1,4 +1,4 @@
-// restore.mjs: a conversation outlives the page (spec §3.1: the record is
+// restore.mjs: a conversation outlives the page (docs/design.md §3.1: the record is
 // in Valkey, not in the browser). After a reload with the same stored
 // token the address still names the conversation and the list shows it;
 // opening it from the list restores the message, the turn's status, steps,

@@ -1,5 +1,5 @@
 // supersede.mjs: free text while a turn waits for a form supersedes that
-// turn (API.md; spec §3.3). The page warns first ("this will cancel the
+// turn (docs/api/openapi.yaml; docs/design.md §3.3). The page warns first ("this will cancel the
 // open question"): "Answer it instead" sends nothing and leads to the form,
 // "Send anyway" sends; the page must then show the old turn as superseded
 // without its form, and the new turn runs to its own image.

@@ -53,7 +53,7 @@ await main("workflow", async (page) => {
 });
 
 // 3. A workflow with a step that needs approval shows its plan first
-//    (seed 003): every step with its arguments; approved, it publishes.
+//    (docs/design.md §9): every step with its arguments; approved, it publishes.
 await main("workflow-plan", async (page) => {
   const before = await page.getByTestId("turn").count();
   await page.locator('[data-testid="workflow"][data-id="publish_word"]').click();

@@ -1,4 +1,4 @@
-// Command api is the Lambda function behind the HTTP API (API.md): API
+// Command api is the Lambda function behind the HTTP API (docs/api/openapi.yaml): API
 // Gateway's JWT authorizer checks the token, this function reads `sub`. It
 // has the record, the tool catalogue, the artifacts in S3, Step Functions,
 // and FailTurn's path for a dead execution (turn.Handlers.RecordFailure:

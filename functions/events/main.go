@@ -1,6 +1,6 @@
 // Command events is the Lambda function behind the events Function URL
 // (InvokeMode RESPONSE_STREAM, docs/deploy.md): GET
-// /v1/conversations/{cid}/events (API.md) as Server-Sent Events, streamed
+// /v1/conversations/{cid}/events (docs/api/openapi.yaml) as Server-Sent Events, streamed
 // as written, and no other route. API Gateway's HTTP API cannot stream,
 // and no JWT authorizer stands in front of a Function URL, so the function
 // checks the bearer token itself against the issuer and audiences of the

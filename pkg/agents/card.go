@@ -12,7 +12,7 @@ import (
 )
 
 // PlainInputSchema is the input schema of a skill whose card carries no
-// schema extension (DESIGN §4): the model writes one string, sent as text.
+// schema extension (docs/design.md §5): the model writes one string, sent as text.
 var PlainInputSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"The complete request for this skill in plain language, including every detail it needs."}},"required":["input"]}`)
 
 // ParseAgentList splits a comma-separated list of agent base URLs (the

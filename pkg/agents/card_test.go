@@ -30,7 +30,7 @@ func readCard(t *testing.T, name string) *a2a.AgentCard {
 }
 
 // TestCapabilitiesFromCardGolden checks card parsing against golden
-// capabilities (DESIGN §4: schema extension, plain fallback; spec §3.2:
+// capabilities (docs/design.md §5: schema extension, plain fallback; docs/design.md §3.2:
 // sanitized tool names).
 func TestCapabilitiesFromCardGolden(t *testing.T) {
 	t.Parallel()
@@ -73,7 +73,7 @@ func TestCapabilitiesFromCardGolden(t *testing.T) {
 	}
 }
 
-// spec §3.2: every tool name matches ^[a-zA-Z0-9_-]{1,64}$.
+// docs/design.md §3.2: every tool name matches ^[a-zA-Z0-9_-]{1,64}$.
 func TestCapabilitiesFromCardToolNamesValid(t *testing.T) {
 	t.Parallel()
 	valid := regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)

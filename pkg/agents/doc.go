@@ -1,5 +1,5 @@
 // Package agents is how the orchestrator reaches specialist agents over A2A
-// (DESIGN §4): the Registry fetches and caches their agent cards in Valkey
+// (docs/design.md §5): the Registry fetches and caches their agent cards in Valkey
 // (the CapabilityCache) and turns them into catalog capabilities, and the
 // Invoker sends one call to one specialist with a blocking message/send and
 // maps whatever comes back — a completed task with files, an input-required
@@ -11,5 +11,5 @@
 // Registry keeps an unreachable agent's last good card (marked unavailable)
 // instead of failing the catalog. This package must not decide which call
 // runs, validate arguments, or touch the conversation record; it must not
-// truncate results for the model either (the caller applies spec §3.5).
+// truncate results for the model either (the caller applies docs/design.md §3.5).
 package agents

@@ -81,7 +81,7 @@ func startJSAgent(t *testing.T) string {
 
 // TestInteropJSSDK checks registry and invoker against an A2A server on the
 // official JS SDK: card → capabilities (plain skill and schema extension),
-// a plain call, and the input-required round trip on one task (DESIGN §4).
+// a plain call, and the input-required round trip on one task (docs/design.md §5).
 func TestInteropJSSDK(t *testing.T) {
 	t.Parallel()
 	base := startJSAgent(t)

@@ -119,7 +119,7 @@ type InvokerOptions struct {
 	Files FileLimits
 }
 
-// Invoker sends calls to specialists over A2A (DESIGN §4). It is safe for
+// Invoker sends calls to specialists over A2A (docs/design.md §5). It is safe for
 // concurrent use.
 type Invoker struct {
 	store      artifact.Store

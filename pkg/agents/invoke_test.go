@@ -279,7 +279,7 @@ func seqIDs() func() string {
 	}
 }
 
-// DESIGN §4: arguments as a DataPart, referenced artifacts as FileParts with
+// docs/design.md §5: arguments as a DataPart, referenced artifacts as FileParts with
 // a URL the specialist can fetch, inputSources in message metadata, the call
 // id as message id; a completed task's files are copied into our store.
 func TestInvokeCompletedWithFiles(t *testing.T) {
@@ -373,7 +373,7 @@ func TestInvokeCompletedWithFiles(t *testing.T) {
 	}
 }
 
-// DESIGN §4: input-required becomes a form; its answer continues the same
+// docs/design.md §5: input-required becomes a form; its answer continues the same
 // task (same task and context ids).
 func TestInvokeInputRequiredThenCompleted(t *testing.T) {
 	t.Parallel()

@@ -9,7 +9,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// DESIGN §4: a plain agent that asked a question (input-required) gets the
+// docs/design.md §5: a plain agent that asked a question (input-required) gets the
 // user's answer as the text of the continuation, on the same task.
 func TestPlainContinuationSendsTheAnswer(t *testing.T) {
 	t.Parallel()

@@ -58,7 +58,7 @@ type RegistryOptions struct {
 	Logger     *slog.Logger
 }
 
-// Registry is the CapabilityCache (DESIGN §4): the specialists' agent
+// Registry is the CapabilityCache (docs/design.md §5): the specialists' agent
 // cards, fetched from their base URLs and cached in Valkey, as catalog
 // capabilities. It is safe for concurrent use.
 type Registry struct {

@@ -83,7 +83,7 @@ func toolStates(caps []catalog.Capability) []toolState {
 	return out
 }
 
-// DESIGN §4: cards are cached with a TTL and fetched again when stale.
+// docs/design.md §5: cards are cached with a TTL and fetched again when stale.
 func TestRegistryTTLRefresh(t *testing.T) {
 	t.Parallel()
 	mr, rdb := newMiniredis(t)
@@ -132,7 +132,7 @@ func TestRegistryTTLRefresh(t *testing.T) {
 	}
 }
 
-// DESIGN §4: an agent that is down at refresh keeps its last good card, its
+// docs/design.md §5: an agent that is down at refresh keeps its last good card, its
 // capabilities marked unavailable, and the catalog does not fail.
 func TestRegistryAgentDownKeepsLastGoodCard(t *testing.T) {
 	t.Parallel()
@@ -171,7 +171,7 @@ func TestRegistryAgentDownKeepsLastGoodCard(t *testing.T) {
 	}
 }
 
-// DESIGN §4: an agent never seen and down is simply absent.
+// docs/design.md §5: an agent never seen and down is simply absent.
 func TestRegistryNeverSeenDownAgentAbsent(t *testing.T) {
 	t.Parallel()
 	_, rdb := newMiniredis(t)
@@ -196,7 +196,7 @@ func TestRegistryNeverSeenDownAgentAbsent(t *testing.T) {
 }
 
 // Duplicate tool names across agents: the first configured agent keeps the
-// name, later ones get _2 (spec §3.2 requires unique tool names).
+// name, later ones get _2 (docs/design.md §3.2 requires unique tool names).
 func TestRegistryDuplicateToolsFollowURLOrder(t *testing.T) {
 	t.Parallel()
 	a := newCardServer(t, "echo")

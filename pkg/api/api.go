@@ -1,4 +1,4 @@
-// Package api is the HTTP API of API.md: conversations, messages, turns,
+// Package api is the HTTP API of docs/api/openapi.yaml: conversations, messages, turns,
 // form answers and approvals, artifacts and the catalog. It starts turns
 // and answers task tokens through the Step Functions API (the real SDK
 // client, locally pointed at our engine), and reads the conversation
@@ -127,7 +127,7 @@ var (
 		Message: "the service cannot store anything more right now; nothing was changed, retry later", RetryAfter: 10 * time.Second}
 )
 
-// routes are API.md's routes: method and path pattern.
+// routes are docs/api/openapi.yaml's routes: method and path pattern.
 var routes = []string{
 	"POST /v1/conversations",
 	"GET /v1/conversations",
@@ -145,7 +145,7 @@ var routes = []string{
 	"GET /v1/info",
 }
 
-// Handler returns the routes of API.md.
+// Handler returns the routes of docs/api/openapi.yaml.
 func (s *Server) Handler() http.Handler {
 	handlers := map[string]func(w http.ResponseWriter, r *http.Request, user string) error{
 		"POST /v1/conversations":                          s.createConversation,
@@ -171,7 +171,7 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-// allowed maps a path pattern to the methods API.md routes on it, for the
+// allowed maps a path pattern to the methods docs/api/openapi.yaml routes on it, for the
 // 405 of another method.
 var allowed = func() *http.ServeMux {
 	m := http.NewServeMux()
@@ -227,7 +227,7 @@ func (s *Server) authed(f func(w http.ResponseWriter, r *http.Request, user stri
 }
 
 // noRoute answers a request no route takes: 405 with Allow for a path
-// API.md routes with other methods, else 404.
+// docs/api/openapi.yaml routes with other methods, else 404.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	if h, pattern := allowed.Handler(r); pattern != "" {
 		h.ServeHTTP(w, r)

@@ -463,7 +463,7 @@ func capMinimize(d time.Duration) {
 	}
 }
 
-// plainFileName is the rule of API.md for upload names, written
+// plainFileName is the rule of docs/api/openapi.yaml for upload names, written
 // independently of the server's check.
 func plainFileName(s string) bool {
 	if s == "" || s == "." || s == ".." || !utf8.ValidString(s) || utf8.RuneCountInString(s) > 200 {

@@ -2,7 +2,7 @@ package api_test
 
 // Contract tests: the real local stack (scripted demo model, embedded
 // Valkey, demo A2A agents, local Step Functions engine) answers every route
-// of API.md, and every response the tests receive is validated against
+// of docs/api/openapi.yaml, and every response the tests receive is validated against
 // docs/api/openapi.yaml (status, content type, headers, body schema).
 
 import (
@@ -58,7 +58,7 @@ func loadSpec(t *testing.T) *openapi3.T {
 }
 
 // TestOpenAPIDocument checks that the document is valid OpenAPI 3.1, covers
-// every route of API.md, and that its schemas reject what the contract
+// every route of docs/api/openapi.yaml, and that its schemas reject what the contract
 // forbids (so the contract tests below can fail).
 func TestOpenAPIDocument(t *testing.T) {
 	t.Parallel()
@@ -66,7 +66,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi = %q, want 3.1.0", doc.OpenAPI)
 	}
-	// API.md's route table, exactly.
+	// docs/api/openapi.yaml's route table, exactly.
 	wantRoutes := []string{
 		"DELETE /v1/conversations/{cid}",
 		"GET /v1/catalog",
@@ -103,7 +103,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	}
 	slices.Sort(gotRoutes)
 	if diff := cmp.Diff(wantRoutes, gotRoutes); diff != "" {
-		t.Errorf("routes (-API.md +openapi.yaml):\n%s", diff)
+		t.Errorf("routes (-docs/api/openapi.yaml +openapi.yaml):\n%s", diff)
 	}
 
 	turn := func(extra string) string {
@@ -483,7 +483,7 @@ func TestContract(t *testing.T) {
 		fxOnce sync.Once
 	)
 	// getFixture builds the fixture once: "Create a PNG image with the word
-	// Popelnase" (spec §2 scenario 1) ends succeeded with a PNG artifact.
+	// Popelnase" (docs/design.md §2 scenario 1) ends succeeded with a PNG artifact.
 	getFixture := func(t *testing.T) fixture {
 		t.Helper()
 		fxOnce.Do(func() {
@@ -557,7 +557,7 @@ func TestContract(t *testing.T) {
 	})
 }
 
-// everyRoute lists one request per route of API.md against fx.
+// everyRoute lists one request per route of docs/api/openapi.yaml against fx.
 func everyRoute(fx fixture) []req {
 	c := "/v1/conversations/" + fx.cid
 	return []req{
@@ -615,7 +615,7 @@ func testLive(t *testing.T, s *stack, fx fixture) {
 }
 
 // testAuth: a missing, malformed, expired or wrongly signed token is 401 on
-// every route (API.md "Auth"), and changes nothing.
+// every route (docs/api/openapi.yaml "Auth"), and changes nothing.
 func testAuth(t *testing.T, s *stack, fx fixture) {
 	key, err := os.ReadFile(filepath.Join(s.dataDir, "signing.key"))
 	if err != nil {
@@ -663,7 +663,7 @@ func testAuth(t *testing.T, s *stack, fx fixture) {
 }
 
 // testIsolation: every conversation route answers 404 for someone else's
-// conversation, exactly like a missing one (API.md "Auth"), and changes
+// conversation, exactly like a missing one (docs/api/openapi.yaml "Auth"), and changes
 // nothing of it.
 func testIsolation(t *testing.T, s *stack, fx fixture) {
 	t.Run("routes", func(t *testing.T) {
@@ -1012,7 +1012,7 @@ func testInputErrors(t *testing.T, s *stack, fx fixture) {
 }
 
 // testFormRoundTrip: a value only the user may give opens a typed form;
-// the answer resumes the turn; a second answer is 409 (spec §3.3).
+// the answer resumes the turn; a second answer is 409 (docs/design.md §3.3).
 func testFormRoundTrip(t *testing.T, s *stack) {
 	cid := s.newConversation(t, s.dev)
 	tid := s.send(t, s.dev, cid, "Design a valve flange with 4 holes")
@@ -1103,7 +1103,7 @@ func testApproval(t *testing.T, s *stack) {
 			if shown.Approval.ID == "" {
 				t.Fatalf("approval %+v has no id", shown.Approval)
 			}
-			// API.md: an answer must name the approval shown; another id is stale.
+			// docs/api/openapi.yaml: an answer must name the approval shown; another id is stale.
 			s.expect(t, req{method: "POST", path: input, token: s.dev, body: jsonBody(map[string]any{"approval": map[string]any{"decision": decision}})}, http.StatusBadRequest, "missing_approval_id")
 			s.expect(t, req{method: "POST", path: input, token: s.dev, body: jsonBody(map[string]any{"approval": map[string]any{"id": "ap_stale", "decision": decision}})}, http.StatusConflict, "stale_approval")
 			if decision == "approve" {
@@ -1130,7 +1130,7 @@ func testApproval(t *testing.T, s *stack) {
 }
 
 // testYesReply: a short yes to a pending approval is the decision, not a
-// new turn (API.md).
+// new turn (docs/api/openapi.yaml).
 func testYesReply(t *testing.T, s *stack) {
 	cid, tid, _ := approvalTurn(t, s)
 	out := s.expect(t, req{method: "POST", path: "/v1/conversations/" + cid + "/messages", token: s.dev, body: []byte(`{"text":"Yes"}`)}, http.StatusAccepted, "")
@@ -1153,7 +1153,7 @@ func testYesReply(t *testing.T, s *stack) {
 }
 
 // testSupersede: free text while a form waits supersedes the waiting turn;
-// answering it afterwards is 409 (API.md).
+// answering it afterwards is 409 (docs/api/openapi.yaml).
 func testSupersede(t *testing.T, s *stack) {
 	cid := s.newConversation(t, s.dev)
 	old := s.send(t, s.dev, cid, "Design a valve flange with 4 holes")

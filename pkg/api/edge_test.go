@@ -314,7 +314,7 @@ func TestUploadNames(t *testing.T) {
 
 // GET …/artifacts/{aid}?redirect=false answers the link itself as JSON (so
 // a browser can fetch it without the API's Authorization header and with
-// its own Origin); the default stays as API.md says: the bytes locally, a
+// its own Origin); the default stays as docs/api/openapi.yaml says: the bytes locally, a
 // 302 where RedirectArtifacts is set.
 func TestArtifactLink(t *testing.T) {
 	t.Parallel()

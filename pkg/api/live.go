@@ -32,7 +32,7 @@ const (
 )
 
 // getEvents streams the conversation's events as Server-Sent Events
-// (issue 15, API.md): each event with its log id, type and JSON data. It
+// (issue 15, docs/api/openapi.yaml): each event with its log id, type and JSON data. It
 // resumes after Last-Event-ID (header, or last_event_id in the query);
 // without one it starts with the retained events of the turns still
 // running or waiting, so a page opened mid-turn catches up. turn=<tid>

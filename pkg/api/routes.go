@@ -352,7 +352,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	text := strings.TrimSpace(body.Text)
 	typed := text
 	if cmd, ok := strings.CutPrefix(text, "/workflow"); ok && (cmd == "" || cmd[0] == ' ' || cmd[0] == '\t' || cmd[0] == '\n') {
-		// spec §3.4: "/workflow <id>" selects a workflow explicitly;
+		// docs/design.md §3.4: "/workflow <id>" selects a workflow explicitly;
 		// "/workflow <id> some text" makes the text a hint for the model.
 		if body.Workflow != nil {
 			return errorf(http.StatusBadRequest, "invalid_workflow", "select the workflow either with /workflow in the text or with the workflow field, not both")
@@ -404,7 +404,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		}
 	}
 	// New free text supersedes every turn still waiting for the user; its
-	// files are named in the superseded calls' results too (spec §3.5).
+	// files are named in the superseded calls' results too (docs/design.md §3.5).
 	for _, t := range conv.Turns {
 		if t.Status.Waiting() && t.TaskToken != "" && !t.Answered() {
 			if err := s.sendReply(ctx, conv.Meta.ID, t, turn.Reply{Superseded: true, Files: body.Files}); err != nil && !isConflict(err) {
@@ -433,7 +433,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	if text != "" {
 		content := catalog.UserMessage(text, files)
 		if body.Workflow != nil {
-			// spec §3.4: a workflow chosen with free text is a hint; the model
+			// docs/design.md §3.4: a workflow chosen with free text is a hint; the model
 			// fills the workflow's inputs from the message.
 			content += fmt.Sprintf("\n\n(The user chose the workflow %q: call the tool %s, taking its inputs from this message.)",
 				body.Workflow.ID, catalog.WorkflowToolName(body.Workflow.ID))
@@ -442,7 +442,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: typed, Artifacts: refs(files), At: now}}
 	} else {
 		// Files uploaded for the selection are named like a message's
-		// (spec §3.5): an artifact input left out is then the model's to
+		// (docs/design.md §3.5): an artifact input left out is then the model's to
 		// pick, and these are the likely ones.
 		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: catalog.UserMessage("Run the workflow "+body.Workflow.ID+".", files)}}
 		shown := typed
@@ -516,7 +516,7 @@ func (s *Server) workflowName(ctx context.Context, id string) string {
 // checkSelection refuses an explicit workflow selection that cannot start:
 // an unknown workflow, or (without free text, when the inputs become the
 // call's arguments as they are) inputs the workflow's tool would refuse. A
-// missing input is fine: the turn asks for it in a form (spec §3.4).
+// missing input is fine: the turn asks for it in a form (docs/design.md §3.4).
 func (s *Server) checkSelection(ctx context.Context, conv *record.Conversation, sel *record.WorkflowSelection, hint bool) error {
 	cat, err := s.Catalogs.Catalog(ctx)
 	if err != nil {
@@ -532,7 +532,7 @@ func (s *Server) checkSelection(ctx context.Context, conv *record.Conversation, 
 	}
 	for _, p := range e.Params {
 		if p.ArtifactRef && sel.Inputs[p.Name] == nil {
-			// The user is never asked for an artifact (spec §3.2): the call's
+			// The user is never asked for an artifact (docs/design.md §3.2): the call's
 			// error result sends the model to the catalog for it.
 			return nil
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Artifact is the catalog entry of one stored file (spec §3.5).
+// Artifact is the catalog entry of one stored file (docs/design.md §3.5).
 type Artifact struct {
 	ID          string    `json:"artifact_id"`
 	Name        string    `json:"name"`

@@ -1,5 +1,5 @@
 // Package audit keeps a durable record of what users decided and what ran
-// (DESIGN §7): every approval and rejection with the hash of the exact
+// (docs/design.md §8): every approval and rejection with the hash of the exact
 // arguments it covered, every call with its result status, and every batch
 // that expired or was superseded. The conversation record in Valkey is
 // expiring operational context; this is the record that stays.
@@ -31,7 +31,7 @@ const (
 	KindApproved = "approved"
 	KindRejected = "rejected"
 	// KindEdited is the user's edit of a call's arguments on approval
-	// (seed 003 "modify"): PreviousHash was shown, ArgumentsHash runs.
+	// (docs/design.md §9 "modify"): PreviousHash was shown, ArgumentsHash runs.
 	KindEdited     = "edited"
 	KindCall       = "call"
 	KindExpired    = "expired"

@@ -1,8 +1,8 @@
 // Package catalog turns what the platform can do into the tools the model
-// sees (spec §3.2), and writes the system prompt (spec §3.5). It knows
+// sees (docs/design.md §3.2), and writes the system prompt (docs/design.md §3.5). It knows
 // capabilities, workflow templates and ask_user, and what validation needs
 // of each tool (Entry); the checks of a batch of tool calls before anything
-// runs (spec §3.3) and the tool results live in the subpackage batch,
+// runs (docs/design.md §3.3) and the tool results live in the subpackage batch,
 // because package record imports this one. It must not call specialists,
 // Valkey or the LLM.
 package catalog
@@ -10,7 +10,7 @@ package catalog
 import "encoding/json"
 
 // ExtensionURI identifies our agent-card extension carrying input schemas
-// (DESIGN §4). A card lists it in capabilities.extensions[] with
+// (docs/design.md §5). A card lists it in capabilities.extensions[] with
 // params.skills.<skill_id> = SkillExtension.
 const ExtensionURI = "https://clientagent.dev/a2a/ext/skill-schema/v1"
 
@@ -50,7 +50,7 @@ type Capability struct {
 	Unavailable bool `json:"unavailable,omitempty"`
 }
 
-// Workflow is a workflow template (spec §3.2, §3.4): a fixed chain of skill
+// Workflow is a workflow template (docs/design.md §3.2, §3.4): a fixed chain of skill
 // calls whose arguments are bound to the workflow's inputs or to artifacts
 // that earlier steps produced. A template file holds ID … Steps;
 // LoadWorkflows checks its bindings and Compile checks it against the
@@ -94,7 +94,7 @@ type WorkflowStep struct {
 
 // PlanStep is one step of a workflow call as the user approves it: the
 // skill and the arguments it will get, an earlier step's artifact shown as
-// "<artifact 1 of step 2>" (seed 003: the plan is shown before it runs).
+// "<artifact 1 of step 2>" (docs/design.md §9: the plan is shown before it runs).
 type PlanStep struct {
 	Name      string         `json:"name"`
 	Skill     string         `json:"skill"`
@@ -104,7 +104,7 @@ type PlanStep struct {
 // AskUserTool is the name of the clarification tool.
 const AskUserTool = "ask_user"
 
-// FormField is one typed field of a form shown to the user (API.md Turn.form).
+// FormField is one typed field of a form shown to the user (docs/api/openapi.yaml Turn.form).
 type FormField struct {
 	Name        string   `json:"name"`
 	Type        string   `json:"type"` // string, integer, number, boolean

@@ -7,7 +7,7 @@ import (
 )
 
 // SanitizeToolName maps a skill id onto the provider-safe tool name
-// ^[a-zA-Z0-9_-]{1,64}$ (spec §3.2): other characters become '_', and a
+// ^[a-zA-Z0-9_-]{1,64}$ (docs/design.md §3.2): other characters become '_', and a
 // name longer than 64 keeps its head and ends in a short hash of the whole,
 // so two long ids stay distinct.
 func SanitizeToolName(id string) string {

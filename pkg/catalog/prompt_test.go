@@ -11,7 +11,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/catalog"
 )
 
-// spec §3.5: every call shows the rules, the artifact catalog and the
+// docs/design.md §3.5: every call shows the rules, the artifact catalog and the
 // recent skill inputs. Issue 18: the rules are one fixed text (the
 // cacheable start of the request); the catalog, the inputs and the time
 // are the per-call Context, sent after the transcript.
@@ -72,7 +72,7 @@ Recent skill inputs:
 	}
 }
 
-// spec §3.5: files uploaded this turn are named in the user message.
+// docs/design.md §3.5: files uploaded this turn are named in the user message.
 func TestUserMessage(t *testing.T) {
 	t.Parallel()
 	files := []artifact.Artifact{
@@ -89,7 +89,7 @@ func TestUserMessage(t *testing.T) {
 	}
 }
 
-// spec §3.5: artifacts produced by a call are merged into the catalog at once.
+// docs/design.md §3.5: artifacts produced by a call are merged into the catalog at once.
 func TestMergeArtifacts(t *testing.T) {
 	t.Parallel()
 	env := catalog.NewEnv([]artifact.Artifact{{ID: "a1", Name: "old"}}, nil)

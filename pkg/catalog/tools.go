@@ -28,7 +28,7 @@ const (
 )
 
 // Artifact-reference description given to the model for x_artifact_ref
-// fields (spec §3.2).
+// fields (docs/design.md §3.2).
 const artifactRefDescription = "artifact_id of an existing conversation artifact"
 
 // approvalNote ends the description of a tool that needs approval.
@@ -99,7 +99,7 @@ func (e Entry) Param(name string) (Param, bool) {
 // Validate checks args against the entry's schema: the original schema
 // (vendor keywords are ignored by the validator) with user-input fields and
 // attached artifacts no longer required, because those are asked for or
-// attached later (spec §3.3). The error is a *jsonschema.ValidationError
+// attached later (docs/design.md §3.3). The error is a *jsonschema.ValidationError
 // for a violation; use DescribeValidation to make it readable.
 func (e Entry) Validate(args map[string]any) error {
 	s, err := e.schema.get()
@@ -139,7 +139,7 @@ func (l *lazySchema) get() (*jsonschema.Schema, error) {
 }
 
 // Catalog is the set of tools the model sees for one LLM call: one per
-// capability, one per workflow template, and ask_user (spec §3.2). It is
+// capability, one per workflow template, and ask_user (docs/design.md §3.2). It is
 // immutable after New and safe for concurrent use.
 type Catalog struct {
 	entries []*Entry // skills by tool name, workflows by tool name, ask_user
@@ -152,7 +152,7 @@ type Catalog struct {
 // catalog did not compile against its skills (Compile), in template order.
 func (c *Catalog) WorkflowErrors() []error { return slices.Clone(c.rejected) }
 
-// SkillInfo is one skill as GET /v1/catalog lists it (API.md).
+// SkillInfo is one skill as GET /v1/catalog lists it (docs/api/openapi.yaml).
 type SkillInfo struct {
 	Name             string          `json:"name"`
 	Description      string          `json:"description"`
@@ -161,13 +161,13 @@ type SkillInfo struct {
 	Unavailable      bool            `json:"unavailable,omitempty"`
 }
 
-// WorkflowInfo is one workflow as GET /v1/catalog lists it (API.md).
+// WorkflowInfo is one workflow as GET /v1/catalog lists it (docs/api/openapi.yaml).
 type WorkflowInfo struct {
 	ID          string          `json:"id"`
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Inputs      []WorkflowInput `json:"inputs"`
-	// Steps, RequiresApproval and Unavailable go beyond API.md: what a
+	// Steps, RequiresApproval and Unavailable go beyond docs/api/openapi.yaml: what a
 	// client shows before starting one.
 	Steps            []WorkflowStepInfo `json:"steps"`
 	RequiresApproval bool               `json:"requires_approval,omitempty"`
@@ -324,10 +324,10 @@ func (c *Catalog) Workflows() []WorkflowInfo {
 	return out
 }
 
-// plainSchema is the schema of a skill without our extension (DESIGN §4).
+// plainSchema is the schema of a skill without our extension (docs/design.md §5).
 var plainSchema = json.RawMessage(`{"type":"object","properties":{"input":{"type":"string","description":"What to ask the agent, in plain text."}},"required":["input"]}`)
 
-// skillEntry builds the tool of one capability (spec §3.2).
+// skillEntry builds the tool of one capability (docs/design.md §3.2).
 func skillEntry(cp Capability) *Entry {
 	raw := cp.InputSchema
 	if cp.Plain || len(bytes.TrimSpace(raw)) == 0 {
@@ -376,7 +376,7 @@ func skillEntry(cp Capability) *Entry {
 }
 
 // neverInvent is the sentence per user-input field that tells the model to
-// leave it out rather than guess (spec §3.3).
+// leave it out rather than guess (docs/design.md §3.3).
 func neverInvent(params []Param) []string {
 	var out []string
 	for _, p := range params {
@@ -421,7 +421,7 @@ func schemaParams(schema map[string]any, raw json.RawMessage, userInput []string
 // fills it (context) or attaches it (artifacts).
 func hiddenFromModel(p Param) bool { return p.ContextKey != "" || p.Attached }
 
-// toolParameters is the plain JSON Schema the provider sees (spec §3.2).
+// toolParameters is the plain JSON Schema the provider sees (docs/design.md §3.2).
 func toolParameters(schema map[string]any, params []Param) map[string]any {
 	out := stripVendor(schema).(map[string]any)
 	out["type"] = "object"
@@ -462,7 +462,7 @@ func toolParameters(schema map[string]any, params []Param) map[string]any {
 
 // validationSchema is the original schema with user-input and attached
 // fields dropped from required: a missing one is asked for or attached,
-// never a schema violation (spec §3.3).
+// never a schema violation (docs/design.md §3.3).
 func validationSchema(schema map[string]any, params []Param) map[string]any {
 	out := make(map[string]any, len(schema))
 	for k, v := range schema {
@@ -666,7 +666,7 @@ func normalizeJSON(v any) any {
 
 // ArgumentsHash is the sha256 (hex) of the canonical JSON of args: keys
 // sorted, no HTML escaping, numbers as JSON writes them. An approval is
-// bound to the hash of the arguments shown (DESIGN §7).
+// bound to the hash of the arguments shown (docs/design.md §8).
 func ArgumentsHash(args map[string]any) string {
 	if args == nil {
 		args = map[string]any{}
@@ -676,7 +676,7 @@ func ArgumentsHash(args map[string]any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// askUserEntry is the clarification tool (spec §3.2).
+// askUserEntry is the clarification tool (docs/design.md §3.2).
 func askUserEntry() *Entry {
 	params := map[string]any{
 		"type": "object",

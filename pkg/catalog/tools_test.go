@@ -60,7 +60,7 @@ func toGolden(t *testing.T, defs []llm.ToolDefinition) []goldenTool {
 	return out
 }
 
-// spec §3.2: the tools the model sees for the demo skills and templates.
+// docs/design.md §3.2: the tools the model sees for the demo skills and templates.
 func TestTools_Golden(t *testing.T) {
 	t.Parallel()
 	c := catalog.New(demoCaps(t), demoWorkflows(t))
@@ -88,7 +88,7 @@ func TestTools_Golden(t *testing.T) {
 	}
 }
 
-// spec §3.2: skills by tool name, then workflows, then ask_user.
+// docs/design.md §3.2: skills by tool name, then workflows, then ask_user.
 func TestTools_Order(t *testing.T) {
 	t.Parallel()
 	caps := demoCaps(t)
@@ -127,7 +127,7 @@ func toolParams(t *testing.T, c *catalog.Catalog, name string) (string, map[stri
 	return "", nil
 }
 
-// spec §3.2: each rule of a skill tool's schema and description.
+// docs/design.md §3.2: each rule of a skill tool's schema and description.
 func TestSkillTool_Rules(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -240,7 +240,7 @@ func TestSkillTool_Rules(t *testing.T) {
 	}
 }
 
-// spec §3.2: names are ^[a-zA-Z0-9_-]{1,64}$ and unique in a catalog.
+// docs/design.md §3.2: names are ^[a-zA-Z0-9_-]{1,64}$ and unique in a catalog.
 func TestNew_DedupesToolNames(t *testing.T) {
 	t.Parallel()
 	schema := json.RawMessage(`{"type":"object","properties":{}}`)
@@ -262,7 +262,7 @@ func TestNew_DedupesToolNames(t *testing.T) {
 	}
 }
 
-// spec §3.2: Lookup tells skill, workflow and ask_user apart.
+// docs/design.md §3.2: Lookup tells skill, workflow and ask_user apart.
 func TestLookup(t *testing.T) {
 	t.Parallel()
 	c := catalog.New(demoCaps(t), demoWorkflows(t))
@@ -292,7 +292,7 @@ func TestLookup(t *testing.T) {
 	}
 }
 
-// API.md GET /v1/catalog.
+// docs/api/openapi.yaml GET /v1/catalog.
 func TestSkillsAndWorkflows(t *testing.T) {
 	t.Parallel()
 	c := catalog.New(demoCaps(t), demoWorkflows(t))

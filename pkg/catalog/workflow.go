@@ -16,14 +16,14 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 )
 
-// WorkflowToolName is the tool name of workflow template id (spec §3.2
+// WorkflowToolName is the tool name of workflow template id (docs/design.md §3.2
 // workflow_tool_name).
 func WorkflowToolName(id string) string {
 	return SanitizeToolName("workflow_" + SanitizeToolName(id))
 }
 
 // workflowEntry builds the tool of one workflow template: its inputs as
-// flat properties keyed by dotted path (spec §3.2).
+// flat properties keyed by dotted path (docs/design.md §3.2).
 func workflowEntry(tool string, w Workflow, skills map[string]Entry) *Entry {
 	props := map[string]any{}
 	var required []string
@@ -247,7 +247,7 @@ func (w Workflow) inputList() string {
 }
 
 // Compile checks w against the skills it calls (by tool name) and returns
-// it with RequiredInputPaths set (spec §3.2): every step's skill exists,
+// it with RequiredInputPaths set (docs/design.md §3.2): every step's skill exists,
 // every argument is a parameter of the skill, every parameter the skill
 // requires is bound (nobody could supply it halfway through), and an input
 // bound to a parameter takes the parameter's type, enum, description,

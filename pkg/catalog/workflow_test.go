@@ -27,7 +27,7 @@ func TestWorkflowToolName(t *testing.T) {
 	}
 }
 
-// spec §3.2: a workflow tool's parameters are its inputs as flat
+// docs/design.md §3.2: a workflow tool's parameters are its inputs as flat
 // properties keyed by dotted path, all required except user input.
 func TestWorkflowTool_FlatInputs(t *testing.T) {
 	t.Parallel()
@@ -205,7 +205,7 @@ func TestLoadWorkflows(t *testing.T) {
 	}
 }
 
-// Spec §3.5 input_sources: a step's argument bound to a workflow input has
+// docs/design.md §3.5 input_sources: a step's argument bound to a workflow input has
 // that input's source; what the template supplies is the platform's.
 func TestStepSources(t *testing.T) {
 	t.Parallel()

@@ -1,5 +1,5 @@
 // Package chatcli is the terminal client of clientagent (`clientagent chat`):
-// a line-oriented REPL over the HTTP API (API.md) that posts messages, shows
+// a line-oriented REPL over the HTTP API (docs/api/openapi.yaml) that posts messages, shows
 // a turn's steps and the reply as they happen (from the conversation's
 // event stream, or by polling the turn when the stream is unavailable),
 // asks form questions and approvals interactively, prints the reply and
@@ -214,7 +214,7 @@ func (s *session) handle(ctx context.Context, line string) error {
 	case line == "/workflows":
 		return s.listWorkflows(ctx)
 	case line == "/workflow" || strings.HasPrefix(line, "/workflow "):
-		// The API reads the command itself (spec §3.4): sent as it is.
+		// The API reads the command itself (docs/design.md §3.4): sent as it is.
 	case strings.HasPrefix(line, "/"):
 		s.printf("unknown command %s (try /help)\n", strings.Fields(line)[0])
 		return nil

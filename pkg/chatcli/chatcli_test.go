@@ -18,7 +18,7 @@ import (
 
 const testToken = "tok-123"
 
-// fakeAPI is a scripted stand-in for the HTTP API (API.md): each message
+// fakeAPI is a scripted stand-in for the HTTP API (docs/api/openapi.yaml): each message
 // text picks a script of Turn states; every GET of the turn advances one
 // state (the last one repeats), and input answers swap in a new script.
 type fakeAPI struct {
@@ -253,7 +253,7 @@ func wantInOrder(t *testing.T, out string, lines ...string) {
 	}
 }
 
-// Progress, reply and artifact: steps print as they start and end (DESIGN.md
+// Progress, reply and artifact: steps print as they start and end (docs/design.md
 // §7 "progress visible to the user"), the reply follows, and the produced
 // artifact is saved without overwriting an existing file.
 func TestRunProgressReplyArtifact(t *testing.T) {
@@ -292,7 +292,7 @@ func TestRunProgressReplyArtifact(t *testing.T) {
 	}
 }
 
-// Form round trip (spec §3.3: a missing user input pauses with a typed
+// Form round trip (docs/design.md §3.3: a missing user input pauses with a typed
 // form; answers go through validation): a bad local value is re-asked at
 // once, a 400 from the server is shown and the whole form asked again.
 func TestRunFormReaskAfter400(t *testing.T) {
@@ -330,8 +330,8 @@ func TestRunFormReaskAfter400(t *testing.T) {
 	)
 }
 
-// Approval (spec §3.3 "then approval"; DESIGN.md §7: the approval covers
-// exactly the arguments shown; API.md: the answer names the approval by its
+// Approval (docs/design.md §3.3 "then approval"; docs/design.md §8: the approval covers
+// exactly the arguments shown; docs/api/openapi.yaml: the answer names the approval by its
 // id): the prompt shows the compact arguments; y approves, n rejects with
 // the rest of the line as the note, and e edits the arguments (one JSON line
 // per call) and approves the edited call. Edits the server refuses are
@@ -423,7 +423,7 @@ func TestRunApproval(t *testing.T) {
 	}
 }
 
-// A stale approval (API.md: 409 stale_approval, nothing ran): the client
+// A stale approval (docs/api/openapi.yaml: 409 stale_approval, nothing ran): the client
 // says so, reads the turn again and asks about the new approval, whose id
 // its answer then carries.
 func TestRunApprovalStale(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// Turn statuses of the API contract (API.md, Turn.status).
+// Turn statuses of the API contract (docs/api/openapi.yaml, Turn.status).
 const (
 	StatusRunning          = "running"
 	StatusAwaitingInput    = "awaiting_input"
@@ -28,7 +28,7 @@ const (
 	StatusBlocked          = "blocked"
 )
 
-// Turn is the API's view of one user turn (API.md "Turn").
+// Turn is the API's view of one user turn (docs/api/openapi.yaml "Turn").
 type Turn struct {
 	ID        string        `json:"turn_id"`
 	Status    string        `json:"status"`
@@ -100,7 +100,7 @@ type Step struct {
 	EndedAt   string `json:"ended_at,omitempty"`
 }
 
-// Event is one event of a conversation's stream (API.md, GET …/events).
+// Event is one event of a conversation's stream (docs/api/openapi.yaml, GET …/events).
 // Which fields are set depends on Type: turn.started (Text), step.started
 // and step.ended (Tool, CallID, Status), llm.delta (Text, Offset, LLMCall),
 // form, approval, artifact (Artifact), turn.ended (Status, Reply, LLMCalls).

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// streamAPI serves one turn, t1, through the event stream (API.md GET
+// streamAPI serves one turn, t1, through the event stream (docs/api/openapi.yaml GET
 // …/events): events are written as the test lists them, hold keeps the
 // stream open after them (a turn still running), and GET …/turns/t1
 // answers final. It records the cancel requests.

@@ -401,7 +401,7 @@ func TestConvertRejectsGarbage(t *testing.T) {
 	}
 }
 
-// spec §3.5: a specialist's INPUT_REQUIRED is answered on the same task and
+// docs/design.md §3.5: a specialist's INPUT_REQUIRED is answered on the same task and
 // the answer is merged into the call's arguments.
 func TestFlangeInputRequiredRoundTrip(t *testing.T) {
 	t.Parallel()

@@ -39,7 +39,7 @@ func flangeAnswer(first *a2a.Task) *a2a.Message {
 	return answer
 }
 
-// spec §3.5: the answer to INPUT_REQUIRED continues the same task, and on
+// docs/design.md §3.5: the answer to INPUT_REQUIRED continues the same task, and on
 // Lambda it may reach another instance than the one that paused it.
 func TestInputRequiredContinuesOnAnotherInstance(t *testing.T) {
 	t.Parallel()
@@ -99,7 +99,7 @@ func TestInputRequiredOnAnotherInstanceWithoutValkey(t *testing.T) {
 	}
 }
 
-// spec §3.4: a retried call must not repeat an irreversible effect, even
+// docs/design.md §3.4: a retried call must not repeat an irreversible effect, even
 // when the retry reaches another instance.
 func TestPublishOnceAcrossInstances(t *testing.T) {
 	t.Parallel()

@@ -181,7 +181,7 @@ var oneToolModel = llm.ProviderFunc(func(_ context.Context, req llm.Request) (*l
 })
 
 // TestWorkflowCounts pins the cost of the same SVG → PNG chain as one
-// workflow started explicitly (spec §3.4, docs/benchmarks.md): the
+// workflow started explicitly (docs/design.md §3.4, docs/benchmarks.md): the
 // synthetic call replaces two routing decisions, so 1 LLM call, one tool
 // round.
 func TestWorkflowCounts(t *testing.T) {

@@ -45,7 +45,7 @@ func (c *client) sendAll(cid string, texts []string) []string {
 }
 
 // ownBlock is the part of a request after its last user message: the
-// block of the turn the call works on (DESIGN §3: own block last).
+// block of the turn the call works on (docs/design.md §4: own block last).
 func ownBlock(req llm.Request) []llm.Message {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == llm.RoleUser {
@@ -77,7 +77,7 @@ func auditLog(t *testing.T, dataDir string) []audit.Event {
 	return out
 }
 
-// Issue 12 defect 1 (spec §3.4a, DESIGN §3): a provider that sends the
+// Issue 12 defect 1 (docs/design.md §3.4a, docs/design.md §4): a provider that sends the
 // constant id call_0 for every call, with 10 concurrent turns on one
 // conversation: every turn succeeds, every stored call id is unique, and
 // each turn's tool ran exactly once.
@@ -214,7 +214,7 @@ func TestIdenticalConcurrentMessagesRunOnce(t *testing.T) {
 	}
 }
 
-// Issue 12 defect 2 (spec §3.6): with MaxLLMCalls=N, a model that always
+// Issue 12 defect 2 (docs/design.md §3.6): with MaxLLMCalls=N, a model that always
 // calls a tool makes the specialist run at most N-1 times; the turn fails
 // with the limit message, and call N's batch (an ask_user form) is never
 // shown.
@@ -270,7 +270,7 @@ func TestCallLimitEndsBeforeTheBatch(t *testing.T) {
 	}
 }
 
-// Issue 12 defect 3 (spec §3.3, DESIGN §7): a Map iteration that fails
+// Issue 12 defect 3 (docs/design.md §3.3, docs/design.md §8): a Map iteration that fails
 // while a sibling runs stores a failed outcome instead of failing the Map:
 // the sibling's result is appended, its artifact is catalogued, the audit
 // says it executed, and the model reads both results.
@@ -336,7 +336,7 @@ func TestFailedIterationKeepsItsSibling(t *testing.T) {
 	}
 }
 
-// Issue 12 (seed 003 approve/modify, DESIGN §7): an approval covers what
+// Issue 12 (docs/design.md §9 approve/modify, docs/design.md §8): an approval covers what
 // was shown. A stale id is 409 and runs nothing; an edit that violates the
 // schema is 400 and runs nothing; an edited approval runs with exactly the
 // edited arguments, once, the result marks the edit as the user's, and the
@@ -400,7 +400,7 @@ func TestApprovalIDAndEdit(t *testing.T) {
 	if kinds[audit.KindApproved].ArgumentsHash != ed.ArgumentsHash || kinds[audit.KindCall].ArgumentsHash != ed.ArgumentsHash || len(kinds) != 3 {
 		t.Errorf("audit = %+v, want edited, approved and call of the edited arguments", kinds)
 	}
-	// spec §3.4a restore fidelity: the approval leaves a plan_approved entry without content.
+	// docs/design.md §3.4a restore fidelity: the approval leaves a plan_approved entry without content.
 	var conv struct {
 		History []record.HistoryEntry `json:"history"`
 	}
@@ -419,7 +419,7 @@ func TestApprovalIDAndEdit(t *testing.T) {
 	}
 }
 
-// Spec §3.5, issue 12: a reply to a pending call may name uploaded files;
+// docs/design.md §3.5, issue 12: a reply to a pending call may name uploaded files;
 // they are named in that call's tool result.
 func TestReplyFilesNamedInResult(t *testing.T) {
 	t.Parallel()

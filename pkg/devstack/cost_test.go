@@ -1,7 +1,7 @@
 package devstack
 
 // Issue 16, cost per turn: each LLM call priced at its model's rates, the
-// turn's cost and tokens in the Turn view, a budget in money (seed 004),
+// turn's cost and tokens in the Turn view, a budget in money (docs/design.md §10),
 // and each step's timing, usage, arguments and result — what a waterfall
 // of the turn shows — read from the API.
 

@@ -20,7 +20,7 @@ func (c *client) historyOf(cid string) []map[string]any {
 	return conv.History
 }
 
-// Spec §3.5: "redo the valve with 6 holes" starts from the newest successful
+// docs/design.md §3.5: "redo the valve with 6 holes" starts from the newest successful
 // inputs of design_valve_flange (recent_skill_inputs), so the material the
 // user gave in the first turn is not asked again. Demo model, demo agents.
 func TestRedoValveFromRecentInputs(t *testing.T) {
@@ -107,7 +107,7 @@ func TestDeadAgentDoesNotBreakTurns(t *testing.T) {
 	}
 }
 
-// Spec §3.5: files uploaded for a turn are named in its user message; the
+// docs/design.md §3.5: files uploaded for a turn are named in its user message; the
 // model passes the upload's artifact id on, and the specialist fetches the
 // bytes by a signed URL of the local stack.
 func TestUploadedFileFeedsASkill(t *testing.T) {

@@ -99,7 +99,7 @@ type Config struct {
 	// rate) and each conversation's bytes (zero: the defaults of
 	// platform.FilesFromEnv; a negative Quota: none).
 	Files platform.Files
-	// Limits bound each turn (zero: the spec's defaults).
+	// Limits bound each turn (zero: the defaults of docs/design.md §3.6).
 	Limits turn.Limits
 	// WorkflowsDir is the folder of workflow templates (empty: the built-in examples).
 	WorkflowsDir string

@@ -22,7 +22,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
-// Scenario 1 (spec §2): "Create a PNG image with the word Popelnase" chains
+// Scenario 1 (docs/design.md §2): "Create a PNG image with the word Popelnase" chains
 // create_svg_artifact → convert_svg_to_png → answer in exactly 3 LLM calls.
 func TestPopelnase(t *testing.T) {
 	t.Parallel()
@@ -108,7 +108,7 @@ func lum(img image.Image, x, y int) float64 {
 	return (0.299*float64(r) + 0.587*float64(g) + 0.114*float64(b)) / 65535
 }
 
-// Scenario 2 (spec §3.3): three independent calls in one assistant message
+// Scenario 2 (docs/design.md §3.3): three independent calls in one assistant message
 // run concurrently and their results come back in call order; a failing
 // specialist is a failed result, not a failed turn.
 func TestParallelCallsInCallOrder(t *testing.T) {
@@ -170,7 +170,7 @@ func flangeModel() *model {
 	}}
 }
 
-// Scenario 3 (spec §3.3): a missing user-input field pauses with a typed
+// Scenario 3 (docs/design.md §3.3): a missing user-input field pauses with a typed
 // form; the answer is validated and the call runs; a second answer is 409.
 func TestFormRoundTrip(t *testing.T) {
 	t.Parallel()
@@ -199,7 +199,7 @@ func TestFormRoundTrip(t *testing.T) {
 	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "brass"}}}); code != http.StatusConflict {
 		t.Errorf("second answer = %d, want 409", code)
 	}
-	// spec §3.5: the result tells the model the user supplied material.
+	// docs/design.md §3.5: the result tells the model the user supplied material.
 	r := toolResults(m.requests()[1])["f1"]
 	if src, _ := r["input_sources"].(map[string]any); src["material"] != "user" {
 		t.Errorf("input_sources = %v, want material from the user", r["input_sources"])
@@ -221,7 +221,7 @@ func publishModel() *model {
 	}}
 }
 
-// Scenario 4 (spec §3.3, DESIGN §7): approve runs the call once; reject
+// Scenario 4 (docs/design.md §3.3, docs/design.md §8): approve runs the call once; reject
 // sends a rejected result to the model and nothing runs; another user's
 // approval is 404.
 func TestApproval(t *testing.T) {
@@ -258,7 +258,7 @@ func TestApproval(t *testing.T) {
 			if v.Reply != wantReply {
 				t.Errorf("reply = %q, want %q", v.Reply, wantReply)
 			}
-			// DESIGN §7: the decision, and what ran, are in the durable audit log.
+			// docs/design.md §8: the decision, and what ran, are in the durable audit log.
 			wantEvents := []string{"publish_artifact/approved", "publish_artifact/call"}
 			if decision == "reject" {
 				wantEvents = []string{"publish_artifact/rejected"}
@@ -270,7 +270,7 @@ func TestApproval(t *testing.T) {
 	}
 }
 
-// A short yes to a pending approval is the decision (API.md).
+// A short yes to a pending approval is the decision (docs/api/openapi.yaml).
 func TestYesRepliesToApproval(t *testing.T) {
 	t.Parallel()
 	st, c := stack(t, publishModel())
@@ -287,7 +287,7 @@ func TestYesRepliesToApproval(t *testing.T) {
 	}
 }
 
-// Scenario 5 (API.md, spec §3.4): new free text while a form waits
+// Scenario 5 (docs/api/openapi.yaml, docs/design.md §3.4): new free text while a form waits
 // supersedes the waiting turn; the new turn runs.
 func TestSupersede(t *testing.T) {
 	t.Parallel()
@@ -316,7 +316,7 @@ func TestSupersede(t *testing.T) {
 	if code := c.input(cid, t1, map[string]any{"answers": map[string]any{"call_" + t1 + "_1": map[string]any{"material": "steel"}}}); code != http.StatusConflict {
 		t.Errorf("answer to superseded turn = %d, want 409", code)
 	}
-	// The superseded call reaches the model as not_executed (spec §3.4a).
+	// The superseded call reaches the model as not_executed (docs/design.md §3.4a).
 	reqs := m.requests()
 	assertProviderValid(t, reqs[len(reqs)-1].Messages)
 	found := false
@@ -330,7 +330,7 @@ func TestSupersede(t *testing.T) {
 	}
 }
 
-// Scenario 6 (seed 003, DESIGN §7): a pending approval left alone expires.
+// Scenario 6 (docs/design.md §9, docs/design.md §8): a pending approval left alone expires.
 func TestApprovalExpires(t *testing.T) {
 	t.Parallel()
 	st, c := stack(t, publishModel(), func(cfg *Config) {
@@ -359,7 +359,7 @@ func TestApprovalExpires(t *testing.T) {
 	}
 }
 
-// Scenario 7 (spec §3.6, seed 004): a model that never stops fails the turn
+// Scenario 7 (docs/design.md §3.6, docs/design.md §10): a model that never stops fails the turn
 // after 12 LLM calls; the same call repeated is stopped earlier.
 //
 // Issue 14: a limit ends the turn, not the execution. The turn reads
@@ -418,7 +418,7 @@ func TestLimits(t *testing.T) {
 	executionSucceeded(st3, tid3)
 }
 
-// Scenario 8 (spec §3.3): unknown tool, malformed JSON, schema violation and
+// Scenario 8 (docs/design.md §3.3): unknown tool, malformed JSON, schema violation and
 // unknown artifact id become error results; the model corrects itself.
 func TestBadCallsBecomeErrorResults(t *testing.T) {
 	t.Parallel()
@@ -455,7 +455,7 @@ func TestBadCallsBecomeErrorResults(t *testing.T) {
 	}
 }
 
-// Scenario 9 (spec §3.4a, DESIGN §3): two turns started back to back on one
+// Scenario 9 (docs/design.md §3.4a, docs/design.md §4): two turns started back to back on one
 // conversation both succeed, and a third turn's transcript is valid.
 func TestConcurrentTurns(t *testing.T) {
 	t.Parallel()

@@ -121,7 +121,7 @@ func lastUser(req llm.Request) string {
 
 // assertProviderValid checks the provider invariant on a transcript: every
 // assistant tool call is answered by exactly one tool message right after
-// it, and no tool message stands without its call (spec §3.3, §3.4a).
+// it, and no tool message stands without its call (docs/design.md §3.3, §3.4a).
 func assertProviderValid(t *testing.T, msgs []llm.Message) {
 	t.Helper()
 	for i := 0; i < len(msgs); i++ {
@@ -169,7 +169,7 @@ func stack(t *testing.T, m llm.Provider, mutate ...func(*Config)) (*Stack, *clie
 	return st, &client{t: t, base: st.URL(), token: tok}
 }
 
-// client speaks API.md over real HTTP.
+// client speaks docs/api/openapi.yaml over real HTTP.
 type client struct {
 	t     testing.TB
 	base  string

@@ -70,7 +70,7 @@ func TestValkeyOutageWithinTheBudgetTheTurnGoesOn(t *testing.T) {
 	}
 }
 
-// Issue 2 item 6 / DESIGN §1: an LLM step that hits a rate-limited model is
+// Issue 2 item 6 / docs/design.md §11: an LLM step that hits a rate-limited model is
 // retried by the state machine on its own (validation is not re-run), and
 // the turn goes on once the model answers.
 func TestRateLimitedModelIsRetried(t *testing.T) {

@@ -61,7 +61,7 @@ func (c *client) pngOf(cid string, v turn.View) {
 	c.t.Fatalf("turn artifacts = %+v, want a PNG", v.Artifacts)
 }
 
-// Issue 8 acceptance, spec §3.4: the text-to-PNG workflow started from the
+// Issue 8 acceptance, docs/design.md §3.4: the text-to-PNG workflow started from the
 // catalog with its input runs as a synthetic call (no LLM routing
 // decision): exactly 1 LLM call, the final answer, and a PNG.
 func TestWorkflowFromCatalog(t *testing.T) {
@@ -95,7 +95,7 @@ func TestWorkflowFromCatalog(t *testing.T) {
 	}
 }
 
-// Issue 8 acceptance, spec §3.4: a selection without an input pauses with
+// Issue 8 acceptance, docs/design.md §3.4: a selection without an input pauses with
 // a typed form for it (there is no model to tell), the answer runs the
 // workflow; "/workflow <id>" without text is the same selection.
 func TestWorkflowMissingInputAsksForm(t *testing.T) {
@@ -134,7 +134,7 @@ func TestWorkflowMissingInputAsksForm(t *testing.T) {
 	}
 }
 
-// Issue 8 acceptance, spec §3.4: "/workflow <id> some text" is a hint: the
+// Issue 8 acceptance, docs/design.md §3.4: "/workflow <id> some text" is a hint: the
 // model fills the workflow's inputs from the text (here the offline demo
 // model, as `make run` has it).
 func TestWorkflowFreeTextModelFillsInputs(t *testing.T) {
@@ -286,7 +286,7 @@ func TestFlangeWorkflowAsksMaterial(t *testing.T) {
 	}
 }
 
-// Spec §3.2, §3.4: the user is never asked for an artifact reference, not
+// docs/design.md §3.2, §3.4: the user is never asked for an artifact reference, not
 // even for a workflow they started: the synthetic call's error result
 // sends the model to the catalog, and the model picks the artifact.
 func TestWorkflowSelectionMissingArtifactGoesToModel(t *testing.T) {
@@ -327,7 +327,7 @@ func TestWorkflowSelectionMissingArtifactGoesToModel(t *testing.T) {
 	}
 }
 
-// Seed 003 "plan approve/reject", spec §3.3: a workflow with a step that
+// Seed 003 "plan approve/reject", docs/design.md §3.3: a workflow with a step that
 // needs approval waits, before anything runs, with its plan: every step
 // with the arguments it will get. Rejected, nothing runs; approved, the
 // whole chain runs and publishes once.
@@ -411,7 +411,7 @@ func TestWorkflowContinuesThroughStateMachineRetry(t *testing.T) {
 	}
 }
 
-// Spec §3.3 input-required inside a workflow: a step's specialist that asks
+// docs/design.md §3.3 input-required inside a workflow: a step's specialist that asks
 // for more input pauses the workflow call with the specialist's form (the
 // finished steps kept); the answer continues that specialist's task and the
 // workflow goes on. Here the flange is too small for 24 holes.

@@ -10,7 +10,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/chatcli"
 )
 
-// Client calls the clientagent HTTP API (API.md) with a bearer token: the
+// Client calls the clientagent HTTP API (docs/api/openapi.yaml) with a bearer token: the
 // few routes a scenario needs.
 type Client struct {
 	BaseURL string

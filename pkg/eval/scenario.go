@@ -1,5 +1,5 @@
 // Package eval is the multi-step harness of `clientagent eval` (issue 16,
-// seed 004): it loads scenario files (JSON or YAML, docs/evals.md), plays
+// docs/design.md §10): it loads scenario files (JSON or YAML, docs/evals.md), plays
 // each one through a running stack's HTTP API — the prompts of a
 // conversation and scripted answers to its forms and approvals — and checks
 // machine-readable expectations on every turn: the status, the tools called

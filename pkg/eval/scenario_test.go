@@ -106,7 +106,7 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// The shipped scenarios parse and cover the seed-004 set (issue 16).
+// The shipped scenarios parse and cover the docs/design.md §10 set (issue 16).
 func TestShippedScenarios(t *testing.T) {
 	t.Parallel()
 	scenarios, err := Load(filepath.Join("..", "..", "testdata", "evals"))

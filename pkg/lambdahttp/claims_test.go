@@ -12,7 +12,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
 )
 
-// API.md "Auth": on AWS the function reads `sub` from the JWT authorizer's
+// docs/api/openapi.yaml "Auth": on AWS the function reads `sub` from the JWT authorizer's
 // context; a request without it is unauthenticated.
 func TestGatewaySubjectFromEvent(t *testing.T) {
 	t.Parallel()

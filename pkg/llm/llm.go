@@ -1,5 +1,5 @@
 // Package llm is the tool-calling interface the loop speaks to a model
-// (DESIGN §5): messages and tool definitions in, assistant text, tool calls
+// (docs/design.md §6): messages and tool definitions in, assistant text, tool calls
 // and token usage out. Providers live in subpackages named after what they
 // adapt (openai, bedrock, scripted). This package must not know about Valkey,
 // Step Functions or specialists.
@@ -102,7 +102,7 @@ type Usage struct {
 func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
 
 // Response is the model's answer. The loop ends a turn only when ToolCalls
-// is empty, never on a finish reason (spec §3.6).
+// is empty, never on a finish reason (docs/design.md §3.6).
 type Response struct {
 	Text      string     `json:"text,omitempty"`
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`

@@ -263,7 +263,7 @@ func (s *Source) store(ctx context.Context, sc ServerConfig, ct *cachedTools, fr
 }
 
 // CapabilityFromTool is the catalog capability of tool t of server sc
-// (spec §3.2 for skills): its name is <server>_<tool>, sanitized (catalog.New
+// (docs/design.md §3.2 for skills): its name is <server>_<tool>, sanitized (catalog.New
 // makes it unique); its description the tool's title and description; its
 // parameters the tool's inputSchema. It requires approval when the tool is
 // annotated destructive and not read-only, unless the configuration of the

@@ -28,7 +28,7 @@ import (
 const InvokeTimeout = 5 * time.Minute
 
 // Env builds, at a Lambda function's cold start, the parts of the platform
-// that the function's role uses, and nothing else (CONVENTIONS rule 1): a
+// that the function's role uses, and nothing else (docs/design.md §12 rule 1): a
 // step's turn.Handlers get only the fields its handler reaches. It reads:
 //
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)

@@ -73,7 +73,7 @@ type Config struct {
 	Logger       *slog.Logger
 }
 
-// LimitsFromEnv reads the turn limits, starting from the spec's defaults:
+// LimitsFromEnv reads the turn limits, starting from the defaults of docs/design.md §3.6:
 // CLIENTAGENT_MAX_LLM_CALLS, CLIENTAGENT_TOKEN_BUDGET, CLIENTAGENT_MAX_REPEATS,
 // CLIENTAGENT_MAX_FAILURES (the re-plan cap), CLIENTAGENT_MAX_CONCURRENCY,
 // CLIENTAGENT_COST_BUDGET (US dollars per turn, off by default),

@@ -18,7 +18,7 @@ func TestLimitsFromEnv(t *testing.T) {
 		check   func(t *testing.T, maxCalls, budget, conc int, await time.Duration)
 		wantErr bool
 	}{
-		{"defaults are the spec's", nil, func(t *testing.T, maxCalls, budget, conc int, await time.Duration) {
+		{"defaults are docs/design.md's", nil, func(t *testing.T, maxCalls, budget, conc int, await time.Duration) {
 			if maxCalls != 12 || await != 24*time.Hour {
 				t.Errorf("defaults = %d calls, await %s; want 12 and 24h", maxCalls, await)
 			}

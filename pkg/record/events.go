@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Event types of a conversation's event log (issue 15, API.md
+// Event types of a conversation's event log (issue 15, docs/api/openapi.yaml
 // "GET …/events").
 const (
 	EventTurnStarted = "turn.started"
@@ -22,7 +22,7 @@ const (
 // Event is one entry of a conversation's event log: what happened in one
 // of its turns, as the steps do it. ID is the log's own id, assigned when
 // the event is appended; ids grow with time, so the order of a log is
-// total. Data holds the type's fields (API.md), besides type, turn_id and
+// total. Data holds the type's fields (docs/api/openapi.yaml), besides type, turn_id and
 // at.
 type Event struct {
 	ID     string         `json:"-"`

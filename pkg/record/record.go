@@ -1,8 +1,8 @@
-// Package record is the conversation record of spec §3.4 and §3.4a: the
+// Package record is the conversation record of docs/design.md §3.4 and §3.4a: the
 // turns of a conversation, their transcript blocks, pending calls, results
 // and artifacts, and the merged view computed on read (llm_view, pending
 // input ownership, recent_skill_inputs, the transcript window). The Valkey
-// layout (DESIGN §3) lives in the subpackage valkey. This package must not
+// layout (docs/design.md §4) lives in the subpackage valkey. This package must not
 // call the LLM, specialists or Step Functions.
 package record
 
@@ -108,7 +108,7 @@ type Query struct {
 	// TurnID is the step's turn, read in full ("" for none).
 	TurnID string
 	// Window > 0 also reads the newest turns whose transcript blocks cover
-	// Window entries of the LLM view (spec §3.6), for an LLM call.
+	// Window entries of the LLM view (docs/design.md §3.6), for an LLM call.
 	Window int
 	// Outcomes reads the turn's stored call outcomes.
 	Outcomes bool
@@ -122,7 +122,7 @@ type Query struct {
 // id when a call names them (Store.Artifacts).
 const DefaultCatalogSize = 50
 
-// WorkflowSelection is an explicit workflow start (API.md messages body).
+// WorkflowSelection is an explicit workflow start (docs/api/openapi.yaml messages body).
 type WorkflowSelection struct {
 	ID     string         `json:"id"`
 	Inputs map[string]any `json:"inputs,omitempty"`
@@ -180,7 +180,7 @@ type Turn struct {
 	Steps        []Step `json:"steps,omitempty"`
 	// Repeats tracks, per call (tool + canonical arguments), the newest
 	// result and how many calls in a row returned it: no-progress detection
-	// (seed 004) counts only repeats that changed nothing.
+	// (docs/design.md §10) counts only repeats that changed nothing.
 	Repeats map[string]Repeat `json:"repeats,omitempty"`
 	// Failures counts failed results per tool this turn (the re-plan cap).
 	Failures map[string]int `json:"failures,omitempty"`
@@ -217,7 +217,7 @@ type Repeat struct {
 // Answered reports whether the open pause's token has been answered.
 func (t *Turn) Answered() bool { return t.TaskToken != "" && t.AnsweredToken == t.TaskToken }
 
-// Step is one visible step of a turn (API.md Turn.steps): an LLM call
+// Step is one visible step of a turn (docs/api/openapi.yaml Turn.steps): an LLM call
 // (Tool "llm") or a tool call.
 type Step struct {
 	Tool      string    `json:"tool"`
@@ -290,7 +290,7 @@ const (
 	KindInvalid  CallKind = "invalid" // unknown tool or unparsable arguments
 )
 
-// CallState is where a pending call is in its lifecycle (spec §3.3).
+// CallState is where a pending call is in its lifecycle (docs/design.md §3.3).
 type CallState string
 
 const (
@@ -328,17 +328,17 @@ type PendingCall struct {
 	Approved     bool   `json:"approved,omitempty"`
 	Note         string `json:"note,omitempty"` // user's note on approval/rejection
 	// EditedFrom is the hash of the arguments before the user edited them
-	// on approval (seed 003 "modify"); the audit records both hashes.
+	// on approval (docs/design.md §9 "modify"); the audit records both hashes.
 	EditedFrom string `json:"edited_from,omitempty"`
 	// FilesNote names the files the user uploaded with the reply to this
-	// call (spec §3.5); it goes into the call's tool result.
+	// call (docs/design.md §3.5); it goes into the call's tool result.
 	FilesNote string `json:"files_note,omitempty"`
 	// A2A continues a specialist task that answered input-required.
 	A2A *A2ATask `json:"a2a,omitempty"`
 	// FromUser marks the call the user made by selecting a workflow
-	// explicitly (spec §3.4): no model chose its arguments, so every input
+	// explicitly (docs/design.md §3.4): no model chose its arguments, so every input
 	// it lacks is asked in its form rather than returned as an error, except
-	// an artifact reference, which the user is never asked for (spec §3.2):
+	// an artifact reference, which the user is never asked for (docs/design.md §3.2):
 	// the model gets that error and picks one from the catalog.
 	FromUser bool `json:"from_user,omitempty"`
 	// Plan is what a workflow call waiting for approval will run, step by
@@ -355,7 +355,7 @@ type A2ATask struct {
 	WorkflowStep int `json:"workflow_step,omitempty"`
 }
 
-// Result statuses (spec §3.5).
+// Result statuses (docs/design.md §3.5).
 const (
 	ResultSucceeded   = "succeeded"
 	ResultFailed      = "failed"
@@ -367,7 +367,7 @@ const (
 	ResultAnswered = "answered"
 )
 
-// ToolResult is the compact JSON that goes back to the model (spec §3.5).
+// ToolResult is the compact JSON that goes back to the model (docs/design.md §3.5).
 type ToolResult struct {
 	Status       string            `json:"status"`
 	Summary      string            `json:"summary,omitempty"`

@@ -9,15 +9,15 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 )
 
-// DefaultWindow is the transcript window of spec §3.6: at most this many
+// DefaultWindow is the transcript window of docs/design.md §3.6: at most this many
 // entries of llm_messages go to the model.
 const DefaultWindow = 80
 
 // TitleLimit is the longest title derived from a first user text, in runes.
 const TitleLimit = 80
 
-// Placeholder results for a call without a stored result (spec §3.4a,
-// DESIGN §3). They are compact ToolResult JSON like every other result, and
+// Placeholder results for a call without a stored result (docs/design.md §3.4a,
+// docs/design.md §4). They are compact ToolResult JSON like every other result, and
 // each says what is true of the call.
 var (
 	notExecutedResult  = mustJSON(ToolResult{Status: ResultNotExecuted, Summary: "This call was not executed."})
@@ -75,7 +75,7 @@ func Assemble(m Meta, turns []*Turn, arts []artifact.Artifact) *Conversation {
 	return c
 }
 
-// SortTurns orders turns by StartedAt, then id (spec §3.4a: blocks ordered
+// SortTurns orders turns by StartedAt, then id (docs/design.md §3.4a: blocks ordered
 // by turn start; the id breaks ties deterministically).
 func SortTurns(ts []*Turn) {
 	sort.SliceStable(ts, func(i, j int) bool { return turnBefore(ts[i], ts[j]) })
@@ -108,8 +108,8 @@ func (c *Conversation) Turn(id string) (*Turn, bool) {
 	return nil, false
 }
 
-// LLMView is the transcript the LLM call of turn turnID sees (spec §3.4a
-// llm_view, DESIGN §3): every other turn's block ordered by start, then
+// LLMView is the transcript the LLM call of turn turnID sees (docs/design.md §3.4a
+// llm_view, docs/design.md §4): every other turn's block ordered by start, then
 // this turn's own block last, so a model working on this turn never gets
 // another turn's newer request as the last word. It repairs the merged
 // transcript so that every provider accepts it:
@@ -133,7 +133,7 @@ func (c *Conversation) Turn(id string) (*Turn, bool) {
 // A blocked turn (the guardian blocked its message, what the model wrote,
 // or its workflow call) contributes only BlockedText as its user message.
 //
-// Then the window of spec §3.6 applies (window <= 0: none): when the view
+// Then the window of docs/design.md §3.6 applies (window <= 0: none): when the view
 // has more than window entries the oldest are dropped, cutting only where a
 // user message starts and never inside this turn's block, so no result is
 // orphaned and this turn's user message is always kept.
@@ -320,7 +320,7 @@ func placeholder(owner *Turn, id string, isSelf bool) string {
 	return stillRunningResult
 }
 
-// windowStart is where the window of spec §3.6 cuts view (window <= 0:
+// windowStart is where the window of docs/design.md §3.6 cuts view (window <= 0:
 // none), always at a turn's user message at or before selfStart: at the
 // start of turn anchor while at most window entries remain from there,
 // else at the first turn start leaving at most 3/4 of the window (so the
@@ -357,7 +357,7 @@ func windowStart(view []llm.Message, owners []string, selfStart, window int, anc
 	return starts[len(starts)-1]
 }
 
-// RecentSkillInputs is recent_skill_inputs (spec §3.5): for each tool, the
+// RecentSkillInputs is recent_skill_inputs (docs/design.md §3.5): for each tool, the
 // inputs of its newest succeeded call, taken from the tool_inputs of the
 // conversation_history entries of every turn, so they outlive the
 // transcript window. The store keeps them as a summary updated on each
@@ -386,7 +386,7 @@ func (c *Conversation) RecentSkillInputs() map[string]map[string]any {
 }
 
 // NewestInputs are, per tool, the inputs of t's newest succeeded call, from
-// its conversation_history entries (the evidence of spec §3.5).
+// its conversation_history entries (the evidence of docs/design.md §3.5).
 func (t *Turn) NewestInputs() map[string]SkillInputs {
 	out := map[string]SkillInputs{}
 	for _, h := range t.History {
@@ -426,7 +426,7 @@ const (
 )
 
 // StampTurnArtifacts returns a copy of one turn's history with the turn's
-// produced artifacts stamped onto the reply they restore with (spec §3.4a
+// produced artifacts stamped onto the reply they restore with (docs/design.md §3.4a
 // restore fidelity). A pause's followup_questions or plan entry carries the
 // reply text as content, so each artifact goes onto the first assistant
 // entry with content at or after its creation: artifacts produced before a

@@ -9,7 +9,7 @@ import (
 )
 
 // checkProviderInvariant reports the first way view breaks what every
-// provider requires (spec §3.3, §3.4a), or "" when it holds: each
+// provider requires (docs/design.md §3.3, §3.4a), or "" when it holds: each
 // assistant tool call is followed, directly after its message and before
 // any other non-tool message, by exactly one result per call id; no result
 // stands without its call; no call id repeats; no system messages.

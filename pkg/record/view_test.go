@@ -42,7 +42,7 @@ func TestLLMView(t *testing.T) {
 		want   []llm.Message
 	}{
 		{
-			name: "spec §3.4a: blocks ordered by turn start, stored result placed after its call",
+			name: "docs/design.md §3.4a: blocks ordered by turn start, stored result placed after its call",
 			turns: []*Turn{
 				turn("b", 20, StatusSucceeded, user("B"), asst("B done")),
 				turn("a", 10, StatusSucceeded, user("A"), asst("", "c1"), res("c1", "r1"), asst("A done")),
@@ -51,7 +51,7 @@ func TestLLMView(t *testing.T) {
 			want:   []llm.Message{user("A"), asst("", "c1"), res("c1", "r1"), asst("A done"), user("B"), asst("B done")},
 		},
 		{
-			name: "DESIGN §3: this turn's own block comes last even though it started first",
+			name: "docs/design.md §4: this turn's own block comes last even though it started first",
 			turns: []*Turn{
 				turn("a", 10, StatusRunning, user("A"), asst("", "c1"), res("c1", "r1")),
 				turn("b", 20, StatusSucceeded, user("B"), asst("B done")),
@@ -60,7 +60,7 @@ func TestLLMView(t *testing.T) {
 			want:   []llm.Message{user("B"), asst("B done"), user("A"), asst("", "c1"), res("c1", "r1")},
 		},
 		{
-			name: "spec §3.4a: result stored in another turn's block moves directly after its call",
+			name: "docs/design.md §3.4a: result stored in another turn's block moves directly after its call",
 			turns: []*Turn{
 				turn("a", 10, StatusSucceeded, user("A"), asst("", "c1", "c2")),
 				turn("b", 20, StatusSucceeded, user("B"), res("c2", "r2"), res("c1", "r1"), asst("B done")),
@@ -69,7 +69,7 @@ func TestLLMView(t *testing.T) {
 			want:   []llm.Message{user("A"), asst("", "c1", "c2"), res("c1", "r1"), res("c2", "r2"), user("B"), asst("B done")},
 		},
 		{
-			name: "spec §3.4a: a finished turn's call with no result gets not executed",
+			name: "docs/design.md §3.4a: a finished turn's call with no result gets not executed",
 			turns: []*Turn{
 				turn("a", 10, StatusSuperseded, user("A"), asst("", "c1")),
 				turn("b", 20, StatusRunning, user("B")),
@@ -78,7 +78,7 @@ func TestLLMView(t *testing.T) {
 			want:   []llm.Message{user("A"), asst("", "c1"), res("c1", notExecutedResult), user("B")},
 		},
 		{
-			name: "DESIGN §3: another running turn's ready call gets a still-running placeholder",
+			name: "docs/design.md §4: another running turn's ready call gets a still-running placeholder",
 			turns: []*Turn{
 				{ID: "a", StartedAt: at(10), Status: StatusRunning, Messages: []llm.Message{user("A"), asst("", "c1")},
 					Pending: []PendingCall{{CallID: "c1", State: CallReady}}},
@@ -128,7 +128,7 @@ func TestLLMView(t *testing.T) {
 			want: []llm.Message{user("A"), asst("", "c1"), res("c1", "first"), asst("again"), asst("A done")},
 		},
 		{
-			name: "spec §3.6: window cuts the oldest turns at a user boundary",
+			name: "docs/design.md §3.6: window cuts the oldest turns at a user boundary",
 			turns: []*Turn{
 				turn("a", 10, StatusSucceeded, user("A"), asst("", "c1"), res("c1", "r1"), asst("A done")),
 				turn("b", 20, StatusSucceeded, user("B"), asst("B done")),
@@ -139,7 +139,7 @@ func TestLLMView(t *testing.T) {
 			want:   []llm.Message{user("B"), asst("B done"), user("C")},
 		},
 		{
-			name: "spec §3.6: window never cuts inside a tool group; keeps from the last allowed user message",
+			name: "docs/design.md §3.6: window never cuts inside a tool group; keeps from the last allowed user message",
 			turns: []*Turn{
 				turn("a", 10, StatusSucceeded, user("A"), asst("A done")),
 				turn("b", 20, StatusRunning, user("B"), asst("", "c1", "c2"), res("c1", "r1"), res("c2", "r2")),
@@ -149,7 +149,7 @@ func TestLLMView(t *testing.T) {
 			want:   []llm.Message{user("B"), asst("", "c1", "c2"), res("c1", "r1"), res("c2", "r2")},
 		},
 		{
-			name: "spec §3.6: window drops a newer other turn but keeps this turn's own block whole",
+			name: "docs/design.md §3.6: window drops a newer other turn but keeps this turn's own block whole",
 			turns: []*Turn{
 				turn("a", 10, StatusRunning, user("A"), asst("", "c1"), res("c1", "r1")),
 				turn("b", 20, StatusSucceeded, user("B"), asst("B1"), asst("B2"), asst("B3")),
@@ -214,7 +214,7 @@ func TestAssemble(t *testing.T) {
 	}
 }
 
-// spec §3.5: recent_skill_inputs come from conversation_history of every turn, newest wins.
+// docs/design.md §3.5: recent_skill_inputs come from conversation_history of every turn, newest wins.
 func TestRecentSkillInputs(t *testing.T) {
 	t.Parallel()
 	h := func(tool, status string, sec int, holes int) HistoryEntry {
@@ -230,7 +230,7 @@ func TestRecentSkillInputs(t *testing.T) {
 	}
 }
 
-// spec §3.4a restore fidelity.
+// docs/design.md §3.4a restore fidelity.
 func TestStampTurnArtifacts(t *testing.T) {
 	t.Parallel()
 	a1 := artifact.Artifact{ID: "a1", Name: "one.svg", MimeType: "image/svg+xml", TurnID: "t", CreatedAt: at(5)}

@@ -1,5 +1,5 @@
 // Package smoke checks a deployment of clientagent end to end through its
-// public HTTP API (API.md), as a user would after `make deploy`: a
+// public HTTP API (docs/api/openapi.yaml), as a user would after `make deploy`: a
 // conversation, the Popelnase turn, a form, an approval and a rejection, an
 // artifact downloaded as the web page does (a JSON link fetched without the
 // token, from the page's origin), and the conversation's deletion. It
@@ -89,7 +89,7 @@ type run struct {
 	png  string // artifact id of the Popelnase PNG
 }
 
-// turnView is the part of API.md's Turn the smoke reads.
+// turnView is the part of docs/api/openapi.yaml's Turn the smoke reads.
 type turnView struct {
 	TurnID string `json:"turn_id"`
 	Status string `json:"status"`

@@ -18,7 +18,7 @@ type AppendOutput struct {
 }
 
 // Append puts the batch's results into the transcript in call order, and
-// the artifacts they produced into the catalog, in one write (spec §3.3,
+// the artifacts they produced into the catalog, in one write (docs/design.md §3.3,
 // §3.5). A specialist that answered input-required sends its call back to
 // a form instead; the rest of the batch keeps its stored results and waits
 // with it (batch rule). Idempotent: an appended batch is not appended twice.
@@ -167,7 +167,7 @@ func (h *Handlers) appendResults(cat *catalog.Catalog, t *record.Turn, outcomes 
 }
 
 // countResult updates the turn's no-progress state with one call's result
-// (seed 004): a repeat counts only when the same call returned the same
+// (docs/design.md §10): a repeat counts only when the same call returned the same
 // result as its previous run; a failure of a call that ran counts towards
 // the re-plan cap of its tool.
 func countResult(t *record.Turn, tool, key string, r record.ToolResult, ran bool) {

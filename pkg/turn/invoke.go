@@ -103,7 +103,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	}
 	o.CallID, o.Tool = pc.CallID, pc.Tool
 	// What a specialist answered is stored within the limits the model
-	// reads it in (spec §3.5), so a huge reply never bloats the record;
+	// reads it in (docs/design.md §3.5), so a huge reply never bloats the record;
 	// the raw payload has its own cap.
 	o.Result.Summary = batch.Truncate(o.Result.Summary, batch.MaxSummary)
 	o.Result.Result = batch.Truncate(o.Result.Result, batch.MaxResult)

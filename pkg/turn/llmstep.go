@@ -38,12 +38,12 @@ type StepOutput struct {
 }
 
 // LLMStep makes one LLM call with every tool and stores the assistant
-// message (spec §2, §3.6). It is idempotent: a retried step whose
+// message (docs/design.md §2, §3.6). It is idempotent: a retried step whose
 // assistant message is already stored returns the same answer without
 // calling the model again. The call's spend is recorded as soon as the
 // provider answers, so a step that fails later still counts it.
 //
-// Limits end the turn with a message (seed 004): at most MaxLLMCalls
+// Limits end the turn with a message (docs/design.md §10): at most MaxLLMCalls
 // calls, the token budget, the wall-clock budget, an empty final answer, a
 // call that keeps returning the same result (no progress) and a tool that
 // keeps failing (the re-plan cap). A response that reaches a limit ends the
@@ -158,7 +158,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	if len(resp.ToolCalls) == 0 {
 		text := strings.TrimSpace(resp.Text)
 		if text == "" {
-			// spec §3.6: an empty final answer is an error, never stored as one.
+			// docs/design.md §3.6: an empty final answer is an error, never stored as one.
 			return h.endFailed(ctx, in.Ref, t, "llm", "The model returned an empty answer. Please try again or rephrase the request.")
 		}
 		t.Messages = append(t.Messages, resp.AssistantMessage())
@@ -470,7 +470,7 @@ func failureMessage(name, cause string) string {
 }
 
 // startWorkflow injects a synthetic assistant call to an explicitly
-// selected workflow (spec §3.4): the form inputs are its arguments, so it
+// selected workflow (docs/design.md §3.4): the form inputs are its arguments, so it
 // takes the same validate/pause/execute path with no LLM routing decision.
 func (h *Handlers) startWorkflow(ctx context.Context, r Ref, t *record.Turn) (StepOutput, error) {
 	args := t.Workflow.Inputs

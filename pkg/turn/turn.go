@@ -1,4 +1,4 @@
-// Package turn is the tool-calling loop of spec §2–§3, cut into the steps
+// Package turn is the tool-calling loop of docs/design.md §2–§3, cut into the steps
 // the turn state machine (statemachine/turn.asl.json) sequences: LLMStep,
 // Validate, Await, Invoke and Append. Each handler reads the conversation
 // record once and writes it once; the state machine passes only ids and
@@ -48,7 +48,7 @@ const (
 	NextLLM    = "llm"    // Append: back to the model
 )
 
-// Limits bound one turn (spec §3.6, seed 004). A limit is checked after
+// Limits bound one turn (docs/design.md §3.6, docs/design.md §10). A limit is checked after
 // every LLM call as well as before the next: a response that reaches one
 // ends the turn there, and none of its calls runs or asks the user.
 type Limits struct {
@@ -75,7 +75,7 @@ type Limits struct {
 	MaxConcurrency int
 }
 
-// DefaultLimits are the spec's bounds.
+// DefaultLimits are the bounds of docs/design.md §3.6.
 func DefaultLimits() Limits {
 	return Limits{MaxLLMCalls: 12, TokenBudget: 200_000, MaxRepeats: 3, MaxFailures: 2, TurnTimeout: 15 * time.Minute,
 		Window: 80, AwaitTimeout: 24 * time.Hour, MaxConcurrency: 8}
@@ -389,10 +389,10 @@ func Env(conv *record.Conversation, t *record.Turn) catalog.Env {
 func CallID(turnID string, n int) string { return fmt.Sprintf("call_%s_%d", turnID, n) }
 
 // SelectionCallID is the id of the synthetic call an explicit workflow
-// selection makes in turn turnID (spec §3.4).
+// selection makes in turn turnID (docs/design.md §3.4).
 func SelectionCallID(turnID string) string { return "call_wf_" + turnID }
 
-// stepLog writes the structured line of one step (DESIGN §7).
+// stepLog writes the structured line of one step (docs/design.md §8).
 func (h *Handlers) stepLog(ctx context.Context, r Ref, step, tool, status string, started time.Time, tokens int, err error) {
 	attrs := []any{
 		slog.String("conversation", r.ConversationID),

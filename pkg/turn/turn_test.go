@@ -191,13 +191,13 @@ func TestRetriedStepsDuplicateNothing(t *testing.T) {
 	if tr.Status != record.StatusSucceeded || tr.LLMCalls != 2 || len(tr.Produced) != 1 {
 		t.Errorf("turn = %s, %d LLM calls, produced %v; want succeeded, 2, one artifact", tr.Status, tr.LLMCalls, tr.Produced)
 	}
-	// DESIGN §7: the call that ran is in the durable audit log, once.
+	// docs/design.md §8: the call that ran is in the durable audit log, once.
 	if diff := cmp.Diff([]string{"call_t1_1/call/succeeded"}, f.events(t)); diff != "" {
 		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
 }
 
-// Spec §3.3, DESIGN §7: an approval covers exactly the arguments shown; a
+// docs/design.md §3.3, docs/design.md §8: an approval covers exactly the arguments shown; a
 // retried Await keeps one history entry and the newest token.
 func TestAwaitRetryKeepsOnePause(t *testing.T) {
 	t.Parallel()
@@ -245,7 +245,7 @@ func TestAwaitRetryKeepsOnePause(t *testing.T) {
 	if last.ToolCallID != "call_t1_1" || r.Status != record.ResultRejected || f.inv.n.Load() != 0 {
 		t.Errorf("last message = %+v (status %s), invocations %d; want p1 rejected and nothing run", last, r.Status, f.inv.n.Load())
 	}
-	// DESIGN §7: the rejection is audited with the hash of what was shown.
+	// docs/design.md §8: the rejection is audited with the hash of what was shown.
 	if diff := cmp.Diff([]string{"call_t1_1/rejected/"}, f.events(t)); diff != "" {
 		t.Errorf("audit events (-want +got):\n%s", diff)
 	}
@@ -344,7 +344,7 @@ func runRounds(t *testing.T, f *fixture, rounds int) turn.StepOutput {
 	return out
 }
 
-// Issue 12 defect 2, spec §3.6: with MaxLLMCalls=N a model that always
+// Issue 12 defect 2, docs/design.md §3.6: with MaxLLMCalls=N a model that always
 // calls a tool makes the specialist run at most N-1 times, and the turn
 // fails with the limit message.
 func TestLastAllowedCallRunsNothing(t *testing.T) {
@@ -527,7 +527,7 @@ func (s *failingSave) SaveTurn(ctx context.Context, cid string, t *record.Turn, 
 	return s.Store.SaveTurn(ctx, cid, t, arts...)
 }
 
-// DESIGN §7, issue 4: one structured log line per step with the
+// docs/design.md §8, issue 4: one structured log line per step with the
 // conversation, turn, step, tool, status, latency and tokens.
 func TestStepLogLines(t *testing.T) {
 	t.Parallel()
@@ -576,7 +576,7 @@ func TestStepLogLines(t *testing.T) {
 	}
 }
 
-// Spec §3.6: a model that stays unreachable after the state machine's
+// docs/design.md §3.6: a model that stays unreachable after the state machine's
 // retries ends the turn with a message the user can act on, and a
 // provider's refusal carries the provider's own words.
 func TestFailTurnMessages(t *testing.T) {
@@ -605,7 +605,7 @@ func TestFailTurnMessages(t *testing.T) {
 	}
 }
 
-// DESIGN §7: an approved call whose specialist then asks for more input
+// docs/design.md §8: an approved call whose specialist then asks for more input
 // runs the changed arguments only after a new approval.
 func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	t.Parallel()
@@ -703,7 +703,7 @@ func twoCallsFixture(t *testing.T) *fixture {
 	return f
 }
 
-// Spec §3.4a, DESIGN §7: superseding a batch whose other call already ran
+// docs/design.md §3.4a, docs/design.md §8: superseding a batch whose other call already ran
 // keeps that call's result and artifact; only the open call is not_executed.
 // A retried Append after the batch went back to a form pauses again.
 func TestSupersedeKeepsCallsThatRan(t *testing.T) {
@@ -977,7 +977,7 @@ func TestLLMStepOrEventRecordsDeadExecutions(t *testing.T) {
 }
 
 // A specialist's huge reply is stored within the limits the model reads it
-// in (spec §3.5): the record never holds more.
+// in (docs/design.md §3.5): the record never holds more.
 func TestInvokeStoresRepliesWithinLimits(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, func(req llm.Request) *llm.Response {

@@ -23,7 +23,7 @@ type Reply struct {
 	// Approval decides every call of the open approval it names.
 	Approval *Decision `json:"approval,omitempty"`
 	// Files are uploads the user made with this reply (artifact ids); the
-	// calls it answers name them in their results (spec §3.5).
+	// calls it answers name them in their results (docs/design.md §3.5).
 	Files []string `json:"files,omitempty"`
 	// Superseded: the user sent new free text instead.
 	Superseded bool `json:"superseded,omitempty"`
@@ -33,7 +33,7 @@ type Reply struct {
 
 // Decision is an approval decision on the open approval named ID
 // (batch.ApprovalID): it covers exactly the calls and arguments shown.
-// Arguments, with approve, are the user's edits by call id (seed 003
+// Arguments, with approve, are the user's edits by call id (docs/design.md §9
 // "modify"); they are validated like the model's arguments.
 type Decision struct {
 	ID        string                    `json:"id"`
@@ -104,7 +104,7 @@ type ValidateOutput struct {
 }
 
 // Validate checks every call of the newest assistant message, or applies
-// the user's reply to the paused batch (spec §3.3). Batch rule: while any
+// the user's reply to the paused batch (docs/design.md §3.3). Batch rule: while any
 // call needs a form answer or an approval nothing runs; forms come first,
 // then approval. Answers are validated like the model's arguments.
 func (h *Handlers) Validate(ctx context.Context, in ValidateInput) (ValidateOutput, error) {
@@ -258,7 +258,7 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, conv *record.Conversation, t
 		}
 		// A specialist's input-required answer continues the same A2A
 		// task with changed arguments; a skill that needs approval needs a
-		// new approval of them (DESIGN §7).
+		// new approval of them (docs/design.md §8).
 		if entry, ok := cat.Lookup(pc.Tool); ok && pc.A2A != nil && pc.State == record.CallReady && entry.RequiresApproval {
 			pc.State, pc.Approved = record.CallNeedsApproval, false
 			pc.ApprovalHash = catalog.ArgumentsHash(pc.Arguments)
@@ -271,7 +271,7 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, conv *record.Conversation, t
 		if err := Decide(cat, t.Pending, *r.Approval, e); err != nil {
 			h.log().Warn("approval refused", "turn", t.ID, "approval", r.Approval.ID, "error", err)
 		} else if r.Approval.Decision == "approve" {
-			// spec §3.4a restore fidelity: an approval leaves a plan_approved
+			// docs/design.md §3.4a restore fidelity: an approval leaves a plan_approved
 			// entry without content.
 			t.History = append(t.History, record.HistoryEntry{Role: "user", Kind: record.KindPlanApproved, At: h.now()})
 		}
@@ -285,7 +285,7 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, conv *record.Conversation, t
 	}
 }
 
-// filesNote names the uploads ids of conv for a tool result (spec §3.5).
+// filesNote names the uploads ids of conv for a tool result (docs/design.md §3.5).
 func filesNote(conv *record.Conversation, ids []string) string {
 	var files []artifact.Artifact
 	for _, id := range ids {

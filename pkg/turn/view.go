@@ -9,7 +9,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// View is a turn as the API reports it (API.md "Turn").
+// View is a turn as the API reports it (docs/api/openapi.yaml "Turn").
 type View struct {
 	TurnID string        `json:"turn_id"`
 	Status record.Status `json:"status"`

@@ -1,5 +1,5 @@
-// Package batch is the call lifecycle of spec §3.3 and the tool results of
-// spec §3.5: it turns the tool calls of one assistant message into pending
+// Package batch is the call lifecycle of docs/design.md §3.3 and the tool results of
+// docs/design.md §3.5: it turns the tool calls of one assistant message into pending
 // calls (invalid, needs input, needs approval, ready), applies form answers
 // and approval decisions, and builds the compact results the model reads.
 // It lives beside package catalog, not in it, because package record
@@ -26,7 +26,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// Input sources (spec §3.5 input_sources).
+// Input sources (docs/design.md §3.5 input_sources).
 const (
 	SourceModel   = "model"
 	SourceUser    = "user"
@@ -51,7 +51,7 @@ var (
 	// keeps waiting with its form (the API answers 4xx).
 	ErrInvalidAnswer = errors.New("invalid answer")
 	// ErrApprovalStale is returned when a call's arguments no longer hash to
-	// what was shown for approval (DESIGN §7).
+	// what was shown for approval (docs/design.md §8).
 	ErrApprovalStale = errors.New("arguments changed since they were shown for approval")
 	// ErrInvalidEdit wraps edited arguments that do not validate; nothing
 	// changes (the API answers 400 with the reason).
@@ -59,7 +59,7 @@ var (
 )
 
 // Validate checks every call of one assistant message, in order, before
-// anything runs (spec §3.3) and returns one pending call per tool call.
+// anything runs (docs/design.md §3.3) and returns one pending call per tool call.
 func Validate(c *catalog.Catalog, calls []llm.ToolCall, env catalog.Env) []record.PendingCall {
 	out := make([]record.PendingCall, 0, len(calls))
 	for _, tc := range calls {
@@ -150,7 +150,7 @@ func jsonKind(v any) string {
 
 // check runs the rules after parsing on pc.Arguments/pc.Sources and sets
 // pc's state: the first problem the model must fix wins, then forms, then
-// approval (spec §3.3).
+// approval (docs/design.md §3.3).
 func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env catalog.Env) {
 	pc.Error = ""
 	pc.Form = nil
@@ -225,7 +225,7 @@ func check(c *catalog.Catalog, e catalog.Entry, pc *record.PendingCall, env cata
 
 	var missing, optional []catalog.FormField
 	for _, p := range e.Params {
-		// spec §3.2: the user is never asked for an artifact reference.
+		// docs/design.md §3.2: the user is never asked for an artifact reference.
 		asked := p.UserInput || pc.FromUser && p.ContextKey == "" && !p.Attached && !p.ArtifactRef
 		if !asked || !isEmpty(args[p.Name]) {
 			continue
@@ -290,7 +290,7 @@ func checkSteps(c *catalog.Catalog, e catalog.Entry, inputs map[string]any, env 
 				return fmt.Sprintf("invalid inputs for %s: %s would get %s. Correct the inputs and call %s again.", e.Tool, e.Workflow.StepLabel(i), msg, e.Tool)
 			}
 		}
-		// spec §3.3: an artifact id the workflow passes on must exist now
+		// docs/design.md §3.3: an artifact id the workflow passes on must exist now
 		// (an earlier step's output is left out above).
 		for _, p := range se.Params {
 			id, ok := args[p.Name].(string)
@@ -511,7 +511,7 @@ func NextPause(calls []record.PendingCall) (kind string, idx []int) {
 
 // ApplyAnswers merges form answers into pc's arguments with source "user"
 // (strings are coerced to the field's type: "12" → 12, "true" → true) and
-// validates the call again (spec §3.3). An answer that does not validate
+// validates the call again (docs/design.md §3.3). An answer that does not validate
 // returns an error wrapping ErrInvalidAnswer and leaves pc unchanged, still
 // waiting with its form. On success pc moves on: to CallNeedsApproval when
 // the skill needs approval, CallAnswered for ask_user, else CallReady.
@@ -752,8 +752,8 @@ func ApprovalID(calls []record.PendingCall) string {
 }
 
 // ApplyEdit replaces the arguments of pc, a call waiting for approval,
-// with the user's edit (seed 003 "modify") and validates them like the
-// model's arguments (spec §3.3): values the platform owns are filled from
+// with the user's edit (docs/design.md §9 "modify") and validates them like the
+// model's arguments (docs/design.md §3.3): values the platform owns are filled from
 // context again, whatever the edit says. Every argument the edit changed
 // or added gets source "user"; the rest keep theirs. On success pc still
 // waits for approval, of the edited arguments (EditedFrom keeps the hash

@@ -87,7 +87,7 @@ func schemaAccepts(t *testing.T, schema map[string]any, args map[string]any) boo
 }
 
 // FuzzEditAndAnswers checks the user's edits and form answers against
-// arbitrary schemas (issue 20, seed 003 "modify", spec §3.3): an edited
+// arbitrary schemas (issue 20, docs/design.md §9 "modify", docs/design.md §3.3): an edited
 // approval is accepted exactly when the schema accepts the edited
 // arguments (checked with jsonschema directly), and form answers that are
 // accepted always leave arguments the schema accepts.

@@ -76,7 +76,7 @@ func call(id, name, args string) llm.ToolCall {
 	return llm.ToolCall{ID: id, Name: name, Arguments: args}
 }
 
-// spec §3.3: every validation rule, one call each.
+// docs/design.md §3.3: every validation rule, one call each.
 func TestValidate_Rules(t *testing.T) {
 	t.Parallel()
 	c := demoCatalog(t)
@@ -270,7 +270,7 @@ func TestValidate_Rules(t *testing.T) {
 	}
 }
 
-// spec §3.3: calls keep their order; each is judged on its own.
+// docs/design.md §3.3: calls keep their order; each is judged on its own.
 func TestValidate_KeepsOrder(t *testing.T) {
 	t.Parallel()
 	c := demoCatalog(t)
@@ -289,7 +289,7 @@ func TestValidate_KeepsOrder(t *testing.T) {
 	}
 }
 
-// spec §3.3: batch rule — nothing runs until no call needs the user; forms
+// docs/design.md §3.3: batch rule — nothing runs until no call needs the user; forms
 // come first, then approval.
 func TestNextPause(t *testing.T) {
 	t.Parallel()
@@ -327,7 +327,7 @@ func TestNextPause(t *testing.T) {
 	}
 }
 
-// spec §3.3: form answers go through the same validation before the call runs.
+// docs/design.md §3.3: form answers go through the same validation before the call runs.
 func TestApplyAnswers(t *testing.T) {
 	t.Parallel()
 	c := demoCatalog(t)
@@ -473,7 +473,7 @@ func TestApplyAnswers_InputRequired(t *testing.T) {
 	}
 }
 
-// DESIGN §7: an approval covers exactly the arguments shown.
+// docs/design.md §8: an approval covers exactly the arguments shown.
 func TestApplyDecision(t *testing.T) {
 	t.Parallel()
 	c := demoCatalog(t)
@@ -516,7 +516,7 @@ func TestApplyDecision(t *testing.T) {
 	})
 }
 
-// spec §3.5: the example of the spec — the artifact produced by the first
+// docs/design.md §3.5: the example of docs/design.md §3.5 — the artifact produced by the first
 // call is merged at once, so the second call's reference validates.
 func TestValidate_ChainAfterMerge(t *testing.T) {
 	t.Parallel()
@@ -548,7 +548,7 @@ func TestValidate_WorkflowMissingSkill(t *testing.T) {
 	}
 }
 
-// Spec §3.3: an unknown artifact id is an immediate error result for a
+// docs/design.md §3.3: an unknown artifact id is an immediate error result for a
 // workflow too, when one of its inputs feeds a step's artifact reference;
 // a known id, or an earlier step's output, is fine.
 func TestValidate_WorkflowUnknownArtifact(t *testing.T) {
@@ -575,7 +575,7 @@ func TestValidate_WorkflowUnknownArtifact(t *testing.T) {
 	}
 }
 
-// spec §3.4: a workflow call the user made by selecting it explicitly has
+// docs/design.md §3.4: a workflow call the user made by selecting it explicitly has
 // no model to send an error to: every input it lacks is asked in its form
 // (the model's own call to the same workflow gets an error instead), a
 // wrong value is still an error, and answering makes it ready.
@@ -617,7 +617,7 @@ func TestValidate_UserSelectedWorkflow(t *testing.T) {
 	}
 }
 
-// seed 003 "modify" (issue 12): an approval may carry edited arguments;
+// docs/design.md §9 "modify" (issue 12): an approval may carry edited arguments;
 // they are validated like a model's call, and edited fields become the
 // user's.
 func TestApplyEdit(t *testing.T) {

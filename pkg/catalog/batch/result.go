@@ -9,7 +9,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// Limits of a compact tool result, in characters (spec §3.5).
+// Limits of a compact tool result, in characters (docs/design.md §3.5).
 const (
 	MaxSummary = 2000
 	MaxResult  = 6000
@@ -40,7 +40,7 @@ func Truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:i], "") + truncMarker
 }
 
-// Compact applies the limits of spec §3.5 to r and adds what the model
+// Compact applies the limits of docs/design.md §3.5 to r and adds what the model
 // cannot see in its own tool call: when anything other than the model
 // supplied an argument, "inputs" holds those arguments (or their JSON,
 // truncated, when over the limit) and "input_sources" names the source of
@@ -53,7 +53,7 @@ func Compact(pc record.PendingCall, r record.ToolResult) record.ToolResult {
 	r.Inputs = nil
 	r.InputSources = nil
 	if pc.FilesNote != "" {
-		// spec §3.5: a reply to a pending call names its files in that
+		// docs/design.md §3.5: a reply to a pending call names its files in that
 		// call's result.
 		r.Summary = strings.TrimSpace(Truncate(r.Summary, MaxSummary-utf8.RuneCountInString(pc.FilesNote)-1) + "\n" + pc.FilesNote)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// spec §3.5: inputs and input_sources appear only when something other
+// docs/design.md §3.5: inputs and input_sources appear only when something other
 // than the model supplied a value; then input_sources covers every argument.
 func TestCompact_InputsAndSources(t *testing.T) {
 	t.Parallel()
@@ -59,7 +59,7 @@ func TestCompact_InputsAndSources(t *testing.T) {
 	}
 }
 
-// spec §3.5: summary ≤ 2 000, result ≤ 6 000, inputs ≤ 2 000 characters,
+// docs/design.md §3.5: summary ≤ 2 000, result ≤ 6 000, inputs ≤ 2 000 characters,
 // cut on rune boundaries, still valid JSON.
 func TestCompact_Limits(t *testing.T) {
 	t.Parallel()
@@ -114,7 +114,7 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
-// spec §3.5: the immediate results of calls that do not run.
+// docs/design.md §3.5: the immediate results of calls that do not run.
 func TestResultFor(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

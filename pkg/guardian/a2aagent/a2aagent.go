@@ -1,5 +1,5 @@
 // Package a2aagent is the guardian that asks a guardian agent over A2A
-// (CLIENTAGENT_GUARDIAN=a2a:<agent URL>[#skill]), as seed 003's
+// (CLIENTAGENT_GUARDIAN=a2a:<agent URL>[#skill]), as docs/design.md §9's
 // guardian_validate does. Each check is one blocking message/send (JSON-RPC)
 // whose message holds one DataPart
 //

@@ -254,7 +254,7 @@ func (r *textRecorder) text() string {
 	return strings.Join(r.deltas, "")
 }
 
-// transcript is the spec §2 example after a parallel batch of two calls,
+// transcript is the docs/design.md §2 example after a parallel batch of two calls,
 // then a follow-up user message.
 func transcript() llm.Request {
 	return llm.Request{

@@ -217,8 +217,8 @@ func pieces(s string, n int) []string {
 	return out
 }
 
-// transcriptRequest is the spec §2 example mid-way: the user's request, the
-// SVG call and its compact result (spec §3.5), ready for the PNG step; the
+// transcriptRequest is the docs/design.md §2 example mid-way: the user's request, the
+// SVG call and its compact result (docs/design.md §3.5), ready for the PNG step; the
 // artifact catalog is the per-call Context (issue 18).
 func transcriptRequest() llm.Request {
 	return llm.Request{
@@ -297,7 +297,7 @@ func TestCompleteText(t *testing.T) {
 	}
 }
 
-// TestRequestGolden checks the body the server sees (spec §3.6, issue 18):
+// TestRequestGolden checks the body the server sees (docs/design.md §3.6, issue 18):
 // system rules first, assistant message with tool_calls, tool message with
 // tool_call_id, the Context as the last (system) message, function tools
 // with JSON schema and tool_choice "auto", prompt_cache_key, and a streamed
@@ -487,7 +487,7 @@ func TestCompleteWholeAnswer(t *testing.T) {
 	}
 }
 
-// spec §3.6: arguments_error is set on malformed JSON, and the call is still returned.
+// docs/design.md §3.6: arguments_error is set on malformed JSON, and the call is still returned.
 func TestCompleteMalformedArguments(t *testing.T) {
 	t.Parallel()
 	s := newChatServer(t, reply{status: 200, file: "response_bad_arguments.json"})

@@ -50,7 +50,7 @@ var (
 	reRedo     = regexp.MustCompile(`(?i)\b(?:redo|again|repeat|change|modify|update|instead)\b`)
 	reArtID    = regexp.MustCompile(`artifact_id"?\s*[:=]\s*"?([^\s",)}\]]+)`)
 	reMime     = regexp.MustCompile(`mime_type"?\s*[:=]\s*"?([^\s",)}\]]+)`)
-	// reChosen finds the platform's hint for "/workflow <id> text" (spec §3.4).
+	// reChosen finds the platform's hint for "/workflow <id> text" (docs/design.md §3.4).
 	reChosen = regexp.MustCompile(`call the tool (workflow_[A-Za-z0-9_-]+)`)
 	reNumber = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
 	reQuoted = regexp.MustCompile(`"([^"]+)"|“([^”]+)”|'([^']+)'`)
@@ -58,7 +58,7 @@ var (
 
 var numberWords = map[string]int{"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 
-// toolResult is the compact tool result of spec §3.5, as far as the demo reads it.
+// toolResult is the compact tool result of docs/design.md §3.5, as far as the demo reads it.
 type toolResult struct {
 	Status    string            `json:"status"`
 	Summary   string            `json:"summary"`
@@ -268,7 +268,7 @@ func (st *demoState) missingTool(tool string) *llm.Response {
 	return text(fmt.Sprintf("I need the tool %s for this, but it is not offered. Are the demo specialists running?", tool))
 }
 
-// word drives "Create a PNG image with the word X" (spec §2) and the
+// word drives "Create a PNG image with the word X" (docs/design.md §2) and the
 // SVG-only variant.
 func (st *demoState) word(word string, wantPNG bool) *llm.Response {
 	svg := st.find(toolCreateSVG)
@@ -303,7 +303,7 @@ func (st *demoState) word(word string, wantPNG bool) *llm.Response {
 }
 
 // pictures drives "Make three pictures: A, B and C": independent calls go
-// in one assistant message, which the platform runs in parallel (spec §3.3).
+// in one assistant message, which the platform runs in parallel (docs/design.md §3.3).
 func (st *demoState) pictures(items []string) *llm.Response {
 	if len(items) == 0 {
 		return text(HelpText)
@@ -336,7 +336,7 @@ func (st *demoState) pictures(items []string) *llm.Response {
 // valve drives "Design a valve flange with N holes" and "Redo the valve with
 // M holes". It never sends material: that is a user-input field the platform
 // asks for with a form. A redo starts from the skill's recent inputs in the
-// system prompt (spec §3.5 recent_skill_inputs).
+// system prompt (docs/design.md §3.5 recent_skill_inputs).
 func (st *demoState) valve() *llm.Response {
 	holes := 0
 	if m := reHoles.FindStringSubmatch(st.user); m != nil {

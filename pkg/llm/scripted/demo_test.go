@@ -19,7 +19,7 @@ var demoTools = []llm.ToolDefinition{
 	{Name: "publish_artifact", Parameters: json.RawMessage(`{"type":"object","properties":{"artifact_id":{"type":"string"},"channel":{"type":"string"}},"required":["artifact_id","channel"]}`)},
 }
 
-// fakePlatform answers a call with a compact tool result (spec §3.5), the
+// fakePlatform answers a call with a compact tool result (docs/design.md §3.5), the
 // way the orchestrator would after running the specialist.
 type fakePlatform func(call llm.ToolCall, n int) string
 
@@ -33,7 +33,7 @@ func succeeded(call llm.ToolCall, n int) string {
 	case "convert_svg_to_png":
 		r["artifacts"] = []map[string]any{{"artifact_id": fmt.Sprintf("png%d", n), "name": "word.png", "mime_type": "image/png"}}
 	case "design_valve_flange":
-		// material came from the form (spec §3.5 input_sources).
+		// material came from the form (docs/design.md §3.5 input_sources).
 		r["artifacts"] = []map[string]any{{"artifact_id": fmt.Sprintf("fl%d", n), "name": "flange.svg", "mime_type": "image/svg+xml"}}
 		r["inputs"] = map[string]any{"material": "steel"}
 		r["input_sources"] = map[string]any{"holes": "model", "outer_diameter_mm": "model", "material": "user"}
@@ -53,7 +53,7 @@ func withStatus(tool, result string) fakePlatform {
 	}
 }
 
-// drive runs the demo model like the loop does (spec §2): it appends every
+// drive runs the demo model like the loop does (docs/design.md §2): it appends every
 // assistant message and one result per call, until a final text. It
 // returns the calls of each step as "name args" and the final text.
 func drive(t *testing.T, p llm.Provider, system, user string, history []llm.Message, tools []llm.ToolDefinition, platform fakePlatform) ([][]string, string) {
@@ -112,7 +112,7 @@ func TestDemo(t *testing.T) {
 		wantFinal []string // substrings of the final text
 	}{
 		{
-			name: "spec §2: PNG with a word chains svg then png",
+			name: "docs/design.md §2: PNG with a word chains svg then png",
 			user: "Create a PNG image with the word Popelnase",
 			wantSteps: [][]string{
 				{`create_svg_artifact {"word":"Popelnase"}`},
@@ -133,13 +133,13 @@ func TestDemo(t *testing.T) {
 			wantFinal: []string{"Hello World", "png2"},
 		},
 		{
-			name:      "valve: no material, the platform asks for it (spec §3.3)",
+			name:      "valve: no material, the platform asks for it (docs/design.md §3.3)",
 			user:      "Design a valve flange with 4 holes",
 			wantSteps: [][]string{{`design_valve_flange {"holes":4,"outer_diameter_mm":120}`}},
 			wantFinal: []string{"4 holes", "material steel", "fl1"},
 		},
 		{
-			name:      "redo uses recent skill inputs from the system prompt (spec §3.5)",
+			name:      "redo uses recent skill inputs from the system prompt (docs/design.md §3.5)",
 			system:    catalogPrompt,
 			user:      "Redo the valve with 6 holes",
 			wantSteps: [][]string{{`design_valve_flange {"holes":6,"material":"steel","outer_diameter_mm":120}`}},
@@ -180,7 +180,7 @@ func TestDemo(t *testing.T) {
 			wantFinal: []string{"no artifact"},
 		},
 		{
-			name: "three pictures in one batch (spec §3.3 parallel)",
+			name: "three pictures in one batch (docs/design.md §3.3 parallel)",
 			user: "Make three pictures: cat, dog and bird",
 			wantSteps: [][]string{{
 				`create_svg_artifact {"word":"cat"}`,

@@ -2,7 +2,7 @@
 // function from its environment, for the functions that check: llmstep
 // (the user's message), validate (tool calls) and append (tool results).
 // It lives apart from pkg/platform.Env so that the other functions link
-// neither the guardian's A2A client nor Bedrock (CONVENTIONS rule 1).
+// neither the guardian's A2A client nor Bedrock (docs/design.md §12 rule 1).
 //
 //	CLIENTAGENT_GUARDIAN            empty (none), rules:<file>, a2a:<agent URL>[#skill],
 //	                                bedrock:<guardrail id>:<version>

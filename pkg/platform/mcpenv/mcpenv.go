@@ -5,7 +5,7 @@
 // Every function that builds the tool catalogue or calls tools (api,
 // llmstep, validate, append, invoke) loads it; it lives apart from
 // pkg/platform.Env so that the functions that do neither (await, events)
-// do not link the Secrets Manager client (CONVENTIONS rule 1).
+// do not link the Secrets Manager client (docs/design.md §12 rule 1).
 package mcpenv
 
 import (

@@ -12,7 +12,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
-// ElastiCache Serverless is cluster mode (DESIGN §3): every method must work
+// ElastiCache Serverless is cluster mode (docs/design.md §4): every method must work
 // through a cluster client, which refuses a transaction spanning slots.
 func TestEveryMethodWorksOnACluster(t *testing.T) {
 	t.Parallel()

@@ -15,7 +15,7 @@ import (
 
 // FuzzMergeTurns saves the progressing states of several turns through the
 // real Store (on the embedded server) in a random interleaving, with
-// repeated saves, and checks that Load merges them (spec §3.4a, DESIGN §3):
+// repeated saves, and checks that Load merges them (docs/design.md §3.4a, docs/design.md §4):
 // every turn's final state is there, and the transcript is each turn's
 // block, whole and contiguous, ordered by turn start (ties by id). With
 // duplicate provider ids across turns (issue 12), each turn's view is

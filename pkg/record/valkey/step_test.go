@@ -26,7 +26,7 @@ func finished(i int) *record.Turn {
 }
 
 // Issue 13: a step reads what its LLM view needs and no more, and the view
-// it builds is exactly the view of the whole conversation (spec §3.4a,
+// it builds is exactly the view of the whole conversation (docs/design.md §3.4a,
 // §3.6), for any window and any turn, with old active turns included.
 func TestLoadStepViewEqualsFullView(t *testing.T) {
 	t.Parallel()

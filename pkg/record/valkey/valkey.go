@@ -1,5 +1,5 @@
 // Package valkey stores conversation records (package record) in Valkey or
-// Redis with go-redis v9, laid out as DESIGN §3 so that concurrent turns
+// Redis with go-redis v9, laid out as docs/design.md §4 so that concurrent turns
 // cannot lose each other's writes and every key of one conversation shares
 // one cluster slot:
 //

@@ -54,7 +54,7 @@ func progress(i, step int) *record.Turn {
 	return tr
 }
 
-// DESIGN §3 / spec §3.4a: concurrent turns cannot lose each other's messages.
+// docs/design.md §4 / docs/design.md §3.4a: concurrent turns cannot lose each other's messages.
 func TestConcurrentTurnsLoseNothing(t *testing.T) {
 	t.Parallel()
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
@@ -346,7 +346,7 @@ func TestOpenReal(t *testing.T) {
 	}
 }
 
-// Spec §3.4a concurrent turns: the list shows the newest turn's status,
+// docs/design.md §3.4a concurrent turns: the list shows the newest turn's status,
 // so an older turn that ends while a newer one runs does not hide it.
 func TestListStatusIsTheNewestTurns(t *testing.T) {
 	t.Parallel()

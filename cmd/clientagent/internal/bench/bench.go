@@ -88,7 +88,7 @@ type Report struct {
 	FirstError string `json:"first_error,omitempty"`
 }
 
-// turnView is what the driver reads of API.md's Turn.
+// turnView is what the driver reads of docs/api/openapi.yaml's Turn.
 type turnView struct {
 	Status string `json:"status"`
 	// EndedAt, when the API gives it, is when the turn ended (its last
