@@ -66,7 +66,9 @@ const usage = `usage:
 ` + evalcli.Usage
 
 func main() {
-	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+		return // -h / --help: the usage was printed, as asked
+	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "clientagent:", err)
 		os.Exit(1)
 	}
@@ -114,7 +116,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 			}
 			*tok = t
 		}
-		// Ctrl-C goes to the chat, which asks about a running turn and ends cleanly.
+		// Ctrl-C goes to the chat: it stops a running turn, or clears the
+		// prompt's line; Ctrl-D or /exit leaves with status 0.
 		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 		defer stop()
 		intr := make(chan os.Signal, 1)

@@ -25,10 +25,7 @@ import (
 // tests start, signal and kill a real process.
 func TestMain(m *testing.M) {
 	if os.Getenv("CLIENTAGENT_TEST_MAIN") == "1" {
-		if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-			fmt.Fprintln(os.Stderr, "clientagent:", err)
-			os.Exit(1)
-		}
+		main()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

@@ -44,9 +44,9 @@ type Options struct {
 	PollInterval time.Duration
 	// NoStream follows turns by polling only, never through the event stream.
 	NoStream bool
-	// Interrupt delivers Ctrl-C (os.Interrupt): at the prompt it ends Run
-	// cleanly; while a turn runs it asks whether to stop the turn or leave
-	// it running, and then ends Run cleanly. Nil: no interrupts.
+	// Interrupt delivers Ctrl-C (os.Interrupt): at the prompt it clears the
+	// line; while a turn runs it stops the turn and returns to the prompt.
+	// The end of In (Ctrl-D) or /exit ends Run. Nil: no interrupts.
 	Interrupt <-chan os.Signal
 }
 
@@ -91,7 +91,13 @@ func Run(ctx context.Context, opts Options) error {
 	for {
 		s.printf("> ")
 		line, err := s.readLine(ctx)
-		if errors.Is(err, errQuit) || errors.Is(err, errInterrupted) {
+		if errors.Is(err, errInterrupted) {
+			// Ctrl-C at the prompt clears the line, as a shell does (the
+			// terminal drops what was typed); Ctrl-D or /exit leaves.
+			s.printf("\n")
+			continue
+		}
+		if errors.Is(err, errQuit) {
 			s.printf("\n")
 			return nil
 		}
@@ -268,7 +274,7 @@ const (
 
 // follow shows a turn until it ends, asking the user whenever it waits for
 // input or approval: from the turn's event stream, or by polling when the
-// stream is unavailable. Ctrl-C meanwhile asks whether to stop the turn.
+// stream is unavailable. Ctrl-C meanwhile stops the turn.
 func (s *session) follow(ctx context.Context, tid string) error {
 	f := &following{tid: tid, printed: map[string]string{}}
 	err := errNoStream
@@ -282,36 +288,25 @@ func (s *session) follow(ctx context.Context, tid string) error {
 	case errors.Is(err, errTurnShown):
 		return nil
 	case errors.Is(err, errInterrupted):
-		return s.askStop(ctx, tid)
+		return s.stopTurn(ctx, tid)
 	}
 	return err
 }
 
-// askStop asks, after Ctrl-C, whether to stop the running turn or leave it
-// running; either way the REPL then ends (errQuit). A second Ctrl-C or the
-// end of input leaves it running.
-func (s *session) askStop(ctx context.Context, tid string) error {
-	s.printf("\nThe turn is still running. Stop it, or leave it running? [s]top / [L]eave: ")
-	line, err := s.readLine(ctx)
-	if err != nil && !errors.Is(err, errInterrupted) && !errors.Is(err, errQuit) {
-		return err
-	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "s", "stop":
-		t, err := s.api.CancelTurn(ctx, s.cid, tid)
-		var ae *APIError
-		switch {
-		case err == nil:
-			s.printf("stopped: %s\n", firstNonEmpty(t.Reply, "the turn was cancelled"))
-		case errors.As(err, &ae) && ae.Status == http.StatusConflict:
-			s.printf("the turn had already ended (%s)\n", ae.Message)
-		default:
-			s.printf("could not stop the turn: %v\n", err)
-		}
+// stopTurn stops the running turn after Ctrl-C, as a REPL stops the
+// command it runs, and returns to the prompt.
+func (s *session) stopTurn(ctx context.Context, tid string) error {
+	t, err := s.api.CancelTurn(ctx, s.cid, tid)
+	var ae *APIError
+	switch {
+	case err == nil:
+		s.printf("\nstopped: %s\n", firstNonEmpty(t.Reply, "the turn was cancelled"))
+	case errors.As(err, &ae) && ae.Status == http.StatusConflict:
+		s.printf("\nthe turn had already ended (%s)\n", ae.Message)
 	default:
-		s.printf("\nleft the turn running; see it again with: clientagent chat --conversation %s\n", s.cid)
+		s.printf("\ncould not stop the turn: %v\n", err)
 	}
-	return errQuit
+	return nil
 }
 
 // following is what has been shown of one turn, shared by the stream and

@@ -143,40 +143,46 @@ func TestFollowStream(t *testing.T) {
 // (POST …/cancel) and Run ends without an error.
 func TestInterruptStopsTurn(t *testing.T) {
 	t.Parallel()
-	for _, tt := range []struct {
-		answer  string
-		cancels int
-		want    string
-	}{
-		{"s", 1, "stopped: Cancelled at your request.\n"},
-		{"", 0, "left the turn running; see it again with: clientagent chat --conversation c1\n"},
-	} {
-		t.Run(fmt.Sprintf("answer %q", tt.answer), func(t *testing.T) {
-			t.Parallel()
-			a := &streamAPI{hold: true, events: []string{`{"type":"step.started","turn_id":"t1","tool":"create_svg_artifact","call_id":"k1"}`}}
-			srv := newStreamAPI(t, a)
-			intr := make(chan os.Signal, 1)
-			// Ctrl-C once the event is on the screen (issue 31: this
-			// slept 50 ms after the server wrote it, and a slow client
-			// had not shown it yet).
-			w := &shownWriter{want: "→ create_svg_artifact … running\n", shown: make(chan struct{})}
-			go func() {
-				<-w.shown
-				intr <- os.Interrupt
-			}()
-			opts := Options{BaseURL: srv.URL, Token: testToken, In: strings.NewReader("draw\n" + tt.answer + "\n"), Out: w,
-				HTTPClient: srv.Client(), PollInterval: time.Millisecond, OutDir: t.TempDir(), Interrupt: intr}
-			if err := Run(t.Context(), opts); err != nil {
-				t.Fatalf("Run() = %v, want nil; output:\n%s", err, w.String())
-			}
-			out := w.String()
-			wantInOrder(t, out, "→ create_svg_artifact … running\n", "Stop it, or leave it running? [s]top / [L]eave: ", tt.want)
-			a.mu.Lock()
-			defer a.mu.Unlock()
-			if a.cancels != tt.cancels {
-				t.Errorf("cancel requests = %d, want %d", a.cancels, tt.cancels)
-			}
-		})
+	a := &streamAPI{hold: true, events: []string{`{"type":"step.started","turn_id":"t1","tool":"create_svg_artifact","call_id":"k1"}`}}
+	srv := newStreamAPI(t, a)
+	intr := make(chan os.Signal, 1)
+	// Ctrl-C once the event is on the screen.
+	w := &shownWriter{want: "→ create_svg_artifact … running\n", shown: make(chan struct{})}
+	go func() {
+		<-w.shown
+		intr <- os.Interrupt
+	}()
+	// After the stop, the prompt is back: /workflows still runs, then
+	// the end of input (Ctrl-D) leaves.
+	opts := Options{BaseURL: srv.URL, Token: testToken, In: strings.NewReader("draw\n/exit\n"), Out: w,
+		HTTPClient: srv.Client(), PollInterval: time.Millisecond, OutDir: t.TempDir(), Interrupt: intr}
+	if err := Run(t.Context(), opts); err != nil {
+		t.Fatalf("Run() = %v, want nil; output:\n%s", err, w.String())
+	}
+	wantInOrder(t, w.String(), "→ create_svg_artifact … running\n", "stopped: Cancelled at your request.\n", "> ")
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.cancels != 1 {
+		t.Errorf("cancel requests = %d, want 1", a.cancels)
+	}
+}
+
+// Ctrl-C at the prompt clears the line and prompts again, as a shell does;
+// it never ends the session.
+func TestInterruptAtThePromptClearsTheLine(t *testing.T) {
+	t.Parallel()
+	srv := newStreamAPI(t, &streamAPI{})
+	intr := make(chan os.Signal, 1)
+	intr <- os.Interrupt
+	in, inW := io.Pipe()
+	w := &shownWriter{want: "> \n> ", shown: make(chan struct{})}
+	go func() {
+		<-w.shown // the interrupt was taken and the prompt is back
+		_, _ = inW.Write([]byte("/exit\n"))
+	}()
+	opts := Options{BaseURL: srv.URL, Token: testToken, In: in, Out: w, HTTPClient: srv.Client(), PollInterval: time.Millisecond, OutDir: t.TempDir(), Interrupt: intr}
+	if err := Run(t.Context(), opts); err != nil {
+		t.Fatalf("Run() = %v, want nil; output:\n%s", err, w.String())
 	}
 }
 
@@ -203,21 +209,6 @@ func (w *shownWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
-}
-
-// Ctrl-C at the prompt ends Run without an error.
-func TestInterruptAtPrompt(t *testing.T) {
-	t.Parallel()
-	srv := newStreamAPI(t, &streamAPI{})
-	intr := make(chan os.Signal, 1)
-	intr <- os.Interrupt
-	var out strings.Builder
-	r, w := io.Pipe()
-	defer w.Close()
-	err := Run(t.Context(), Options{BaseURL: srv.URL, Token: testToken, In: r, Out: &out, HTTPClient: srv.Client(), Interrupt: intr})
-	if err != nil {
-		t.Errorf("Run() after Ctrl-C at the prompt = %v, want nil", err)
-	}
 }
 
 // Without an API at the URL, the error says how to start one.
