@@ -50,7 +50,10 @@ const usage = `usage:
                                        --fast-agents (or CLIENTAGENT_FAST_AGENTS=1): the demo specialists
                                        answer at once with a tiny artifact and keep nothing (load runs);
                                        CLIENTAGENT_LOG_LEVEL=debug|info|warn|error (default info),
-                                       CLIENTAGENT_LOG=FILE (logs to FILE instead of stderr)
+                                       CLIENTAGENT_LOG=FILE (logs to FILE instead of stderr),
+                                       CLIENTAGENT_STORE=auto|server|embedded|memory (where conversations
+                                       are kept when VALKEY_URL is not set; default auto: a valkey-server
+                                       or redis-server on PATH, its data under .data, else the embedded one)
   clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--poll 5ms] [--pid PID,…]
                                        run N Popelnase turns, C at a time, through the API and print
                                        p50/p99 ms, turns/s and the stack's memory as one JSON line

@@ -320,3 +320,28 @@ func TestREADMEMCPExampleStarts(t *testing.T) {
 	p.popelnase()
 	p.stop(syscall.SIGTERM)
 }
+
+// CLIENTAGENT_STORE chooses the store when VALKEY_URL is not set.
+func TestStoreConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		want    devStore
+		wantErr bool
+	}{
+		{name: "VALKEY_URL wins", vars: map[string]string{"VALKEY_URL": "redis://127.0.0.1:1/0", "CLIENTAGENT_STORE": "server"}},
+		{name: "memory", vars: map[string]string{"CLIENTAGENT_STORE": "memory"}},
+		{name: "embedded", vars: map[string]string{"CLIENTAGENT_STORE": "embedded"}, want: devStore{persist: true}},
+		{name: "unknown", vars: map[string]string{"CLIENTAGENT_STORE": "disk"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := storeConfig(func(k string) string { return tt.vars[k] })
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("storeConfig() = %+v, %v; want %+v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}

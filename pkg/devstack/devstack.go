@@ -65,7 +65,8 @@ type Config struct {
 	StoreOutage time.Duration
 	// Addr is where the API, page, demo agents and engine listen (default 127.0.0.1:8080).
 	Addr string
-	// DataDir holds the signing key, artifacts and the audit log (default ./.data).
+	// DataDir holds the signing key, artifacts, the audit log and a local
+	// store (StoreDir) (default ./.data).
 	DataDir string
 	// ValkeyURL points at a real Valkey/Redis; it wins over ValkeyServer
 	// and PersistEmbedded.

@@ -22,6 +22,8 @@
 //
 // Like package agents, a failing server is a failed result, never a failed
 // turn, and a server that is down keeps its tools in the catalog, marked
-// unavailable. This package must not decide which call runs, validate
+// unavailable. A server whose configuration cannot be completed (a secret
+// header that cannot be read; ResolveEach) counts as down, so the local
+// stack starts without it. This package must not decide which call runs, validate
 // arguments, or touch the conversation record.
 package mcp
