@@ -333,7 +333,7 @@ type slowAgent struct {
 	// started counts the calls that reached the specialist.
 	started atomic.Int32
 	mu      sync.Mutex
-	runs []span
+	runs    []span
 }
 
 type span struct{ start, end time.Time }

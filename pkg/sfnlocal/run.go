@@ -436,7 +436,7 @@ func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states
 
 	var resC chan invokeResult
 	var invokeC <-chan time.Time // the engine's InvokeTimeout
-	var abandon func() // lets a running handler go on when the attempt is aborted
+	var abandon func()           // lets a running handler go on when the attempt is aborted
 	var fn string
 	if f.resume != nil {
 		timeoutAt = f.resume.TimeoutAt
