@@ -10,8 +10,7 @@ run: ## the local stack: API + web page, local Step Functions engine, Valkey (a 
 	@$(GO) build -o bin/clientagent ./cmd/clientagent
 	bin/clientagent dev
 
-test: deps ## every test (Go unit + embedded integration + node checks + browser tests when Chromium is installed)
-	$(GO) vet ./...
+test: deps lint ## every test (Go unit + embedded integration + node checks + browser tests when Chromium is installed), after make lint
 	$(GO) test -count=1 -timeout 15m ./...
 	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
 
@@ -25,6 +24,7 @@ test-race:
 
 deps: npm
 	$(GO) mod download
+	cd infra && $(GO) mod download
 
 # node packages for the checks that use node (asl-validator, jsonata 2.0.6,
 # @a2a-js/sdk, playwright-core). Skipped, with a message, without npm.
@@ -45,9 +45,16 @@ build: ## Lambda bootstraps (arm64, provided.al2023) under bin/<function>/bootst
 	done
 	$(GO) build -o bin/clientagent ./cmd/clientagent
 
-lint:
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1)
+# staticcheck is a tool of the root module (go.mod's tool line, fetched by
+# go mod download); infra/ runs the same binary, which go tool -n names.
+lint: ## gofmt, go mod tidy -diff, go vet and staticcheck, in both modules (root and infra/)
+	@files=$$(git ls-files '*.go') && out=$$(gofmt -l $$files) && test -z "$$out" || { echo "gofmt -l lists:"; echo "$$out"; exit 1; }
+	$(GO) mod tidy -diff
+	cd infra && $(GO) mod tidy -diff
 	$(GO) vet ./...
+	cd infra && $(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	staticcheck=$$($(GO) tool -n staticcheck) && cd infra && $$staticcheck ./...
 
 fuzz: ## every Fuzz* target of the module, each for FUZZTIME (default 20s); found with go test -list
 	FUZZTIME=$${FUZZTIME:-20s} GO=$(GO) scripts/fuzz.sh

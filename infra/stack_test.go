@@ -48,7 +48,8 @@ func TestMain(m *testing.M) {
 	// Dummy bootstraps, each with its own content so that a test can tell
 	// which directory an asset came from.
 	for _, name := range append(functionNames(), FnDemoAgents) {
-		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err == nil {
+		err := os.MkdirAll(filepath.Join(dir, name), 0o755)
+		if err == nil {
 			err = os.WriteFile(filepath.Join(dir, name, "bootstrap"), []byte("#!/bin/sh\n# fake "+name+"\n"), 0o755)
 		}
 		if err != nil {

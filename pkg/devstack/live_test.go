@@ -206,8 +206,7 @@ func TestCancelARunningTurn(t *testing.T) {
 	t.Parallel()
 	slow, agentURL := startSlowAgent(t, time.Minute)
 	slow.hold = make(chan struct{})
-	var m *model
-	m = &model{decide: func(req llm.Request) *llm.Response {
+	m := &model{decide: func(req llm.Request) *llm.Response {
 		if strings.HasPrefix(lastUser(req), "and now") {
 			return answer("all done")
 		}

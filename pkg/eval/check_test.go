@@ -7,8 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 // mustExpect parses one turn's expectations from YAML, as a scenario file
 // would give them (schemas compiled, regexps checked).
 func mustExpect(t *testing.T, yamlExpect string) Expect {

@@ -234,4 +234,3 @@ func schemaProperties(raw json.RawMessage) map[string]bool {
 	}
 	return out
 }
-

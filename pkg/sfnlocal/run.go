@@ -200,6 +200,7 @@ func finishState(assign map[string]any, output any, hasOutput bool, states, vars
 	if hasOutput {
 		v, err := evalTemplate(output, states, vars)
 		if err != nil {
+			//lint:ignore ST1005 the message starts with the ASL field it is about
 			return nil, fmt.Errorf("Output: %w", err)
 		}
 		out = v
@@ -209,6 +210,7 @@ func finishState(assign map[string]any, output any, hasOutput bool, states, vars
 		for k, tmpl := range assign {
 			v, err := evalTemplate(tmpl, states, vars)
 			if err != nil {
+				//lint:ignore ST1005 the message starts with the ASL field it is about
 				return nil, fmt.Errorf("Assign %q: %w", k, err)
 			}
 			vals[k] = v
