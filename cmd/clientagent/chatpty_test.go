@@ -123,7 +123,7 @@ func TestChatSignalsInATerminal(t *testing.T) {
 	if _, err := tty.Write([]byte{3}); err != nil {
 		t.Fatal(err)
 	}
-	at = out.waitFor(t, at, "> ")
+	out.waitFor(t, at, "> ")
 	select {
 	case err := <-exited:
 		t.Fatalf("the chat ended at a Ctrl-C at the prompt (%v); output:\n%s", err, out.String())
