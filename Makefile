@@ -15,9 +15,9 @@ test: deps lint ## every test (Go unit + embedded integration + node checks + br
 	cd infra && $(JSII_QUIET) $(GO) test -count=1 ./...
 
 # The slow suite: faults that take real minutes (a 30 s store stall, an
-# outage past the retry budget); build tag slow. CI runs it after make test.
+# outage past the retry budget); build tag slow, in pkg/devstack. CI runs it beside make test.
 test-slow: deps
-	$(GO) test -tags slow -count=1 -timeout 20m -run 'TestSlow' ./...
+	$(GO) test -tags slow -count=1 -timeout 20m -run 'TestSlow' ./pkg/devstack/
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m ./...
