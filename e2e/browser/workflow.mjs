@@ -27,6 +27,8 @@ async function startWorkflow(page, values) {
 }
 
 await main("workflow", async (page) => {
+  // The sidebar lists the workflows once the catalog has loaded.
+  await page.getByTestId("workflow").first().waitFor({ state: "attached", timeout: 60000 });
   const ids = await page.getByTestId("workflow").evaluateAll((els) => els.map((e) => e.dataset.id));
   if (!ids.includes("word_to_png") || !ids.includes("flange_drawing")) throw new Error(`sidebar workflows [${ids.join(", ")}], want word_to_png and flange_drawing`);
 

@@ -63,7 +63,9 @@ func (h *Handlers) finishCancel(ctx context.Context, r Ref, user string, reporte
 		return nil, nil, err
 	}
 	if t.Status.Final() {
-		if reported {
+		// Cancelled already: a step that found this cancel's mark may have
+		// finished it first, which is this cancel's own end.
+		if reported && t.Status != record.StatusCancelled {
 			return conv, t, fmt.Errorf("cancel turn %s (%s): %w", t.ID, t.Status, ErrTurnEnded)
 		}
 		return conv, t, nil
