@@ -43,6 +43,13 @@ func slowTurnOn(t *testing.T, addr, reply string) (*client, *slowAgent, string, 
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
+	// The step shows the call running once it is ready; the specialist
+	// has it only after the call's start is stored (Store.StartCall).
+	for end := time.Now().Add(60 * time.Second); ag.started.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the specialist never got the call")
+		}
+	}
 	return c, ag, cid, tid
 }
 
