@@ -63,7 +63,10 @@ func normalize(text string) normalized {
 		r, size := utf8.DecodeRuneInString(text[i:])
 		out := foldRune(r)
 		if r == utf8.RuneError && size == 1 {
-			out = text[i : i+1] // not UTF-8: kept as it is
+			// Not UTF-8: a replacement character, never the byte itself,
+			// so two stray bytes around a removed mark cannot join into a
+			// new character (the form would then not be idempotent).
+			out = "\uFFFD"
 		}
 		b.WriteString(out)
 		for range len(out) {

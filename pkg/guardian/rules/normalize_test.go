@@ -34,7 +34,7 @@ func TestNormalize(t *testing.T) {
 		{"spaces are kept", "f o r", "f o r"},
 		{"a Cyrillic letter without a Latin look-alike stays", "д", "д"},
 		{"CJK stays", "今天", "今天"},
-		{"invalid UTF-8 stays one byte", "a\xffb", "a\xffb"},
+		{"invalid UTF-8 becomes U+FFFD, so stray bytes never join", "a\xffb", "a\ufffdb"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
