@@ -203,7 +203,7 @@ func TestReturnedFileBounds(t *testing.T) {
 				t.Parallel()
 				lim := lim
 				if tc.noMinRate {
-					lim.MinRate = 0
+					lim.MinRate = -1 // none (0 is the default rate)
 				}
 				rig := newFileRig(t, rdb, lim, tc.quota)
 				cid := valkeytest.ID(t, "c")
