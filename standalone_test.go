@@ -18,6 +18,7 @@ func TestNoReferenceLeavesTheRepository(t *testing.T) {
 		t.Skipf("git ls-files: %v (the check reads the tracked files)", err)
 	}
 	outside := regexp.MustCompile(`\bspec §|\bDESIGN(\.md)?\b|\bAPI\.md\b|\bCONVENTIONS(\.md)?\b|\bseeds?[ /_-]?0\d\d|\.\./shared\b`)
+	wrapped := regexp.MustCompile(`\b(spec|DESIGN|seed)[ \t]*\n[ \t]*(//|#|\*)?[ \t]*(§|0\d\d)`)
 	skip := []string{"node_modules/", "testdata/fuzz/", "web/vendor/", "go.sum", "package-lock.json"}
 	var found []string
 	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
@@ -32,6 +33,10 @@ func TestNoReferenceLeavesTheRepository(t *testing.T) {
 			if m := outside.FindString(line); m != "" {
 				found = append(found, f+":"+strconv.Itoa(i+1)+": "+m)
 			}
+		}
+		// A reference a comment wraps across lines ("spec" / "// §3.4").
+		for _, m := range wrapped.FindAllIndex(b, -1) {
+			found = append(found, f+":"+strconv.Itoa(1+strings.Count(string(b[:m[0]]), "\n"))+": "+strings.Join(strings.Fields(string(b[m[0]:m[1]])), " "))
 		}
 	}
 	// Every section of docs/design.md that is cited exists.

@@ -1,4 +1,4 @@
-// workflow.mjs: a workflow template started from the page's catalog (spec
+// workflow.mjs: a workflow template started from the page's catalog (docs/design.md
 // §3.4, issue 8). The sidebar lists the catalog's workflows; "Word to PNG"
 // opened and started with its input empty pauses the turn with a typed form
 // for `word` (an explicit selection has no model to fill it); the answer runs

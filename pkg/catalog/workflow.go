@@ -519,7 +519,7 @@ func (w Workflow) StepArguments(i int, inputs map[string]any, outputs []StepOutp
 	return out, nil
 }
 
-// StepSources names where each of step i's arguments comes from (spec
+// StepSources names where each of step i's arguments comes from (docs/design.md
 // §3.5 input_sources), for the specialist: an argument that is one
 // workflow input has that input's source in callSources (model when it
 // has none); anything the template writes or computes (a literal, an

@@ -73,7 +73,7 @@ type Conversation struct {
 	// ArtifactTotal is the number of artifacts in the whole catalog, when
 	// Artifacts holds only part of it (0: Artifacts is the whole catalog).
 	ArtifactTotal int
-	// Inputs is the summary of recent_skill_inputs the store keeps (spec
+	// Inputs is the summary of recent_skill_inputs the store keeps (docs/design.md
 	// §3.5): per tool, the inputs of its newest succeeded call of any turn.
 	Inputs map[string]SkillInputs
 	// WindowFrom is the turn where the last LLM call's transcript window

@@ -165,7 +165,7 @@ func (c *Conversation) LLMWindow(turnID string, window int) ([]llm.Message, stri
 	}
 
 	// Each turn's own results by call id (the first stored copy), and the
-	// results stored in a block that has no call with their id (spec
+	// results stored in a block that has no call with their id (docs/design.md
 	// §3.4a: a batch resumed in a later turn), which a call of any turn
 	// without a result of its own may take.
 	own := make(map[*Turn]map[string]string, len(ordered))

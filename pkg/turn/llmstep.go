@@ -337,8 +337,8 @@ func (h *Handlers) activeTime(t *record.Turn) time.Duration {
 	return d
 }
 
-// noProgress ends the turn before a call that cannot make progress (seed
-// 004): the same call (tool and arguments) that returned the same result
+// noProgress ends the turn before a call that cannot make progress (docs/design.md
+// §10): the same call (tool and arguments) that returned the same result
 // MaxRepeats-1 times in a row, or a call of a tool that already failed
 // MaxFailures times in this turn (the re-plan cap). Results are counted by
 // Append (countResults).
