@@ -109,12 +109,7 @@ func TestFullValkeyServesReads(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 	ctx := t.Context()
-	var used int64
-	for _, line := range strings.Split(admin.Info(ctx, "memory").Val(), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			fmt.Sscan(v, &used)
-		}
-	}
+	used := valkeytest.UsedMemory(t, admin)
 	if err := admin.ConfigSet(ctx, "maxmemory", fmt.Sprint(used/2)).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -205,12 +200,7 @@ func TestFullValkeyRefusesEveryWriteAndChangesNothing(t *testing.T) {
 	admin := redis.NewClient(&redis.Options{Addr: addr})
 	defer admin.Close()
 	ctx := t.Context()
-	var used int64
-	for _, line := range strings.Split(admin.Info(ctx, "memory").Val(), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			fmt.Sscan(v, &used)
-		}
-	}
+	used := valkeytest.UsedMemory(t, admin)
 	if err := admin.ConfigSet(ctx, "maxmemory", fmt.Sprint(used/2)).Err(); err != nil {
 		t.Fatal(err)
 	}

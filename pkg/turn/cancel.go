@@ -142,13 +142,11 @@ func (h *Handlers) settleLate(ctx context.Context, r Ref) error {
 		return err
 	}
 	arts := h.appendResults(cat, t, outcomes)
-	if h.Events != nil {
-		t.Events = append(t.Events, h.savedEvents(t, arts)...)
-	}
-	err = h.Store.SaveTurn(ctx, r.ConversationID, t, arts...)
-	t.Events = nil
-	if err != nil && !errors.Is(err, record.ErrNotFound) {
-		return &TransientError{Err: fmt.Errorf("settle the late results of turn %s: %w", t.ID, err)}
+	// Not save: the turn ended at the cancel, and its end time and trace
+	// stay the cancel's.
+	var gone *NotFoundError
+	if err := h.write(ctx, r, t, arts...); err != nil && !errors.As(err, &gone) {
+		return err
 	}
 	h.stepLog(ctx, r, "settle", "", string(t.Status), h.now(), 0, nil)
 	return nil

@@ -331,6 +331,20 @@ func ResolveArtifacts(ctx context.Context, store record.Store, conv *record.Conv
 
 func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
 	t.UpdatedAt = h.now()
+	if err := h.write(ctx, r, t, arts...); err != nil {
+		return err
+	}
+	if t.Status.Final() {
+		// Steps return early on an ended turn, so this runs once per turn.
+		h.turnEnded(ctx, r, t)
+	}
+	return nil
+}
+
+// write stores t as it is, with the events of the write, waiting out a
+// store that is away (outlast); save is write for a step, which also
+// stamps the update and ends the turn's trace once.
+func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
 	if h.Events != nil {
 		// The write's events go in its own round trip.
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
@@ -350,10 +364,6 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 			h.log().ErrorContext(ctx, "store full", append([]any{"conversation", r.ConversationID, "turn", t.ID, "error", err.Error()}, metrics.Count(metrics.StoreFull)...)...)
 		}
 		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
-	}
-	if t.Status.Final() {
-		// Steps return early on an ended turn, so this runs once per turn.
-		h.turnEnded(ctx, r, t)
 	}
 	return nil
 }

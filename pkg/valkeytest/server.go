@@ -5,9 +5,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Server starts a redis-server of t's own on a free loopback port, with
@@ -46,4 +50,21 @@ func Server(t *testing.T, args ...string) (string, *os.Process) {
 	}
 	t.Fatalf("redis-server on %s did not start", addr)
 	return "", nil
+}
+
+// UsedMemory is the server's used_memory (INFO memory), for fault tests
+// that set maxmemory relative to it.
+func UsedMemory(t testing.TB, c redis.UniversalClient) int64 {
+	t.Helper()
+	for _, line := range strings.Split(c.Info(t.Context(), "memory").Val(), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("used_memory %q: %v", v, err)
+			}
+			return n
+		}
+	}
+	t.Fatal("INFO memory has no used_memory")
+	return 0
 }

@@ -111,13 +111,7 @@ func TestFullServerServesReads(t *testing.T) {
 	if err != nil || used <= 0 {
 		t.Fatalf("MEMORY USAGE = %d, %v", used, err)
 	}
-	info := c.Info(ctx, "memory").Val()
-	var usedMem int64
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			fmt.Sscan(v, &usedMem)
-		}
-	}
+	usedMem := valkeytest.UsedMemory(t, c)
 	if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(usedMem/2)).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +158,7 @@ func TestActiveConversationIsNeverEvicted(t *testing.T) {
 	if err := s.SaveTurn(ctx, "live", tr, artifact.Artifact{ID: "art_live", CreatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	var usedMem int64
-	for _, line := range strings.Split(c.Info(ctx, "memory").Val(), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
-			fmt.Sscan(v, &usedMem)
-		}
-	}
+	usedMem := valkeytest.UsedMemory(t, c)
 	if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(usedMem+4<<20)).Err(); err != nil {
 		t.Fatal(err)
 	}

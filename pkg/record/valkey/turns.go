@@ -271,9 +271,6 @@ func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.A
 		args = append(args, a.ID, ab, a.CreatedAt.UnixMilli())
 	}
 	err := putArtifactsScript.Run(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid), artOrderKey(cid)}, args...).Err()
-	if errors.Is(err, redis.Nil) {
-		err = nil
-	}
 	if err != nil {
 		return fmt.Errorf("put artifacts of %s: %w", cid, classify(err))
 	}

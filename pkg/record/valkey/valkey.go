@@ -196,7 +196,7 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spen
 // would answer only EXECABORT.
 func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) error {
 	err := markAnsweredScript.Run(ctx, s.rdb, []string{convKey(cid)}, answeredPrefix+turnID, token, int64(s.ttl/time.Second)).Err()
-	if err != nil && !errors.Is(err, redis.Nil) {
+	if err != nil {
 		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, classify(err))
 	}
 	return nil
