@@ -115,8 +115,26 @@ func foldRune(r rune) string {
 		}
 	}
 	out := b.String()
+	// A skeleton may hold runes that fold further (º → o): fold them too,
+	// so the normal form of a normal form is itself.
+	if again := foldString(out, r); again != out {
+		out = again
+	}
 	foldCache.Store(r, out)
 	return out
+}
+
+// foldString folds each rune of s but self (which would recurse).
+func foldString(s string, self rune) string {
+	var b strings.Builder
+	for _, d := range s {
+		if d == self || d < utf8.RuneSelf {
+			b.WriteRune(d)
+			continue
+		}
+		b.WriteString(foldRune(d))
+	}
+	return b.String()
 }
 
 // invisible reports whether r is removed: a format character or a
