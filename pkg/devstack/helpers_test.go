@@ -20,7 +20,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // model is a scripted LLM for one test: decide sees each request and
@@ -231,9 +231,9 @@ func (c *client) send(cid, text string) string {
 	return out.TurnID
 }
 
-func (c *client) turn(cid, tid string) turn.View {
+func (c *client) turn(cid, tid string) wire.Turn {
 	c.t.Helper()
-	var v turn.View
+	var v wire.Turn
 	if code := c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v); code != http.StatusOK {
 		c.t.Fatalf("GET turn = %d, want 200", code)
 	}
@@ -241,7 +241,7 @@ func (c *client) turn(cid, tid string) turn.View {
 }
 
 // wait polls the turn until its status leaves running.
-func (c *client) wait(cid, tid string) turn.View {
+func (c *client) wait(cid, tid string) wire.Turn {
 	c.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
@@ -252,7 +252,7 @@ func (c *client) wait(cid, tid string) turn.View {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c.t.Fatalf("turn %s still running after 90s", tid)
-	return turn.View{}
+	return wire.Turn{}
 }
 
 // waitRunning polls the turn until a call of tool shows as running.

@@ -15,6 +15,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // A Valkey outage past the budget (docs/architecture.md, "How long a store
@@ -58,7 +59,7 @@ func TestSlowValkeyOutagePastTheBudgetFailsTurnCleanly(t *testing.T) {
 	}
 	// The record still says running, so the API asks Step Functions once
 	// the record is older than api.DefaultFreshFor.
-	var v turn.View
+	var v wire.Turn
 	for end := time.Now().Add(api.DefaultFreshFor + 20*time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK && v.Status != "running" {
 			break

@@ -16,6 +16,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // A Valkey outage in the middle of a turn that ends within the budget
@@ -47,7 +48,7 @@ func TestValkeyOutageWithinTheBudgetTheTurnGoesOn(t *testing.T) {
 	if err := mr.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	var v turn.View
+	var v wire.Turn
 	for end := time.Now().Add(40 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK && v.Status != "running" {
 			break

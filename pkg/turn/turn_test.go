@@ -29,6 +29,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turnview"
 )
 
 type staticCatalogs struct{ c *catalog.Catalog }
@@ -903,7 +904,7 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	}
 	tr, _ := conv.Turn("t1")
 	var steps []string
-	for _, s := range turn.NewView(conv, tr, outcomes).Steps {
+	for _, s := range turnview.New(conv, tr, outcomes).Steps {
 		steps = append(steps, s.Tool+"/"+s.CallID+"/"+s.Status)
 	}
 	if diff := cmp.Diff([]string{"create_svg_artifact/call_t1_1.0/succeeded", "workflow_word_to_png/call_t1_1/running"}, steps[len(steps)-2:]); diff != "" {
