@@ -3,7 +3,9 @@
 // capabilities, workflow templates and ask_user, and what validation needs
 // of each tool (Entry); the checks of a batch of tool calls before anything
 // runs (docs/design.md §3.3) and the tool results live in the subpackage batch,
-// because package record imports this one. It must not call specialists,
+// which reads records. Package record is below this one: it must not
+// import the catalog (the form field and plan step types it stores are
+// pkg/wire's). It must not call specialists,
 // Valkey or the LLM.
 package catalog
 

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
-	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
@@ -250,11 +249,11 @@ type PendingCall struct {
 	Kind   CallKind `json:"kind"`
 	// Arguments are the merged arguments: the model's, form answers and
 	// values filled from context. Sources names where each came from.
-	Arguments map[string]any      `json:"arguments,omitempty"`
-	Sources   map[string]string   `json:"input_sources,omitempty"` // model|user|context
-	State     CallState           `json:"state"`
-	Error     string              `json:"error,omitempty"` // the error result for CallInvalid
-	Form      []catalog.FormField `json:"form,omitempty"`
+	Arguments map[string]any    `json:"arguments,omitempty"`
+	Sources   map[string]string `json:"input_sources,omitempty"` // model|user|context
+	State     CallState         `json:"state"`
+	Error     string            `json:"error,omitempty"` // the error result for CallInvalid
+	Form      []wire.FormField  `json:"form,omitempty"`
 	// FormNote is shown above the form (e.g. a specialist's input-required text).
 	FormNote string `json:"form_note,omitempty"`
 	// ApprovalHash is the hash of the exact arguments shown for approval;
@@ -278,7 +277,7 @@ type PendingCall struct {
 	FromUser bool `json:"from_user,omitempty"`
 	// Plan is what a workflow call waiting for approval will run, step by
 	// step (set with the approval; the approval covers its arguments).
-	Plan []catalog.PlanStep `json:"plan,omitempty"`
+	Plan []wire.PlanStep `json:"plan,omitempty"`
 }
 
 // A2ATask identifies a specialist's task to continue with the same ids.
@@ -362,9 +361,9 @@ func (c *Conversation) TurnArtifacts(t *Turn) []artifact.Artifact {
 
 // InputRequired is a specialist's request for more input.
 type InputRequired struct {
-	Message string              `json:"message"`
-	Fields  []catalog.FormField `json:"fields"`
-	Task    A2ATask             `json:"task"`
+	Message string           `json:"message"`
+	Fields  []wire.FormField `json:"fields"`
+	Task    A2ATask          `json:"task"`
 }
 
 // Put is what PutOutcome did.
