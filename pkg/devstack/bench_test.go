@@ -40,7 +40,7 @@ func countHistory(h []sfnlocal.HistoryEvent) TurnCounts {
 
 func (s *Stack) history(ctx context.Context, turnID string) ([]sfnlocal.HistoryEvent, error) {
 	arn := strings.Replace(s.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + turnID
-	if _, err := s.Engine.Wait(ctx, arn); err != nil {
+	if _, err := waitExecution(ctx, s.Engine, arn); err != nil {
 		return nil, err
 	}
 	return s.Engine.History(ctx, arn)

@@ -14,7 +14,6 @@ import (
 	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
 
@@ -47,7 +46,7 @@ func TestSlowValkeyOutagePastTheBudgetFailsTurnCleanly(t *testing.T) {
 	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	ex, err := st.Engine.Wait(ctx, arn)
+	ex, err := waitExecution(ctx, st.Engine, arn)
 	if err != nil {
 		t.Fatalf("Wait() = %v", err)
 	}
