@@ -14,6 +14,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/pkg/wire"
@@ -77,7 +78,7 @@ func TestValkeyOutageWithinTheBudgetTheTurnGoesOn(t *testing.T) {
 func TestRateLimitedModelIsRetried(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int32
-	m := llm.ProviderFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	m := llmtest.ProviderFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
 		if n.Add(1) <= 2 {
 			return nil, fmt.Errorf("HTTP 429 after 4 attempts: %w", llm.ErrRateLimited)
 		}

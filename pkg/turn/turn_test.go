@@ -26,6 +26,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -112,7 +113,7 @@ func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixtu
 	}}
 	f.h = &turn.Handlers{
 		Store:    f.store,
-		LLM:      llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) { f.llm.Add(1); return decide(req), nil }),
+		LLM:      llmtest.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) { f.llm.Add(1); return decide(req), nil }),
 		Catalogs: staticCatalogs{demoCatalog(t)},
 		Invoker:  f.inv,
 		Audit:    f.audit,
