@@ -8,16 +8,11 @@ package web
 
 import (
 	"embed"
-	"io/fs"
 	"net/http"
 )
 
 //go:embed index.html app.js api.js config.js style.css vendor
 var files embed.FS
-
-// FS returns the page's static files, for deployments that copy them
-// elsewhere (e.g. a bucket in front of the AWS API).
-func FS() fs.FS { return files }
 
 // Handler serves the page: index.html at "/", the other files by name with
 // their content types, and "Cache-Control: no-cache" on every answer so a

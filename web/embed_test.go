@@ -126,3 +126,6 @@ func TestVendored(t *testing.T) {
 		})
 	}
 }
+
+// FS is the page's embedded files.
+func FS() fs.FS { return files }

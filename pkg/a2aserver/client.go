@@ -15,8 +15,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/a2a"
 
-	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // apiError is an error answer of the API: its status and the
@@ -157,23 +156,23 @@ func plainID(s string) bool {
 	return true
 }
 
-func (s *Server) getTurn(ctx context.Context, ref taskRef) (turn.View, error) {
-	var v turn.View
+func (s *Server) getTurn(ctx context.Context, ref taskRef) (wire.Turn, error) {
+	var v wire.Turn
 	if err := s.do(ctx, http.MethodGet, ref.path(), nil, "", &v); err != nil {
-		return turn.View{}, s.asA2A(ctx, "get turn", err)
+		return wire.Turn{}, s.asA2A(ctx, "get turn", err)
 	}
 	return v, nil
 }
 
-func (s *Server) cancel(ctx context.Context, ref taskRef) (turn.View, error) {
-	var v turn.View
+func (s *Server) cancel(ctx context.Context, ref taskRef) (wire.Turn, error) {
+	var v wire.Turn
 	err := s.do(ctx, http.MethodPost, ref.path()+"/cancel", nil, "", &v)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.status == http.StatusConflict {
-		return turn.View{}, fmt.Errorf("%w: %s", a2a.ErrTaskNotCancelable, ae.message)
+		return wire.Turn{}, fmt.Errorf("%w: %s", a2a.ErrTaskNotCancelable, ae.message)
 	}
 	if err != nil {
-		return turn.View{}, s.asA2A(ctx, "cancel turn", err)
+		return wire.Turn{}, s.asA2A(ctx, "cancel turn", err)
 	}
 	return v, nil
 }
@@ -196,7 +195,7 @@ func (s *Server) artifactLink(ctx context.Context, cid, aid string) (link, api s
 // liveEvent is one event of GET …/events.
 type liveEvent struct {
 	id string
-	record.Event
+	wire.Event
 }
 
 // errNoStream is the events route's refusal to stream (no event log in
@@ -286,13 +285,13 @@ func (w *pipeWriter) Write(b []byte) (int, error) {
 func (w *pipeWriter) Flush() {}
 
 // settled reports whether a turn waits for the caller or has ended.
-func settled(v turn.View) bool { return v.Status != record.StatusRunning && v.Status != "" }
+func settled(v wire.Turn) bool { return v.Status != wire.StatusRunning && v.Status != "" }
 
 // follow follows turn ref until it settles, MaxWait passes or ctx ends,
 // passing its live events to on (nil: none), and returns its last view.
 // since is an event id to start after (empty: the turn's start). Without
 // an event stream it polls the turn.
-func (s *Server) follow(ctx context.Context, ref taskRef, since string, on func(liveEvent)) (turn.View, error) {
+func (s *Server) follow(ctx context.Context, ref taskRef, since string, on func(liveEvent)) (wire.Turn, error) {
 	wctx, cancel := context.WithTimeout(ctx, s.maxWait())
 	defer cancel()
 	v, err := s.getTurn(wctx, ref)
@@ -308,7 +307,7 @@ func (s *Server) follow(ctx context.Context, ref taskRef, since string, on func(
 					on(ev)
 				}
 				switch ev.Type {
-				case record.EventForm, record.EventApproval, record.EventTurnEnded:
+				case wire.EventForm, wire.EventApproval, wire.EventTurnEnded:
 					// The record is saved before these are told.
 					if nv, err := s.getTurn(wctx, ref); err == nil {
 						v = nv

@@ -28,8 +28,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/auth"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
+
+// Catalogs gives the tool catalogue the card's skills come from.
+type Catalogs interface {
+	Catalog(ctx context.Context) (*catalog.Catalog, error)
+}
 
 // Server is clientagent's A2A agent. Its zero value is not usable: API,
 // Auth, Catalogs and Redis are required.
@@ -42,7 +48,7 @@ type Server struct {
 	// valid token is refused before any JSON-RPC is read.
 	Auth auth.Authenticator
 	// Catalogs is the tool catalogue the card's skills come from.
-	Catalogs turn.Catalogs
+	Catalogs Catalogs
 	// Redis keeps the mapping of caller-chosen contextIds to conversations.
 	Redis redis.UniversalClient
 	// Path is where the JSON-RPC endpoint is mounted ("/a2a" locally,
@@ -198,7 +204,7 @@ func (h *handler) OnSendMessage(ctx context.Context, p *a2a.MessageSendParams) (
 		return nil, err
 	}
 	blocking := p.Config == nil || p.Config.Blocking == nil || *p.Config.Blocking
-	var v turn.View
+	var v wire.Turn
 	if blocking {
 		v, err = h.s.follow(ctx, ref, since, nil)
 	} else {

@@ -15,24 +15,23 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/clientagent/clientagent/pkg/catalog"
-	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // taskState maps a turn's status onto an A2A task state.
-func taskState(s record.Status) a2a.TaskState {
+func taskState(s wire.Status) a2a.TaskState {
 	switch s {
-	case record.StatusRunning:
+	case wire.StatusRunning:
 		return a2a.TaskStateWorking
-	case record.StatusAwaitingInput, record.StatusAwaitingApproval:
+	case wire.StatusAwaitingInput, wire.StatusAwaitingApproval:
 		return a2a.TaskStateInputRequired
-	case record.StatusSucceeded:
+	case wire.StatusSucceeded:
 		return a2a.TaskStateCompleted
-	case record.StatusFailed, record.StatusExpired:
+	case wire.StatusFailed, wire.StatusExpired:
 		return a2a.TaskStateFailed
-	case record.StatusSuperseded, record.StatusCancelled:
+	case wire.StatusSuperseded, wire.StatusCancelled:
 		return a2a.TaskStateCanceled
-	case record.StatusBlocked:
+	case wire.StatusBlocked:
 		return a2a.TaskStateRejected
 	}
 	return a2a.TaskStateUnknown
@@ -47,7 +46,7 @@ const (
 // task renders turn v as the A2A task ref: its state, a status message
 // (the reply, the error, or what the turn waits for) and, once it has
 // produced any, its artifacts as files with links.
-func (s *Server) task(ctx context.Context, ref taskRef, v turn.View) (*a2a.Task, error) {
+func (s *Server) task(ctx context.Context, ref taskRef, v wire.Turn) (*a2a.Task, error) {
 	contextID, err := s.contextOf(ctx, ref.cid)
 	if err != nil {
 		return nil, s.internal(ctx, "task context", err)
@@ -84,11 +83,11 @@ func (s *Server) task(ctx context.Context, ref taskRef, v turn.View) (*a2a.Task,
 }
 
 // statusParts is what a turn's status message says.
-func statusParts(v turn.View) []a2a.Part {
+func statusParts(v wire.Turn) []a2a.Part {
 	switch {
-	case v.Status == record.StatusAwaitingInput && v.Form != nil:
+	case v.Status == wire.StatusAwaitingInput && v.Form != nil:
 		return formParts(v)
-	case v.Status == record.StatusAwaitingApproval && v.Approval != nil:
+	case v.Status == wire.StatusAwaitingApproval && v.Approval != nil:
 		return approvalParts(v)
 	case v.Reply != "":
 		return []a2a.Part{a2a.TextPart{Text: v.Reply}}
@@ -99,7 +98,7 @@ func statusParts(v turn.View) []a2a.Part {
 // formFields flattens a form's calls into one list of fields: a field's
 // name is its own, or "<call_id>.<name>" when two calls ask for the same
 // name. key maps each flat name back to the call and field.
-func formFields(f *turn.FormView) (fields []catalog.FormField, key map[string][2]string) {
+func formFields(f *wire.Form) (fields []catalog.FormField, key map[string][2]string) {
 	count := map[string]int{}
 	for _, c := range f.Calls {
 		for _, fl := range c.Fields {
@@ -140,7 +139,7 @@ func inputSchema(fields []catalog.FormField) map[string]any {
 	return map[string]any{"type": "object", "properties": props, "required": required}
 }
 
-func formParts(v turn.View) []a2a.Part {
+func formParts(v wire.Turn) []a2a.Part {
 	fields, _ := formFields(v.Form)
 	var asks, tools []string
 	for _, f := range fields {
@@ -179,7 +178,7 @@ func formParts(v turn.View) []a2a.Part {
 var decisionField = catalog.FormField{Name: "decision", Type: "string", Required: true, Enum: []string{"approve", "reject"},
 	Description: "approve to run exactly the calls and arguments shown, reject to refuse them"}
 
-func approvalParts(v turn.View) []a2a.Part {
+func approvalParts(v wire.Turn) []a2a.Part {
 	var calls []string
 	for _, c := range v.Approval.Calls {
 		line := c.Tool + " " + plainJSON(c.Arguments)
@@ -216,17 +215,17 @@ func plainJSON(v any) string {
 // progressMessage is the working status message of a live event, or nil
 // for an event the caller need not see.
 func progressMessage(info a2a.TaskInfoProvider, ev liveEvent) *a2a.Message {
-	tool, _ := ev.Data["tool"].(string)
+	tool := ev.Tool
 	var text string
 	switch ev.Type {
-	case record.EventLLMDelta:
-		text, _ = ev.Data["text"].(string)
-	case record.EventStepStarted:
+	case wire.EventLLMDelta:
+		text = ev.Text
+	case wire.EventStepStarted:
 		if tool != "" && tool != "llm" {
 			text = "Running " + tool + "…"
 		}
-	case record.EventStepEnded:
-		status, _ := ev.Data["status"].(string)
+	case wire.EventStepEnded:
+		status := ev.Status
 		if tool != "" && tool != "llm" {
 			text = tool + ": " + status
 		}
@@ -351,14 +350,14 @@ func (s *Server) send(ctx context.Context, msg *a2a.Message) (taskRef, string, e
 // {"workflow": {"id", "inputs"}}, or as the skill the caller named
 // (metadata skillId, as clientagent's own invoker sends it) with the data
 // part as the inputs.
-func (s *Server) selection(ctx context.Context, in incoming) (*record.WorkflowSelection, error) {
+func (s *Server) selection(ctx context.Context, in incoming) (*wire.WorkflowSelection, error) {
 	if w, ok := in.data["workflow"].(map[string]any); ok {
 		id, _ := w["id"].(string)
 		if strings.TrimSpace(id) == "" {
 			return nil, fmt.Errorf("%w: workflow.id is required", a2a.ErrInvalidParams)
 		}
 		inputs, _ := w["inputs"].(map[string]any)
-		return &record.WorkflowSelection{ID: id, Inputs: inputs}, nil
+		return &wire.WorkflowSelection{ID: id, Inputs: inputs}, nil
 	}
 	if in.skill == "" || in.skill == chatSkillID {
 		return nil, nil
@@ -373,7 +372,7 @@ func (s *Server) selection(ctx context.Context, in incoming) (*record.WorkflowSe
 			for k, v := range in.data {
 				inputs[k] = v
 			}
-			return &record.WorkflowSelection{ID: w.ID, Inputs: inputs}, nil
+			return &wire.WorkflowSelection{ID: w.ID, Inputs: inputs}, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: no skill %q; this agent's skills are chat and one per workflow (see its card)", a2a.ErrInvalidParams, in.skill)
@@ -439,9 +438,9 @@ func (s *Server) answer(ctx context.Context, msg *a2a.Message, in incoming) (tas
 // {"answers": {call_id: {…}}}), a single field's value as text; an
 // approval by {"approval": {id, decision, note?}}, {"decision"} or a
 // plain yes/no.
-func inputBody(v turn.View, in incoming) (map[string]any, error) {
+func inputBody(v wire.Turn, in incoming) (map[string]any, error) {
 	switch {
-	case v.Status == record.StatusAwaitingInput && v.Form != nil:
+	case v.Status == wire.StatusAwaitingInput && v.Form != nil:
 		if a, ok := in.data["answers"].(map[string]any); ok {
 			return map[string]any{"answers": a}, nil
 		}
@@ -473,7 +472,7 @@ func inputBody(v turn.View, in incoming) (map[string]any, error) {
 			return nil, fmt.Errorf("%w: this task waits for a form; send the fields %s in a data part", a2a.ErrInvalidParams, strings.Join(names, ", "))
 		}
 		return map[string]any{"answers": answers}, nil
-	case v.Status == record.StatusAwaitingApproval && v.Approval != nil:
+	case v.Status == wire.StatusAwaitingApproval && v.Approval != nil:
 		decision, note := "", ""
 		if a, ok := in.data["approval"].(map[string]any); ok {
 			if _, ok := a["id"]; !ok {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 func TestTaskState(t *testing.T) {
@@ -48,15 +48,15 @@ func TestInputBody(t *testing.T) {
 	t.Parallel()
 	material := catalog.FormField{Name: "material", Type: "string", Required: true, Enum: []string{"steel", "brass"}}
 	holes := catalog.FormField{Name: "holes", Type: "integer", Required: true}
-	oneField := turn.View{Status: record.StatusAwaitingInput, Form: &turn.FormView{Calls: []turn.FormCall{{CallID: "c1", Tool: "flange", Fields: []catalog.FormField{material}}}}}
-	twoCalls := turn.View{Status: record.StatusAwaitingInput, Form: &turn.FormView{Calls: []turn.FormCall{
+	oneField := wire.Turn{Status: record.StatusAwaitingInput, Form: &wire.Form{Calls: []wire.FormCall{{CallID: "c1", Tool: "flange", Fields: []catalog.FormField{material}}}}}
+	twoCalls := wire.Turn{Status: record.StatusAwaitingInput, Form: &wire.Form{Calls: []wire.FormCall{
 		{CallID: "c1", Tool: "a", Fields: []catalog.FormField{material, holes}},
 		{CallID: "c2", Tool: "b", Fields: []catalog.FormField{material}},
 	}}}
-	approval := turn.View{Status: record.StatusAwaitingApproval, Approval: &turn.ApprovalView{ID: "ap_1"}}
+	approval := wire.Turn{Status: record.StatusAwaitingApproval, Approval: &wire.Approval{ID: "ap_1"}}
 	tests := []struct {
 		name string
-		v    turn.View
+		v    wire.Turn
 		in   incoming
 		want map[string]any
 		err  error
@@ -79,8 +79,8 @@ func TestInputBody(t *testing.T) {
 		{"the API's approval", approval, incoming{data: map[string]any{"approval": map[string]any{"id": "ap_0", "decision": "approve"}}},
 			map[string]any{"approval": map[string]any{"id": "ap_0", "decision": "approve"}}, nil},
 		{"approval without a decision", approval, incoming{text: "maybe later", data: map[string]any{}}, nil, a2a.ErrInvalidParams},
-		{"ended", turn.View{Status: record.StatusSucceeded}, incoming{text: "more", data: map[string]any{}}, nil, a2a.ErrInvalidParams},
-		{"running", turn.View{Status: record.StatusRunning}, incoming{text: "more", data: map[string]any{}}, nil, a2a.ErrInvalidParams},
+		{"ended", wire.Turn{Status: record.StatusSucceeded}, incoming{text: "more", data: map[string]any{}}, nil, a2a.ErrInvalidParams},
+		{"running", wire.Turn{Status: record.StatusRunning}, incoming{text: "more", data: map[string]any{}}, nil, a2a.ErrInvalidParams},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestInputBody(t *testing.T) {
 func TestStatusParts(t *testing.T) {
 	t.Parallel()
 	material := catalog.FormField{Name: "material", Type: "string", Required: true, Enum: []string{"steel"}}
-	form := statusParts(turn.View{Status: record.StatusAwaitingInput, Form: &turn.FormView{Calls: []turn.FormCall{{CallID: "c1", Tool: "flange", Fields: []catalog.FormField{material}}}}})
+	form := statusParts(wire.Turn{Status: record.StatusAwaitingInput, Form: &wire.Form{Calls: []wire.FormCall{{CallID: "c1", Tool: "flange", Fields: []catalog.FormField{material}}}}})
 	if len(form) != 2 {
 		t.Fatalf("form parts = %v, want text and data", form)
 	}
@@ -110,13 +110,13 @@ func TestStatusParts(t *testing.T) {
 	if diff := cmp.Diff([]catalog.FormField{material}, data["fields"]); diff != "" || data["kind"] != kindForm {
 		t.Errorf("form data kind %v, fields (-want +got):\n%s", data["kind"], diff)
 	}
-	ap := &turn.ApprovalView{ID: "ap_1", Calls: []turn.ApprovalCall{{CallID: "c1", Tool: "publish_artifact", Arguments: map[string]any{"channel": "web"}}}}
-	parts := statusParts(turn.View{Status: record.StatusAwaitingApproval, Approval: ap})
+	ap := &wire.Approval{ID: "ap_1", Calls: []wire.ApprovalCall{{CallID: "c1", Tool: "publish_artifact", Arguments: map[string]any{"channel": "web"}}}}
+	parts := statusParts(wire.Turn{Status: record.StatusAwaitingApproval, Approval: ap})
 	data = parts[1].(a2a.DataPart).Data
 	if data["kind"] != kindApproval || data["approval"] != ap || parts[0].(a2a.TextPart).Text == "" {
 		t.Errorf("approval parts = %v, want the approval view and a text naming it", parts)
 	}
-	if got := statusParts(turn.View{Status: record.StatusFailed, Reply: "boom"}); len(got) != 1 || got[0].(a2a.TextPart).Text != "boom" {
+	if got := statusParts(wire.Turn{Status: record.StatusFailed, Reply: "boom"}); len(got) != 1 || got[0].(a2a.TextPart).Text != "boom" {
 		t.Errorf("failed parts = %v, want the error text", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turnview"
 )
 
 // Cancels ends a turn at the user's request; turn.Handlers implements it.
@@ -199,7 +200,7 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request, user string)
 			s.log().WarnContext(ctx, "stop cancelled execution", "turn", tid, "error", err.Error())
 		}
 	}
-	writeJSON(w, http.StatusAccepted, turn.NewView(conv, t, nil))
+	writeJSON(w, http.StatusAccepted, turnview.New(conv, t, nil))
 	return nil
 }
 

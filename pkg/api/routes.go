@@ -26,6 +26,8 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turnview"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // conversation loads cid for user; someone else's conversation is 404,
@@ -110,11 +112,6 @@ func summary(m record.Meta) conversationSummary {
 	return conversationSummary{ID: m.ID, Title: m.Title, UpdatedAt: m.UpdatedAt.Format(time.RFC3339Nano), Status: string(status)}
 }
 
-type historyEntry struct {
-	record.HistoryEntry
-	TurnID string `json:"turn_id"`
-}
-
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, user string) error {
 	conv, _, err := s.conversation(r.Context(), user, r.PathValue("cid"), "")
 	if err != nil {
@@ -134,11 +131,12 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, user st
 	if err != nil {
 		return fmt.Errorf("read outcomes: %w", err)
 	}
-	history := []historyEntry{}
-	turns := []turn.View{}
+	history := []wire.HistoryEntry{}
+	turns := []wire.Turn{}
 	for _, t := range conv.Turns {
 		for _, e := range t.History {
-			history = append(history, historyEntry{HistoryEntry: e, TurnID: t.ID})
+			e.TurnID = t.ID
+			history = append(history, e)
 		}
 		turns = append(turns, s.view(r.Context(), conv, t, outcomes[t.ID]))
 	}
@@ -334,15 +332,8 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string
 	return err
 }
 
-// messageBody is POST …/messages.
-type messageBody struct {
-	Text     string                    `json:"text"`
-	Files    []string                  `json:"files"`
-	Workflow *record.WorkflowSelection `json:"workflow"`
-}
-
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string) error {
-	var body messageBody
+	var body wire.Message
 	if err := decode(r, int64(s.MaxText)*12+64<<10, &body); err != nil {
 		return err
 	}
@@ -663,8 +654,8 @@ func (s *Server) turn(r *http.Request, user string, outcomes bool) (*record.Conv
 // view renders a turn; a turn the record still calls running whose
 // execution has ended abnormally (the step that would have recorded the
 // failure could not reach Valkey) is reported failed.
-func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) turn.View {
-	v := turn.NewView(conv, t, outcomes)
+func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) wire.Turn {
+	v := turnview.New(conv, t, outcomes)
 	if v.Status != record.StatusRunning {
 		return v
 	}
@@ -705,18 +696,18 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 // why the turn ended just after the first read); if it still says running,
 // the failure is recorded on it (Failures) so it ends for every reader, and
 // otherwise only this view says failed, with msg.
-func (s *Server) ended(ctx context.Context, conv *record.Conversation, t *record.Turn, v turn.View, errName, cause, msg string) turn.View {
+func (s *Server) ended(ctx context.Context, conv *record.Conversation, t *record.Turn, v wire.Turn, errName, cause, msg string) wire.Turn {
 	ref := turn.Ref{ConversationID: conv.Meta.ID, TurnID: t.ID}
-	reread := func() (turn.View, bool) {
+	reread := func() (wire.Turn, bool) {
 		conv2, outcomes2, err := s.Store.Load(ctx, ref.ConversationID, ref.TurnID)
 		if err != nil {
-			return turn.View{}, false
+			return wire.Turn{}, false
 		}
 		t2, ok := conv2.Turn(ref.TurnID)
 		if !ok || !t2.Status.Final() {
-			return turn.View{}, false
+			return wire.Turn{}, false
 		}
-		return turn.NewView(conv2, t2, outcomes2), true
+		return turnview.New(conv2, t2, outcomes2), true
 	}
 	if v2, ok := reread(); ok {
 		return v2
@@ -752,15 +743,8 @@ func (s *Server) rememberAlive(tid string, now time.Time, fresh time.Duration) {
 	})
 }
 
-// inputBody is POST …/turns/{tid}/input.
-type inputBody struct {
-	Answers  map[string]map[string]any `json:"answers"`
-	Files    []string                  `json:"files"`
-	Approval *turn.Decision            `json:"approval"`
-}
-
 func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) error {
-	var body inputBody
+	var body wire.Input
 	// Step Functions takes at most 256 KiB of task output; answers stay
 	// well under it even with JSON escaping.
 	if err := decode(r, 64<<10, &body); err != nil {
@@ -836,18 +820,18 @@ func notWaiting(t *record.Turn) *Error {
 // answer checks a reply against what the turn waits for, validates form
 // answers like the model's arguments, and hands the reply to the paused
 // execution. Nothing runs here; the turn's ValidateBatch step applies it.
-func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *record.Turn, reply turn.Reply) (turn.View, error) {
+func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *record.Turn, reply turn.Reply) (wire.Turn, error) {
 	conflict := notWaiting(t)
 	if t.TaskToken == "" || t.Answered() {
-		return turn.View{}, conflict
+		return wire.Turn{}, conflict
 	}
 	switch {
 	case reply.Approval != nil && t.Status != record.StatusAwaitingApproval:
-		return turn.View{}, conflict
+		return wire.Turn{}, conflict
 	case reply.Approval != nil:
 		cat, err := s.Catalogs.Catalog(ctx)
 		if err != nil {
-			return turn.View{}, fmt.Errorf("catalog: %w", err)
+			return wire.Turn{}, fmt.Errorf("catalog: %w", err)
 		}
 		// Decide on a copy: it checks the id against the open approval and
 		// validates edits like the model's arguments; the turn's
@@ -855,27 +839,27 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 		calls := slices.Clone(t.Pending)
 		switch err := turn.Decide(cat, calls, *reply.Approval, turn.Env(conv, t)); {
 		case errors.Is(err, batch.ErrApprovalStale):
-			return turn.View{}, errorf(http.StatusConflict, "stale_approval", "this approval is not the one waiting for a decision any more (it changed since it was shown); fetch the turn and decide on the approval it shows now")
+			return wire.Turn{}, errorf(http.StatusConflict, "stale_approval", "this approval is not the one waiting for a decision any more (it changed since it was shown); fetch the turn and decide on the approval it shows now")
 		case errors.Is(err, turn.ErrEditRefused):
-			return turn.View{}, errorf(http.StatusBadRequest, "invalid_edit", err.Error())
+			return wire.Turn{}, errorf(http.StatusBadRequest, "invalid_edit", err.Error())
 		case errors.Is(err, batch.ErrInvalidEdit):
 			msg := err.Error()
 			if _, detail, ok := strings.Cut(msg, batch.ErrInvalidEdit.Error()+": "); ok {
 				msg = detail
 			}
-			return turn.View{}, errorf(http.StatusBadRequest, "invalid_arguments", "The edited arguments were not accepted: "+msg)
+			return wire.Turn{}, errorf(http.StatusBadRequest, "invalid_arguments", "The edited arguments were not accepted: "+msg)
 		case errors.Is(err, batch.ErrNotWaiting):
-			return turn.View{}, conflict
+			return wire.Turn{}, conflict
 		case err != nil:
-			return turn.View{}, errorf(http.StatusBadRequest, "invalid_input", err.Error())
+			return wire.Turn{}, errorf(http.StatusBadRequest, "invalid_input", err.Error())
 		}
 	case len(reply.Answers) > 0:
 		if t.Status != record.StatusAwaitingInput {
-			return turn.View{}, conflict
+			return wire.Turn{}, conflict
 		}
 		cat, err := s.Catalogs.Catalog(ctx)
 		if err != nil {
-			return turn.View{}, fmt.Errorf("catalog: %w", err)
+			return wire.Turn{}, fmt.Errorf("catalog: %w", err)
 		}
 		env := turn.Env(conv, t)
 		for callID, ans := range reply.Answers {
@@ -887,7 +871,7 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 				}
 			}
 			if pc == nil {
-				return turn.View{}, errorf(http.StatusBadRequest, "unknown_call", "no open form for call "+callID)
+				return wire.Turn{}, errorf(http.StatusBadRequest, "unknown_call", "no open form for call "+callID)
 			}
 			if err := batch.ApplyAnswers(cat, pc, ans, env); err != nil {
 				// Keep what the user can act on: the field and the reason.
@@ -895,14 +879,14 @@ func (s *Server) answer(ctx context.Context, conv *record.Conversation, t *recor
 				if _, detail, ok := strings.Cut(msg, batch.ErrInvalidAnswer.Error()+": "); ok {
 					msg = detail
 				}
-				return turn.View{}, errorf(http.StatusBadRequest, "invalid_answer", fmt.Sprintf("The answer for %s was not accepted: %s", pc.Tool, msg))
+				return wire.Turn{}, errorf(http.StatusBadRequest, "invalid_answer", fmt.Sprintf("The answer for %s was not accepted: %s", pc.Tool, msg))
 			}
 		}
 	}
 	if err := s.sendReply(ctx, conv.Meta.ID, t, reply); err != nil {
-		return turn.View{}, err
+		return wire.Turn{}, err
 	}
-	v := turn.NewView(conv, t, nil)
+	v := turnview.New(conv, t, nil)
 	v.Status, v.Form, v.Approval = record.StatusRunning, nil, nil
 	return v, nil
 }

@@ -11,6 +11,8 @@ import (
 	"errors"
 	"io"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Artifact is the catalog entry of one stored file (docs/design.md §3.5).
@@ -26,12 +28,7 @@ type Artifact struct {
 }
 
 // Ref is the compact form of an artifact inside a tool result.
-type Ref struct {
-	ID          string `json:"artifact_id"`
-	Name        string `json:"name"`
-	MimeType    string `json:"mime_type"`
-	Description string `json:"description,omitempty"`
-}
+type Ref = wire.ArtifactRef
 
 // Ref returns a's compact form.
 func (a Artifact) Ref() Ref {

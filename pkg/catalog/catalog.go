@@ -3,11 +3,17 @@
 // capabilities, workflow templates and ask_user, and what validation needs
 // of each tool (Entry); the checks of a batch of tool calls before anything
 // runs (docs/design.md §3.3) and the tool results live in the subpackage batch,
-// because package record imports this one. It must not call specialists,
+// which reads records. Package record is below this one: it must not
+// import the catalog (the form field and plan step types it stores are
+// pkg/wire's). It must not call specialists,
 // Valkey or the LLM.
 package catalog
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/clientagent/clientagent/pkg/wire"
+)
 
 // ExtensionURI identifies our agent-card extension carrying input schemas
 // (docs/design.md §5). A card lists it in capabilities.extensions[] with
@@ -95,20 +101,10 @@ type WorkflowStep struct {
 // PlanStep is one step of a workflow call as the user approves it: the
 // skill and the arguments it will get, an earlier step's artifact shown as
 // "<artifact 1 of step 2>" (docs/design.md §9: the plan is shown before it runs).
-type PlanStep struct {
-	Name      string         `json:"name"`
-	Skill     string         `json:"skill"`
-	Arguments map[string]any `json:"arguments"`
-}
+type PlanStep = wire.PlanStep
 
 // AskUserTool is the name of the clarification tool.
 const AskUserTool = "ask_user"
 
 // FormField is one typed field of a form shown to the user (docs/api/openapi.yaml Turn.form).
-type FormField struct {
-	Name        string   `json:"name"`
-	Type        string   `json:"type"` // string, integer, number, boolean
-	Description string   `json:"description"`
-	Required    bool     `json:"required"`
-	Enum        []string `json:"enum,omitempty"`
-}
+type FormField = wire.FormField

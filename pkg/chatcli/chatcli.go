@@ -789,14 +789,14 @@ func (s *session) askApproval(ctx context.Context, ap *Approval) (Decision, erro
 	for {
 		for _, c := range ap.Calls {
 			for i, st := range c.Steps {
-				s.printf("  %s step %d %s: %s %s\n", c.Tool, i+1, st.Name, st.Skill, compact(st.Arguments))
+				s.printf("  %s step %d %s: %s %s\n", c.Tool, i+1, st.Name, st.Skill, compact(argsJSON(st.Arguments)))
 			}
 		}
 		if len(ap.Calls) == 1 {
-			s.printf("Approve %s %s? [y/N/e] ", ap.Calls[0].Tool, compact(ap.Calls[0].Arguments))
+			s.printf("Approve %s %s? [y/N/e] ", ap.Calls[0].Tool, compact(argsJSON(ap.Calls[0].Arguments)))
 		} else {
 			for _, c := range ap.Calls {
-				s.printf("  %s %s\n", c.Tool, compact(c.Arguments))
+				s.printf("  %s %s\n", c.Tool, compact(argsJSON(c.Arguments)))
 			}
 			s.printf("Approve these %d calls? [y/N/e] ", len(ap.Calls))
 		}
@@ -829,10 +829,10 @@ func (s *session) askApproval(ctx context.Context, ap *Approval) (Decision, erro
 // one replacement line per call (empty keeps them). It returns the changed
 // calls' arguments by call id; a line that is not a JSON object is asked
 // again.
-func (s *session) editArguments(ctx context.Context, calls []ApprovalCall) (map[string]json.RawMessage, error) {
-	edits := map[string]json.RawMessage{}
+func (s *session) editArguments(ctx context.Context, calls []ApprovalCall) (map[string]map[string]any, error) {
+	edits := map[string]map[string]any{}
 	for _, c := range calls {
-		s.printf("  %s %s\n", c.Tool, compact(c.Arguments))
+		s.printf("  %s %s\n", c.Tool, compact(argsJSON(c.Arguments)))
 		for {
 			s.printf("  new arguments for %s (JSON object, empty keeps them): ", c.Tool)
 			line, err := s.readLine(ctx)
@@ -843,13 +843,16 @@ func (s *session) editArguments(ctx context.Context, calls []ApprovalCall) (map[
 			if line == "" {
 				break
 			}
+			// Numbers stay as typed (json.Number), not rounded through float64.
 			var obj map[string]any
-			if err := json.Unmarshal([]byte(line), &obj); err != nil || obj == nil {
+			dec := json.NewDecoder(strings.NewReader(line))
+			dec.UseNumber()
+			if err := dec.Decode(&obj); err != nil || obj == nil || dec.More() {
 				s.printf("  not a JSON object: %s\n", line)
 				continue
 			}
-			if !sameJSON(line, c.Arguments) {
-				edits[c.CallID] = json.RawMessage(compact(json.RawMessage(line)))
+			if !sameJSON(line, argsJSON(c.Arguments)) {
+				edits[c.CallID] = obj
 			}
 			break
 		}
@@ -866,6 +869,18 @@ func sameJSON(edit string, shown json.RawMessage) bool {
 		return false
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// argsJSON is a call's arguments as JSON (nil for none).
+func argsJSON(args map[string]any) json.RawMessage {
+	if args == nil {
+		return nil
+	}
+	b, err := json.Marshal(args)
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // compact prints JSON on one line as a person reads it: the server's

@@ -106,7 +106,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if ft.i < len(ft.frames)-1 {
 			ft.i++
 		}
-		t.ID = parts[4]
+		t.TurnID = parts[4]
 		writeJSON(w, http.StatusOK, t)
 	case r.Method == http.MethodPost && len(parts) == 6 && parts[5] == "input":
 		ft := f.turns[parts[4]]
@@ -130,7 +130,7 @@ func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		ft.onInput = nil
-		writeJSON(w, http.StatusAccepted, Turn{ID: parts[4], Status: StatusRunning})
+		writeJSON(w, http.StatusAccepted, Turn{TurnID: parts[4], Status: StatusRunning})
 	case r.Method == http.MethodGet && len(parts) == 5 && parts[3] == "artifacts":
 		b, ok := f.artifacts[parts[4]]
 		if !ok {
@@ -191,7 +191,7 @@ func (f *fakeAPI) script(text string) (*fakeTurn, bool) {
 // publishFrame is a turn waiting for approval of publishing a1 to channel.
 func publishFrame(id, channel string) Turn {
 	return Turn{Status: StatusAwaitingApproval, Approval: &Approval{ID: id, Calls: []ApprovalCall{
-		{CallID: "p1", Tool: "publish_artifact", Arguments: json.RawMessage(`{ "artifact_id": "a1", "channel": "` + channel + `" }`)},
+		{CallID: "p1", Tool: "publish_artifact", Arguments: map[string]any{"artifact_id": "a1", "channel": channel}},
 	}}}
 }
 
@@ -213,9 +213,9 @@ func publishInput(id, channel string) func(Input) fakeReply {
 			}
 			return accepted(Turn{Status: StatusSucceeded, Reply: "Not published.", Steps: []Step{{Tool: "publish_artifact", CallID: "p1", Status: "rejected"}}})
 		}
-		if raw, ok := ap.Arguments["p1"]; ok {
+		if edited, ok := ap.Arguments["p1"]; ok {
 			var args struct{ Channel string }
-			json.Unmarshal(raw, &args)
+			args.Channel, _ = edited["channel"].(string)
 			if args.Channel != "web" && args.Channel != "print" && args.Channel != "archive" {
 				return fakeReply{status: http.StatusBadRequest, code: "invalid_arguments", msg: "channel: " + args.Channel + " is not one of web, print, archive"}
 			}
@@ -339,10 +339,10 @@ func TestRunFormReaskAfter400(t *testing.T) {
 func TestRunApproval(t *testing.T) {
 	t.Parallel()
 	prompt := `Approve publish_artifact {"artifact_id":"a1","channel":"web"}? [y/N/e] `
-	approve := func(note string, args map[string]json.RawMessage) Input {
+	approve := func(note string, args map[string]map[string]any) Input {
 		return Input{Approval: &Decision{ID: "ap1", Decision: "approve", Note: note, Arguments: args}}
 	}
-	archive := map[string]json.RawMessage{"p1": json.RawMessage(`{"artifact_id":"a1","channel":"archive"}`)}
+	archive := map[string]map[string]any{"p1": {"artifact_id": "a1", "channel": "archive"}}
 	tests := []struct {
 		name    string
 		answers []string // lines after the message "publish"
@@ -371,7 +371,7 @@ func TestRunApproval(t *testing.T) {
 			name:    "e sends the edited arguments",
 			answers: []string{"e", ` {"channel": "archive",  "artifact_id": "a1"} `},
 			// The edit is sent as typed (compacted), not re-encoded.
-			want: []Input{approve("", map[string]json.RawMessage{"p1": json.RawMessage(`{"channel":"archive","artifact_id":"a1"}`)})},
+			want: []Input{approve("", map[string]map[string]any{"p1": {"channel": "archive", "artifact_id": "a1"}})},
 			wantOut: []string{
 				prompt,
 				`  publish_artifact {"artifact_id":"a1","channel":"web"}` + "\n",
@@ -402,7 +402,7 @@ func TestRunApproval(t *testing.T) {
 			name:    "invalid_arguments is shown and asked again",
 			answers: []string{"e", `{"artifact_id":"a1","channel":"radio"}`, "e", `{"artifact_id":"a1","channel":"archive"}`},
 			want: []Input{
-				approve("", map[string]json.RawMessage{"p1": json.RawMessage(`{"artifact_id":"a1","channel":"radio"}`)}),
+				approve("", map[string]map[string]any{"p1": {"artifact_id": "a1", "channel": "radio"}}),
 				approve("", archive),
 			},
 			wantOut: []string{"server: channel: radio is not one of web, print, archive — please answer again.", prompt, "Published to archive."},

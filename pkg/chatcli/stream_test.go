@@ -59,13 +59,13 @@ func newStreamAPI(t *testing.T, a *streamAPI) *httptest.Server {
 			}
 		case r.Method == http.MethodGet && r.URL.Path == "/v1/conversations/c1/turns/t1":
 			t := a.final
-			t.ID = "t1"
+			t.TurnID = "t1"
 			writeJSON(w, http.StatusOK, t)
 		case r.Method == http.MethodPost && r.URL.Path == "/v1/conversations/c1/turns/t1/cancel":
 			a.mu.Lock()
 			a.cancels++
 			a.mu.Unlock()
-			writeJSON(w, http.StatusAccepted, Turn{ID: "t1", Status: StatusCancelled, Reply: "Cancelled at your request."})
+			writeJSON(w, http.StatusAccepted, Turn{TurnID: "t1", Status: StatusCancelled, Reply: "Cancelled at your request."})
 		default:
 			writeErr(w, http.StatusNotFound, "not_found", r.Method+" "+r.URL.Path)
 		}

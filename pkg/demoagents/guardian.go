@@ -37,11 +37,6 @@ const (
 // instructions (OWASP LLM01); the demo guardian blocks it.
 const injectionPhrase = "ignore previous instructions"
 
-// GuardianURL is the base URL of the demo guardian under publicBaseURL.
-func GuardianURL(publicBaseURL string) string {
-	return strings.TrimRight(publicBaseURL, "/") + PathGuardian
-}
-
 // guardianWord is the blocked word: opts', else $CLIENTAGENT_GUARDIAN_WORD,
 // else DefaultGuardianWord. The environment is read here because the local
 // stack builds Handler without knowing about the guardian.

@@ -125,3 +125,8 @@ func TestGuardianWord(t *testing.T) {
 		t.Errorf("guardianWord(opts) = %q, want mine", got)
 	}
 }
+
+// GuardianURL is the base URL of the demo guardian under publicBaseURL.
+func GuardianURL(publicBaseURL string) string {
+	return strings.TrimRight(publicBaseURL, "/") + PathGuardian
+}

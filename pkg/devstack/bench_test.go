@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
@@ -40,7 +41,7 @@ func countHistory(h []sfnlocal.HistoryEvent) TurnCounts {
 
 func (s *Stack) history(ctx context.Context, turnID string) ([]sfnlocal.HistoryEvent, error) {
 	arn := strings.Replace(s.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + turnID
-	if _, err := s.Engine.Wait(ctx, arn); err != nil {
+	if _, err := waitExecution(ctx, s.Engine, arn); err != nil {
 		return nil, err
 	}
 	return s.Engine.History(ctx, arn)
@@ -157,7 +158,7 @@ func benchTurns(b *testing.B, m llm.Provider, agents []string, mutate ...func(*C
 // BenchmarkTextTurn is the floor: one LLM call that answers at once
 // (execution start, Init, LLMStep, Choice, Done, two Valkey round trips).
 func BenchmarkTextTurn(b *testing.B) {
-	benchTurns(b, llm.ProviderFunc(func(context.Context, llm.Request) (*llm.Response, error) {
+	benchTurns(b, llmtest.ProviderFunc(func(context.Context, llm.Request) (*llm.Response, error) {
 		return &llm.Response{Text: "hi"}, nil
 	}), nil)
 }
@@ -173,7 +174,7 @@ func BenchmarkOneToolTurn(b *testing.B) {
 }
 
 // oneToolModel calls slow_echo once, then answers.
-var oneToolModel = llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+var oneToolModel = llmtest.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
 	if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
 		return &llm.Response{Text: "done"}, nil
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
@@ -86,7 +87,7 @@ func TestConstantProviderIDsConcurrentTurns(t *testing.T) {
 	agent, url := startSlowAgent(t, 50*time.Millisecond)
 	var mu sync.Mutex
 	var views [][]llm.Message
-	m := llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+	m := llmtest.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
 		mu.Lock()
 		views = append(views, req.Messages)
 		mu.Unlock()

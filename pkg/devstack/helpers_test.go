@@ -20,7 +20,8 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/sfnlocal"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // model is a scripted LLM for one test: decide sees each request and
@@ -231,9 +232,9 @@ func (c *client) send(cid, text string) string {
 	return out.TurnID
 }
 
-func (c *client) turn(cid, tid string) turn.View {
+func (c *client) turn(cid, tid string) wire.Turn {
 	c.t.Helper()
-	var v turn.View
+	var v wire.Turn
 	if code := c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v); code != http.StatusOK {
 		c.t.Fatalf("GET turn = %d, want 200", code)
 	}
@@ -241,7 +242,7 @@ func (c *client) turn(cid, tid string) turn.View {
 }
 
 // wait polls the turn until its status leaves running.
-func (c *client) wait(cid, tid string) turn.View {
+func (c *client) wait(cid, tid string) wire.Turn {
 	c.t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
@@ -252,7 +253,7 @@ func (c *client) wait(cid, tid string) turn.View {
 		time.Sleep(20 * time.Millisecond)
 	}
 	c.t.Fatalf("turn %s still running after 90s", tid)
-	return turn.View{}
+	return wire.Turn{}
 }
 
 // waitRunning polls the turn until a call of tool shows as running.
@@ -418,3 +419,21 @@ func serveAgentWith(t testing.TB, ag *slowAgent, wrap func(http.Handler) http.Ha
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// waitExecution waits until the local engine's execution arn has closed,
+// or ctx ends, and returns its description.
+func waitExecution(ctx context.Context, e *sfnlocal.Engine, arn string) (sfnlocal.Execution, error) {
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		x, err := e.DescribeExecution(ctx, arn)
+		if err != nil || x.Status != sfnlocal.StatusRunning {
+			return x, err
+		}
+		select {
+		case <-ctx.Done():
+			return x, fmt.Errorf("wait for %s: %w", arn, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}

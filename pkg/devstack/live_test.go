@@ -20,6 +20,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // sseEvent is one event as a client reads it off the wire.
@@ -227,7 +228,7 @@ func TestCancelARunningTurn(t *testing.T) {
 		}
 	}
 
-	var v turn.View
+	var v wire.Turn
 	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted {
 		t.Fatalf("cancel = %d, want 202", code)
 	}
@@ -250,7 +251,7 @@ func TestCancelARunningTurn(t *testing.T) {
 	// The execution stops; the record stays cancelled.
 	wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	exec, err := st.Engine.Wait(wctx, strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1)+":"+tid)
+	exec, err := waitExecution(wctx, st.Engine, strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1)+":"+tid)
 	if err != nil || exec.Status == "RUNNING" {
 		t.Errorf("execution after cancel = %v, %v; want it stopped", exec.Status, err)
 	}
@@ -315,7 +316,7 @@ func TestCancelARunningTurn(t *testing.T) {
 }
 
 // stepOf is the step of v whose tool is tool, or nil.
-func stepOf(v turn.View, tool string) *record.Step {
+func stepOf(v wire.Turn, tool string) *record.Step {
 	for i := range v.Steps {
 		if v.Steps[i].Tool == tool {
 			return &v.Steps[i]
@@ -354,7 +355,7 @@ func TestCancelEndedAndWaitingTurns(t *testing.T) {
 		t.Fatalf("flange turn = %s, want awaiting_input", v.Status)
 	}
 	formCall := c.formCall(cid, waiting)
-	var v turn.View
+	var v wire.Turn
 	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+waiting+"/cancel", nil, &v); code != http.StatusAccepted || v.Status != "cancelled" || v.Form != nil {
 		t.Errorf("cancel of a waiting turn = %d %s (form %v), want 202 cancelled without the form", code, v.Status, v.Form)
 	}
@@ -433,7 +434,7 @@ func TestCancelDuringTheLLMCall(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the model was not called within 60s")
 	}
-	var v turn.View
+	var v wire.Turn
 	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted || v.Status != "cancelled" {
 		t.Fatalf("cancel = %d %s, want 202 cancelled", code, v.Status)
 	}

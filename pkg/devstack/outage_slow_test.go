@@ -14,7 +14,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // A Valkey outage past the budget (docs/architecture.md, "How long a store
@@ -46,7 +46,7 @@ func TestSlowValkeyOutagePastTheBudgetFailsTurnCleanly(t *testing.T) {
 	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	ex, err := st.Engine.Wait(ctx, arn)
+	ex, err := waitExecution(ctx, st.Engine, arn)
 	if err != nil {
 		t.Fatalf("Wait() = %v", err)
 	}
@@ -58,7 +58,7 @@ func TestSlowValkeyOutagePastTheBudgetFailsTurnCleanly(t *testing.T) {
 	}
 	// The record still says running, so the API asks Step Functions once
 	// the record is older than api.DefaultFreshFor.
-	var v turn.View
+	var v wire.Turn
 	for end := time.Now().Add(api.DefaultFreshFor + 20*time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK && v.Status != "running" {
 			break

@@ -14,8 +14,10 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // A Valkey outage in the middle of a turn that ends within the budget
@@ -47,7 +49,7 @@ func TestValkeyOutageWithinTheBudgetTheTurnGoesOn(t *testing.T) {
 	if err := mr.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	var v turn.View
+	var v wire.Turn
 	for end := time.Now().Add(40 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 		if c.do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, &v) == http.StatusOK && v.Status != "running" {
 			break
@@ -76,7 +78,7 @@ func TestValkeyOutageWithinTheBudgetTheTurnGoesOn(t *testing.T) {
 func TestRateLimitedModelIsRetried(t *testing.T) {
 	t.Parallel()
 	var n atomic.Int32
-	m := llm.ProviderFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+	m := llmtest.ProviderFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
 		if n.Add(1) <= 2 {
 			return nil, fmt.Errorf("HTTP 429 after 4 attempts: %w", llm.ErrRateLimited)
 		}
@@ -166,7 +168,7 @@ func TestDeleteWhileRunning(t *testing.T) {
 	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := st.Engine.Wait(ctx, arn); err != nil {
+	if _, err := waitExecution(ctx, st.Engine, arn); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -11,7 +11,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Who wins a cancel (docs/architecture.md): an approve and a cancel sent
@@ -152,7 +152,7 @@ func TestTurnAndConversationAgreeMidBatch(t *testing.T) {
 	_, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{agentURL} })
 	cid := c.newConversation()
 	tid := c.send(cid, "two at once")
-	var v turn.View
+	var v wire.Turn
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		if v = c.turn(cid, tid); stepOf(v, "create_svg_artifact") != nil && stepOf(v, "create_svg_artifact").Status == "succeeded" {
 			break
@@ -162,7 +162,7 @@ func TestTurnAndConversationAgreeMidBatch(t *testing.T) {
 		t.Fatalf("turn steps = %+v, want the SVG succeeded and the echo running", v.Steps)
 	}
 	var conv struct {
-		Turns []turn.View `json:"turns"`
+		Turns []wire.Turn `json:"turns"`
 	}
 	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
 	if len(conv.Turns) != 1 {

@@ -8,7 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 
 	"github.com/clientagent/clientagent/pkg/llm"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Issue 3 and 6: with a Valkey that outlives the local stack, a turn waiting
@@ -82,7 +82,7 @@ func TestCancelInFlightAtACrashEndsCancelled(t *testing.T) {
 
 	second, c2 := stack(t, m, cfg)
 	close(slow.hold) // the resumed call runs to its end this time
-	var v turn.View
+	var v wire.Turn
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		v = c2.turn(cid, tid)
 		if s := stepOf(v, "slow_echo"); v.Status != "running" && s != nil && s.Status != "running" {
@@ -93,7 +93,7 @@ func TestCancelInFlightAtACrashEndsCancelled(t *testing.T) {
 		t.Fatalf("turn after the restart = %s %q, steps %+v, %d artifacts; want cancelled, slow_echo succeeded, the SVG kept", v.Status, v.Reply, v.Steps, len(v.Artifacts))
 	}
 	var conv struct {
-		Turns []turn.View `json:"turns"`
+		Turns []wire.Turn `json:"turns"`
 	}
 	c2.do("GET", "/v1/conversations/"+cid, nil, &conv)
 	if len(conv.Turns) != 1 || conv.Turns[0].Status != "cancelled" || stepOf(conv.Turns[0], "slow_echo") == nil || stepOf(conv.Turns[0], "slow_echo").Status != "succeeded" {

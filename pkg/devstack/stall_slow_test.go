@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/llm"
-	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // A store that stalls (kill -STOP of the redis-server) for 30 s, or for
@@ -58,7 +58,7 @@ func TestSlowStoreStallNeverFailsARunningTurn(t *testing.T) {
 	for i := range turns {
 		// A step may be between two of the state machine's retries
 		// (at most 10 s apart) when the store comes back.
-		var v turn.View
+		var v wire.Turn
 		for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
 			if v = c.turn(cids[i], tids[i]); v.Status != "running" {
 				break

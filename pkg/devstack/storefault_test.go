@@ -20,8 +20,8 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
-	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // slowTurnOn starts a stack on the Valkey at addr and a turn whose
@@ -136,7 +136,7 @@ func TestFullValkeyServesReads(t *testing.T) {
 		t.Errorf("turn once memory is back = %s %q, want succeeded", v.Status, v.Reply)
 	}
 	var conv struct {
-		Turns []turn.View `json:"turns"`
+		Turns []wire.Turn `json:"turns"`
 	}
 	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
 	if len(conv.Turns) != 2 {
@@ -252,7 +252,7 @@ func TestFullValkeyRefusesEveryWriteAndChangesNothing(t *testing.T) {
 		t.Errorf("publish turn = %s with %d publications, want succeeded and exactly 1", v.Status, len(st.Publications.List()))
 	}
 	var conv struct {
-		Turns []turn.View `json:"turns"`
+		Turns []wire.Turn `json:"turns"`
 	}
 	c.do("GET", "/v1/conversations/"+approval, nil, &conv)
 	if len(conv.Turns) != 2 {

@@ -17,6 +17,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // workflowAnswerer is a model that only writes the final answer from a
@@ -48,7 +49,7 @@ func (c *client) startWorkflow(cid string, body map[string]any) string {
 }
 
 // pngOf returns the PNG artifact of v, failing the test without one.
-func (c *client) pngOf(cid string, v turn.View) {
+func (c *client) pngOf(cid string, v wire.Turn) {
 	c.t.Helper()
 	for _, a := range v.Artifacts {
 		if a.MimeType == "image/png" {
@@ -335,7 +336,7 @@ func TestWorkflowPlanApproval(t *testing.T) {
 	t.Parallel()
 	st, c := stack(t, workflowAnswerer())
 	cid := c.newConversation()
-	start := func() (string, turn.View) {
+	start := func() (string, wire.Turn) {
 		tid := c.startWorkflow(cid, map[string]any{"text": "", "workflow": map[string]any{"id": "publish_word", "inputs": map[string]any{"word": "Planned", "channel": "web"}}})
 		return tid, c.wait(cid, tid)
 	}

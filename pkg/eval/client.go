@@ -7,7 +7,8 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/clientagent/clientagent/pkg/chatcli"
+	"github.com/clientagent/clientagent/pkg/apiclient"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Client calls the clientagent HTTP API (docs/api/openapi.yaml) with a bearer token: the
@@ -21,104 +22,26 @@ type Client struct {
 	Timeout time.Duration
 }
 
-// TurnView is the API's Turn, as far as the harness reads it.
-type TurnView struct {
-	TurnID       string        `json:"turn_id"`
-	Status       string        `json:"status"`
-	Reply        string        `json:"reply"`
-	Form         *FormView     `json:"form,omitempty"`
-	Approval     *ApprovalView `json:"approval,omitempty"`
-	Artifacts    []ArtifactRef `json:"artifacts"`
-	Steps        []StepView    `json:"steps"`
-	LLMCalls     int           `json:"llm_calls"`
-	Tokens       int           `json:"tokens"`
-	CachedTokens int           `json:"cached_tokens"`
-	CostUSD      float64       `json:"cost_usd"`
-}
-
-// FormView is an open form.
-type FormView struct {
-	Calls []FormCall `json:"calls"`
-}
-
-// FormCall is one call's form.
-type FormCall struct {
-	CallID string      `json:"call_id"`
-	Tool   string      `json:"tool"`
-	Fields []FormField `json:"fields"`
-}
-
-// FormField is one field of a form.
-type FormField struct {
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Required bool   `json:"required"`
-}
-
-// ApprovalView is an open approval.
-type ApprovalView struct {
-	ID    string         `json:"id"`
-	Calls []ApprovalCall `json:"calls"`
-}
-
-// ApprovalCall is one call waiting for approval, with the arguments it
-// will run with.
-type ApprovalCall struct {
-	CallID    string         `json:"call_id"`
-	Tool      string         `json:"tool"`
-	Arguments map[string]any `json:"arguments"`
-}
-
-// ArtifactRef is an artifact a turn produced.
-type ArtifactRef struct {
-	ID       string `json:"artifact_id"`
-	Name     string `json:"name"`
-	MimeType string `json:"mime_type"`
-}
-
-// StepView is one call of a turn, as its steps list shows it.
-type StepView struct {
-	Tool   string `json:"tool"`
-	CallID string `json:"call_id"`
-	Status string `json:"status"`
-}
-
-// HistoryEntry is a conversation_history entry of GET /v1/conversations/{cid}.
-type HistoryEntry struct {
-	TurnID     string         `json:"turn_id"`
-	Role       string         `json:"role"`
-	Kind       string         `json:"kind"`
-	Tool       string         `json:"tool"`
-	CallID     string         `json:"call_id"`
-	Status     string         `json:"status"`
-	ToolInputs map[string]any `json:"tool_inputs"`
-}
-
-// Message is the body of POST …/messages.
-type Message struct {
-	Text     string             `json:"text,omitempty"`
-	Files    []string           `json:"files,omitempty"`
-	Workflow *WorkflowSelection `json:"workflow,omitempty"`
-}
-
-// Input is the body of POST …/turns/{tid}/input.
-type Input struct {
-	Answers  map[string]map[string]any `json:"answers,omitempty"`
-	Approval *Decision                 `json:"approval,omitempty"`
-}
-
-// Decision answers an approval.
-type Decision struct {
-	ID        string                    `json:"id"`
-	Decision  string                    `json:"decision"`
-	Note      string                    `json:"note,omitempty"`
-	Arguments map[string]map[string]any `json:"arguments,omitempty"`
-}
+// The API's vocabulary (pkg/wire) under the names the harness uses.
+type (
+	TurnView     = wire.Turn
+	FormView     = wire.Form
+	FormCall     = wire.FormCall
+	FormField    = wire.FormField
+	ApprovalView = wire.Approval
+	ApprovalCall = wire.ApprovalCall
+	ArtifactRef  = wire.ArtifactRef
+	StepView     = wire.Step
+	HistoryEntry = wire.HistoryEntry
+	Message      = wire.Message
+	Input        = wire.Input
+	Decision     = wire.Decision
+)
 
 // api is the API client every caller of the API shares (its requests,
-// answers and error answers, *chatcli.APIError).
-func (c *Client) api() *chatcli.Client {
-	return &chatcli.Client{BaseURL: c.BaseURL, Token: c.Token, HTTP: c.HTTP, Timeout: c.Timeout}
+// answers and error answers, *apiclient.APIError).
+func (c *Client) api() *apiclient.Client {
+	return &apiclient.Client{BaseURL: c.BaseURL, Token: c.Token, HTTP: c.HTTP, Timeout: c.Timeout}
 }
 
 // Ping reads the catalog: a cheap check that the API answers and accepts

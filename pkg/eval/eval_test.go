@@ -201,7 +201,7 @@ func TestUnansweredPauseIsCancelled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Turn() error = %v", err)
 	}
-	if diff := cmp.Diff("cancelled", v.Status); diff != "" {
+	if diff := cmp.Diff("cancelled", string(v.Status)); diff != "" {
 		t.Errorf("turn status (-want +got):\n%s", diff)
 	}
 }

@@ -217,7 +217,7 @@ func (r *Runner) playTurn(ctx context.Context, s *Scenario, cid string, i int) (
 			}
 			continue
 		}
-		if slices.Contains(finalStatuses, v.Status) {
+		if v.Status.Final() {
 			break
 		}
 		select {
@@ -227,7 +227,7 @@ func (r *Runner) playTurn(ctx context.Context, s *Scenario, cid string, i int) (
 		}
 	}
 	tr.LatencyMS = float64(time.Since(started).Microseconds()) / 1000
-	tr.Status, tr.Reply, tr.Artifacts = v.Status, v.Reply, v.Artifacts
+	tr.Status, tr.Reply, tr.Artifacts = string(v.Status), v.Reply, v.Artifacts
 	tr.LLMCalls, tr.Tokens, tr.CachedTokens, tr.CostUSD = v.LLMCalls, v.Tokens, v.CachedTokens, v.CostUSD
 	history, err := r.Client.History(ctx, cid)
 	if err != nil {

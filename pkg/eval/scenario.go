@@ -27,6 +27,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v4"
+
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Scenario is one scenario file: a conversation of one or more turns.
@@ -63,10 +65,7 @@ type Turn struct {
 }
 
 // WorkflowSelection is the message's explicit workflow choice.
-type WorkflowSelection struct {
-	ID     string         `json:"id"`
-	Inputs map[string]any `json:"inputs,omitempty"`
-}
+type WorkflowSelection = wire.WorkflowSelection
 
 // FormAnswer fills the form of one call. It answers the first call of an
 // open form whose tool is Tool (or whose position in the form is Call,

@@ -143,14 +143,6 @@ type Provider interface {
 	Complete(ctx context.Context, req Request) (*Response, error)
 }
 
-// ProviderFunc adapts a function to Provider.
-type ProviderFunc func(ctx context.Context, req Request) (*Response, error)
-
-// Complete calls f.
-func (f ProviderFunc) Complete(ctx context.Context, req Request) (*Response, error) {
-	return f(ctx, req)
-}
-
 var (
 	// ErrRateLimited is returned (wrapped) when the provider kept answering 429.
 	ErrRateLimited = errors.New("llm: rate limited")

@@ -4,19 +4,21 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Event types of a conversation's event log (issue 15, docs/api/openapi.yaml
 // "GET …/events").
 const (
-	EventTurnStarted = "turn.started"
-	EventStepStarted = "step.started"
-	EventStepEnded   = "step.ended"
-	EventLLMDelta    = "llm.delta"
-	EventForm        = "form"
-	EventApproval    = "approval"
-	EventArtifact    = "artifact"
-	EventTurnEnded   = "turn.ended"
+	EventTurnStarted = wire.EventTurnStarted
+	EventStepStarted = wire.EventStepStarted
+	EventStepEnded   = wire.EventStepEnded
+	EventLLMDelta    = wire.EventLLMDelta
+	EventForm        = wire.EventForm
+	EventApproval    = wire.EventApproval
+	EventArtifact    = wire.EventArtifact
+	EventTurnEnded   = wire.EventTurnEnded
 )
 
 // Event is one entry of a conversation's event log: what happened in one

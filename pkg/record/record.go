@@ -10,41 +10,30 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
-	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Status is a turn's state as the API reports it.
-type Status string
+type Status = wire.Status
 
 const (
-	StatusRunning          Status = "running"
-	StatusAwaitingInput    Status = "awaiting_input"
-	StatusAwaitingApproval Status = "awaiting_approval"
-	StatusSucceeded        Status = "succeeded"
-	StatusFailed           Status = "failed"
-	StatusExpired          Status = "expired"
-	StatusSuperseded       Status = "superseded"
+	StatusRunning          = wire.StatusRunning
+	StatusAwaitingInput    = wire.StatusAwaitingInput
+	StatusAwaitingApproval = wire.StatusAwaitingApproval
+	StatusSucceeded        = wire.StatusSucceeded
+	StatusFailed           = wire.StatusFailed
+	StatusExpired          = wire.StatusExpired
+	StatusSuperseded       = wire.StatusSuperseded
 	// StatusCancelled: the user stopped the turn (issue 15).
-	StatusCancelled Status = "cancelled"
+	StatusCancelled = wire.StatusCancelled
 	// StatusBlocked: the guardian refused the user's request (issue 19).
-	StatusBlocked Status = "blocked"
+	StatusBlocked = wire.StatusBlocked
 )
-
-// Waiting reports whether the turn is paused for the user.
-func (s Status) Waiting() bool { return s == StatusAwaitingInput || s == StatusAwaitingApproval }
-
-// Final reports whether the turn has ended.
-func (s Status) Final() bool {
-	switch s {
-	case StatusSucceeded, StatusFailed, StatusExpired, StatusSuperseded, StatusCancelled, StatusBlocked:
-		return true
-	}
-	return false
-}
 
 // Meta is a conversation's own data, written once at creation.
 type Meta struct {
@@ -123,10 +112,7 @@ type Query struct {
 const DefaultCatalogSize = 50
 
 // WorkflowSelection is an explicit workflow start (docs/api/openapi.yaml messages body).
-type WorkflowSelection struct {
-	ID     string         `json:"id"`
-	Inputs map[string]any `json:"inputs,omitempty"`
-}
+type WorkflowSelection = wire.WorkflowSelection
 
 // Turn is one user turn: one Step Functions execution, one hash field
 // turn:<id>. Only that turn's execution writes it (the API only reads it
@@ -219,66 +205,14 @@ func (t *Turn) Answered() bool { return t.TaskToken != "" && t.AnsweredToken == 
 
 // Step is one visible step of a turn (docs/api/openapi.yaml Turn.steps): an LLM call
 // (Tool "llm") or a tool call.
-type Step struct {
-	Tool      string    `json:"tool"`
-	CallID    string    `json:"call_id,omitempty"`
-	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered
-	StartedAt time.Time `json:"started_at"`
-	EndedAt   time.Time `json:"ended_at,omitzero"`
-	// Tokens and CachedTokens are an LLM step's usage; CostMicros its cost.
-	Tokens       int   `json:"tokens,omitempty"`
-	CachedTokens int   `json:"cached_tokens,omitempty"`
-	CostMicros   int64 `json:"cost_micros,omitempty"`
-	// Arguments and Result are a tool step's call and what the model read
-	// back; the Turn view fills them in (not stored with the step).
-	Arguments map[string]any  `json:"arguments,omitempty"`
-	Result    json.RawMessage `json:"result,omitempty"`
-}
-
-// MarshalJSON writes a step as the API shows every time: RFC 3339 with
-// milliseconds, and the step's duration_ms once it has ended.
-func (s Step) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		Tool         string          `json:"tool"`
-		CallID       string          `json:"call_id,omitempty"`
-		Status       string          `json:"status"`
-		StartedAt    string          `json:"started_at"`
-		EndedAt      string          `json:"ended_at,omitempty"`
-		DurationMS   *int64          `json:"duration_ms,omitempty"`
-		Tokens       int             `json:"tokens,omitempty"`
-		CachedTokens int             `json:"cached_tokens,omitempty"`
-		CostUSD      float64         `json:"cost_usd,omitempty"`
-		CostMicros   int64           `json:"cost_micros,omitempty"`
-		Arguments    map[string]any  `json:"arguments,omitempty"`
-		Result       json.RawMessage `json:"result,omitempty"`
-	}
-	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
-		Tokens: s.Tokens, CachedTokens: s.CachedTokens, CostMicros: s.CostMicros, CostUSD: float64(s.CostMicros) / 1e6,
-		Arguments: s.Arguments, Result: s.Result}
-	if !s.EndedAt.IsZero() {
-		w.EndedAt = s.EndedAt.UTC().Format(TimeLayout)
-		d := s.EndedAt.Sub(s.StartedAt).Milliseconds()
-		w.DurationMS = &d
-	}
-	return json.Marshal(w)
-}
+type Step = wire.Step
 
 // TimeLayout is how the API writes times: RFC 3339 with milliseconds.
-const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+const TimeLayout = wire.TimeLayout
 
 // HistoryEntry is one conversation_history entry: what a chat UI shows,
 // plus evidence (tool inputs, artifacts) that outlives the transcript window.
-type HistoryEntry struct {
-	Role       string         `json:"role"` // user, assistant, tool
-	Kind       string         `json:"kind"` // message, followup_questions, plan, plan_approved, tool_result
-	Content    string         `json:"content,omitempty"`
-	Tool       string         `json:"tool,omitempty"`
-	CallID     string         `json:"call_id,omitempty"`
-	Status     string         `json:"status,omitempty"`
-	ToolInputs map[string]any `json:"tool_inputs,omitempty"`
-	Artifacts  []artifact.Ref `json:"artifacts,omitempty"`
-	At         time.Time      `json:"at"`
-}
+type HistoryEntry = wire.HistoryEntry
 
 // CallKind says what a pending call invokes.
 type CallKind string
@@ -315,11 +249,11 @@ type PendingCall struct {
 	Kind   CallKind `json:"kind"`
 	// Arguments are the merged arguments: the model's, form answers and
 	// values filled from context. Sources names where each came from.
-	Arguments map[string]any      `json:"arguments,omitempty"`
-	Sources   map[string]string   `json:"input_sources,omitempty"` // model|user|context
-	State     CallState           `json:"state"`
-	Error     string              `json:"error,omitempty"` // the error result for CallInvalid
-	Form      []catalog.FormField `json:"form,omitempty"`
+	Arguments map[string]any    `json:"arguments,omitempty"`
+	Sources   map[string]string `json:"input_sources,omitempty"` // model|user|context
+	State     CallState         `json:"state"`
+	Error     string            `json:"error,omitempty"` // the error result for CallInvalid
+	Form      []wire.FormField  `json:"form,omitempty"`
 	// FormNote is shown above the form (e.g. a specialist's input-required text).
 	FormNote string `json:"form_note,omitempty"`
 	// ApprovalHash is the hash of the exact arguments shown for approval;
@@ -343,7 +277,7 @@ type PendingCall struct {
 	FromUser bool `json:"from_user,omitempty"`
 	// Plan is what a workflow call waiting for approval will run, step by
 	// step (set with the approval; the approval covers its arguments).
-	Plan []catalog.PlanStep `json:"plan,omitempty"`
+	Plan []wire.PlanStep `json:"plan,omitempty"`
 }
 
 // A2ATask identifies a specialist's task to continue with the same ids.
@@ -397,11 +331,39 @@ type CallOutcome struct {
 	EndedAt       time.Time      `json:"ended_at"`
 }
 
+// StepStatus is the status the call's step shows for outcome o: its
+// result's, or input_required.
+func (o CallOutcome) StepStatus() string {
+	if o.InputRequired != nil {
+		return "input_required"
+	}
+	return o.Result.Status
+}
+
+// WorkflowStepID names step i of workflow call callID: its stored
+// outcome's field and its A2A call id.
+func WorkflowStepID(callID string, i int) string { return callID + "." + strconv.Itoa(i) }
+
+// TurnArtifacts lists the catalogued artifacts turn t produced, in order.
+func (c *Conversation) TurnArtifacts(t *Turn) []artifact.Artifact {
+	byID := make(map[string]artifact.Artifact, len(c.Artifacts))
+	for _, a := range c.Artifacts {
+		byID[a.ID] = a
+	}
+	var out []artifact.Artifact
+	for _, id := range t.Produced {
+		if a, ok := byID[id]; ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // InputRequired is a specialist's request for more input.
 type InputRequired struct {
-	Message string              `json:"message"`
-	Fields  []catalog.FormField `json:"fields"`
-	Task    A2ATask             `json:"task"`
+	Message string           `json:"message"`
+	Fields  []wire.FormField `json:"fields"`
+	Task    A2ATask          `json:"task"`
 }
 
 // Put is what PutOutcome did.

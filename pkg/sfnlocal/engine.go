@@ -269,20 +269,6 @@ func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause stri
 	return now, nil
 }
 
-// Wait blocks until the execution closes or ctx ends, and returns its description.
-func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
-	x, err := e.lookup(ctx, execArn)
-	if err != nil {
-		return Execution{}, err
-	}
-	select {
-	case <-x.done:
-		return x.describe(), nil
-	case <-ctx.Done():
-		return x.describe(), fmt.Errorf("wait for %s: %w", execArn, ctx.Err())
-	}
-}
-
 // Close stops running executions as a process exit would: they are not
 // marked aborted and their persisted snapshots stay, so a new Engine on the
 // same Persister can Resume them. Close waits for the execution goroutines.

@@ -243,30 +243,6 @@ func evalTemplate(tmpl any, states map[string]any, vars map[string]any) (any, er
 	}
 }
 
-// templateExprs returns every "{% expr %}" inside tmpl.
-func templateExprs(tmpl any) []string {
-	var out []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch t := v.(type) {
-		case string:
-			if e, ok := isExpr(t); ok {
-				out = append(out, e)
-			}
-		case map[string]any:
-			for _, x := range t {
-				walk(x)
-			}
-		case []any:
-			for _, x := range t {
-				walk(x)
-			}
-		}
-	}
-	walk(tmpl)
-	return out
-}
-
 // toJSONata converts decoded JSON into the library's representation
 // (null → jsonataNull) without touching the caller's value.
 func toJSONata(v any) any {

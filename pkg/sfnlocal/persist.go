@@ -8,9 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -159,117 +156,6 @@ func (e *Engine) Resume(ctx context.Context) error {
 		e.launch(x, &cursor{state: s.State, input: input, vars: vars, wait: s.Wait, retry: s.Retry})
 	}
 	return nil
-}
-
-// FilePersister keeps one JSON file per execution in Dir. The file of an
-// ended execution is dropped once it is older than Retention (default
-// DefaultRetention), when it is next read.
-type FilePersister struct {
-	Dir       string
-	Retention time.Duration
-}
-
-var _ Persister = (*FilePersister)(nil)
-
-func (p *FilePersister) path(execArn string) string {
-	h := sha256.Sum256([]byte(execArn))
-	return filepath.Join(p.Dir, hex.EncodeToString(h[:16])+".json")
-}
-
-// Save writes the snapshot atomically (temp file + rename).
-func (p *FilePersister) Save(_ context.Context, s Snapshot) error {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("encode snapshot %s: %w", s.Execution.ExecutionArn, err)
-	}
-	if err := os.MkdirAll(p.Dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", p.Dir, err)
-	}
-	f, err := os.CreateTemp(p.Dir, ".tmp-*")
-	if err != nil {
-		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
-	}
-	if err := os.Rename(f.Name(), p.path(s.Execution.ExecutionArn)); err != nil {
-		return fmt.Errorf("save snapshot %s: %w", s.Execution.ExecutionArn, err)
-	}
-	return nil
-}
-
-// End writes the ended execution's file; its age counts from now.
-func (p *FilePersister) End(ctx context.Context, s Snapshot) error {
-	return p.Save(ctx, s)
-}
-
-// read decodes the file at path; an expired ended execution is removed
-// and reported as missing (ok false).
-func (p *FilePersister) read(path string) (s Snapshot, ok bool, err error) {
-	info, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return Snapshot{}, false, nil
-	}
-	if err != nil {
-		return Snapshot{}, false, fmt.Errorf("read snapshot %s: %w", filepath.Base(path), err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return Snapshot{}, false, fmt.Errorf("read snapshot %s: %w", filepath.Base(path), err)
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return Snapshot{}, false, fmt.Errorf("decode snapshot %s: %w", filepath.Base(path), err)
-	}
-	retention := cmp.Or(p.Retention, DefaultRetention)
-	if s.Execution.Status != StatusRunning && time.Since(info.ModTime()) > retention {
-		_ = os.Remove(path)
-		return Snapshot{}, false, nil
-	}
-	return s, true, nil
-}
-
-// Load reads the execution's file.
-func (p *FilePersister) Load(_ context.Context, execArn string) (Snapshot, error) {
-	s, ok, err := p.read(p.path(execArn))
-	if err != nil {
-		return Snapshot{}, err
-	}
-	if !ok {
-		return Snapshot{}, apiErr(ErrExecutionDoesNotExist, "execution %s", execArn)
-	}
-	return s, nil
-}
-
-// LoadAll reads the running executions' files of Dir (a missing Dir holds
-// none), dropping expired ones on the way.
-func (p *FilePersister) LoadAll(_ context.Context) ([]Snapshot, error) {
-	entries, err := os.ReadDir(p.Dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", p.Dir, err)
-	}
-	var out []Snapshot
-	for _, en := range entries {
-		if en.IsDir() || !strings.HasSuffix(en.Name(), ".json") || strings.HasPrefix(en.Name(), ".") {
-			continue
-		}
-		s, ok, err := p.read(filepath.Join(p.Dir, en.Name()))
-		if err != nil {
-			return nil, err
-		}
-		if ok && s.Execution.Status == StatusRunning {
-			out = append(out, s)
-		}
-	}
-	return out, nil
 }
 
 // RedisPersister keeps snapshots in Valkey/Redis, written incrementally so

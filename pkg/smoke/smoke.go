@@ -3,8 +3,8 @@
 // conversation, the Popelnase turn, a form, an approval and a rejection, an
 // artifact downloaded as the web page does (a JSON link fetched without the
 // token, from the page's origin), and the conversation's deletion. It
-// prints one pass/fail line per step. It speaks only HTTP; it must not
-// import the server's packages.
+// prints one pass/fail line per step. It speaks only HTTP (its vocabulary
+// is pkg/wire); it must not import the server's packages.
 package smoke
 
 import (
@@ -17,6 +17,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Config says where and how to check.
@@ -87,32 +89,6 @@ type run struct {
 	base string
 	cid  string
 	png  string // artifact id of the Popelnase PNG
-}
-
-// turnView is the part of docs/api/openapi.yaml's Turn the smoke reads.
-type turnView struct {
-	TurnID string `json:"turn_id"`
-	Status string `json:"status"`
-	Reply  string `json:"reply"`
-	Form   *struct {
-		Calls []struct {
-			CallID string `json:"call_id"`
-			Fields []struct {
-				Name string   `json:"name"`
-				Enum []string `json:"enum"`
-			} `json:"fields"`
-		} `json:"calls"`
-	} `json:"form"`
-	Approval *struct {
-		ID    string `json:"id"`
-		Calls []struct {
-			Tool string `json:"tool"`
-		} `json:"calls"`
-	} `json:"approval"`
-	Artifacts []struct {
-		ID       string `json:"artifact_id"`
-		MimeType string `json:"mime_type"`
-	} `json:"artifacts"`
 }
 
 func (s *run) do(ctx context.Context, method, path string, body any, out any) (int, http.Header, error) {
@@ -200,22 +176,22 @@ func (s *run) preflight(ctx context.Context) error {
 }
 
 // send posts text and waits for the turn to leave running.
-func (s *run) send(ctx context.Context, text string) (turnView, error) {
+func (s *run) send(ctx context.Context, text string) (wire.Turn, error) {
 	var out struct {
 		TurnID string `json:"turn_id"`
 	}
 	if _, _, err := s.do(ctx, "POST", "/conversations/"+s.cid+"/messages", map[string]any{"text": text}, &out); err != nil {
-		return turnView{}, err
+		return wire.Turn{}, err
 	}
 	return s.wait(ctx, out.TurnID)
 }
 
-func (s *run) wait(ctx context.Context, tid string) (turnView, error) {
+func (s *run) wait(ctx context.Context, tid string) (wire.Turn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.TurnTimeout)
 	defer cancel()
 	delay := 100 * time.Millisecond
 	for {
-		var v turnView
+		var v wire.Turn
 		code, h, err := s.do(ctx, "GET", "/conversations/"+s.cid+"/turns/"+tid, nil, &v)
 		switch {
 		case code == http.StatusServiceUnavailable:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/turnview"
 )
 
 // AwaitInput is the payload of the state machine's waitForTaskToken task.
@@ -75,11 +76,11 @@ func (h *Handlers) Await(ctx context.Context, in AwaitInput) (AwaitOutput, error
 	if !alreadyOpen {
 		e := record.HistoryEntry{Role: "assistant", Kind: entry, Content: content, At: h.now()}
 		t.History = append(t.History, e)
-		t.History = record.StampTurnArtifacts(t.History, turnArtifacts(conv, t), false)
+		t.History = record.StampTurnArtifacts(t.History, conv.TurnArtifacts(t), false)
 	}
 	if !alreadyOpen && h.Events != nil {
 		// The open form or approval, written with the turn.
-		v := NewView(conv, t, nil)
+		v := turnview.New(conv, t, nil)
 		ev := h.live(record.EventForm, t.ID, map[string]any{"form": v.Form, "expires_at": v.ExpiresAt})
 		if v.Approval != nil {
 			ev = h.live(record.EventApproval, t.ID, map[string]any{"approval": v.Approval, "expires_at": v.ExpiresAt})

@@ -30,8 +30,8 @@ func (h *Handlers) live(typ, turnID string, data map[string]any) record.Event {
 // stepEnded is the step.ended event of a step (tool "llm" for a model
 // call) that ran from started to ended.
 func (h *Handlers) stepEnded(turnID, tool, callID, status string, started, ended time.Time, extra map[string]any) record.Event {
-	d := map[string]any{"tool": tool, "status": status, "started_at": started.UTC().Format(timeLayout),
-		"ended_at": ended.UTC().Format(timeLayout), "duration_ms": ended.Sub(started).Milliseconds()}
+	d := map[string]any{"tool": tool, "status": status, "started_at": started.UTC().Format(record.TimeLayout),
+		"ended_at": ended.UTC().Format(record.TimeLayout), "duration_ms": ended.Sub(started).Milliseconds()}
 	if callID != "" {
 		d["call_id"] = callID
 	}

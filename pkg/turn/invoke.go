@@ -62,7 +62,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 				return InvokeOutput{}, err
 			}
 		}
-		return InvokeOutput{CallID: in.CallID, Status: outcomeStatus(o)}, nil
+		return InvokeOutput{CallID: in.CallID, Status: o.StepStatus()}, nil
 	}
 	if pc == nil {
 		return InvokeOutput{}, &NotFoundError{What: "call " + in.CallID}
@@ -115,7 +115,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		o.EndedAt = h.now()
 	}
 	if h.Events != nil && len(in.Fail) == 0 {
-		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, outcomeStatus(o), o.StartedAt, o.EndedAt, nil)}
+		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, o.StepStatus(), o.StartedAt, o.EndedAt, nil)}
 	}
 	// The specialist ran: its outcome is written however long the store
 	// takes to come back (within the step's time), not run again.
@@ -144,7 +144,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 			return InvokeOutput{}, err
 		}
 	}
-	status := outcomeStatus(o)
+	status := o.StepStatus()
 	h.stepLog(ctx, in.Ref, "invoke", pc.Tool, status, started, 0, nil)
 	return InvokeOutput{CallID: in.CallID, Status: status}, nil
 }
@@ -209,13 +209,6 @@ func failureCause(name, cause string) string {
 	return "an internal error"
 }
 
-func outcomeStatus(o record.CallOutcome) string {
-	if o.InputRequired != nil {
-		return "input_required"
-	}
-	return o.Result.Status
-}
-
 func failedOutcome(msg string) record.CallOutcome {
 	return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Error: msg}}
 }
@@ -264,7 +257,7 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 	)
 	all.Result.Status = record.ResultSucceeded
 	for i, st := range wf.Steps {
-		stepID := workflowStepID(pc.CallID, i)
+		stepID := record.WorkflowStepID(pc.CallID, i)
 		o, done := stored[stepID]
 		if !done || o.Result.Status != record.ResultSucceeded {
 			if ran && !h.timeForStep(ctx) {
@@ -377,10 +370,6 @@ func withAnswers(wf catalog.Workflow, skill catalog.Entry, args map[string]any, 
 	}
 	return out, sources
 }
-
-// workflowStepID names step i of workflow call callID: its stored outcome's
-// field and its A2A call id.
-func workflowStepID(callID string, i int) string { return fmt.Sprintf("%s.%d", callID, i) }
 
 // timeForStep reports whether ctx leaves CallTimeout for one more
 // specialist call.

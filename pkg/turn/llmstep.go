@@ -163,7 +163,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		}
 		t.Messages = append(t.Messages, resp.AssistantMessage())
 		t.History = append(t.History, record.HistoryEntry{Role: "assistant", Kind: "message", Content: text, At: h.now()})
-		t.History = record.StampTurnArtifacts(t.History, turnArtifacts(conv, t), true)
+		t.History = record.StampTurnArtifacts(t.History, conv.TurnArtifacts(t), true)
 		t.FinalReport = text
 		t.Status = record.StatusSucceeded
 		if err := h.save(ctx, in.Ref, t); err != nil {

@@ -172,7 +172,7 @@ func (h *Handlers) endTool(span trace.Span, o record.CallOutcome) {
 	if !span.IsRecording() {
 		return
 	}
-	status := outcomeStatus(o)
+	status := o.StepStatus()
 	span.SetAttributes(attrStatus.String(status))
 	if status == record.ResultFailed {
 		span.SetAttributes(semconv.ErrorTypeKey.String("tool_failed"))

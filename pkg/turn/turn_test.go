@@ -26,9 +26,11 @@ import (
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turnview"
 )
 
 type staticCatalogs struct{ c *catalog.Catalog }
@@ -111,7 +113,7 @@ func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixtu
 	}}
 	f.h = &turn.Handlers{
 		Store:    f.store,
-		LLM:      llm.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) { f.llm.Add(1); return decide(req), nil }),
+		LLM:      llmtest.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) { f.llm.Add(1); return decide(req), nil }),
 		Catalogs: staticCatalogs{demoCatalog(t)},
 		Invoker:  f.inv,
 		Audit:    f.audit,
@@ -903,7 +905,7 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	}
 	tr, _ := conv.Turn("t1")
 	var steps []string
-	for _, s := range turn.NewView(conv, tr, outcomes).Steps {
+	for _, s := range turnview.New(conv, tr, outcomes).Steps {
 		steps = append(steps, s.Tool+"/"+s.CallID+"/"+s.Status)
 	}
 	if diff := cmp.Diff([]string{"create_svg_artifact/call_t1_1.0/succeeded", "workflow_word_to_png/call_t1_1/running"}, steps[len(steps)-2:]); diff != "" {

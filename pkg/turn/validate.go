@@ -13,6 +13,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Reply is what the user sent to a paused batch, delivered by the API
@@ -35,12 +36,7 @@ type Reply struct {
 // (batch.ApprovalID): it covers exactly the calls and arguments shown.
 // Arguments, with approve, are the user's edits by call id (docs/design.md §9
 // "modify"); they are validated like the model's arguments.
-type Decision struct {
-	ID        string                    `json:"id"`
-	Decision  string                    `json:"decision"` // approve | reject
-	Note      string                    `json:"note,omitempty"`
-	Arguments map[string]map[string]any `json:"arguments,omitempty"`
-}
+type Decision = wire.Decision
 
 // ErrEditRefused is an edit that cannot apply at all: with a reject, or
 // for a call that is not in the approval (the API answers 400 invalid_edit).

@@ -1,6 +1,6 @@
-// Package scripted is a deterministic llm.Provider: a fixed list of steps or
-// a function for tests, and Demo, the rule-based offline demo model that
-// drives the documented demo prompts without a real LLM. Every request is
+// Package scripted is a deterministic llm.Provider: a function (Func) for
+// tests, and Demo, the rule-based offline demo model that drives the
+// documented demo prompts without a real LLM (the model of `make run`). Every request is
 // recorded so tests can count LLM calls and inspect transcripts. It must not
 // do I/O or depend on anything but pkg/llm: it stands in for a model, not for
 // the platform.
@@ -19,33 +19,6 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/llm"
 )
-
-// ErrExhausted is returned (wrapped) when a New provider is called more
-// often than it has steps.
-var ErrExhausted = errors.New("scripted: no steps left")
-
-// Step is one scripted answer: Response, or Err when set.
-type Step struct {
-	Response *llm.Response
-	Err      error
-}
-
-// Text is a step answering with final text.
-func Text(text string) Step { return Step{Response: &llm.Response{Text: text}} }
-
-// Calls is a step answering with tool calls in one assistant message. Calls
-// without an ID get a deterministic one.
-func Calls(calls ...llm.ToolCall) Step {
-	return Step{Response: &llm.Response{ToolCalls: calls}}
-}
-
-// Call is a tool call with name and raw JSON arguments, for Calls.
-func Call(name, arguments string) llm.ToolCall {
-	return llm.ToolCall{Name: name, Arguments: arguments}
-}
-
-// Fail is a step answering with err.
-func Fail(err error) Step { return Step{Err: err} }
 
 // Provider is a deterministic llm.Provider. It is safe for concurrent use.
 type Provider struct {
@@ -67,29 +40,6 @@ func (p *Provider) Stream(delay time.Duration) *Provider {
 }
 
 var _ llm.Provider = (*Provider)(nil)
-
-// New returns a provider answering the n-th call with steps[n]; calls past
-// the end fail with ErrExhausted.
-func New(steps ...Step) *Provider {
-	var mu sync.Mutex
-	next := 0
-	return Func(func(llm.Request) (*llm.Response, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		if next >= len(steps) {
-			return nil, fmt.Errorf("call %d of %d: %w", next+1, len(steps), ErrExhausted)
-		}
-		s := steps[next]
-		next++
-		if s.Err != nil {
-			return nil, s.Err
-		}
-		if s.Response == nil {
-			return nil, fmt.Errorf("scripted: step %d has neither response nor error", next)
-		}
-		return s.Response, nil
-	})
-}
 
 // Func returns a provider answering with f. f gets a copy of the request.
 func Func(f func(req llm.Request) (*llm.Response, error)) *Provider {

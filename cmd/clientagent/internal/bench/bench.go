@@ -20,6 +20,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Options configures a run. BaseURL, Token, Turns and Concurrency are required.
@@ -88,28 +90,11 @@ type Report struct {
 	FirstError string `json:"first_error,omitempty"`
 }
 
-// turnView is what the driver reads of docs/api/openapi.yaml's Turn.
-type turnView struct {
-	Status string `json:"status"`
-	// EndedAt, when the API gives it, is when the turn ended (its last
-	// write); without it the end of its last step stands in.
-	EndedAt   time.Time `json:"ended_at"`
-	Reply     string    `json:"reply"`
-	LLMCalls  int       `json:"llm_calls"`
-	Artifacts []struct {
-		ID string `json:"artifact_id"`
-	} `json:"artifacts"`
-	Steps []struct {
-		Tool    string    `json:"tool"`
-		EndedAt time.Time `json:"ended_at"`
-	} `json:"steps"`
-}
-
 // sample is one finished turn.
 type sample struct {
 	record, client     time.Duration
 	polls, unavailable int
-	view               turnView
+	view               wire.Turn
 	err                error
 }
 
@@ -244,7 +229,7 @@ func (d *driver) turn(ctx context.Context) sample {
 		case <-tick.C:
 		}
 		s.polls++
-		s.view = turnView{}
+		s.view = wire.Turn{}
 		err := d.do(ctx, http.MethodGet, "/v1/conversations/"+conv.ID+"/turns/"+posted.TurnID, nil, http.StatusOK, &s.view)
 		var se *statusError
 		if errors.As(err, &se) && se.status == http.StatusServiceUnavailable {
@@ -263,7 +248,9 @@ func (d *driver) turn(ctx context.Context) sample {
 	if s.view.Status != "succeeded" {
 		return sample{err: fmt.Errorf("turn %s ended %s: %s", posted.TurnID, s.view.Status, s.view.Reply)}
 	}
-	end := s.view.EndedAt
+	// ended_at, when the API gives it, is when the turn ended (its last
+	// write); without it the end of its last step stands in.
+	end, _ := time.Parse(time.RFC3339Nano, s.view.EndedAt)
 	for _, st := range s.view.Steps {
 		if st.EndedAt.After(end) {
 			end = st.EndedAt
