@@ -21,6 +21,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact/localstore"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
@@ -156,7 +157,7 @@ func (r *fileRig) call(t *testing.T, cid string, paths ...string) record.CallOut
 	for _, p := range paths {
 		ps = append(ps, p)
 	}
-	return r.inv.Invoke(t.Context(), Call{ConversationID: cid, TurnID: "t1", CallID: "call_1",
+	return r.inv.Invoke(t.Context(), tool.Call{ConversationID: cid, TurnID: "t1", CallID: "call_1",
 		Capability: testCapability(r.url + "/rpc"), Arguments: map[string]any{"files": ps}})
 }
 

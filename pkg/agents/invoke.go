@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -33,11 +32,8 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
-
-// MaxRaw caps CallOutcome.Raw; a larger raw result is replaced by a
-// truncation note carrying its head.
-const MaxRaw = 256 << 10
 
 // FileLimits bound each file a specialist returns, so a file that is too
 // big or too slow fails its call with a message saying which bound it hit,
@@ -180,29 +176,6 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	return i
 }
 
-// Call is one skill call to send to a specialist.
-type Call struct {
-	ConversationID, TurnID, CallID string
-	Capability                     catalog.Capability
-	// Arguments are the merged arguments (model, form answers, context).
-	Arguments map[string]any
-	// Sources names where each argument came from: model|user|context.
-	Sources map[string]string
-	// Files are the artifacts the arguments reference (x_artifact_ref),
-	// resolved by the caller; each is sent as a FilePart with a URL.
-	Files []artifact.Artifact
-	// Continue answers an input-required task: the message carries its
-	// task and context ids.
-	Continue *record.A2ATask
-}
-
-// failure is a specialist failure: its text is what the model reads.
-type failure struct{ msg string }
-
-func (f *failure) Error() string { return f.msg }
-
-func failf(format string, args ...any) error { return &failure{fmt.Sprintf(format, args...)} }
-
 // Invoke sends c to its specialist with a blocking message/send and maps
 // the answer onto an outcome: a completed task (or a plain message) is
 // "succeeded" with its text as Summary, its data as Result and its files
@@ -210,7 +183,7 @@ func failf(format string, args ...any) error { return &failure{fmt.Sprintf(forma
 // leaves Result.Status empty; anything else — failed, rejected or canceled
 // tasks, JSON-RPC errors, HTTP errors, timeouts — is "failed" with the
 // agent's own words in Result.Error. Invoke never fails the turn.
-func (i *Invoker) Invoke(ctx context.Context, c Call) record.CallOutcome {
+func (i *Invoker) Invoke(ctx context.Context, c tool.Call) record.CallOutcome {
 	out := record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
 	log := i.log.With("conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
 		"tool", c.Capability.Tool, "agent", c.Capability.AgentURL)
@@ -221,7 +194,7 @@ func (i *Invoker) Invoke(ctx context.Context, c Call) record.CallOutcome {
 	if err != nil {
 		out.Result = record.ToolResult{Status: record.ResultFailed, Error: i.errorText(err)}
 		out.Artifacts, out.InputRequired = nil, nil
-		out.Raw = capRaw(mustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
+		out.Raw = tool.CapRaw(tool.MustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
 	}
 	out.EndedAt = time.Now().UTC()
 	status := out.Result.Status
@@ -233,7 +206,7 @@ func (i *Invoker) Invoke(ctx context.Context, c Call) record.CallOutcome {
 	return out
 }
 
-func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) error {
+func (i *Invoker) invoke(ctx context.Context, c tool.Call, out *record.CallOutcome) error {
 	msg, err := i.message(ctx, c)
 	if err != nil {
 		return err
@@ -270,7 +243,7 @@ func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) e
 		}
 		return i.taskOutcome(ctx, c, out, task)
 	default:
-		return failf("agent answered with an unexpected result type %T", res)
+		return tool.Failf("agent answered with an unexpected result type %T", res)
 	}
 }
 
@@ -288,7 +261,7 @@ func grpcTarget(u string) (string, credentials.TransportCredentials) {
 }
 
 // message builds the A2A message of a call.
-func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
+func (i *Invoker) message(ctx context.Context, c tool.Call) (*a2a.Message, error) {
 	var parts []a2a.Part
 	if c.Capability.Plain {
 		text := plainInput(c.Arguments)
@@ -341,7 +314,7 @@ func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
 		// The first message of the call already used the call id; the
 		// answer gets an id derived from it and its arguments, so a retried
 		// answer is still recognisable but distinct from the first message.
-		sum := sha256.Sum256(mustJSON(c.Arguments))
+		sum := sha256.Sum256(tool.MustJSON(c.Arguments))
 		msg.ID = c.CallID + "-" + hex.EncodeToString(sum[:4])
 	}
 	if msg.ID == "" {
@@ -364,7 +337,7 @@ func userReply(args map[string]any, sources map[string]string) string {
 		if s, ok := v.(string); ok {
 			return s
 		}
-		return string(mustJSON(v))
+		return string(tool.MustJSON(v))
 	}
 	if len(names) == 1 {
 		return str(args[names[0]])
@@ -385,7 +358,7 @@ func plainInput(args map[string]any) string {
 	if len(args) == 0 {
 		return ""
 	}
-	return string(mustJSON(args))
+	return string(tool.MustJSON(args))
 }
 
 // awaitTask polls a task that is not yet terminal after the blocking send
@@ -414,7 +387,7 @@ func settled(s a2a.TaskState) bool {
 	return s.Terminal() || s == a2a.TaskStateInputRequired || s == a2a.TaskStateAuthRequired
 }
 
-func (i *Invoker) taskOutcome(ctx context.Context, c Call, out *record.CallOutcome, task *a2a.Task) error {
+func (i *Invoker) taskOutcome(ctx context.Context, c tool.Call, out *record.CallOutcome, task *a2a.Task) error {
 	var statusParts []a2a.Part
 	if task.Status.Message != nil {
 		statusParts = task.Status.Message.Parts
@@ -424,7 +397,7 @@ func (i *Invoker) taskOutcome(ctx context.Context, c Call, out *record.CallOutco
 		return i.completed(ctx, c, out, statusParts, task.Artifacts)
 	case a2a.TaskStateInputRequired:
 		out.InputRequired = inputRequired(task, statusParts)
-		out.Raw = capRaw(mustJSON(map[string]any{"status": "input_required", "message": out.InputRequired.Message,
+		out.Raw = tool.CapRaw(tool.MustJSON(map[string]any{"status": "input_required", "message": out.InputRequired.Message,
 			"fields": out.InputRequired.Fields, "task": out.InputRequired.Task}))
 		return nil
 	default:
@@ -437,11 +410,11 @@ func (i *Invoker) taskOutcome(ctx context.Context, c Call, out *record.CallOutco
 		}
 		switch task.Status.State {
 		case a2a.TaskStateAuthRequired:
-			return failf("agent requires authentication: %s", text)
+			return tool.Failf("agent requires authentication: %s", text)
 		case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
-			return failf("agent reported task %s: %s", task.Status.State, text)
+			return tool.Failf("agent reported task %s: %s", task.Status.State, text)
 		default:
-			return failf("agent left the task in state %q: %s", task.Status.State, text)
+			return tool.Failf("agent left the task in state %q: %s", task.Status.State, text)
 		}
 	}
 }
@@ -463,7 +436,7 @@ func inputRequired(task *a2a.Task, parts []a2a.Part) *record.InputRequired {
 			continue
 		}
 		var fields []catalog.FormField
-		if json.Unmarshal(mustJSON(raw), &fields) != nil {
+		if json.Unmarshal(tool.MustJSON(raw), &fields) != nil {
 			continue
 		}
 		for _, f := range fields {
@@ -491,7 +464,7 @@ func inputRequired(task *a2a.Task, parts []a2a.Part) *record.InputRequired {
 
 // completed fills a succeeded outcome from the status (or response message)
 // parts and the task's artifacts, copying their files into our store.
-func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome, msgParts []a2a.Part, arts []*a2a.Artifact) error {
+func (i *Invoker) completed(ctx context.Context, c tool.Call, out *record.CallOutcome, msgParts []a2a.Part, arts []*a2a.Artifact) error {
 	var texts []string
 	var data []any
 	collect := func(parts []a2a.Part) {
@@ -543,7 +516,7 @@ func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome
 		result = data
 	}
 	if result != nil {
-		res.Result = string(mustJSON(result))
+		res.Result = string(tool.MustJSON(result))
 	}
 	refs := make([]artifact.Ref, 0, len(stored))
 	for _, a := range stored {
@@ -564,7 +537,7 @@ func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome
 	if len(refs) > 0 {
 		raw["artifacts"] = refs
 	}
-	out.Raw = capRaw(mustJSON(raw))
+	out.Raw = tool.CapRaw(tool.MustJSON(raw))
 	return nil
 }
 
@@ -590,7 +563,7 @@ func filesOf(parts []a2a.Part, from *a2a.Artifact) []filePart {
 }
 
 // copyFile stores one returned file under a new artifact id.
-func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (artifact.Artifact, error) {
+func (i *Invoker) copyFile(ctx context.Context, c tool.Call, fp filePart, n int) (artifact.Artifact, error) {
 	if i.store == nil {
 		return artifact.Artifact{}, errors.New("no artifact store configured to keep returned files")
 	}
@@ -606,7 +579,7 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 		meta = f.FileMeta
 		b, err := decodeBase64(f.Bytes)
 		if err != nil {
-			return artifact.Artifact{}, failf("agent returned file %q with undecodable bytes: %v", f.Name, err)
+			return artifact.Artifact{}, tool.Failf("agent returned file %q with undecodable bytes: %v", f.Name, err)
 		}
 		body, label = bytes.NewReader(b), f.Name
 	case a2a.FileURI:
@@ -617,18 +590,18 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 		defer stop()
 		rc, ctype, declared, err := i.download(fctx, f.URI)
 		if err != nil {
-			return artifact.Artifact{}, failf("fetch file %q the agent returned: %v", label, transferError(fctx, err))
+			return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v", label, transferError(fctx, err))
 		}
 		defer rc.Close()
 		// A declared size is refused before a byte is read.
 		if declared > lim.MaxBytes {
-			return artifact.Artifact{}, failf("file %q the agent returned is %s, more than the %s a file may be; nothing was stored",
+			return artifact.Artifact{}, tool.Failf("file %q the agent returned is %s, more than the %s a file may be; nothing was stored",
 				label, artifact.FormatBytes(declared), artifact.FormatBytes(lim.MaxBytes))
 		}
 		if room, ok, err := artifact.Room(ctx, i.store, c.ConversationID); err != nil {
 			return artifact.Artifact{}, fmt.Errorf("store file %q: %w", label, err)
 		} else if ok && declared > room {
-			return artifact.Artifact{}, failf("file %q the agent returned (%s) does not fit: only %s of the conversation's storage quota is left; nothing was stored",
+			return artifact.Artifact{}, tool.Failf("file %q the agent returned (%s) does not fit: only %s of the conversation's storage quota is left; nothing was stored",
 				label, artifact.FormatBytes(declared), artifact.FormatBytes(room))
 		}
 		counted.r = rc
@@ -637,7 +610,7 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 			meta.MimeType = ctype
 		}
 	default:
-		return artifact.Artifact{}, failf("agent returned a file part of unknown form %T", fp.part.File)
+		return artifact.Artifact{}, tool.Failf("agent returned a file part of unknown form %T", fp.part.File)
 	}
 	id := artifact.CallOutputID(c.CallID, n)
 	if i.newID != nil {
@@ -678,12 +651,12 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	switch {
 	case err == nil:
 	case errors.As(err, &qe):
-		return artifact.Artifact{}, failf("file %q the agent returned does not fit: %v; nothing was stored", label, qe)
+		return artifact.Artifact{}, tool.Failf("file %q the agent returned does not fit: %v; nothing was stored", label, qe)
 	case errors.Is(err, artifact.ErrTooLarge):
-		return artifact.Artifact{}, failf("file %q the agent returned is larger than the %s a file may be; nothing was stored",
+		return artifact.Artifact{}, tool.Failf("file %q the agent returned is larger than the %s a file may be; nothing was stored",
 			label, artifact.FormatBytes(lim.MaxBytes))
 	case isTransferBound(fctx):
-		return artifact.Artifact{}, failf("fetch file %q the agent returned: %v; nothing was stored", label, transferError(fctx, err))
+		return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v; nothing was stored", label, transferError(fctx, err))
 	default:
 		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
 	}
@@ -843,17 +816,17 @@ func (i *Invoker) transportError(ctx context.Context, err error, c *httpCapture)
 		return ctx.Err()
 	}
 	if d := c.describe(); d != "" {
-		return &failure{d}
+		return &tool.Failure{Msg: d}
 	}
 	return err
 }
 
 // errorText is the Result.Error of a failed call.
 func (i *Invoker) errorText(err error) string {
-	var f *failure
+	var f *tool.Failure
 	switch {
 	case errors.As(err, &f):
-		return f.msg
+		return f.Msg
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("the agent did not answer within %s", i.timeout)
 	case errors.Is(err, context.Canceled):
@@ -905,37 +878,6 @@ func artifactParts(arts []*a2a.Artifact) []a2a.Part {
 		}
 	}
 	return parts
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
-	}
-	return b
-}
-
-// CapRaw keeps raw within MaxRaw while staying valid JSON (capRaw), for
-// other invokers' raw results (pkg/mcp).
-func CapRaw(raw []byte) json.RawMessage { return capRaw(raw) }
-
-// capRaw keeps raw within MaxRaw while staying valid JSON: a larger value
-// becomes {"truncated":true,"size":n,"head":"<prefix>"}.
-func capRaw(raw []byte) json.RawMessage {
-	if len(raw) <= MaxRaw {
-		return raw
-	}
-	head := raw[:MaxRaw-1024]
-	for {
-		for len(head) > 0 && !utf8.Valid(head) {
-			head = head[:len(head)-1]
-		}
-		b := mustJSON(map[string]any{"truncated": true, "size": len(raw), "head": string(head)})
-		if len(b) <= MaxRaw {
-			return b
-		}
-		head = head[:len(head)*3/4]
-	}
 }
 
 // checkFileURL refuses, by their text, file URLs a specialist must not

@@ -18,6 +18,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // bytesStore is an in-memory artifact.Store without URLs (the fuzzed
@@ -129,7 +130,7 @@ type wirePart struct {
 //     input-required task, with its ids and at least one named, typed field;
 //   - failed: an error text, no artifacts, no input request;
 //
-// and the limits hold: Raw is valid JSON of at most MaxRaw bytes, the
+// and the limits hold: Raw is valid JSON of at most tool.MaxRaw bytes, the
 // compact tool result (batch.Compact) keeps MaxSummary/MaxResult/MaxError
 // characters, the tool message the model reads is valid JSON in UTF-8, and
 // the outcome marshals for the store.
@@ -221,15 +222,15 @@ func FuzzInvokeReply(f *testing.F) {
 		clear(store.files)
 		store.mu.Unlock()
 
-		out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_t_1", Capability: capability,
+		out := inv.Invoke(t.Context(), tool.Call{ConversationID: "c", TurnID: "t", CallID: "call_t_1", Capability: capability,
 			Arguments: map[string]any{"mode": "x"}, Sources: map[string]string{"mode": "model"}})
 
 		desc := fmt.Sprintf("agent answered %d %q %q", code, ctype, snippet(body))
 		if out.CallID != "call_t_1" || out.Tool != capability.Tool || out.EndedAt.Before(out.StartedAt) {
 			t.Errorf("%s: outcome ids/times = %q %q %v..%v", desc, out.CallID, out.Tool, out.StartedAt, out.EndedAt)
 		}
-		if len(out.Raw) > MaxRaw || !json.Valid(out.Raw) {
-			t.Errorf("%s: Raw is %d bytes, valid JSON %v; want valid JSON of at most %d", desc, len(out.Raw), json.Valid(out.Raw), MaxRaw)
+		if len(out.Raw) > tool.MaxRaw || !json.Valid(out.Raw) {
+			t.Errorf("%s: Raw is %d bytes, valid JSON %v; want valid JSON of at most %d", desc, len(out.Raw), json.Valid(out.Raw), tool.MaxRaw)
 		}
 		if _, err := json.Marshal(out); err != nil {
 			t.Errorf("%s: the outcome does not marshal for the store: %v", desc, err)

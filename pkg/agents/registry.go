@@ -14,6 +14,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/capcache"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // AgentCardPath is where an A2A agent publishes its card, under its base URL.
@@ -164,3 +165,10 @@ func (r *Registry) build(entries []*capcache.Entry[string, cachedCard]) []catalo
 	uniqueTools(caps)
 	return caps
 }
+
+// The registry is the A2A specialists' tool.Lister; Invoker their
+// tool.Invoker.
+var (
+	_ tool.Lister  = (*Registry)(nil)
+	_ tool.Invoker = (*Invoker)(nil)
+)

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 var sigV4Header = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=AKIDTEST/(\d{8})/eu-central-1/lambda/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$`)
@@ -125,7 +126,7 @@ func TestSigV4SignsAgentRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := NewInvoker(InvokerOptions{HTTPClient: hc, Artifacts: store, FileOrigins: []string{srv.URL}})
-	out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_s",
+	out := inv.Invoke(t.Context(), tool.Call{ConversationID: "c", TurnID: "t", CallID: "call_s",
 		Capability: testCapability(srv.URL + "/rpc"), Arguments: map[string]any{"mode": "file"},
 		Files: []artifact.Artifact{{ID: "art_in", Name: "in.txt", MimeType: "text/plain"}}})
 	if out.Result.Status != "succeeded" {

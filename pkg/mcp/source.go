@@ -16,6 +16,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/capcache"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // The cache's keys (capcache) share the hash tag {mcp}: the tools key,
@@ -192,3 +193,9 @@ func toolDescription(t *sdk.Tool) string {
 	}
 	return title + ": " + desc
 }
+
+// Source is the MCP servers' tool.Lister; Invoker their tool.Invoker.
+var (
+	_ tool.Lister  = (*Source)(nil)
+	_ tool.Invoker = (*Invoker)(nil)
+)

@@ -20,6 +20,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/lambdatrace"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/telemetry"
+	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -116,7 +117,7 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 
 // Catalogs is the tool catalogue: the agent cards of CLIENTAGENT_AGENTS
 // (cached in Valkey, fetched when stale) and the workflow templates.
-func (e *Env) Catalogs(ctx context.Context) (*Catalogs, error) {
+func (e *Env) Catalogs(ctx context.Context) (*tool.Catalogs, error) {
 	rdb, err := e.Valkey()
 	if err != nil {
 		return nil, err
@@ -132,7 +133,8 @@ func (e *Env) Catalogs(ctx context.Context) (*Catalogs, error) {
 	if cfg.MCP, err = e.MCPServers(ctx); err != nil {
 		return nil, err
 	}
-	return newCatalogs(cfg, rdb, workflows), nil
+	reg, src := newSources(cfg, rdb)
+	return newCatalogs(cfg, workflows, reg, src), nil
 }
 
 // Invoker is the A2A invoker, storing what specialists return in arts,
@@ -151,7 +153,7 @@ func (e *Env) Invoker(ctx context.Context, arts artifact.Store) (turn.Invoker, e
 		return nil, err
 	}
 	cfg.Files = files.Limits
-	return withMCP(cfg, arts, newInvoker(cfg, arts)), nil
+	return newRouter(cfg, arts, newInvoker(cfg, arts)), nil
 }
 
 // WithQuota bounds arts to CLIENTAGENT_CONVERSATION_QUOTA bytes per
