@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/clientagent/clientagent/pkg/agentauth"
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -34,7 +35,7 @@ const InvokeTimeout = 5 * time.Minute
 //
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated (the tool catalogue)
-//	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agents.ClientFromEnv)
+//	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agentauth.ClientFromEnv)
 //	CLIENTAGENT_MCP                MCP servers whose tools are skills (mcp.LoadConfig; streamable HTTP only:
 //	                               stdio is refused here; "secret:<arn>" headers need Env.Secrets,
 //	                               which pkg/platform/mcpenv sets)
@@ -194,7 +195,7 @@ func (e *Env) MCPServers(ctx context.Context) ([]mcp.ServerConfig, error) {
 // CLIENTAGENT_AGENT_AUTH asks for (nil: Go's default), made once.
 func (e *Env) AgentClient(ctx context.Context) (*http.Client, error) {
 	if !e.agentAuth {
-		c, err := agents.ClientFromEnv(ctx, e.Getenv)
+		c, err := agentauth.ClientFromEnv(ctx, e.Getenv)
 		if err != nil {
 			return nil, err
 		}

@@ -53,7 +53,7 @@ type Config struct {
 	// InvokeTimeout bounds one specialist call.
 	InvokeTimeout time.Duration
 	// AgentClient carries agent-card fetches and A2A calls (nil: Go's
-	// default client); on AWS it may sign them (agents.ClientFromEnv).
+	// default client); on AWS it may sign them (agentauth.ClientFromEnv).
 	AgentClient *http.Client
 	// FileOrigins are origins (scheme://host:port) a specialist's file URL
 	// may point at beside public addresses, e.g. the local stack's own URL;
