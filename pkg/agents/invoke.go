@@ -635,11 +635,11 @@ func (i *Invoker) copyFile(ctx context.Context, c tool.Call, fp filePart, n int)
 		// so the user's download opens.
 		a.Name = fp.from.Name
 		if path.Ext(a.Name) == "" {
-			a.Name += extensionFor(a.MimeType)
+			a.Name += artifact.ExtensionFor(a.MimeType)
 		}
 	}
 	if a.Name == "" {
-		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, extensionFor(a.MimeType))
+		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, artifact.ExtensionFor(a.MimeType))
 	}
 	if label == "" {
 		label = a.Name
@@ -747,23 +747,6 @@ func fileLabel(name, uri string) string {
 		return name
 	}
 	return uri
-}
-
-// preferredExt overrides mime.ExtensionsByType, whose first (sorted) answer
-// for some common types is surprising (".asc" for text/plain).
-var preferredExt = map[string]string{
-	"text/plain": ".txt", "image/jpeg": ".jpg", "image/svg+xml": ".svg", "text/html": ".html",
-	"application/json": ".json", "text/csv": ".csv", "text/markdown": ".md", "application/pdf": ".pdf",
-}
-
-func extensionFor(mimeType string) string {
-	if e, ok := preferredExt[mimeType]; ok {
-		return e
-	}
-	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-		return exts[0]
-	}
-	return ""
 }
 
 // decodeBase64 accepts standard and URL alphabets, padded or not, since

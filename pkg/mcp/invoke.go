@@ -247,7 +247,7 @@ func (i *Invoker) keep(ctx context.Context, c tool.Call, n int, name, mimeType, 
 		mimeType = "application/octet-stream"
 	}
 	if name == "" {
-		name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n, extensionFor(mimeType))
+		name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n, artifact.ExtensionFor(mimeType))
 	}
 	id := artifact.CallOutputID(c.CallID, n)
 	if i.newID != nil {
@@ -289,21 +289,6 @@ func resourceName(uri string) string {
 		}
 	}
 	return "resource"
-}
-
-var preferredExt = map[string]string{
-	"text/plain": ".txt", "image/jpeg": ".jpg", "image/png": ".png", "image/svg+xml": ".svg", "text/html": ".html",
-	"application/json": ".json", "audio/wav": ".wav", "audio/mpeg": ".mp3",
-}
-
-func extensionFor(mimeType string) string {
-	if e, ok := preferredExt[mimeType]; ok {
-		return e
-	}
-	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-		return exts[0]
-	}
-	return ""
 }
 
 // errorText is the Result.Error of a failed call.
