@@ -12,14 +12,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"path"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -28,53 +24,12 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/clientagent/clientagent/pkg/agents/netguard"
+	"github.com/clientagent/clientagent/pkg/agents/files"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/tool"
 )
-
-// FileLimits bound each file a specialist returns, so a file that is too
-// big or too slow fails its call with a message saying which bound it hit,
-// instead of filling the store or holding the turn for the whole call
-// timeout. Zero fields take the defaults.
-type FileLimits struct {
-	// MaxBytes bounds one file (default 512 MiB). A declared Content-Length
-	// over it is refused before anything is read.
-	MaxBytes int64
-	// Timeout bounds one file's download, from the request to its last
-	// byte (default 2 minutes).
-	Timeout time.Duration
-	// MinRate is the slowest a download may be, in bytes per second over
-	// each RateWindow (default 8 KiB/s over 10 s; negative: no minimum).
-	MinRate    int64
-	RateWindow time.Duration
-}
-
-// Default file limits.
-const (
-	DefaultMaxFileBytes   = 512 << 20
-	DefaultFileTimeout    = 2 * time.Minute
-	DefaultFileMinRate    = 8 << 10
-	DefaultFileRateWindow = 10 * time.Second
-)
-
-func (l FileLimits) withDefaults() FileLimits {
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = DefaultMaxFileBytes
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = DefaultFileTimeout
-	}
-	if l.MinRate == 0 {
-		l.MinRate = DefaultFileMinRate
-	}
-	if l.RateWindow <= 0 {
-		l.RateWindow = DefaultFileRateWindow
-	}
-	return l
-}
 
 // InvokerOptions configures an Invoker.
 type InvokerOptions struct {
@@ -96,7 +51,7 @@ type InvokerOptions struct {
 	NewID func() string
 	// A file a specialist returns by URL is downloaded only from a public
 	// address, checked on the address actually dialled (DNS names and
-	// redirects included, pkg/agents/netguard), so an agent cannot make the
+	// redirects included, pkg/agents/files), so an agent cannot make the
 	// platform read its own network. FileOrigins allows exact origins
 	// (scheme://host:port) beside the public internet: the local stack's
 	// own URL. AllowPrivateFiles turns the check off (specialists that
@@ -112,7 +67,7 @@ type InvokerOptions struct {
 	// is still working after the blocking send (default 500ms, doubling to 5s).
 	PollInterval time.Duration
 	// Files bounds each returned file: size, deadline and minimum rate.
-	Files FileLimits
+	Files files.Limits
 }
 
 // Invoker sends calls to specialists over A2A (docs/design.md §5). It is safe for
@@ -120,15 +75,12 @@ type InvokerOptions struct {
 type Invoker struct {
 	store      artifact.Store
 	hc         *http.Client
-	files      *http.Client // downloads of files agents return by URL
-	fileAllow  []string     // origins files may come from beside public addresses
-	anyFiles   bool         // AllowPrivateFiles: no address check
+	files      *files.Fetcher // downloads of files agents return by URL, never with hc
 	timeout    time.Duration
 	fileURLTTL time.Duration
 	log        *slog.Logger
 	newID      func() string
 	poll       time.Duration
-	fileLimits FileLimits
 }
 
 // NewInvoker returns an Invoker.
@@ -146,15 +98,12 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	i := &Invoker{
 		store:      opts.Artifacts,
 		hc:         &hc,
-		files:      &http.Client{},
-		fileAllow:  opts.FileOrigins,
-		anyFiles:   opts.AllowPrivateFiles,
+		files:      files.NewFetcher(files.Options{Origins: opts.FileOrigins, AllowPrivate: opts.AllowPrivateFiles, Limits: opts.Files}),
 		timeout:    opts.Timeout,
 		fileURLTTL: opts.FileURLTTL,
 		log:        opts.Logger,
 		newID:      opts.NewID,
 		poll:       opts.PollInterval,
-		fileLimits: opts.Files.withDefaults(),
 	}
 	if i.timeout <= 0 {
 		i.timeout = 5 * time.Minute
@@ -167,11 +116,6 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	}
 	if i.poll <= 0 {
 		i.poll = 500 * time.Millisecond
-	}
-	if !i.anyFiles {
-		// Never the A2A client: a file URL is the agent's to choose, and
-		// requests to agents may carry credentials (SigV4).
-		i.files = netguard.Client(netguard.Options{Allow: opts.FileOrigins})
 	}
 	return i
 }
@@ -572,8 +516,8 @@ func (i *Invoker) copyFile(ctx context.Context, c tool.Call, fp filePart, n int)
 		body  io.Reader
 		label string
 	)
-	lim := i.fileLimits
-	fctx := ctx // the download's context, with the file's own bounds
+	lim := i.files.Limits()
+	var dl *files.Download // set for a file fetched by URL
 	switch f := fp.part.File.(type) {
 	case a2a.FileBytes:
 		meta = f.FileMeta
@@ -584,30 +528,25 @@ func (i *Invoker) copyFile(ctx context.Context, c tool.Call, fp filePart, n int)
 		body, label = bytes.NewReader(b), f.Name
 	case a2a.FileURI:
 		meta, label = f.FileMeta, fileLabel(f.Name, f.URI)
-		var stop func()
-		var counted *countingReader
-		fctx, counted, stop = watchTransfer(ctx, lim)
-		defer stop()
-		rc, ctype, declared, err := i.download(fctx, f.URI)
-		if err != nil {
-			return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v", label, transferError(fctx, err))
+		var err error
+		if dl, err = i.files.Open(ctx, f.URI); err != nil {
+			return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v", label, err)
 		}
-		defer rc.Close()
+		defer dl.Close()
 		// A declared size is refused before a byte is read.
-		if declared > lim.MaxBytes {
+		if dl.Size > lim.MaxBytes {
 			return artifact.Artifact{}, tool.Failf("file %q the agent returned is %s, more than the %s a file may be; nothing was stored",
-				label, artifact.FormatBytes(declared), artifact.FormatBytes(lim.MaxBytes))
+				label, artifact.FormatBytes(dl.Size), artifact.FormatBytes(lim.MaxBytes))
 		}
 		if room, ok, err := artifact.Room(ctx, i.store, c.ConversationID); err != nil {
 			return artifact.Artifact{}, fmt.Errorf("store file %q: %w", label, err)
-		} else if ok && declared > room {
+		} else if ok && dl.Size > room {
 			return artifact.Artifact{}, tool.Failf("file %q the agent returned (%s) does not fit: only %s of the conversation's storage quota is left; nothing was stored",
-				label, artifact.FormatBytes(declared), artifact.FormatBytes(room))
+				label, artifact.FormatBytes(dl.Size), artifact.FormatBytes(room))
 		}
-		counted.r = rc
-		body = counted
+		body = dl.Body
 		if meta.MimeType == "" {
-			meta.MimeType = ctype
+			meta.MimeType = dl.ContentType
 		}
 	default:
 		return artifact.Artifact{}, tool.Failf("agent returned a file part of unknown form %T", fp.part.File)
@@ -655,91 +594,13 @@ func (i *Invoker) copyFile(ctx context.Context, c tool.Call, fp filePart, n int)
 	case errors.Is(err, artifact.ErrTooLarge):
 		return artifact.Artifact{}, tool.Failf("file %q the agent returned is larger than the %s a file may be; nothing was stored",
 			label, artifact.FormatBytes(lim.MaxBytes))
-	case isTransferBound(fctx):
-		return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v; nothing was stored", label, transferError(fctx, err))
+	case dl != nil && dl.Bounded():
+		return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v; nothing was stored", label, dl.Cause(err))
 	default:
 		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
 	}
 	a.Size = size
 	return a, nil
-}
-
-// TransferBoundError is a file download ended by one of its own bounds
-// (FileLimits): Bound is "deadline" or "min_rate".
-type TransferBoundError struct {
-	Bound string
-	msg   string
-}
-
-func (e *TransferBoundError) Error() string { return e.msg }
-
-// countingReader counts the bytes read through it for watchTransfer.
-type countingReader struct {
-	r    io.Reader
-	n    atomic.Int64
-	done atomic.Bool // the whole file arrived: the rate no longer matters
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	if err == io.EOF {
-		c.done.Store(true)
-	}
-	return n, err
-}
-
-// watchTransfer is the context of one file download: it ends at the file
-// deadline, or at the end of a rate window in which fewer than MinRate ×
-// window bytes went through the returned reader (the wait for the response
-// headers counts). stop releases it.
-func watchTransfer(ctx context.Context, lim FileLimits) (context.Context, *countingReader, func()) {
-	counted := &countingReader{}
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, lim.Timeout, &TransferBoundError{Bound: "deadline",
-		msg: fmt.Sprintf("it did not arrive within the file transfer deadline of %s", lim.Timeout)})
-	ctx, cancel := context.WithCancelCause(ctx)
-	if lim.MinRate > 0 {
-		go func() {
-			tick := time.NewTicker(lim.RateWindow)
-			defer tick.Stop()
-			want := int64(float64(lim.MinRate) * lim.RateWindow.Seconds())
-			var last int64
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				got := counted.n.Load()
-				if counted.done.Load() {
-					return
-				}
-				if got-last < want {
-					cancel(&TransferBoundError{Bound: "min_rate", msg: fmt.Sprintf(
-						"it arrived slower than the minimum transfer rate of %s/s (%s in the last %s)",
-						artifact.FormatBytes(lim.MinRate), artifact.FormatBytes(got-last), lim.RateWindow)})
-					return
-				}
-				last = got
-			}
-		}()
-	}
-	return ctx, counted, func() { cancel(nil); cancelTimeout() }
-}
-
-// isTransferBound reports whether a download's context ended at one of
-// the file's own bounds.
-func isTransferBound(fctx context.Context) bool {
-	var b *TransferBoundError
-	return errors.As(context.Cause(fctx), &b)
-}
-
-// transferError is err, or the bound that ended the download when one did.
-func transferError(fctx context.Context, err error) error {
-	if isTransferBound(fctx) {
-		return context.Cause(fctx)
-	}
-	return err
 }
 
 func fileLabel(name, uri string) string {
@@ -764,32 +625,6 @@ func decodeBase64(s string) ([]byte, error) {
 		}
 	}
 	return nil, firstErr
-}
-
-// download opens a file URL the agent returned, within ctx (the file's
-// bounds), with its declared size (-1: none declared).
-func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, string, int64, error) {
-	if err := i.checkFileURL(uri); err != nil {
-		return nil, "", 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-	if err != nil {
-		return nil, "", 0, err
-	}
-	resp, err := i.files.Do(req)
-	if err != nil {
-		return nil, "", 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetLimit))
-		resp.Body.Close()
-		return nil, "", 0, fmt.Errorf("HTTP %s: %s", resp.Status, snippet(head))
-	}
-	ctype := resp.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ctype); err == nil {
-		ctype = mt
-	}
-	return resp.Body, ctype, resp.ContentLength, nil
 }
 
 // transportError turns an a2a-go error into a failure carrying the agent's
@@ -861,30 +696,4 @@ func artifactParts(arts []*a2a.Artifact) []a2a.Part {
 		}
 	}
 	return parts
-}
-
-// checkFileURL refuses, by their text, file URLs a specialist must not
-// make us fetch: other schemes than http(s), and (unless AllowPrivateFiles)
-// hosts that are not public addresses, numeric forms of them included. The
-// dial-time check of i.files is the one that holds for names and redirects;
-// this one gives the clearer message. With AllowPrivateFiles the cloud
-// metadata endpoint is still refused: its answer would become a
-// user-visible artifact.
-func (i *Invoker) checkFileURL(uri string) error {
-	if !i.anyFiles {
-		return netguard.CheckURL(uri, i.fileAllow...)
-	}
-	u, err := url.Parse(uri)
-	if err != nil {
-		return fmt.Errorf("bad URL: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("unsupported URL scheme %q", u.Scheme)
-	}
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
-		if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip == netip.MustParseAddr("fd00:ec2::254") {
-			return fmt.Errorf("refusing to fetch from %s", ip)
-		}
-	}
-	return nil
 }

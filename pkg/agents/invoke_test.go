@@ -572,32 +572,3 @@ func TestInvokePollsWorkingTask(t *testing.T) {
 		t.Errorf("tasks/get polls = %d, want 2", got)
 	}
 }
-
-func TestCheckFileURL(t *testing.T) {
-	t.Parallel()
-	guarded := NewInvoker(InvokerOptions{FileOrigins: []string{"http://127.0.0.1:8080"}})
-	private := NewInvoker(InvokerOptions{AllowPrivateFiles: true})
-	tests := []struct {
-		inv *Invoker
-		uri string
-		ok  bool
-	}{
-		{guarded, "http://127.0.0.1:8080/f.png", true}, // the allowed origin
-		{guarded, "http://127.0.0.1:9090/f.png", false},
-		{guarded, "http://10.1.2.3/f.png", false},
-		{guarded, "http://2130706433/f.png", false},
-		{guarded, "https://bucket.s3.amazonaws.com/x?sig=1", true},
-		{guarded, "http://169.254.169.254/latest/meta-data/", false},
-		{guarded, "file:///etc/passwd", false},
-		{private, "http://10.1.2.3/f.png", true},
-		{private, "http://127.0.0.1:9090/f.png", true},
-		{private, "http://169.254.169.254/latest/meta-data/", false},
-		{private, "http://[fd00:ec2::254]/latest/", false},
-		{private, "gopher://x", false},
-	}
-	for _, tt := range tests {
-		if err := tt.inv.checkFileURL(tt.uri); (err == nil) != tt.ok {
-			t.Errorf("checkFileURL(%q) (private %v) = %v, want ok=%v", tt.uri, tt.inv.anyFiles, err, tt.ok)
-		}
-	}
-}

@@ -133,7 +133,7 @@ func (r *Registry) fetchCard(ctx context.Context, base string) (cachedCard, erro
 		return cachedCard{}, fmt.Errorf("read card: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return cachedCard{}, fmt.Errorf("HTTP %s: %s", resp.Status, snippet(body))
+		return cachedCard{}, fmt.Errorf("HTTP %s: %s", resp.Status, tool.Snippet(body))
 	}
 	if len(body) > maxCardBytes {
 		return cachedCard{}, fmt.Errorf("card larger than %d bytes", maxCardBytes)

@@ -18,6 +18,7 @@ import (
 
 	clientagent "github.com/clientagent/clientagent"
 	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/agents/files"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -63,7 +64,7 @@ type Config struct {
 	AllowPrivateFiles bool
 	// Files bounds each file a specialist returns (zero: the defaults;
 	// FilesFromEnv).
-	Files agents.FileLimits
+	Files files.Limits
 	// Audit keeps approvals and executed calls durably (nil: none).
 	Audit audit.Log
 	// WorkflowsDir is the folder of workflow templates (*.json); empty:

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -86,6 +87,25 @@ func CapRaw(raw []byte) json.RawMessage {
 		}
 		head = head[:len(head)*3/4]
 	}
+}
+
+// SnippetLimit is how much of a source's error body reaches the model.
+const SnippetLimit = 500
+
+// Snippet is the first SnippetLimit bytes of b as valid UTF-8 with
+// whitespace runs collapsed, so an HTML error page stays readable.
+func Snippet(b []byte) string {
+	if len(b) > SnippetLimit {
+		b = b[:SnippetLimit]
+	}
+	for len(b) > 0 && !utf8.Valid(b) {
+		b = b[:len(b)-1]
+	}
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if s == "" {
+		return "(empty body)"
+	}
+	return s
 }
 
 // MustJSON is v as JSON, or a note of why it could not be encoded: a raw
