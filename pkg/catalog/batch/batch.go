@@ -434,25 +434,22 @@ func levenshtein(a, b string) int {
 // the model can act on.
 func DescribeValidation(err error) string { return describe(err, false) }
 
-// describe lists the leaf errors; skipMissing leaves out missing properties.
-func describe(err error, skipMissing bool) string {
+// Violation is one leaf of a schema check's error: where in the instance
+// (a JSON pointer, "" for the root) and what is wrong there.
+type Violation struct{ Pointer, Message string }
+
+// Violations flattens a jsonschema error into its leaf violations, in the
+// validator's order; nil when err is not a validation error.
+func Violations(err error) []Violation {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return err.Error()
+		return nil
 	}
-	var parts []string
-	seen := map[string]bool{}
+	var out []Violation
 	var walk func(v *jsonschema.ValidationError)
 	walk = func(v *jsonschema.ValidationError) {
 		if len(v.Causes) == 0 {
-			if skipMissing && strings.HasPrefix(v.Message, "missing propert") {
-				return
-			}
-			s := fieldPath(v.InstanceLocation) + ": " + v.Message
-			if !seen[s] {
-				seen[s] = true
-				parts = append(parts, s)
-			}
+			out = append(out, Violation{Pointer: v.InstanceLocation, Message: v.Message})
 			return
 		}
 		for _, c := range v.Causes {
@@ -460,6 +457,27 @@ func describe(err error, skipMissing bool) string {
 		}
 	}
 	walk(ve)
+	return out
+}
+
+// describe lists the leaf errors; skipMissing leaves out missing properties.
+func describe(err error, skipMissing bool) string {
+	vs := Violations(err)
+	if vs == nil {
+		return err.Error()
+	}
+	var parts []string
+	seen := map[string]bool{}
+	for _, v := range vs {
+		if skipMissing && strings.HasPrefix(v.Message, "missing propert") {
+			continue
+		}
+		s := fieldPath(v.Pointer) + ": " + v.Message
+		if !seen[s] {
+			seen[s] = true
+			parts = append(parts, s)
+		}
+	}
 	// The validator walks properties in map order; sort for stable text.
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")
