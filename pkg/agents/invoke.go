@@ -128,24 +128,11 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 // tasks, JSON-RPC errors, HTTP errors, timeouts — is "failed" with the
 // agent's own words in Result.Error. Invoke never fails the turn.
 func (i *Invoker) Invoke(ctx context.Context, c tool.Call) record.CallOutcome {
-	out := record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
-	log := i.log.With("conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
-		"tool", c.Capability.Tool, "agent", c.Capability.AgentURL)
-
 	ctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
-	err := i.invoke(ctx, c, &out)
-	if err != nil {
-		out.Result = record.ToolResult{Status: record.ResultFailed, Error: i.errorText(err)}
-		out.Artifacts, out.InputRequired = nil, nil
-		out.Raw = tool.CapRaw(tool.MustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
-	}
-	out.EndedAt = time.Now().UTC()
-	status := out.Result.Status
-	if out.InputRequired != nil {
-		status = "input_required"
-	}
-	log.InfoContext(ctx, "specialist call", "status", status, "artifacts", len(out.Artifacts),
+	out, status := tool.Attempt(c, func(out *record.CallOutcome) error { return i.invoke(ctx, c, out) }, i.errorText)
+	i.log.InfoContext(ctx, "specialist call", "conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
+		"tool", c.Capability.Tool, "agent", c.Capability.AgentURL, "status", status, "artifacts", len(out.Artifacts),
 		"ms", out.EndedAt.Sub(out.StartedAt).Milliseconds(), "error", out.Result.Error)
 	return out
 }
@@ -440,11 +427,7 @@ func (i *Invoker) completed(ctx context.Context, c tool.Call, out *record.CallOu
 		if err != nil {
 			// The call fails whole: the files copied before this one would
 			// be in no catalog, so they go too.
-			for _, a := range stored {
-				if derr := i.store.Delete(context.WithoutCancel(ctx), c.ConversationID, a.ID); derr != nil {
-					i.log.WarnContext(ctx, "delete a failed call's file", "conversation_id", c.ConversationID, "artifact_id", a.ID, "error", derr)
-				}
-			}
+			tool.Discard(ctx, i.store, c, stored, i.log)
 			return err
 		}
 		stored = append(stored, a)

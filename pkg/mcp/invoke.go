@@ -73,20 +73,10 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 // that elicits input pauses the call: InputRequired carries its form (see
 // elicitationTask). Invoke never fails the turn.
 func (i *Invoker) Invoke(ctx context.Context, c tool.Call) record.CallOutcome {
-	out := record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
 	ctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
-	err := i.invoke(ctx, c, &out)
-	if err != nil {
-		out.Result = record.ToolResult{Status: record.ResultFailed, Error: i.errorText(err, c)}
-		out.Artifacts, out.InputRequired = nil, nil
-		out.Raw = tool.CapRaw(tool.MustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
-	}
-	out.EndedAt = time.Now().UTC()
-	status := out.Result.Status
-	if out.InputRequired != nil {
-		status = "input_required"
-	}
+	out, status := tool.Attempt(c, func(out *record.CallOutcome) error { return i.invoke(ctx, c, out) },
+		func(err error) string { return i.errorText(err, c) })
 	i.log.InfoContext(ctx, "MCP tool call", "conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
 		"tool", c.Capability.Tool, "server", c.Capability.MCPServer, "status", status, "artifacts", len(out.Artifacts),
 		"ms", out.EndedAt.Sub(out.StartedAt).Milliseconds(), "error", out.Result.Error)
@@ -193,11 +183,7 @@ func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c tool.Call
 		if err != nil {
 			// The call fails whole: files kept before this one would be in
 			// no catalog.
-			for _, a := range stored {
-				if derr := i.store.Delete(context.WithoutCancel(ctx), c.ConversationID, a.ID); derr != nil {
-					i.log.WarnContext(ctx, "delete a failed call's file", "conversation_id", c.ConversationID, "artifact_id", a.ID, "error", derr)
-				}
-			}
+			tool.Discard(ctx, i.store, c, stored, i.log)
 			return err
 		}
 	}

@@ -14,7 +14,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -65,6 +67,37 @@ func (f *Failure) Error() string { return f.Msg }
 
 // Failf is a Failure with a formatted message.
 func Failf(format string, args ...any) error { return &Failure{fmt.Sprintf(format, args...)} }
+
+// Attempt runs one attempt of c into its outcome, the one shape every
+// invoker gives a call: run fills out; an error it returns is a failed
+// result in errorText's words (a Failure's own text), with no artifacts or
+// question, and a raw payload saying so. status is the outcome's for the
+// log ("input_required" for a question).
+func Attempt(c Call, run func(out *record.CallOutcome) error, errorText func(error) string) (out record.CallOutcome, status string) {
+	out = record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
+	if err := run(&out); err != nil {
+		out.Result = record.ToolResult{Status: record.ResultFailed, Error: errorText(err)}
+		out.Artifacts, out.InputRequired = nil, nil
+		out.Raw = CapRaw(MustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
+	}
+	out.EndedAt = time.Now().UTC()
+	status = out.Result.Status
+	if out.InputRequired != nil {
+		status = "input_required"
+	}
+	return out, status
+}
+
+// Discard deletes the files a call stored before it failed: the call fails
+// whole, and its files would be in no catalog. It runs whatever ctx's
+// cancellation; a file it cannot delete is logged.
+func Discard(ctx context.Context, store artifact.Store, c Call, stored []artifact.Artifact, log *slog.Logger) {
+	for _, a := range stored {
+		if err := store.Delete(context.WithoutCancel(ctx), c.ConversationID, a.ID); err != nil {
+			log.WarnContext(ctx, "delete a failed call's file", "conversation_id", c.ConversationID, "artifact_id", a.ID, "error", err)
+		}
+	}
+}
 
 // MaxRaw caps CallOutcome.Raw; a larger raw result is replaced by a
 // truncation note carrying its head.
