@@ -17,7 +17,7 @@ const module = "github.com/clientagent/clientagent/"
 // of a stored turn at the top). The record sits below the catalog: the
 // catalog and its batch checks read records, never the other way round.
 var pureLayers = [][]string{
-	{"pkg/wire"},
+	{"pkg/wire", "pkg/schemaerr"},
 	{"pkg/artifact", "pkg/llm"},
 	{"pkg/record"},
 	{"pkg/catalog"},

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/cmd/clientagent/internal/bench"
+	"github.com/clientagent/clientagent/pkg/agentauth"
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -247,7 +248,7 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	}
 	// Specialists that want a token (another clientagent: its `clientagent
 	// token`) get it from CLIENTAGENT_AGENT_TOKENS.
-	agentClient, err := agents.ClientFromEnv(ctx, os.Getenv)
+	agentClient, err := agentauth.ClientFromEnv(ctx, os.Getenv)
 	if err != nil {
 		return err
 	}

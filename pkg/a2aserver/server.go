@@ -29,6 +29,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/lambdahttp"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
 
@@ -110,14 +111,7 @@ type baseKey struct{}
 func (s *Server) baseURL(r *http.Request) string {
 	b := strings.TrimRight(s.PublicURL, "/")
 	if b == "" {
-		scheme := "http"
-		if r.TLS != nil {
-			scheme = "https"
-		}
-		if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-			scheme = p
-		}
-		b = scheme + "://" + r.Host
+		b = lambdahttp.RequestBase(r)
 	}
 	return b
 }

@@ -1,6 +1,6 @@
 // Package agents is how the orchestrator reaches specialist agents over A2A
 // (docs/design.md §5): the Registry fetches and caches their agent cards in Valkey
-// (the CapabilityCache) and turns them into catalog capabilities, and the
+// (the CapabilityCache, on pkg/capcache) and turns them into catalog capabilities, and the
 // Invoker sends one call to one specialist with a blocking message/send and
 // maps whatever comes back — a completed task with files, an input-required
 // task, a failure, a JSON-RPC error, a proxy's HTML error page, a timeout —

@@ -17,10 +17,12 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/clientagent/clientagent/pkg/agents/files"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/artifact/localstore"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
@@ -129,7 +131,7 @@ type fileRig struct {
 	usage *valkey.Usage
 }
 
-func newFileRig(t *testing.T, rdb redis.UniversalClient, lim FileLimits, quota int64) *fileRig {
+func newFileRig(t *testing.T, rdb redis.UniversalClient, lim files.Limits, quota int64) *fileRig {
 	t.Helper()
 	files := &hostileFiles{}
 	agent := &fileAgent{}
@@ -156,7 +158,7 @@ func (r *fileRig) call(t *testing.T, cid string, paths ...string) record.CallOut
 	for _, p := range paths {
 		ps = append(ps, p)
 	}
-	return r.inv.Invoke(t.Context(), Call{ConversationID: cid, TurnID: "t1", CallID: "call_1",
+	return r.inv.Invoke(t.Context(), tool.Call{ConversationID: cid, TurnID: "t1", CallID: "call_1",
 		Capability: testCapability(r.url + "/rpc"), Arguments: map[string]any{"files": ps}})
 }
 
@@ -180,7 +182,7 @@ func (r *fileRig) leftovers(t *testing.T) []string {
 // copied before the one that failed — and nothing counted against the quota.
 func TestReturnedFileBounds(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, rdb redis.UniversalClient) {
-		lim := FileLimits{MaxBytes: 256 << 10, Timeout: 2 * time.Second, MinRate: 1 << 10, RateWindow: 300 * time.Millisecond}
+		lim := files.Limits{MaxBytes: 256 << 10, Timeout: 2 * time.Second, MinRate: 1 << 10, RateWindow: 300 * time.Millisecond}
 		tests := []struct {
 			name  string
 			paths []string
@@ -234,7 +236,7 @@ func TestReturnedFileBounds(t *testing.T) {
 // A file within every bound is stored and counted against the quota.
 func TestReturnedFileWithinBounds(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, rdb redis.UniversalClient) {
-		rig := newFileRig(t, rdb, FileLimits{MaxBytes: 256 << 10, Timeout: 10 * time.Second, MinRate: 1 << 10, RateWindow: time.Second}, 200<<10)
+		rig := newFileRig(t, rdb, files.Limits{MaxBytes: 256 << 10, Timeout: 10 * time.Second, MinRate: 1 << 10, RateWindow: time.Second}, 200<<10)
 		cid := valkeytest.ID(t, "c")
 		t.Cleanup(func() { _ = rig.usage.Reset(context.Background(), cid) })
 		out := rig.call(t, cid, "/small", "/sized")
@@ -256,7 +258,7 @@ func TestReturnedFileWithinBounds(t *testing.T) {
 // quota counts them once.
 func TestRerunCallWritesOverItsFiles(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, rdb redis.UniversalClient) {
-		rig := newFileRig(t, rdb, FileLimits{MaxBytes: 256 << 10, Timeout: 10 * time.Second, MinRate: 1 << 10, RateWindow: time.Second}, 1<<20)
+		rig := newFileRig(t, rdb, files.Limits{MaxBytes: 256 << 10, Timeout: 10 * time.Second, MinRate: 1 << 10, RateWindow: time.Second}, 1<<20)
 		cid := valkeytest.ID(t, "c")
 		t.Cleanup(func() { _ = rig.usage.Reset(context.Background(), cid) })
 		first := rig.call(t, cid, "/small", "/sized")

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // A specialist whose card offers only gRPC is reached over gRPC: a task
@@ -39,23 +40,23 @@ func TestInvokeOverGRPC(t *testing.T) {
 	caps[0].Plain = false
 	inv := NewInvoker(InvokerOptions{})
 
-	out := inv.Invoke(t.Context(), Call{CallID: "g1", Capability: caps[0], Arguments: map[string]any{"mode": "message"}})
+	out := inv.Invoke(t.Context(), tool.Call{CallID: "g1", Capability: caps[0], Arguments: map[string]any{"mode": "message"}})
 	if out.Result.Status != record.ResultSucceeded || out.Result.Summary != "direct answer" || out.Result.Result != `{"n":1}` {
 		t.Fatalf("Invoke(message over gRPC) = %+v, want succeeded with text and data", out.Result)
 	}
 
-	first := inv.Invoke(t.Context(), Call{CallID: "g2", Capability: caps[0], Arguments: map[string]any{"mode": "ask"}})
+	first := inv.Invoke(t.Context(), tool.Call{CallID: "g2", Capability: caps[0], Arguments: map[string]any{"mode": "ask"}})
 	if first.InputRequired == nil || first.InputRequired.Message != "Which color?" {
 		t.Fatalf("Invoke(ask over gRPC) = %+v, want input required", first)
 	}
 	task := first.InputRequired.Task
-	done := inv.Invoke(t.Context(), Call{CallID: "g2", Capability: caps[0], Continue: &task,
+	done := inv.Invoke(t.Context(), tool.Call{CallID: "g2", Capability: caps[0], Continue: &task,
 		Arguments: map[string]any{"mode": "ask", "color": "blue"}, Sources: map[string]string{"mode": "model", "color": "user"}})
 	if done.Result.Status != record.ResultSucceeded || done.Result.Summary != "Painted it blue." {
 		t.Errorf("Invoke(answer over gRPC) = %+v, want Painted it blue.", done.Result)
 	}
 
-	failed := inv.Invoke(t.Context(), Call{CallID: "g3", Capability: caps[0], Arguments: map[string]any{"mode": "fail"}})
+	failed := inv.Invoke(t.Context(), tool.Call{CallID: "g3", Capability: caps[0], Arguments: map[string]any{"mode": "fail"}})
 	if failed.Result.Status != record.ResultFailed || failed.Result.Error == "" {
 		t.Errorf("Invoke(fail over gRPC) = %+v, want failed with the agent's text", failed.Result)
 	}

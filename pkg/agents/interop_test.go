@@ -14,6 +14,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // startJSAgent runs testdata/interop/server.mjs (official @a2a-js/sdk) on a
@@ -109,13 +110,13 @@ func TestInteropJSSDK(t *testing.T) {
 	store := newMemStore(t)
 	inv := NewInvoker(InvokerOptions{Artifacts: store, Timeout: 30 * time.Second, NewID: seqIDs()})
 
-	out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_up", Capability: upper,
+	out := inv.Invoke(t.Context(), tool.Call{ConversationID: "c", TurnID: "t", CallID: "call_up", Capability: upper,
 		Arguments: map[string]any{"input": "hello from go"}, Sources: map[string]string{"input": "model"}})
 	if out.Result.Status != record.ResultSucceeded || out.Result.Summary != "HELLO FROM GO" {
 		t.Errorf("Invoke(text_uppercase) = %+v, want succeeded HELLO FROM GO", out.Result)
 	}
 
-	call := Call{ConversationID: "c", TurnID: "t", CallID: "call_pizza", Capability: pizza,
+	call := tool.Call{ConversationID: "c", TurnID: "t", CallID: "call_pizza", Capability: pizza,
 		Arguments: map[string]any{"item": "margherita"}, Sources: map[string]string{"item": "model"}}
 	out = inv.Invoke(t.Context(), call)
 	if out.InputRequired == nil {

@@ -12,16 +12,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
-	"net/netip"
-	"net/url"
 	"path"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2aclient"
@@ -29,56 +24,12 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/clientagent/clientagent/pkg/agents/netguard"
+	"github.com/clientagent/clientagent/pkg/agents/files"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
-
-// MaxRaw caps CallOutcome.Raw; a larger raw result is replaced by a
-// truncation note carrying its head.
-const MaxRaw = 256 << 10
-
-// FileLimits bound each file a specialist returns, so a file that is too
-// big or too slow fails its call with a message saying which bound it hit,
-// instead of filling the store or holding the turn for the whole call
-// timeout. Zero fields take the defaults.
-type FileLimits struct {
-	// MaxBytes bounds one file (default 512 MiB). A declared Content-Length
-	// over it is refused before anything is read.
-	MaxBytes int64
-	// Timeout bounds one file's download, from the request to its last
-	// byte (default 2 minutes).
-	Timeout time.Duration
-	// MinRate is the slowest a download may be, in bytes per second over
-	// each RateWindow (default 8 KiB/s over 10 s; negative: no minimum).
-	MinRate    int64
-	RateWindow time.Duration
-}
-
-// Default file limits.
-const (
-	DefaultMaxFileBytes   = 512 << 20
-	DefaultFileTimeout    = 2 * time.Minute
-	DefaultFileMinRate    = 8 << 10
-	DefaultFileRateWindow = 10 * time.Second
-)
-
-func (l FileLimits) withDefaults() FileLimits {
-	if l.MaxBytes <= 0 {
-		l.MaxBytes = DefaultMaxFileBytes
-	}
-	if l.Timeout <= 0 {
-		l.Timeout = DefaultFileTimeout
-	}
-	if l.MinRate == 0 {
-		l.MinRate = DefaultFileMinRate
-	}
-	if l.RateWindow <= 0 {
-		l.RateWindow = DefaultFileRateWindow
-	}
-	return l
-}
 
 // InvokerOptions configures an Invoker.
 type InvokerOptions struct {
@@ -100,7 +51,7 @@ type InvokerOptions struct {
 	NewID func() string
 	// A file a specialist returns by URL is downloaded only from a public
 	// address, checked on the address actually dialled (DNS names and
-	// redirects included, pkg/agents/netguard), so an agent cannot make the
+	// redirects included, pkg/agents/files), so an agent cannot make the
 	// platform read its own network. FileOrigins allows exact origins
 	// (scheme://host:port) beside the public internet: the local stack's
 	// own URL. AllowPrivateFiles turns the check off (specialists that
@@ -116,7 +67,7 @@ type InvokerOptions struct {
 	// is still working after the blocking send (default 500ms, doubling to 5s).
 	PollInterval time.Duration
 	// Files bounds each returned file: size, deadline and minimum rate.
-	Files FileLimits
+	Files files.Limits
 }
 
 // Invoker sends calls to specialists over A2A (docs/design.md §5). It is safe for
@@ -124,15 +75,12 @@ type InvokerOptions struct {
 type Invoker struct {
 	store      artifact.Store
 	hc         *http.Client
-	files      *http.Client // downloads of files agents return by URL
-	fileAllow  []string     // origins files may come from beside public addresses
-	anyFiles   bool         // AllowPrivateFiles: no address check
+	files      *files.Fetcher // downloads of files agents return by URL, never with hc
 	timeout    time.Duration
 	fileURLTTL time.Duration
 	log        *slog.Logger
 	newID      func() string
 	poll       time.Duration
-	fileLimits FileLimits
 }
 
 // NewInvoker returns an Invoker.
@@ -150,15 +98,12 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	i := &Invoker{
 		store:      opts.Artifacts,
 		hc:         &hc,
-		files:      &http.Client{},
-		fileAllow:  opts.FileOrigins,
-		anyFiles:   opts.AllowPrivateFiles,
+		files:      files.NewFetcher(files.Options{Origins: opts.FileOrigins, AllowPrivate: opts.AllowPrivateFiles, Limits: opts.Files}),
 		timeout:    opts.Timeout,
 		fileURLTTL: opts.FileURLTTL,
 		log:        opts.Logger,
 		newID:      opts.NewID,
 		poll:       opts.PollInterval,
-		fileLimits: opts.Files.withDefaults(),
 	}
 	if i.timeout <= 0 {
 		i.timeout = 5 * time.Minute
@@ -172,36 +117,8 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	if i.poll <= 0 {
 		i.poll = 500 * time.Millisecond
 	}
-	if !i.anyFiles {
-		// Never the A2A client: a file URL is the agent's to choose, and
-		// requests to agents may carry credentials (SigV4).
-		i.files = netguard.Client(netguard.Options{Allow: opts.FileOrigins})
-	}
 	return i
 }
-
-// Call is one skill call to send to a specialist.
-type Call struct {
-	ConversationID, TurnID, CallID string
-	Capability                     catalog.Capability
-	// Arguments are the merged arguments (model, form answers, context).
-	Arguments map[string]any
-	// Sources names where each argument came from: model|user|context.
-	Sources map[string]string
-	// Files are the artifacts the arguments reference (x_artifact_ref),
-	// resolved by the caller; each is sent as a FilePart with a URL.
-	Files []artifact.Artifact
-	// Continue answers an input-required task: the message carries its
-	// task and context ids.
-	Continue *record.A2ATask
-}
-
-// failure is a specialist failure: its text is what the model reads.
-type failure struct{ msg string }
-
-func (f *failure) Error() string { return f.msg }
-
-func failf(format string, args ...any) error { return &failure{fmt.Sprintf(format, args...)} }
 
 // Invoke sends c to its specialist with a blocking message/send and maps
 // the answer onto an outcome: a completed task (or a plain message) is
@@ -210,30 +127,17 @@ func failf(format string, args ...any) error { return &failure{fmt.Sprintf(forma
 // leaves Result.Status empty; anything else — failed, rejected or canceled
 // tasks, JSON-RPC errors, HTTP errors, timeouts — is "failed" with the
 // agent's own words in Result.Error. Invoke never fails the turn.
-func (i *Invoker) Invoke(ctx context.Context, c Call) record.CallOutcome {
-	out := record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
-	log := i.log.With("conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
-		"tool", c.Capability.Tool, "agent", c.Capability.AgentURL)
-
+func (i *Invoker) Invoke(ctx context.Context, c tool.Call) record.CallOutcome {
 	ctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
-	err := i.invoke(ctx, c, &out)
-	if err != nil {
-		out.Result = record.ToolResult{Status: record.ResultFailed, Error: i.errorText(err)}
-		out.Artifacts, out.InputRequired = nil, nil
-		out.Raw = capRaw(mustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
-	}
-	out.EndedAt = time.Now().UTC()
-	status := out.Result.Status
-	if out.InputRequired != nil {
-		status = "input_required"
-	}
-	log.InfoContext(ctx, "specialist call", "status", status, "artifacts", len(out.Artifacts),
+	out, status := tool.Attempt(c, func(out *record.CallOutcome) error { return i.invoke(ctx, c, out) }, i.errorText)
+	i.log.InfoContext(ctx, "specialist call", "conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
+		"tool", c.Capability.Tool, "agent", c.Capability.AgentURL, "status", status, "artifacts", len(out.Artifacts),
 		"ms", out.EndedAt.Sub(out.StartedAt).Milliseconds(), "error", out.Result.Error)
 	return out
 }
 
-func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) error {
+func (i *Invoker) invoke(ctx context.Context, c tool.Call, out *record.CallOutcome) error {
 	msg, err := i.message(ctx, c)
 	if err != nil {
 		return err
@@ -270,7 +174,7 @@ func (i *Invoker) invoke(ctx context.Context, c Call, out *record.CallOutcome) e
 		}
 		return i.taskOutcome(ctx, c, out, task)
 	default:
-		return failf("agent answered with an unexpected result type %T", res)
+		return tool.Failf("agent answered with an unexpected result type %T", res)
 	}
 }
 
@@ -288,7 +192,7 @@ func grpcTarget(u string) (string, credentials.TransportCredentials) {
 }
 
 // message builds the A2A message of a call.
-func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
+func (i *Invoker) message(ctx context.Context, c tool.Call) (*a2a.Message, error) {
 	var parts []a2a.Part
 	if c.Capability.Plain {
 		text := plainInput(c.Arguments)
@@ -341,7 +245,7 @@ func (i *Invoker) message(ctx context.Context, c Call) (*a2a.Message, error) {
 		// The first message of the call already used the call id; the
 		// answer gets an id derived from it and its arguments, so a retried
 		// answer is still recognisable but distinct from the first message.
-		sum := sha256.Sum256(mustJSON(c.Arguments))
+		sum := sha256.Sum256(tool.MustJSON(c.Arguments))
 		msg.ID = c.CallID + "-" + hex.EncodeToString(sum[:4])
 	}
 	if msg.ID == "" {
@@ -364,7 +268,7 @@ func userReply(args map[string]any, sources map[string]string) string {
 		if s, ok := v.(string); ok {
 			return s
 		}
-		return string(mustJSON(v))
+		return string(tool.MustJSON(v))
 	}
 	if len(names) == 1 {
 		return str(args[names[0]])
@@ -385,7 +289,7 @@ func plainInput(args map[string]any) string {
 	if len(args) == 0 {
 		return ""
 	}
-	return string(mustJSON(args))
+	return string(tool.MustJSON(args))
 }
 
 // awaitTask polls a task that is not yet terminal after the blocking send
@@ -414,7 +318,7 @@ func settled(s a2a.TaskState) bool {
 	return s.Terminal() || s == a2a.TaskStateInputRequired || s == a2a.TaskStateAuthRequired
 }
 
-func (i *Invoker) taskOutcome(ctx context.Context, c Call, out *record.CallOutcome, task *a2a.Task) error {
+func (i *Invoker) taskOutcome(ctx context.Context, c tool.Call, out *record.CallOutcome, task *a2a.Task) error {
 	var statusParts []a2a.Part
 	if task.Status.Message != nil {
 		statusParts = task.Status.Message.Parts
@@ -424,7 +328,7 @@ func (i *Invoker) taskOutcome(ctx context.Context, c Call, out *record.CallOutco
 		return i.completed(ctx, c, out, statusParts, task.Artifacts)
 	case a2a.TaskStateInputRequired:
 		out.InputRequired = inputRequired(task, statusParts)
-		out.Raw = capRaw(mustJSON(map[string]any{"status": "input_required", "message": out.InputRequired.Message,
+		out.Raw = tool.CapRaw(tool.MustJSON(map[string]any{"status": "input_required", "message": out.InputRequired.Message,
 			"fields": out.InputRequired.Fields, "task": out.InputRequired.Task}))
 		return nil
 	default:
@@ -437,11 +341,11 @@ func (i *Invoker) taskOutcome(ctx context.Context, c Call, out *record.CallOutco
 		}
 		switch task.Status.State {
 		case a2a.TaskStateAuthRequired:
-			return failf("agent requires authentication: %s", text)
+			return tool.Failf("agent requires authentication: %s", text)
 		case a2a.TaskStateFailed, a2a.TaskStateRejected, a2a.TaskStateCanceled:
-			return failf("agent reported task %s: %s", task.Status.State, text)
+			return tool.Failf("agent reported task %s: %s", task.Status.State, text)
 		default:
-			return failf("agent left the task in state %q: %s", task.Status.State, text)
+			return tool.Failf("agent left the task in state %q: %s", task.Status.State, text)
 		}
 	}
 }
@@ -463,7 +367,7 @@ func inputRequired(task *a2a.Task, parts []a2a.Part) *record.InputRequired {
 			continue
 		}
 		var fields []catalog.FormField
-		if json.Unmarshal(mustJSON(raw), &fields) != nil {
+		if json.Unmarshal(tool.MustJSON(raw), &fields) != nil {
 			continue
 		}
 		for _, f := range fields {
@@ -491,7 +395,7 @@ func inputRequired(task *a2a.Task, parts []a2a.Part) *record.InputRequired {
 
 // completed fills a succeeded outcome from the status (or response message)
 // parts and the task's artifacts, copying their files into our store.
-func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome, msgParts []a2a.Part, arts []*a2a.Artifact) error {
+func (i *Invoker) completed(ctx context.Context, c tool.Call, out *record.CallOutcome, msgParts []a2a.Part, arts []*a2a.Artifact) error {
 	var texts []string
 	var data []any
 	collect := func(parts []a2a.Part) {
@@ -523,11 +427,7 @@ func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome
 		if err != nil {
 			// The call fails whole: the files copied before this one would
 			// be in no catalog, so they go too.
-			for _, a := range stored {
-				if derr := i.store.Delete(context.WithoutCancel(ctx), c.ConversationID, a.ID); derr != nil {
-					i.log.WarnContext(ctx, "delete a failed call's file", "conversation_id", c.ConversationID, "artifact_id", a.ID, "error", derr)
-				}
-			}
+			tool.Discard(ctx, i.store, c, stored, i.log)
 			return err
 		}
 		stored = append(stored, a)
@@ -543,7 +443,7 @@ func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome
 		result = data
 	}
 	if result != nil {
-		res.Result = string(mustJSON(result))
+		res.Result = string(tool.MustJSON(result))
 	}
 	refs := make([]artifact.Ref, 0, len(stored))
 	for _, a := range stored {
@@ -564,7 +464,7 @@ func (i *Invoker) completed(ctx context.Context, c Call, out *record.CallOutcome
 	if len(refs) > 0 {
 		raw["artifacts"] = refs
 	}
-	out.Raw = capRaw(mustJSON(raw))
+	out.Raw = tool.CapRaw(tool.MustJSON(raw))
 	return nil
 }
 
@@ -590,7 +490,7 @@ func filesOf(parts []a2a.Part, from *a2a.Artifact) []filePart {
 }
 
 // copyFile stores one returned file under a new artifact id.
-func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (artifact.Artifact, error) {
+func (i *Invoker) copyFile(ctx context.Context, c tool.Call, fp filePart, n int) (artifact.Artifact, error) {
 	if i.store == nil {
 		return artifact.Artifact{}, errors.New("no artifact store configured to keep returned files")
 	}
@@ -599,45 +499,40 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 		body  io.Reader
 		label string
 	)
-	lim := i.fileLimits
-	fctx := ctx // the download's context, with the file's own bounds
+	lim := i.files.Limits()
+	var dl *files.Download // set for a file fetched by URL
 	switch f := fp.part.File.(type) {
 	case a2a.FileBytes:
 		meta = f.FileMeta
 		b, err := decodeBase64(f.Bytes)
 		if err != nil {
-			return artifact.Artifact{}, failf("agent returned file %q with undecodable bytes: %v", f.Name, err)
+			return artifact.Artifact{}, tool.Failf("agent returned file %q with undecodable bytes: %v", f.Name, err)
 		}
 		body, label = bytes.NewReader(b), f.Name
 	case a2a.FileURI:
 		meta, label = f.FileMeta, fileLabel(f.Name, f.URI)
-		var stop func()
-		var counted *countingReader
-		fctx, counted, stop = watchTransfer(ctx, lim)
-		defer stop()
-		rc, ctype, declared, err := i.download(fctx, f.URI)
-		if err != nil {
-			return artifact.Artifact{}, failf("fetch file %q the agent returned: %v", label, transferError(fctx, err))
+		var err error
+		if dl, err = i.files.Open(ctx, f.URI); err != nil {
+			return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v", label, err)
 		}
-		defer rc.Close()
+		defer dl.Close()
 		// A declared size is refused before a byte is read.
-		if declared > lim.MaxBytes {
-			return artifact.Artifact{}, failf("file %q the agent returned is %s, more than the %s a file may be; nothing was stored",
-				label, artifact.FormatBytes(declared), artifact.FormatBytes(lim.MaxBytes))
+		if dl.Size > lim.MaxBytes {
+			return artifact.Artifact{}, tool.Failf("file %q the agent returned is %s, more than the %s a file may be; nothing was stored",
+				label, artifact.FormatBytes(dl.Size), artifact.FormatBytes(lim.MaxBytes))
 		}
 		if room, ok, err := artifact.Room(ctx, i.store, c.ConversationID); err != nil {
 			return artifact.Artifact{}, fmt.Errorf("store file %q: %w", label, err)
-		} else if ok && declared > room {
-			return artifact.Artifact{}, failf("file %q the agent returned (%s) does not fit: only %s of the conversation's storage quota is left; nothing was stored",
-				label, artifact.FormatBytes(declared), artifact.FormatBytes(room))
+		} else if ok && dl.Size > room {
+			return artifact.Artifact{}, tool.Failf("file %q the agent returned (%s) does not fit: only %s of the conversation's storage quota is left; nothing was stored",
+				label, artifact.FormatBytes(dl.Size), artifact.FormatBytes(room))
 		}
-		counted.r = rc
-		body = counted
+		body = dl.Body
 		if meta.MimeType == "" {
-			meta.MimeType = ctype
+			meta.MimeType = dl.ContentType
 		}
 	default:
-		return artifact.Artifact{}, failf("agent returned a file part of unknown form %T", fp.part.File)
+		return artifact.Artifact{}, tool.Failf("agent returned a file part of unknown form %T", fp.part.File)
 	}
 	id := artifact.CallOutputID(c.CallID, n)
 	if i.newID != nil {
@@ -662,11 +557,11 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 		// so the user's download opens.
 		a.Name = fp.from.Name
 		if path.Ext(a.Name) == "" {
-			a.Name += extensionFor(a.MimeType)
+			a.Name += artifact.ExtensionFor(a.MimeType)
 		}
 	}
 	if a.Name == "" {
-		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, extensionFor(a.MimeType))
+		a.Name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n+1, artifact.ExtensionFor(a.MimeType))
 	}
 	if label == "" {
 		label = a.Name
@@ -678,12 +573,12 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	switch {
 	case err == nil:
 	case errors.As(err, &qe):
-		return artifact.Artifact{}, failf("file %q the agent returned does not fit: %v; nothing was stored", label, qe)
+		return artifact.Artifact{}, tool.Failf("file %q the agent returned does not fit: %v; nothing was stored", label, qe)
 	case errors.Is(err, artifact.ErrTooLarge):
-		return artifact.Artifact{}, failf("file %q the agent returned is larger than the %s a file may be; nothing was stored",
+		return artifact.Artifact{}, tool.Failf("file %q the agent returned is larger than the %s a file may be; nothing was stored",
 			label, artifact.FormatBytes(lim.MaxBytes))
-	case isTransferBound(fctx):
-		return artifact.Artifact{}, failf("fetch file %q the agent returned: %v; nothing was stored", label, transferError(fctx, err))
+	case dl != nil && dl.Bounded():
+		return artifact.Artifact{}, tool.Failf("fetch file %q the agent returned: %v; nothing was stored", label, dl.Cause(err))
 	default:
 		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
 	}
@@ -691,106 +586,11 @@ func (i *Invoker) copyFile(ctx context.Context, c Call, fp filePart, n int) (art
 	return a, nil
 }
 
-// TransferBoundError is a file download ended by one of its own bounds
-// (FileLimits): Bound is "deadline" or "min_rate".
-type TransferBoundError struct {
-	Bound string
-	msg   string
-}
-
-func (e *TransferBoundError) Error() string { return e.msg }
-
-// countingReader counts the bytes read through it for watchTransfer.
-type countingReader struct {
-	r    io.Reader
-	n    atomic.Int64
-	done atomic.Bool // the whole file arrived: the rate no longer matters
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	if err == io.EOF {
-		c.done.Store(true)
-	}
-	return n, err
-}
-
-// watchTransfer is the context of one file download: it ends at the file
-// deadline, or at the end of a rate window in which fewer than MinRate ×
-// window bytes went through the returned reader (the wait for the response
-// headers counts). stop releases it.
-func watchTransfer(ctx context.Context, lim FileLimits) (context.Context, *countingReader, func()) {
-	counted := &countingReader{}
-	ctx, cancelTimeout := context.WithTimeoutCause(ctx, lim.Timeout, &TransferBoundError{Bound: "deadline",
-		msg: fmt.Sprintf("it did not arrive within the file transfer deadline of %s", lim.Timeout)})
-	ctx, cancel := context.WithCancelCause(ctx)
-	if lim.MinRate > 0 {
-		go func() {
-			tick := time.NewTicker(lim.RateWindow)
-			defer tick.Stop()
-			want := int64(float64(lim.MinRate) * lim.RateWindow.Seconds())
-			var last int64
-			for {
-				select {
-				case <-ctx.Done():
-					return
-				case <-tick.C:
-				}
-				got := counted.n.Load()
-				if counted.done.Load() {
-					return
-				}
-				if got-last < want {
-					cancel(&TransferBoundError{Bound: "min_rate", msg: fmt.Sprintf(
-						"it arrived slower than the minimum transfer rate of %s/s (%s in the last %s)",
-						artifact.FormatBytes(lim.MinRate), artifact.FormatBytes(got-last), lim.RateWindow)})
-					return
-				}
-				last = got
-			}
-		}()
-	}
-	return ctx, counted, func() { cancel(nil); cancelTimeout() }
-}
-
-// isTransferBound reports whether a download's context ended at one of
-// the file's own bounds.
-func isTransferBound(fctx context.Context) bool {
-	var b *TransferBoundError
-	return errors.As(context.Cause(fctx), &b)
-}
-
-// transferError is err, or the bound that ended the download when one did.
-func transferError(fctx context.Context, err error) error {
-	if isTransferBound(fctx) {
-		return context.Cause(fctx)
-	}
-	return err
-}
-
 func fileLabel(name, uri string) string {
 	if name != "" {
 		return name
 	}
 	return uri
-}
-
-// preferredExt overrides mime.ExtensionsByType, whose first (sorted) answer
-// for some common types is surprising (".asc" for text/plain).
-var preferredExt = map[string]string{
-	"text/plain": ".txt", "image/jpeg": ".jpg", "image/svg+xml": ".svg", "text/html": ".html",
-	"application/json": ".json", "text/csv": ".csv", "text/markdown": ".md", "application/pdf": ".pdf",
-}
-
-func extensionFor(mimeType string) string {
-	if e, ok := preferredExt[mimeType]; ok {
-		return e
-	}
-	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-		return exts[0]
-	}
-	return ""
 }
 
 // decodeBase64 accepts standard and URL alphabets, padded or not, since
@@ -810,32 +610,6 @@ func decodeBase64(s string) ([]byte, error) {
 	return nil, firstErr
 }
 
-// download opens a file URL the agent returned, within ctx (the file's
-// bounds), with its declared size (-1: none declared).
-func (i *Invoker) download(ctx context.Context, uri string) (io.ReadCloser, string, int64, error) {
-	if err := i.checkFileURL(uri); err != nil {
-		return nil, "", 0, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, uri, nil)
-	if err != nil {
-		return nil, "", 0, err
-	}
-	resp, err := i.files.Do(req)
-	if err != nil {
-		return nil, "", 0, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		head, _ := io.ReadAll(io.LimitReader(resp.Body, snippetLimit))
-		resp.Body.Close()
-		return nil, "", 0, fmt.Errorf("HTTP %s: %s", resp.Status, snippet(head))
-	}
-	ctype := resp.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ctype); err == nil {
-		ctype = mt
-	}
-	return resp.Body, ctype, resp.ContentLength, nil
-}
-
 // transportError turns an a2a-go error into a failure carrying the agent's
 // own words when the captured response has them.
 func (i *Invoker) transportError(ctx context.Context, err error, c *httpCapture) error {
@@ -843,17 +617,17 @@ func (i *Invoker) transportError(ctx context.Context, err error, c *httpCapture)
 		return ctx.Err()
 	}
 	if d := c.describe(); d != "" {
-		return &failure{d}
+		return &tool.Failure{Msg: d}
 	}
 	return err
 }
 
 // errorText is the Result.Error of a failed call.
 func (i *Invoker) errorText(err error) string {
-	var f *failure
+	var f *tool.Failure
 	switch {
 	case errors.As(err, &f):
-		return f.msg
+		return f.Msg
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("the agent did not answer within %s", i.timeout)
 	case errors.Is(err, context.Canceled):
@@ -905,61 +679,4 @@ func artifactParts(arts []*a2a.Artifact) []a2a.Part {
 		}
 	}
 	return parts
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
-	}
-	return b
-}
-
-// CapRaw keeps raw within MaxRaw while staying valid JSON (capRaw), for
-// other invokers' raw results (pkg/mcp).
-func CapRaw(raw []byte) json.RawMessage { return capRaw(raw) }
-
-// capRaw keeps raw within MaxRaw while staying valid JSON: a larger value
-// becomes {"truncated":true,"size":n,"head":"<prefix>"}.
-func capRaw(raw []byte) json.RawMessage {
-	if len(raw) <= MaxRaw {
-		return raw
-	}
-	head := raw[:MaxRaw-1024]
-	for {
-		for len(head) > 0 && !utf8.Valid(head) {
-			head = head[:len(head)-1]
-		}
-		b := mustJSON(map[string]any{"truncated": true, "size": len(raw), "head": string(head)})
-		if len(b) <= MaxRaw {
-			return b
-		}
-		head = head[:len(head)*3/4]
-	}
-}
-
-// checkFileURL refuses, by their text, file URLs a specialist must not
-// make us fetch: other schemes than http(s), and (unless AllowPrivateFiles)
-// hosts that are not public addresses, numeric forms of them included. The
-// dial-time check of i.files is the one that holds for names and redirects;
-// this one gives the clearer message. With AllowPrivateFiles the cloud
-// metadata endpoint is still refused: its answer would become a
-// user-visible artifact.
-func (i *Invoker) checkFileURL(uri string) error {
-	if !i.anyFiles {
-		return netguard.CheckURL(uri, i.fileAllow...)
-	}
-	u, err := url.Parse(uri)
-	if err != nil {
-		return fmt.Errorf("bad URL: %w", err)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("unsupported URL scheme %q", u.Scheme)
-	}
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
-		if ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip == netip.MustParseAddr("fd00:ec2::254") {
-			return fmt.Errorf("refusing to fetch from %s", ip)
-		}
-	}
-	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // bytesStore is an in-memory artifact.Store without URLs (the fuzzed
@@ -129,7 +130,7 @@ type wirePart struct {
 //     input-required task, with its ids and at least one named, typed field;
 //   - failed: an error text, no artifacts, no input request;
 //
-// and the limits hold: Raw is valid JSON of at most MaxRaw bytes, the
+// and the limits hold: Raw is valid JSON of at most tool.MaxRaw bytes, the
 // compact tool result (batch.Compact) keeps MaxSummary/MaxResult/MaxError
 // characters, the tool message the model reads is valid JSON in UTF-8, and
 // the outcome marshals for the store.
@@ -206,7 +207,7 @@ func FuzzInvokeReply(f *testing.F) {
 	ids := 0
 	inv := NewInvoker(InvokerOptions{Artifacts: store, HTTPClient: &http.Client{Transport: handlerTransport{agent}}, Timeout: 200 * time.Millisecond, PollInterval: time.Microsecond,
 		NewID: func() string { ids++; return fmt.Sprintf("art_%d", ids) }})
-	inv.files = &http.Client{Transport: fileTransport{}} // no network, whatever URL the agent names
+	inv.files.Client = &http.Client{Transport: fileTransport{}} // no network, whatever URL the agent names
 	capability := testCapability("http://agent.fuzz/a2a")
 
 	f.Fuzz(func(t *testing.T, status uint8, ctype string, body []byte) {
@@ -221,15 +222,15 @@ func FuzzInvokeReply(f *testing.F) {
 		clear(store.files)
 		store.mu.Unlock()
 
-		out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_t_1", Capability: capability,
+		out := inv.Invoke(t.Context(), tool.Call{ConversationID: "c", TurnID: "t", CallID: "call_t_1", Capability: capability,
 			Arguments: map[string]any{"mode": "x"}, Sources: map[string]string{"mode": "model"}})
 
-		desc := fmt.Sprintf("agent answered %d %q %q", code, ctype, snippet(body))
+		desc := fmt.Sprintf("agent answered %d %q %q", code, ctype, tool.Snippet(body))
 		if out.CallID != "call_t_1" || out.Tool != capability.Tool || out.EndedAt.Before(out.StartedAt) {
 			t.Errorf("%s: outcome ids/times = %q %q %v..%v", desc, out.CallID, out.Tool, out.StartedAt, out.EndedAt)
 		}
-		if len(out.Raw) > MaxRaw || !json.Valid(out.Raw) {
-			t.Errorf("%s: Raw is %d bytes, valid JSON %v; want valid JSON of at most %d", desc, len(out.Raw), json.Valid(out.Raw), MaxRaw)
+		if len(out.Raw) > tool.MaxRaw || !json.Valid(out.Raw) {
+			t.Errorf("%s: Raw is %d bytes, valid JSON %v; want valid JSON of at most %d", desc, len(out.Raw), json.Valid(out.Raw), tool.MaxRaw)
 		}
 		if _, err := json.Marshal(out); err != nil {
 			t.Errorf("%s: the outcome does not marshal for the store: %v", desc, err)
@@ -276,7 +277,7 @@ func FuzzInvokeReply(f *testing.F) {
 				Status string `json:"status"`
 			}
 			if json.Unmarshal(out.Raw, &raw) != nil || raw.Status != "input_required" {
-				t.Errorf("%s: Raw %s does not say input_required", desc, snippet(out.Raw))
+				t.Errorf("%s: Raw %s does not say input_required", desc, tool.Snippet(out.Raw))
 			}
 		case out.Result.Status == record.ResultSucceeded:
 			if out.Result.Error != "" {
@@ -306,7 +307,7 @@ func FuzzInvokeReply(f *testing.F) {
 				switch p.Kind {
 				case "text":
 					if strings.TrimSpace(p.Text) != "" && !strings.Contains(out.Result.Summary, p.Text) {
-						t.Errorf("%s: the summary %q lost the text %q", desc, snippet([]byte(out.Result.Summary)), snippet([]byte(p.Text)))
+						t.Errorf("%s: the summary %q lost the text %q", desc, tool.Snippet([]byte(out.Result.Summary)), tool.Snippet([]byte(p.Text)))
 					}
 				case "data":
 					data++
@@ -315,7 +316,7 @@ func FuzzInvokeReply(f *testing.F) {
 				}
 			}
 			if (data > 0) != (out.Result.Result != "") || out.Result.Result != "" && !json.Valid([]byte(out.Result.Result)) {
-				t.Errorf("%s: %d data parts, Result %q", desc, data, snippet([]byte(out.Result.Result)))
+				t.Errorf("%s: %d data parts, Result %q", desc, data, tool.Snippet([]byte(out.Result.Result)))
 			}
 			if len(out.Artifacts) != files || len(out.Result.Artifacts) != files {
 				t.Errorf("%s: %d file parts, %d artifacts and %d refs", desc, files, len(out.Artifacts), len(out.Result.Artifacts))

@@ -25,6 +25,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // memStore is an in-memory artifact.Store whose URLs are served by an
@@ -292,7 +293,7 @@ func TestInvokeCompletedWithFiles(t *testing.T) {
 	// The agent serves its files on loopback: allowed by its origin only.
 	inv := NewInvoker(InvokerOptions{Artifacts: store, NewID: seqIDs(), FileOrigins: []string{srv.URL}})
 	in := artifact.Artifact{ID: "art_in", Name: "in.txt", MimeType: "text/plain"}
-	out := inv.Invoke(t.Context(), Call{
+	out := inv.Invoke(t.Context(), tool.Call{
 		ConversationID: "c1", TurnID: "t1", CallID: "call_1",
 		Capability: testCapability(srv.URL + "/rpc"),
 		Arguments:  map[string]any{"mode": "file", "artifact_id": "art_in"},
@@ -379,7 +380,7 @@ func TestInvokeInputRequiredThenCompleted(t *testing.T) {
 	t.Parallel()
 	srv, exec := newA2AServer(t)
 	inv := NewInvoker(InvokerOptions{})
-	c := Call{ConversationID: "c1", TurnID: "t1", CallID: "call_2", Capability: testCapability(srv.URL + "/rpc"),
+	c := tool.Call{ConversationID: "c1", TurnID: "t1", CallID: "call_2", Capability: testCapability(srv.URL + "/rpc"),
 		Arguments: map[string]any{"mode": "ask"}, Sources: map[string]string{"mode": "model"}}
 	out := inv.Invoke(t.Context(), c)
 	if out.InputRequired == nil {
@@ -452,7 +453,7 @@ func TestInvokeFailures(t *testing.T) {
 				url = srv.URL + tt.path
 			}
 			inv := NewInvoker(InvokerOptions{Timeout: tt.timeout, Artifacts: newMemStore(t), FileOrigins: []string{srv.URL}})
-			out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_f",
+			out := inv.Invoke(t.Context(), tool.Call{ConversationID: "c", TurnID: "t", CallID: "call_f",
 				Capability: testCapability(url), Arguments: map[string]any{"mode": tt.mode}})
 			if out.Result.Status != record.ResultFailed {
 				t.Fatalf("Invoke() status = %q, want failed (outcome %+v)", out.Result.Status, out)
@@ -503,7 +504,7 @@ func TestInvokeMessageAndPlain(t *testing.T) {
 	inv := NewInvoker(InvokerOptions{})
 
 	// A message response (not a task) counts as completed.
-	out := inv.Invoke(t.Context(), Call{CallID: "m1", Capability: testCapability(srv.URL + "/rpc"), Arguments: map[string]any{"mode": "message"}})
+	out := inv.Invoke(t.Context(), tool.Call{CallID: "m1", Capability: testCapability(srv.URL + "/rpc"), Arguments: map[string]any{"mode": "message"}})
 	if out.Result.Status != record.ResultSucceeded || out.Result.Summary != "direct answer" || out.Result.Result != `{"n":1}` {
 		t.Errorf("Invoke(message) result = %+v, want succeeded with text and data", out.Result)
 	}
@@ -511,7 +512,7 @@ func TestInvokeMessageAndPlain(t *testing.T) {
 	// A plain capability is sent its input as text.
 	c := testCapability(srv.URL + "/rpc")
 	c.Plain = true
-	out = inv.Invoke(t.Context(), Call{CallID: "p1", Capability: c, Arguments: map[string]any{"input": "shout this"}})
+	out = inv.Invoke(t.Context(), tool.Call{CallID: "p1", Capability: c, Arguments: map[string]any{"input": "shout this"}})
 	if out.Result.Status != record.ResultSucceeded || out.Result.Summary != "SHOUT THIS" {
 		t.Errorf("Invoke(plain) result = %+v, want succeeded SHOUT THIS", out.Result)
 	}
@@ -526,7 +527,7 @@ func TestInvokeMessageAndPlain(t *testing.T) {
 func TestInvokeInputRequiredDefaultField(t *testing.T) {
 	t.Parallel()
 	srv, _ := newA2AServer(t)
-	out := NewInvoker(InvokerOptions{}).Invoke(t.Context(), Call{CallID: "q", Capability: testCapability(srv.URL + "/rpc"),
+	out := NewInvoker(InvokerOptions{}).Invoke(t.Context(), tool.Call{CallID: "q", Capability: testCapability(srv.URL + "/rpc"),
 		Arguments: map[string]any{"mode": "ask_plain"}})
 	if out.InputRequired == nil {
 		t.Fatalf("InputRequired = nil, outcome %+v", out)
@@ -534,26 +535,6 @@ func TestInvokeInputRequiredDefaultField(t *testing.T) {
 	want := []catalog.FormField{{Name: "answer", Type: "string", Description: "Tell me more.", Required: true}}
 	if diff := cmp.Diff(want, out.InputRequired.Fields); diff != "" {
 		t.Errorf("Fields mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestCapRaw(t *testing.T) {
-	t.Parallel()
-	small := []byte(`{"a":1}`)
-	if got := capRaw(small); string(got) != string(small) {
-		t.Errorf("capRaw(small) = %s, want unchanged", got)
-	}
-	big := mustJSON(map[string]string{"x": strings.Repeat("é\"", MaxRaw)})
-	got := capRaw(big)
-	if len(got) > MaxRaw || !json.Valid(got) {
-		t.Fatalf("capRaw(big) = %d bytes valid=%v, want ≤ %d and valid JSON", len(got), json.Valid(got), MaxRaw)
-	}
-	var v struct {
-		Truncated bool `json:"truncated"`
-		Size      int  `json:"size"`
-	}
-	if err := json.Unmarshal(got, &v); err != nil || !v.Truncated || v.Size != len(big) {
-		t.Errorf("capRaw(big) = truncated %v size %d, want true %d", v.Truncated, v.Size, len(big))
 	}
 }
 
@@ -583,40 +564,11 @@ func TestInvokePollsWorkingTask(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	inv := NewInvoker(InvokerOptions{PollInterval: 5 * time.Millisecond})
-	out := inv.Invoke(t.Context(), Call{CallID: "w", Capability: testCapability(srv.URL), Arguments: map[string]any{}})
+	out := inv.Invoke(t.Context(), tool.Call{CallID: "w", Capability: testCapability(srv.URL), Arguments: map[string]any{}})
 	if out.Result.Status != record.ResultSucceeded || out.Result.Summary != "finally" {
 		t.Errorf("Invoke() = %+v, want succeeded 'finally'", out.Result)
 	}
 	if got := polls.Load(); got != 2 {
 		t.Errorf("tasks/get polls = %d, want 2", got)
-	}
-}
-
-func TestCheckFileURL(t *testing.T) {
-	t.Parallel()
-	guarded := NewInvoker(InvokerOptions{FileOrigins: []string{"http://127.0.0.1:8080"}})
-	private := NewInvoker(InvokerOptions{AllowPrivateFiles: true})
-	tests := []struct {
-		inv *Invoker
-		uri string
-		ok  bool
-	}{
-		{guarded, "http://127.0.0.1:8080/f.png", true}, // the allowed origin
-		{guarded, "http://127.0.0.1:9090/f.png", false},
-		{guarded, "http://10.1.2.3/f.png", false},
-		{guarded, "http://2130706433/f.png", false},
-		{guarded, "https://bucket.s3.amazonaws.com/x?sig=1", true},
-		{guarded, "http://169.254.169.254/latest/meta-data/", false},
-		{guarded, "file:///etc/passwd", false},
-		{private, "http://10.1.2.3/f.png", true},
-		{private, "http://127.0.0.1:9090/f.png", true},
-		{private, "http://169.254.169.254/latest/meta-data/", false},
-		{private, "http://[fd00:ec2::254]/latest/", false},
-		{private, "gopher://x", false},
-	}
-	for _, tt := range tests {
-		if err := tt.inv.checkFileURL(tt.uri); (err == nil) != tt.ok {
-			t.Errorf("checkFileURL(%q) (private %v) = %v, want ok=%v", tt.uri, tt.inv.anyFiles, err, tt.ok)
-		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // docs/design.md §5: a plain agent that asked a question (input-required) gets the
@@ -25,7 +26,7 @@ func TestPlainContinuationSendsTheAnswer(t *testing.T) {
 		{"no user value", map[string]any{"input": "again"}, map[string]string{"input": "model"}, "again"},
 	}
 	for _, tc := range tests {
-		msg, err := inv.message(t.Context(), Call{CallID: "c1", Capability: catalog.Capability{Plain: true},
+		msg, err := inv.message(t.Context(), tool.Call{CallID: "c1", Capability: catalog.Capability{Plain: true},
 			Arguments: tc.args, Sources: tc.sources, Continue: &record.A2ATask{TaskID: "t1", ContextID: "x1"}})
 		if err != nil {
 			t.Fatal(err)

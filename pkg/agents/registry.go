@@ -3,36 +3,28 @@ package agents
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/clientagent/clientagent/pkg/capcache"
 	"github.com/clientagent/clientagent/pkg/catalog"
-	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // AgentCardPath is where an A2A agent publishes its card, under its base URL.
 const AgentCardPath = "/.well-known/agent-card.json"
 
-// Cache key layout. Every key shares the hash tag {agents} so that one MGET
-// reads the whole cache in one round trip on a cluster (ElastiCache
-// Serverless). The card key never expires: it is the last good card. The
-// fresh key expires after the TTL (or the down retry): while it exists the
-// agent is not fetched again, and its value says whether the last fetch
-// failed.
-const (
-	cardKeyPrefix  = "capcache:{agents}:card:"
-	freshKeyPrefix = "capcache:{agents}:fresh:"
-	freshUp        = "up"
-	freshDown      = "down"
-)
+// The cache's keys share the hash tag {agents} (capcache): the card key,
+// capcache:{agents}:card:<base URL>, never expires and is the last good
+// card; the fresh key beside it expires after the TTL (or the down retry).
+// An agent is named by its base URL: another URL is another agent.
+const cacheNamespace, cacheValueKey = "agents", "card"
 
 // maxCardBytes bounds a card download; real cards are a few KiB.
 const maxCardBytes = 1 << 20
@@ -62,26 +54,16 @@ type RegistryOptions struct {
 // cards, fetched from their base URLs and cached in Valkey, as catalog
 // capabilities. It is safe for concurrent use.
 type Registry struct {
-	urls         []string
-	rdb          redis.UniversalClient
-	ttl          time.Duration
-	downRetry    time.Duration
-	fetchTimeout time.Duration
-	hc           *http.Client
-	log          *slog.Logger
+	urls  []string
+	cache *capcache.Cache[string, cachedCard]
+	hc    *http.Client
+	log   *slog.Logger
 }
 
 // NewRegistry returns a registry of the agents at opts.URLs (normalized and
 // deduplicated like ParseAgentList).
 func NewRegistry(opts RegistryOptions) *Registry {
-	r := &Registry{
-		rdb:          opts.Redis,
-		ttl:          opts.TTL,
-		downRetry:    opts.DownRetry,
-		fetchTimeout: opts.FetchTimeout,
-		hc:           opts.HTTPClient,
-		log:          opts.Logger,
-	}
+	r := &Registry{hc: opts.HTTPClient, log: opts.Logger}
 	seen := map[string]bool{}
 	for _, u := range opts.URLs {
 		u = normalizeBaseURL(u)
@@ -90,21 +72,15 @@ func NewRegistry(opts RegistryOptions) *Registry {
 			r.urls = append(r.urls, u)
 		}
 	}
-	if r.ttl <= 0 {
-		r.ttl = 5 * time.Minute
-	}
-	if r.downRetry <= 0 {
-		r.downRetry = min(r.ttl, 30*time.Second)
-	}
-	if r.fetchTimeout <= 0 {
-		r.fetchTimeout = 5 * time.Second
-	}
 	if r.hc == nil {
 		r.hc = http.DefaultClient
 	}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
+	r.cache = capcache.New(capcache.Options{Redis: opts.Redis, Namespace: cacheNamespace, ValueKey: cacheValueKey,
+		What: "agent card", TTL: opts.TTL, DownRetry: opts.DownRetry, FetchTimeout: opts.FetchTimeout, Logger: r.log},
+		func(u string) string { return u }, r.fetchCard)
 	return r
 }
 
@@ -118,13 +94,6 @@ type cachedCard struct {
 	FetchedAt time.Time       `json:"fetched_at"`
 }
 
-// agentState is one agent's entry while building the catalog.
-type agentState struct {
-	url   string
-	card  *cachedCard // last good card, nil if never seen
-	fresh string      // "", freshUp or freshDown
-}
-
 // Capabilities returns every registered agent's skills as capabilities, in
 // URL order with unique tool names. Stale agents are fetched again
 // (concurrently); an agent that is down keeps its last good card with every
@@ -132,172 +101,74 @@ type agentState struct {
 // out (and logged). The error is only for the cache itself failing; it
 // wraps record.ErrUnavailable when the cache did not answer.
 func (r *Registry) Capabilities(ctx context.Context) ([]catalog.Capability, error) {
-	states, err := r.load(ctx)
+	entries, err := r.cache.Get(ctx, r.urls)
 	if err != nil {
 		return nil, err
 	}
-	var stale []*agentState
-	for _, s := range states {
-		if s.fresh == "" {
-			stale = append(stale, s)
-		}
-	}
-	r.fetchAll(ctx, stale)
-	return r.build(states), nil
+	return r.build(entries), nil
 }
 
 // Refresh fetches every agent's card now, whatever the cache says. It
 // returns the joined fetch failures (each agent's last good card is kept);
 // the catalog stays usable either way.
 func (r *Registry) Refresh(ctx context.Context) error {
-	states, err := r.load(ctx)
-	if err != nil {
-		return err
-	}
-	return r.fetchAll(ctx, states)
-}
-
-// load reads every agent's card and fresh keys in one MGET.
-func (r *Registry) load(ctx context.Context) ([]*agentState, error) {
-	states := make([]*agentState, len(r.urls))
-	for i, u := range r.urls {
-		states[i] = &agentState{url: u}
-	}
-	if r.rdb == nil || len(r.urls) == 0 {
-		return states, nil
-	}
-	keys := make([]string, 0, 2*len(r.urls))
-	for _, u := range r.urls {
-		keys = append(keys, cardKeyPrefix+u, freshKeyPrefix+u)
-	}
-	vals, err := r.rdb.MGet(ctx, keys...).Result()
-	if err != nil {
-		// A read that failed is a store that did not answer (paused,
-		// unreachable, pool exhausted): callers answer 503, not 500.
-		return nil, fmt.Errorf("read capability cache: %w: %w", record.ErrUnavailable, err)
-	}
-	for i, s := range states {
-		if v, ok := vals[2*i].(string); ok {
-			var cc cachedCard
-			if err := json.Unmarshal([]byte(v), &cc); err != nil {
-				r.log.WarnContext(ctx, "capability cache: unreadable card entry", "agent", s.url, "err", err)
-			} else {
-				s.card = &cc
-			}
-		}
-		if v, ok := vals[2*i+1].(string); ok {
-			s.fresh = v
-		}
-	}
-	return states, nil
-}
-
-// fetchAll fetches the given agents' cards concurrently and records each
-// outcome in the states and the cache.
-func (r *Registry) fetchAll(ctx context.Context, states []*agentState) error {
-	errs := make([]error, len(states))
-	var wg sync.WaitGroup
-	for i, s := range states {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = r.fetchOne(ctx, s)
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-func (r *Registry) fetchOne(ctx context.Context, s *agentState) error {
-	raw, err := r.fetchCard(ctx, s.url)
-	if err != nil {
-		s.fresh = freshDown
-		if s.card != nil {
-			r.log.WarnContext(ctx, "agent card fetch failed; keeping last good card, capabilities unavailable",
-				"agent", s.url, "fetched_at", s.card.FetchedAt, "err", err)
-		} else {
-			r.log.WarnContext(ctx, "agent card fetch failed; agent left out of the catalog", "agent", s.url, "err", err)
-		}
-		r.store(ctx, s.url, nil, freshDown, r.downRetry)
-		return fmt.Errorf("fetch agent card of %s: %w", s.url, err)
-	}
-	s.card = &cachedCard{Card: raw, FetchedAt: time.Now().UTC()}
-	s.fresh = freshUp
-	r.store(ctx, s.url, s.card, freshUp, r.ttl)
-	return nil
-}
-
-// store writes a fetch outcome. A cache write failure is logged, not
-// returned: the catalog of this call is already known, the next call just
-// fetches again.
-func (r *Registry) store(ctx context.Context, u string, c *cachedCard, fresh string, ttl time.Duration) {
-	if r.rdb == nil {
-		return
-	}
-	_, err := r.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if c != nil {
-			b, err := json.Marshal(c)
-			if err != nil {
-				return err
-			}
-			p.Set(ctx, cardKeyPrefix+u, b, 0)
-		}
-		p.Set(ctx, freshKeyPrefix+u, fresh, ttl)
-		return nil
-	})
-	if err != nil {
-		r.log.WarnContext(ctx, "capability cache write failed", "agent", u, "err", err)
-	}
+	return r.cache.Refresh(ctx, r.urls)
 }
 
 // fetchCard downloads and checks one agent card, with its own deadline.
-func (r *Registry) fetchCard(ctx context.Context, base string) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.fetchTimeout)
-	defer cancel()
+// The cache gives it its deadline.
+func (r *Registry) fetchCard(ctx context.Context, base string) (cachedCard, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+AgentCardPath, nil)
 	if err != nil {
-		return nil, err
+		return cachedCard{}, err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := r.hc.Do(req)
 	if err != nil {
-		return nil, err
+		return cachedCard{}, err
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCardBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("read card: %w", err)
+		return cachedCard{}, fmt.Errorf("read card: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("HTTP %s: %s", resp.Status, snippet(body))
+		return cachedCard{}, fmt.Errorf("HTTP %s: %s", resp.Status, tool.Snippet(body))
 	}
 	if len(body) > maxCardBytes {
-		return nil, fmt.Errorf("card larger than %d bytes", maxCardBytes)
+		return cachedCard{}, fmt.Errorf("card larger than %d bytes", maxCardBytes)
 	}
 	var card a2a.AgentCard
 	if err := json.Unmarshal(body, &card); err != nil {
-		return nil, fmt.Errorf("decode card: %w", err)
+		return cachedCard{}, fmt.Errorf("decode card: %w", err)
 	}
-	return json.RawMessage(body), nil
+	return cachedCard{Card: body, FetchedAt: time.Now().UTC()}, nil
 }
 
 // build parses the known cards into the catalog.
-func (r *Registry) build(states []*agentState) []catalog.Capability {
+func (r *Registry) build(entries []*capcache.Entry[string, cachedCard]) []catalog.Capability {
 	var caps []catalog.Capability
-	for _, s := range states {
-		if s.card == nil {
+	for _, e := range entries {
+		if e.Value == nil {
 			continue
 		}
 		var card a2a.AgentCard
-		if err := json.Unmarshal(s.card.Card, &card); err != nil {
-			r.log.Warn("capability cache: cached card does not decode", "agent", s.url, "err", err)
+		if err := json.Unmarshal(e.Value.Card, &card); err != nil {
+			r.log.Warn("capability cache: cached card does not decode", "agent", e.Source, "err", err)
 			continue
 		}
-		for _, c := range CapabilitiesFromCard(&card, s.url) {
-			c.Unavailable = s.fresh == freshDown
+		for _, c := range CapabilitiesFromCard(&card, e.Source) {
+			c.Unavailable = e.Down
 			caps = append(caps, c)
 		}
 	}
 	uniqueTools(caps)
 	return caps
 }
+
+// The registry is the A2A specialists' tool.Lister; Invoker their
+// tool.Invoker.
+var (
+	_ tool.Lister  = (*Registry)(nil)
+	_ tool.Invoker = (*Invoker)(nil)
+)

@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/awssign"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 var sigV4Header = regexp.MustCompile(`^AWS4-HMAC-SHA256 Credential=AKIDTEST/(\d{8})/eu-central-1/lambda/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$`)
@@ -114,7 +116,7 @@ func TestSigV4SignsAgentRequests(t *testing.T) {
 		_, _ = io.WriteString(w, `{"name":"signed","url":"`+srv.URL+`/rpc","protocolVersion":"0.3.0","version":"1","skills":[{"id":"paint","name":"paint","description":"paints"}]}`)
 	})
 
-	hc := SigV4Client(nil, credentials.StaticCredentialsProvider{Value: creds}, "eu-central-1")
+	hc := awssign.Client(nil, credentials.StaticCredentialsProvider{Value: creds}, "eu-central-1", "lambda")
 	reg := NewRegistry(RegistryOptions{URLs: []string{srv.URL + "/rpc"}, HTTPClient: hc})
 	caps, err := reg.Capabilities(t.Context())
 	if err != nil || len(caps) != 1 || caps[0].Unavailable {
@@ -125,7 +127,7 @@ func TestSigV4SignsAgentRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	inv := NewInvoker(InvokerOptions{HTTPClient: hc, Artifacts: store, FileOrigins: []string{srv.URL}})
-	out := inv.Invoke(t.Context(), Call{ConversationID: "c", TurnID: "t", CallID: "call_s",
+	out := inv.Invoke(t.Context(), tool.Call{ConversationID: "c", TurnID: "t", CallID: "call_s",
 		Capability: testCapability(srv.URL + "/rpc"), Arguments: map[string]any{"mode": "file"},
 		Files: []artifact.Artifact{{ID: "art_in", Name: "in.txt", MimeType: "text/plain"}}})
 	if out.Result.Status != "succeeded" {
@@ -134,37 +136,5 @@ func TestSigV4SignsAgentRequests(t *testing.T) {
 	want := []string{"/rpc" + AgentCardPath + ": ok", "/rpc: ok", "/generated.png: authorization="}
 	if got := checker.verdicts(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests the agent saw:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-}
-
-// Without the variable nothing is signed; with sigv4 the region must be
-// set; another value is refused rather than ignored.
-func TestClientFromEnv(t *testing.T) {
-	t.Parallel()
-	env := func(kv ...string) func(string) string {
-		return func(k string) string {
-			for i := 0; i+1 < len(kv); i += 2 {
-				if kv[i] == k {
-					return kv[i+1]
-				}
-			}
-			return ""
-		}
-	}
-	if hc, err := ClientFromEnv(t.Context(), env()); hc != nil || err != nil {
-		t.Errorf("ClientFromEnv(unset) = %v, %v; want nil, nil", hc, err)
-	}
-	if _, err := ClientFromEnv(t.Context(), env(AgentAuthEnv, "sigv4")); err == nil {
-		t.Errorf("ClientFromEnv(sigv4 without AWS_REGION) = nil error, want one")
-	}
-	if _, err := ClientFromEnv(t.Context(), env(AgentAuthEnv, "iam")); err == nil {
-		t.Errorf("ClientFromEnv(iam) = nil error, want one")
-	}
-	hc, err := ClientFromEnv(t.Context(), env(AgentAuthEnv, "sigv4", "AWS_REGION", "eu-central-1"))
-	if err != nil || hc == nil {
-		t.Fatalf("ClientFromEnv(sigv4) = %v, %v; want a signing client", hc, err)
-	}
-	if _, ok := hc.Transport.(*sigV4Transport); !ok {
-		t.Errorf("ClientFromEnv(sigv4) transport = %T, want *sigV4Transport", hc.Transport)
 	}
 }

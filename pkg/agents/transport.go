@@ -8,13 +8,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/clientagent/clientagent/pkg/telemetry"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // a2a-go v0.3.3's JSON-RPC transport loses what an agent said when a call
@@ -28,9 +27,6 @@ import (
 // captureLimit bounds the bytes kept from a response body. JSON-RPC errors
 // and error pages are small; a larger body is a result, not an error.
 const captureLimit = 64 << 10
-
-// snippetLimit is how much of a non-JSON error body reaches the model.
-const snippetLimit = 500
 
 // httpCapture records the last HTTP response of one invocation.
 type httpCapture struct {
@@ -144,29 +140,13 @@ func (c *httpCapture) describe() string {
 		return env.Error.String()
 	}
 	if c.code != http.StatusOK {
-		return "HTTP " + c.status + ": " + snippet(c.body)
+		return "HTTP " + c.status + ": " + tool.Snippet(c.body)
 	}
 	if mt, _, _ := mime.ParseMediaType(c.contentType); mt != "" && mt != "application/json" && !json.Valid(c.body) {
-		return fmt.Sprintf("unexpected response (Content-Type %s): %s", c.contentType, snippet(c.body))
+		return fmt.Sprintf("unexpected response (Content-Type %s): %s", c.contentType, tool.Snippet(c.body))
 	}
 	if len(c.body) < captureLimit && !json.Valid(c.body) {
-		return "response is not valid JSON: " + snippet(c.body)
+		return "response is not valid JSON: " + tool.Snippet(c.body)
 	}
 	return ""
-}
-
-// snippet returns the first snippetLimit bytes of b as valid UTF-8 with
-// whitespace runs collapsed, so an HTML error page stays readable.
-func snippet(b []byte) string {
-	if len(b) > snippetLimit {
-		b = b[:snippetLimit]
-	}
-	for len(b) > 0 && !utf8.Valid(b) {
-		b = b[:len(b)-1]
-	}
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if s == "" {
-		return "(empty body)"
-	}
-	return s
 }

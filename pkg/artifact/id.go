@@ -8,11 +8,18 @@ import (
 	"fmt"
 )
 
+// idPrefix starts every artifact id (LooksLikeID).
+const idPrefix = "art_"
+
+// idOf is the artifact id of 8 bytes: the prefix and 16 hex digits, the
+// one shape of every id the platform makes.
+func idOf(b [8]byte) string { return idPrefix + hex.EncodeToString(b[:]) }
+
 // NewID returns a fresh opaque artifact id: "art_" and 16 random hex digits.
 func NewID() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go ≥ 1.24)
-	return "art_" + hex.EncodeToString(b[:])
+	return idOf(b)
 }
 
 // CallOutputID is the id of the n-th file call callID returned: the same
@@ -22,7 +29,7 @@ func NewID() string {
 // conversation (they carry their turn).
 func CallOutputID(callID string, n int) string {
 	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", callID, n))
-	return "art_" + hex.EncodeToString(sum[:8])
+	return idOf([8]byte(sum[:8]))
 }
 
 // ErrInvalidName is returned for a conversation or artifact id that is not
@@ -59,4 +66,6 @@ func CheckNames(names ...string) error {
 
 // LooksLikeID reports whether s has the shape of an artifact id NewID
 // makes, so a value in a call's arguments may name one.
-func LooksLikeID(s string) bool { return len(s) > 4 && len(s) <= 64 && s[:4] == "art_" }
+func LooksLikeID(s string) bool {
+	return len(s) > len(idPrefix) && len(s) <= 64 && s[:len(idPrefix)] == idPrefix
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/a2astore"
 	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/lambdahttp"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
@@ -172,14 +173,7 @@ func cardHandler(base string, sk *skill) http.Handler {
 		}
 		b := base
 		if b == "" {
-			scheme := "http"
-			if r.TLS != nil {
-				scheme = "https"
-			}
-			if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-				scheme = p
-			}
-			b = scheme + "://" + r.Host
+			b = lambdahttp.RequestBase(r)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(sk.card(b))

@@ -20,6 +20,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/catalog/batch"
 )
 
 // skill is one demo agent with its only skill.
@@ -206,7 +207,7 @@ func (e *executor) input(reqCtx *a2asrv.RequestContext) (*callInput, error) {
 		}
 	}
 	if err := e.skill.schema.Validate(in.args); err != nil {
-		return nil, userErrorf("invalid arguments for %s: %s", e.skill.id, schemaErrorText(err))
+		return nil, userErrorf("invalid arguments for %s: %s", e.skill.id, batch.DescribeValidation(err))
 	}
 	in.fetch = func(ctx context.Context, id string) (*inputFile, error) { return e.fetch(ctx, in.files, id) }
 	return in, nil
@@ -238,29 +239,6 @@ func messageArgs(m *a2a.Message) (map[string]any, error) {
 		return obj, nil
 	}
 	return map[string]any{"input": joined}, nil
-}
-
-func schemaErrorText(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err.Error()
-	}
-	var msgs []string
-	var walk func(v *jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) == 0 {
-			loc := v.InstanceLocation
-			if loc == "" {
-				loc = "/"
-			}
-			msgs = append(msgs, loc+": "+v.Message)
-		}
-		for _, c := range v.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return strings.Join(msgs, "; ")
 }
 
 // fetch finds the FilePart for artifact id (part metadata artifact_id,

@@ -15,6 +15,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/guardian/rules"
+	"github.com/clientagent/clientagent/pkg/lambdahttp"
 )
 
 // The demo guardian (issue 19) is an A2A agent beside the specialists but
@@ -60,7 +61,7 @@ func handleGuardian(mux *http.ServeMux, base, word string) {
 	mux.Handle("GET "+PathGuardian+a2asrv.WellKnownAgentCardPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b := base
 		if b == "" {
-			b = requestBase(r)
+			b = lambdahttp.RequestBase(r)
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(guardianCard(b))
@@ -175,16 +176,4 @@ func (e *guardianExecutor) Cancel(ctx context.Context, reqCtx *a2asrv.RequestCon
 	ev := a2a.NewStatusUpdateEvent(reqCtx, a2a.TaskStateCanceled, nil)
 	ev.Final = true
 	return q.Write(ctx, ev)
-}
-
-// requestBase is the scheme and host a request reached the handler at.
-func requestBase(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-		scheme = p
-	}
-	return scheme + "://" + r.Host
 }

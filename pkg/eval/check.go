@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/clientagent/clientagent/pkg/schemaerr"
 )
 
 // Check returns the expectations of e that what turn n did (tr) does not
@@ -156,33 +156,13 @@ func checkArguments(a ArgumentsExpect, args map[string]any) (Failure, bool) {
 	case a.schema != nil:
 		if err := a.schema.Validate(got); err != nil {
 			detail := err.Error()
-			if ve, ok := err.(*jsonschema.ValidationError); ok {
-				detail = describeValidation(ve)
+			if vs := schemaerr.Violations(err); vs != nil {
+				detail = describeViolations(vs)
 			}
 			return Failure{Expectation: "schema", Want: "arguments valid against the schema", Got: compactJSON(args), Detail: detail}, false
 		}
 	}
 	return Failure{}, true
-}
-
-// describeValidation names the innermost violations of a schema check.
-func describeValidation(ve *jsonschema.ValidationError) string {
-	var msgs []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(e *jsonschema.ValidationError) {
-		if len(e.Causes) == 0 {
-			loc := e.InstanceLocation
-			if loc == "" {
-				loc = "/"
-			}
-			msgs = append(msgs, loc+": "+e.Message)
-		}
-		for _, c := range e.Causes {
-			walk(c)
-		}
-	}
-	walk(ve)
-	return strings.Join(msgs, "; ")
 }
 
 // subset reports whether every key of want is in got with the same value
@@ -256,4 +236,18 @@ func shorten(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// describeViolations names the innermost violations of a schema check by
+// their JSON pointers, as the scenario file names paths.
+func describeViolations(vs []schemaerr.Violation) string {
+	msgs := make([]string, 0, len(vs))
+	for _, v := range vs {
+		loc := v.Pointer
+		if loc == "" {
+			loc = "/"
+		}
+		msgs = append(msgs, loc+": "+v.Message)
+	}
+	return strings.Join(msgs, "; ")
 }

@@ -159,3 +159,18 @@ func JWTClaims(r *http.Request) (map[string]string, bool) {
 	}
 	return ev.RequestContext.Authorizer.JWT.Claims, true
 }
+
+// RequestBase is the scheme and host a request reached its handler at,
+// behind a Function URL or API Gateway (X-Forwarded-Proto) or served
+// directly: the base of the URLs a handler publishes about itself (agent
+// cards, file links).
+func RequestBase(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
+		scheme = p
+	}
+	return scheme + "://" + r.Host
+}

@@ -2,10 +2,10 @@
 // the A2A specialists' (issue 17), with the official Go SDK as the client.
 //
 // Source lists each configured server's tools (streamable HTTP, or stdio on
-// the local stack), caches the lists in Valkey like agent cards (the last
-// good list is kept and marked unavailable while a server is down) and,
-// where a session can be kept (the local stack, Watch), refreshes a list
-// when the server sends notifications/tools/list_changed. Each tool becomes
+// the local stack), caches the lists in Valkey in the cache agent cards use
+// (pkg/capcache: the last good list is kept and marked unavailable while a
+// server is down) and, where a session can be kept (the local stack,
+// Watch), refreshes a list when the server sends notifications/tools/list_changed. Each tool becomes
 // a catalog.Capability named <server>_<tool>, with the tool's inputSchema as
 // its parameters and its destructiveHint (or the configuration) deciding
 // approval.

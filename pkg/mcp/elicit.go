@@ -10,9 +10,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // A paused elicitation is held by nobody: the call attempt that met it
@@ -49,7 +49,7 @@ const answerPrefix = "answer_"
 
 // elicitor answers the elicitations of one call attempt.
 type elicitor struct {
-	call      agents.Call
+	call      tool.Call
 	toolProps map[string]bool
 	answered  int
 	cancel    context.CancelFunc
@@ -59,7 +59,7 @@ type elicitor struct {
 	paused *record.InputRequired
 }
 
-func newElicitor(c agents.Call, cancel context.CancelFunc) *elicitor {
+func newElicitor(c tool.Call, cancel context.CancelFunc) *elicitor {
 	return &elicitor{call: c, toolProps: schemaProperties(c.Capability.InputSchema), answered: answeredElicitations(c.Continue), cancel: cancel}
 }
 

@@ -3,7 +3,6 @@ package mcp
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,20 +15,13 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // maxFileBytes bounds one file a tool returns.
 const maxFileBytes = 512 << 20
-
-// CallInvoker runs one skill call (the A2A invoker is one).
-type CallInvoker interface {
-	Invoke(ctx context.Context, c agents.Call) record.CallOutcome
-}
-
-var _ CallInvoker = (*Invoker)(nil)
 
 // InvokerOptions configures an Invoker.
 type InvokerOptions struct {
@@ -40,23 +32,19 @@ type InvokerOptions struct {
 	HTTPClient *http.Client
 	// Timeout bounds one call, connection included (default 5 minutes).
 	Timeout time.Duration
-	// Next runs the calls of skills that are not MCP tools (the A2A
-	// invoker); nil fails them.
-	Next   CallInvoker
-	Logger *slog.Logger
+	Logger  *slog.Logger
 	// NewID returns a new artifact id (default: artifact.CallOutputID, the
 	// same for every run of a call).
 	NewID func() string
 }
 
-// Invoker runs calls of MCP tools, each in a session of its own, and hands
-// every other call to the next invoker. It is safe for concurrent use.
+// Invoker runs calls of MCP tools, each in a session of its own (the
+// tool.Invoker of tool.KindMCP). It is safe for concurrent use.
 type Invoker struct {
 	servers map[string]ServerConfig
 	store   artifact.Store
 	hc      *http.Client
 	timeout time.Duration
-	next    CallInvoker
 	log     *slog.Logger
 	newID   func() string
 }
@@ -64,7 +52,7 @@ type Invoker struct {
 // NewInvoker returns an Invoker.
 func NewInvoker(opts InvokerOptions) *Invoker {
 	i := &Invoker{servers: map[string]ServerConfig{}, store: opts.Artifacts, hc: opts.HTTPClient, timeout: opts.Timeout,
-		next: opts.Next, log: opts.Logger, newID: opts.NewID}
+		log: opts.Logger, newID: opts.NewID}
 	for _, s := range opts.Servers {
 		i.servers[s.Name] = s
 	}
@@ -77,54 +65,31 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	return i
 }
 
-// failure is a tool or server failure: its text is what the model reads.
-type failure struct{ msg string }
-
-func (f *failure) Error() string { return f.msg }
-
-// Invoke runs c. A call of an MCP tool (Capability.MCPServer set) opens a
-// session to its server, calls the tool and maps the result: text content
+// Invoke runs c, a call of an MCP tool (Capability.MCPServer set): it opens
+// a session to its server, calls the tool and maps the result: text content
 // is the Summary, structuredContent the Result, images, audio and
 // resources are stored as artifacts, isError is a failed result, and so is
 // anything that goes wrong on the way (a server down, a timeout). A server
 // that elicits input pauses the call: InputRequired carries its form (see
-// elicitationTask). Invoke never fails the turn. Any other call goes to
-// the next invoker.
-func (i *Invoker) Invoke(ctx context.Context, c agents.Call) record.CallOutcome {
-	if c.Capability.MCPServer == "" {
-		if i.next == nil {
-			return record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool,
-				Result: record.ToolResult{Status: record.ResultFailed, Error: "no A2A invoker is configured"}}
-		}
-		return i.next.Invoke(ctx, c)
-	}
-	out := record.CallOutcome{CallID: c.CallID, Tool: c.Capability.Tool, StartedAt: time.Now().UTC()}
+// elicitationTask). Invoke never fails the turn.
+func (i *Invoker) Invoke(ctx context.Context, c tool.Call) record.CallOutcome {
 	ctx, cancel := context.WithTimeout(ctx, i.timeout)
 	defer cancel()
-	err := i.invoke(ctx, c, &out)
-	if err != nil {
-		out.Result = record.ToolResult{Status: record.ResultFailed, Error: i.errorText(err, c)}
-		out.Artifacts, out.InputRequired = nil, nil
-		out.Raw = agents.CapRaw(mustJSON(map[string]any{"status": record.ResultFailed, "error": out.Result.Error}))
-	}
-	out.EndedAt = time.Now().UTC()
-	status := out.Result.Status
-	if out.InputRequired != nil {
-		status = "input_required"
-	}
+	out, status := tool.Attempt(c, func(out *record.CallOutcome) error { return i.invoke(ctx, c, out) },
+		func(err error) string { return i.errorText(err, c) })
 	i.log.InfoContext(ctx, "MCP tool call", "conversation_id", c.ConversationID, "turn_id", c.TurnID, "call_id", c.CallID,
 		"tool", c.Capability.Tool, "server", c.Capability.MCPServer, "status", status, "artifacts", len(out.Artifacts),
 		"ms", out.EndedAt.Sub(out.StartedAt).Milliseconds(), "error", out.Result.Error)
 	return out
 }
 
-func (i *Invoker) invoke(ctx context.Context, c agents.Call, out *record.CallOutcome) error {
+func (i *Invoker) invoke(ctx context.Context, c tool.Call, out *record.CallOutcome) error {
 	sc, ok := i.servers[c.Capability.MCPServer]
 	if !ok {
-		return &failure{fmt.Sprintf("MCP server %s is no longer configured", c.Capability.MCPServer)}
+		return tool.Failf("MCP server %s is no longer configured", c.Capability.MCPServer)
 	}
 	if sc.Unusable != nil {
-		return &failure{fmt.Sprintf("MCP server %s is not configured: %v", sc.Name, sc.Unusable)}
+		return tool.Failf("MCP server %s is not configured: %v", sc.Name, sc.Unusable)
 	}
 	callCtx, endAttempt := context.WithCancel(ctx)
 	defer endAttempt()
@@ -134,27 +99,27 @@ func (i *Invoker) invoke(ctx context.Context, c agents.Call, out *record.CallOut
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &failure{fmt.Sprintf("MCP server %s is unreachable: %v", sc.Name, rootCause(err))}
+		return tool.Failf("MCP server %s is unreachable: %v", sc.Name, rootCause(err))
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(callCtx, &sdk.CallToolParams{Name: c.Capability.SkillID, Arguments: toolArguments(c, el.toolProps)})
 	if ir := el.pause(); ir != nil {
 		out.InputRequired = ir
-		out.Raw = agents.CapRaw(mustJSON(map[string]any{"status": "input_required", "message": ir.Message, "fields": ir.Fields}))
+		out.Raw = tool.CapRaw(tool.MustJSON(map[string]any{"status": "input_required", "message": ir.Message, "fields": ir.Fields}))
 		return nil
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &failure{fmt.Sprintf("MCP server %s: %v", sc.Name, rootCause(err))}
+		return tool.Failf("MCP server %s: %v", sc.Name, rootCause(err))
 	}
 	return i.result(ctx, cs, c, res, out)
 }
 
 // toolArguments are the call's arguments less the answers to the server's
 // elicitations, which are not the tool's parameters.
-func toolArguments(c agents.Call, toolProps map[string]bool) map[string]any {
+func toolArguments(c tool.Call, toolProps map[string]bool) map[string]any {
 	args := map[string]any{}
 	for k, v := range c.Arguments {
 		if c.Continue != nil && c.Sources[k] == "user" && !toolProps[k] {
@@ -166,7 +131,7 @@ func toolArguments(c agents.Call, toolProps map[string]bool) map[string]any {
 }
 
 // result maps a tool's result onto the outcome.
-func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c agents.Call, res *sdk.CallToolResult, out *record.CallOutcome) error {
+func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c tool.Call, res *sdk.CallToolResult, out *record.CallOutcome) error {
 	var texts, notes []string
 	var stored []artifact.Artifact
 	n := 0
@@ -218,11 +183,7 @@ func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c agents.Ca
 		if err != nil {
 			// The call fails whole: files kept before this one would be in
 			// no catalog.
-			for _, a := range stored {
-				if derr := i.store.Delete(context.WithoutCancel(ctx), c.ConversationID, a.ID); derr != nil {
-					i.log.WarnContext(ctx, "delete a failed call's file", "conversation_id", c.ConversationID, "artifact_id", a.ID, "error", derr)
-				}
-			}
+			tool.Discard(ctx, i.store, c, stored, i.log)
 			return err
 		}
 	}
@@ -234,7 +195,7 @@ func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c agents.Ca
 		}
 		out.Artifacts = stored
 		out.Result = record.ToolResult{Status: record.ResultFailed, Error: msg}
-		out.Raw = agents.CapRaw(mustJSON(map[string]any{"status": record.ResultFailed, "error": msg}))
+		out.Raw = tool.CapRaw(tool.MustJSON(map[string]any{"status": record.ResultFailed, "error": msg}))
 		return nil
 	}
 	r := record.ToolResult{Status: record.ResultSucceeded, Summary: summary}
@@ -243,7 +204,7 @@ func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c agents.Ca
 		raw["summary"] = summary
 	}
 	if res.StructuredContent != nil {
-		r.Result = string(mustJSON(res.StructuredContent))
+		r.Result = string(tool.MustJSON(res.StructuredContent))
 		raw["result"] = res.StructuredContent
 	}
 	for _, a := range stored {
@@ -254,17 +215,17 @@ func (i *Invoker) result(ctx context.Context, cs *sdk.ClientSession, c agents.Ca
 	}
 	out.Result = r
 	out.Artifacts = stored
-	out.Raw = agents.CapRaw(mustJSON(raw))
+	out.Raw = tool.CapRaw(tool.MustJSON(raw))
 	return nil
 }
 
 // keep stores one returned file under a new artifact id.
-func (i *Invoker) keep(ctx context.Context, c agents.Call, n int, name, mimeType, desc string, body []byte) (artifact.Artifact, error) {
+func (i *Invoker) keep(ctx context.Context, c tool.Call, n int, name, mimeType, desc string, body []byte) (artifact.Artifact, error) {
 	if i.store == nil {
 		return artifact.Artifact{}, errors.New("no artifact store configured to keep returned files")
 	}
 	if len(body) > maxFileBytes {
-		return artifact.Artifact{}, &failure{fmt.Sprintf("the tool returned a file larger than %d MiB", maxFileBytes>>20)}
+		return artifact.Artifact{}, tool.Failf("the tool returned a file larger than %d MiB", maxFileBytes>>20)
 	}
 	if mt, _, err := mime.ParseMediaType(mimeType); err == nil {
 		mimeType = mt
@@ -272,7 +233,7 @@ func (i *Invoker) keep(ctx context.Context, c agents.Call, n int, name, mimeType
 		mimeType = "application/octet-stream"
 	}
 	if name == "" {
-		name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n, extensionFor(mimeType))
+		name = fmt.Sprintf("%s-%d%s", c.Capability.Tool, n, artifact.ExtensionFor(mimeType))
 	}
 	id := artifact.CallOutputID(c.CallID, n)
 	if i.newID != nil {
@@ -283,7 +244,7 @@ func (i *Invoker) keep(ctx context.Context, c agents.Call, n int, name, mimeType
 	size, err := i.store.Put(ctx, c.ConversationID, a.ID, a.MimeType, bytes.NewReader(body))
 	var qe *artifact.QuotaError
 	if errors.As(err, &qe) {
-		return artifact.Artifact{}, &failure{fmt.Sprintf("file %q the tool returned does not fit: %v; nothing was stored", a.Name, qe)}
+		return artifact.Artifact{}, tool.Failf("file %q the tool returned does not fit: %v; nothing was stored", a.Name, qe)
 	}
 	if err != nil {
 		return artifact.Artifact{}, fmt.Errorf("store file %q: %w", a.Name, err)
@@ -316,27 +277,12 @@ func resourceName(uri string) string {
 	return "resource"
 }
 
-var preferredExt = map[string]string{
-	"text/plain": ".txt", "image/jpeg": ".jpg", "image/png": ".png", "image/svg+xml": ".svg", "text/html": ".html",
-	"application/json": ".json", "audio/wav": ".wav", "audio/mpeg": ".mp3",
-}
-
-func extensionFor(mimeType string) string {
-	if e, ok := preferredExt[mimeType]; ok {
-		return e
-	}
-	if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
-		return exts[0]
-	}
-	return ""
-}
-
 // errorText is the Result.Error of a failed call.
-func (i *Invoker) errorText(err error, c agents.Call) string {
-	var f *failure
+func (i *Invoker) errorText(err error, c tool.Call) string {
+	var f *tool.Failure
 	switch {
 	case errors.As(err, &f):
-		return f.msg
+		return f.Msg
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("MCP server %s did not answer within %s", c.Capability.MCPServer, i.timeout)
 	case errors.Is(err, context.Canceled):
@@ -355,12 +301,4 @@ func rootCause(err error) error {
 		}
 		err = u
 	}
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		b, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
-	}
-	return b
 }

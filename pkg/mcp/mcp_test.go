@@ -13,13 +13,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact/localstore"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/mcp/mcptest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey/embedded"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // setup starts the go-sdk test server and returns a source and an invoker of it.
@@ -95,8 +95,8 @@ func src2caps(m map[string]catalog.Capability) []catalog.Capability {
 	return out
 }
 
-func call(caps map[string]catalog.Capability, tool string, args map[string]any) agents.Call {
-	return agents.Call{ConversationID: "c1", TurnID: "t1", CallID: "call_t1_0", Capability: caps[tool], Arguments: args}
+func call(caps map[string]catalog.Capability, name string, args map[string]any) tool.Call {
+	return tool.Call{ConversationID: "c1", TurnID: "t1", CallID: "call_t1_0", Capability: caps[name], Arguments: args}
 }
 
 func TestInvokeResults(t *testing.T) {
@@ -242,23 +242,6 @@ func TestListChangedRefreshes(t *testing.T) {
 	}
 	if _, ok := capsByTool(t, src)["go_shout"]; !ok {
 		t.Error("catalog lacks go_shout after tools/list_changed")
-	}
-}
-
-type nextInvoker struct{ got []agents.Call }
-
-func (n *nextInvoker) Invoke(_ context.Context, c agents.Call) record.CallOutcome {
-	n.got = append(n.got, c)
-	return record.CallOutcome{CallID: c.CallID, Result: record.ToolResult{Status: record.ResultSucceeded, Summary: "a2a"}}
-}
-
-func TestA2ACallsGoToNext(t *testing.T) {
-	t.Parallel()
-	next := &nextInvoker{}
-	inv := mcp.NewInvoker(mcp.InvokerOptions{Next: next})
-	o := inv.Invoke(t.Context(), agents.Call{CallID: "c", Capability: catalog.Capability{Tool: "render", AgentURL: "http://agent"}})
-	if o.Result.Summary != "a2a" || len(next.got) != 1 {
-		t.Errorf("Invoke(A2A skill) = %+v, next got %d calls; want the next invoker's answer", o.Result, len(next.got))
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/agents/files"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 )
@@ -21,7 +21,7 @@ const DefaultConversationQuota = 1 << 30
 // Files are the bounds of stored files.
 type Files struct {
 	// Limits bound each file a specialist returns (size, deadline, rate).
-	Limits agents.FileLimits
+	Limits files.Limits
 	// Quota bounds each conversation's stored bytes (<= 0: none).
 	Quota int64
 }
@@ -34,8 +34,8 @@ type Files struct {
 //	CLIENTAGENT_FILE_MIN_RATE       the slowest download, bytes per second (0: no minimum)   default 8KiB
 //	CLIENTAGENT_FILE_RATE_WINDOW    the window the rate is measured over (Go duration)       default 10s
 func FilesFromEnv(getenv func(string) string) (Files, error) {
-	f := Files{Quota: DefaultConversationQuota, Limits: agents.FileLimits{MaxBytes: agents.DefaultMaxFileBytes,
-		Timeout: agents.DefaultFileTimeout, MinRate: agents.DefaultFileMinRate, RateWindow: agents.DefaultFileRateWindow}}
+	f := Files{Quota: DefaultConversationQuota, Limits: files.Limits{MaxBytes: files.DefaultMaxBytes,
+		Timeout: files.DefaultTimeout, MinRate: files.DefaultMinRate, RateWindow: files.DefaultRateWindow}}
 	sizes := []struct {
 		name   string
 		p      *int64

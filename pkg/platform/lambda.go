@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/clientagent/clientagent/pkg/agentauth"
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -20,6 +21,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/lambdatrace"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/telemetry"
+	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -33,7 +35,7 @@ const InvokeTimeout = 5 * time.Minute
 //
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated (the tool catalogue)
-//	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agents.ClientFromEnv)
+//	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agentauth.ClientFromEnv)
 //	CLIENTAGENT_MCP                MCP servers whose tools are skills (mcp.LoadConfig; streamable HTTP only:
 //	                               stdio is refused here; "secret:<arn>" headers need Env.Secrets,
 //	                               which pkg/platform/mcpenv sets)
@@ -116,7 +118,7 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 
 // Catalogs is the tool catalogue: the agent cards of CLIENTAGENT_AGENTS
 // (cached in Valkey, fetched when stale) and the workflow templates.
-func (e *Env) Catalogs(ctx context.Context) (*Catalogs, error) {
+func (e *Env) Catalogs(ctx context.Context) (*tool.Catalogs, error) {
 	rdb, err := e.Valkey()
 	if err != nil {
 		return nil, err
@@ -132,7 +134,8 @@ func (e *Env) Catalogs(ctx context.Context) (*Catalogs, error) {
 	if cfg.MCP, err = e.MCPServers(ctx); err != nil {
 		return nil, err
 	}
-	return newCatalogs(cfg, rdb, workflows), nil
+	reg, src := newSources(cfg, rdb)
+	return newCatalogs(cfg, workflows, reg, src), nil
 }
 
 // Invoker is the A2A invoker, storing what specialists return in arts,
@@ -151,7 +154,7 @@ func (e *Env) Invoker(ctx context.Context, arts artifact.Store) (turn.Invoker, e
 		return nil, err
 	}
 	cfg.Files = files.Limits
-	return withMCP(cfg, arts, newInvoker(cfg, arts)), nil
+	return newRouter(cfg, arts, newInvoker(cfg, arts)), nil
 }
 
 // WithQuota bounds arts to CLIENTAGENT_CONVERSATION_QUOTA bytes per
@@ -192,7 +195,7 @@ func (e *Env) MCPServers(ctx context.Context) ([]mcp.ServerConfig, error) {
 // CLIENTAGENT_AGENT_AUTH asks for (nil: Go's default), made once.
 func (e *Env) AgentClient(ctx context.Context) (*http.Client, error) {
 	if !e.agentAuth {
-		c, err := agents.ClientFromEnv(ctx, e.Getenv)
+		c, err := agentauth.ClientFromEnv(ctx, e.Getenv)
 		if err != nil {
 			return nil, err
 		}

@@ -6,20 +6,19 @@
 package platform
 
 import (
-	"context"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	clientagent "github.com/clientagent/clientagent"
 	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/agents/files"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -27,6 +26,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -54,7 +54,7 @@ type Config struct {
 	// InvokeTimeout bounds one specialist call.
 	InvokeTimeout time.Duration
 	// AgentClient carries agent-card fetches and A2A calls (nil: Go's
-	// default client); on AWS it may sign them (agents.ClientFromEnv).
+	// default client); on AWS it may sign them (agentauth.ClientFromEnv).
 	AgentClient *http.Client
 	// FileOrigins are origins (scheme://host:port) a specialist's file URL
 	// may point at beside public addresses, e.g. the local stack's own URL;
@@ -64,7 +64,7 @@ type Config struct {
 	AllowPrivateFiles bool
 	// Files bounds each file a specialist returns (zero: the defaults;
 	// FilesFromEnv).
-	Files agents.FileLimits
+	Files files.Limits
 	// Audit keeps approvals and executed calls durably (nil: none).
 	Audit audit.Log
 	// WorkflowsDir is the folder of workflow templates (*.json); empty:
@@ -129,7 +129,7 @@ type Platform struct {
 	// MCP lists the MCP servers' tools (nil without servers); the local
 	// stack keeps sessions to them open with MCP.Watch.
 	MCP      *mcp.Source
-	Catalogs *Catalogs
+	Catalogs *tool.Catalogs
 	Handlers *turn.Handlers
 }
 
@@ -148,11 +148,12 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	}
 	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL})
 	cfg.Logger = log
-	cats := newCatalogs(cfg, rdb, workflows)
+	reg, src := newSources(cfg, rdb)
+	cats := newCatalogs(cfg, workflows, reg, src)
 	inv := newInvoker(cfg, arts)
 	h := newHandlers(cfg, store)
-	h.LLM, h.Catalogs, h.Invoker, h.Audit = model, cats, withMCP(cfg, arts, inv), cfg.Audit
-	return &Platform{Store: store, Registry: cats.Registry, Invoker: inv, MCP: cats.MCP, Catalogs: cats, Handlers: h}, nil
+	h.LLM, h.Catalogs, h.Invoker, h.Audit = model, cats, newRouter(cfg, arts, inv), cfg.Audit
+	return &Platform{Store: store, Registry: reg, Invoker: inv, MCP: src, Catalogs: cats, Handlers: h}, nil
 }
 
 // loadWorkflows reads the workflow templates of cfg.WorkflowsDir, or the
@@ -169,24 +170,34 @@ func loadWorkflows(cfg Config) ([]catalog.Workflow, error) {
 	return workflows, nil
 }
 
-// newCatalogs is the tool catalogue over the agent cards of cfg.Agents,
-// cached in rdb.
-func newCatalogs(cfg Config, rdb redis.UniversalClient, workflows []catalog.Workflow) *Catalogs {
+// newSources are the sources of capabilities cfg names, cached in rdb:
+// the agent registry, and the MCP servers' tools (nil without servers).
+func newSources(cfg Config, rdb redis.UniversalClient) (*agents.Registry, *mcp.Source) {
 	reg := agents.NewRegistry(agents.RegistryOptions{URLs: cfg.Agents, Redis: rdb, TTL: cfg.CardTTL, HTTPClient: cfg.AgentClient, Logger: cfg.Logger})
-	c := &Catalogs{Registry: reg, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: cfg.Logger}
-	if len(cfg.MCP) > 0 {
-		c.MCP = mcp.NewSource(mcp.SourceOptions{Servers: cfg.MCP, Redis: rdb, TTL: cfg.CardTTL, FetchTimeout: cfg.MCPFetchTimeout, Logger: cfg.Logger})
+	if len(cfg.MCP) == 0 {
+		return reg, nil
+	}
+	return reg, mcp.NewSource(mcp.SourceOptions{Servers: cfg.MCP, Redis: rdb, TTL: cfg.CardTTL, FetchTimeout: cfg.MCPFetchTimeout, Logger: cfg.Logger})
+}
+
+// newCatalogs is the tool catalogue over the sources (an MCP source may
+// be nil) and the workflow templates.
+func newCatalogs(cfg Config, workflows []catalog.Workflow, reg *agents.Registry, src *mcp.Source) *tool.Catalogs {
+	c := &tool.Catalogs{Sources: []tool.Lister{reg}, Workflows: workflows, TTL: cfg.CatalogTTL, Logger: cfg.Logger}
+	if src != nil {
+		c.Sources = append(c.Sources, src)
 	}
 	return c
 }
 
-// withMCP is the invoker of the MCP servers' tools in front of the A2A
-// invoker next, or next alone when no server is configured.
-func withMCP(cfg Config, arts artifact.Store, next *agents.Invoker) turn.Invoker {
-	if len(cfg.MCP) == 0 {
-		return next
+// newRouter sends each call to the invoker of its kind: the A2A invoker,
+// and the MCP servers' when any is configured.
+func newRouter(cfg Config, arts artifact.Store, a2a *agents.Invoker) tool.Router {
+	r := tool.Router{tool.KindA2A: a2a}
+	if len(cfg.MCP) > 0 {
+		r[tool.KindMCP] = mcp.NewInvoker(mcp.InvokerOptions{Servers: cfg.MCP, Artifacts: arts, Timeout: cfg.InvokeTimeout, Logger: cfg.Logger})
 	}
-	return mcp.NewInvoker(mcp.InvokerOptions{Servers: cfg.MCP, Artifacts: arts, Timeout: cfg.InvokeTimeout, Next: next, Logger: cfg.Logger})
+	return r
 }
 
 // newInvoker is the A2A invoker, storing what specialists return in arts.
@@ -207,64 +218,4 @@ func newHandlers(cfg Config, store record.Store) *turn.Handlers {
 		h.Events = ev
 	}
 	return h
-}
-
-// Catalogs builds the tool catalogue from the registry's capabilities and
-// the workflow templates, and reuses it for TTL so a step does not
-// recompile schemas it compiled a moment ago.
-type Catalogs struct {
-	Registry *agents.Registry
-	// MCP adds the MCP servers' tools (nil: none).
-	MCP       *mcp.Source
-	Workflows []catalog.Workflow
-	TTL       time.Duration
-	// Logger gets an error line for each workflow template that does not
-	// compile against the skills, whenever that set of errors changes.
-	Logger *slog.Logger
-
-	mu       sync.Mutex
-	built    *catalog.Catalog
-	at       time.Time
-	rejected string
-}
-
-// Invalidate drops the built catalogue, so the next Catalog builds it
-// again: an MCP server's tool list changed (mcp.Source.Watch).
-func (c *Catalogs) Invalidate() {
-	c.mu.Lock()
-	c.built = nil
-	c.mu.Unlock()
-}
-
-// Catalog returns the current catalogue.
-func (c *Catalogs) Catalog(ctx context.Context) (*catalog.Catalog, error) {
-	ttl := c.TTL
-	if ttl == 0 {
-		ttl = 10 * time.Second
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.built != nil && time.Since(c.at) < ttl {
-		return c.built, nil
-	}
-	caps, err := c.Registry.Capabilities(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("capabilities: %w", err)
-	}
-	if c.MCP != nil {
-		tools, err := c.MCP.Capabilities(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("MCP tools: %w", err)
-		}
-		caps = append(caps, tools...)
-	}
-	c.built, c.at = catalog.New(caps, c.Workflows), time.Now()
-	errs := c.built.WorkflowErrors()
-	if s := fmt.Sprint(errs); s != c.rejected && c.Logger != nil {
-		for _, err := range errs {
-			c.Logger.ErrorContext(ctx, "workflow template left out", "error", err)
-		}
-	}
-	c.rejected = fmt.Sprint(errs)
-	return c.built, nil
 }

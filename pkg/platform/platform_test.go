@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -103,8 +104,14 @@ func TestEnvCatalogs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Catalogs() = %v", err)
 	}
-	if got := c.Registry.URLs(); len(got) != 2 || len(c.Workflows) == 0 {
-		t.Errorf("Catalogs() = agents %v, %d workflows; want 2 agents and the built-in workflows", got, len(c.Workflows))
+	var got []string
+	if len(c.Sources) == 1 {
+		if reg, ok := c.Sources[0].(*agents.Registry); ok {
+			got = reg.URLs()
+		}
+	}
+	if len(got) != 2 || len(c.Workflows) == 0 {
+		t.Errorf("Catalogs() = agents %v, %d workflows; want one source, the registry of 2 agents, and the built-in workflows", got, len(c.Workflows))
 	}
 	bad := t.TempDir()
 	if err := os.WriteFile(filepath.Join(bad, "broken.json"), []byte("{"), 0o600); err != nil {

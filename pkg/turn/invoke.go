@@ -11,12 +11,12 @@ import (
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
-	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // InvokeInput is one Map iteration's payload. Fail is set by the
@@ -179,7 +179,7 @@ func (h *Handlers) run(ctx context.Context, r Ref, conv *record.Conversation, t 
 		return o, cont, nil
 	case entry.Kind == catalog.EntrySkill:
 		tctx, span := h.startTool(callCtx, pc.Tool, pc.CallID, toolAgentURL(entry), pc.Arguments)
-		o := h.Invoker.Invoke(tctx, agents.Call{
+		o := h.Invoker.Invoke(tctx, tool.Call{
 			ConversationID: conv.Meta.ID,
 			TurnID:         t.ID,
 			CallID:         pc.CallID,
@@ -282,7 +282,7 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 			if !ok || entry.Kind != catalog.EntrySkill {
 				return failedOutcome(fmt.Sprintf("workflow %s %s: skill %s is not available", wf.ID, wf.StepLabel(i), st.Skill)), nil
 			}
-			call := agents.Call{
+			call := tool.Call{
 				ConversationID: conv.Meta.ID,
 				TurnID:         t.ID,
 				CallID:         stepID,

@@ -15,7 +15,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -24,6 +23,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // Ref names one turn of one conversation; every handler input carries it.
@@ -89,7 +89,7 @@ type Catalogs interface {
 // Invoker runs one specialist skill call over A2A. It never fails: a
 // failing specialist is a failed outcome.
 type Invoker interface {
-	Invoke(ctx context.Context, c agents.Call) record.CallOutcome
+	Invoke(ctx context.Context, c tool.Call) record.CallOutcome
 }
 
 // Handlers are the loop's steps. Build one per process and share it.

@@ -21,7 +21,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -29,6 +28,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/pkg/turnview"
 )
@@ -40,12 +40,12 @@ func (s staticCatalogs) Catalog(context.Context) (*catalog.Catalog, error) { ret
 // countingInvoker is a function-field fake of the A2A invoker.
 type countingInvoker struct {
 	n      atomic.Int32
-	invoke func(c agents.Call) record.CallOutcome
+	invoke func(c tool.Call) record.CallOutcome
 }
 
 var _ turn.Invoker = (*countingInvoker)(nil)
 
-func (f *countingInvoker) Invoke(_ context.Context, c agents.Call) record.CallOutcome {
+func (f *countingInvoker) Invoke(_ context.Context, c tool.Call) record.CallOutcome {
 	f.n.Add(1)
 	return f.invoke(c)
 }
@@ -106,7 +106,7 @@ func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixtu
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	f := &fixture{store: valkey.New(rdb, valkey.Options{}), audit: audit.Dir{Path: t.TempDir()}}
-	f.inv = &countingInvoker{invoke: func(c agents.Call) record.CallOutcome {
+	f.inv = &countingInvoker{invoke: func(c tool.Call) record.CallOutcome {
 		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultSucceeded, Summary: "drew it",
 			Artifacts: []artifact.Ref{{ID: "art_1", Name: "w.svg", MimeType: "image/svg+xml"}}},
 			Artifacts: []artifact.Artifact{{ID: "art_1", Name: "w.svg", MimeType: "image/svg+xml", CreatedAt: time.Now()}}}
@@ -379,7 +379,7 @@ func TestNoProgressNeedsTheSameResult(t *testing.T) {
 	t.Parallel()
 	poll := func(f *fixture, answers func(n int) string) {
 		var n atomic.Int32
-		f.inv.invoke = func(c agents.Call) record.CallOutcome {
+		f.inv.invoke = func(c tool.Call) record.CallOutcome {
 			return record.CallOutcome{Result: record.ToolResult{Status: record.ResultSucceeded, Summary: answers(int(n.Add(1)))}}
 		}
 	}
@@ -418,7 +418,7 @@ func TestReplanCap(t *testing.T) {
 	f := newFixture(t, func(req llm.Request) *llm.Response {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: fmt.Sprintf(`{"word":"try%d"}`, len(req.Messages))}}}
 	})
-	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+	f.inv.invoke = func(c tool.Call) record.CallOutcome {
 		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Error: fmt.Sprintf("renderer down (%v)", c.Arguments["word"])}}
 	}
 	if out := runRounds(t, f, 10); out.Next != turn.NextFailed {
@@ -614,7 +614,7 @@ func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	f := newFixture(t, func(req llm.Request) *llm.Response {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "publish_artifact", Arguments: `{"artifact_id":"art_x","channel":"web"}`}}}
 	})
-	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+	f.inv.invoke = func(c tool.Call) record.CallOutcome {
 		if c.Continue == nil {
 			return record.CallOutcome{InputRequired: &record.InputRequired{Message: "which channel really?",
 				Fields: []catalog.FormField{{Name: "channel", Type: "string", Required: true}}, Task: record.A2ATask{TaskID: "task1", ContextID: "ctx1"}}}
@@ -682,7 +682,7 @@ func twoCallsFixture(t *testing.T) *fixture {
 		}}
 	})
 	inner := f.inv.invoke
-	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+	f.inv.invoke = func(c tool.Call) record.CallOutcome {
 		if c.CallID == "call_t1_2" && c.Continue == nil {
 			return record.CallOutcome{InputRequired: &record.InputRequired{Message: "which font?",
 				Fields: []catalog.FormField{{Name: "font_size", Type: "number", Required: true}}, Task: record.A2ATask{TaskID: "tk", ContextID: "cx"}}}
@@ -811,7 +811,7 @@ func TestInvokeStopsBeforeTheStepDeadline(t *testing.T) {
 	f := newFixture(t, func(req llm.Request) *llm.Response {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"slow"}`}}}
 	})
-	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+	f.inv.invoke = func(c tool.Call) record.CallOutcome {
 		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Error: "specialist timed out"}}
 	}
 	blocking := f.inv.invoke
@@ -823,7 +823,7 @@ func TestInvokeStopsBeforeTheStepDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	var callDeadline time.Time
-	f.h.Invoker = invokerFunc(func(cctx context.Context, c agents.Call) record.CallOutcome {
+	f.h.Invoker = invokerFunc(func(cctx context.Context, c tool.Call) record.CallOutcome {
 		callDeadline, _ = cctx.Deadline()
 		<-cctx.Done()
 		return blocking(c)
@@ -840,9 +840,9 @@ func TestInvokeStopsBeforeTheStepDeadline(t *testing.T) {
 	}
 }
 
-type invokerFunc func(ctx context.Context, c agents.Call) record.CallOutcome
+type invokerFunc func(ctx context.Context, c tool.Call) record.CallOutcome
 
-func (f invokerFunc) Invoke(ctx context.Context, c agents.Call) record.CallOutcome { return f(ctx, c) }
+func (f invokerFunc) Invoke(ctx context.Context, c tool.Call) record.CallOutcome { return f(ctx, c) }
 
 // A workflow whose next step would not fit in the invoke step's remaining
 // time stops after the steps it finished, stored; the retried step (the
@@ -863,7 +863,7 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	f.h.Catalogs = staticCatalogs{demoCatalog(t, wfs...)}
 	var mu sync.Mutex
 	runs := map[string]int{}
-	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+	f.inv.invoke = func(c tool.Call) record.CallOutcome {
 		mu.Lock()
 		runs[c.CallID]++
 		mu.Unlock()
@@ -986,7 +986,7 @@ func TestInvokeStoresRepliesWithinLimits(t *testing.T) {
 		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: `{"word":"big"}`}}}
 	})
 	huge := strings.Repeat("é", 100_000)
-	f.inv.invoke = func(c agents.Call) record.CallOutcome {
+	f.inv.invoke = func(c tool.Call) record.CallOutcome {
 		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Summary: huge, Result: huge, Error: huge}}
 	}
 	ctx := t.Context()

@@ -18,12 +18,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/schemaerr"
 )
 
 // Input sources (docs/design.md §3.5 input_sources).
@@ -436,30 +436,22 @@ func DescribeValidation(err error) string { return describe(err, false) }
 
 // describe lists the leaf errors; skipMissing leaves out missing properties.
 func describe(err error, skipMissing bool) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	vs := schemaerr.Violations(err)
+	if vs == nil {
 		return err.Error()
 	}
 	var parts []string
 	seen := map[string]bool{}
-	var walk func(v *jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) == 0 {
-			if skipMissing && strings.HasPrefix(v.Message, "missing propert") {
-				return
-			}
-			s := fieldPath(v.InstanceLocation) + ": " + v.Message
-			if !seen[s] {
-				seen[s] = true
-				parts = append(parts, s)
-			}
-			return
+	for _, v := range vs {
+		if skipMissing && strings.HasPrefix(v.Message, "missing propert") {
+			continue
 		}
-		for _, c := range v.Causes {
-			walk(c)
+		s := fieldPath(v.Pointer) + ": " + v.Message
+		if !seen[s] {
+			seen[s] = true
+			parts = append(parts, s)
 		}
 	}
-	walk(ve)
 	// The validator walks properties in map order; sort for stable text.
 	sort.Strings(parts)
 	return strings.Join(parts, "; ")

@@ -49,7 +49,7 @@ var _ guardian.Guardian = (*Client)(nil)
 // New returns the client of the agent at spec, its JSON-RPC base URL with
 // an optional "#skill" (default DefaultSkill). hc carries the calls (nil:
 // Go's default client); on AWS it is the platform's agent client, which
-// signs requests to Lambda Function URLs (agents.ClientFromEnv). The
+// signs requests to Lambda Function URLs (agentauth.ClientFromEnv). The
 // deadline of a call is the context's (guardian.Checker sets it).
 func New(spec string, hc *http.Client) (*Client, error) {
 	u, skill, _ := strings.Cut(strings.TrimSpace(spec), "#")

@@ -171,7 +171,7 @@ func (s *Server) Close() {
 			}
 		}
 		if s.lock != nil {
-			_ = s.lock.Close() // releases the lock
+			unlockDir(s.lock)
 		}
 	})
 }

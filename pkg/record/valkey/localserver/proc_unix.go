@@ -29,6 +29,14 @@ func lockDir(path string) (*os.File, error) {
 	return f, nil
 }
 
+// unlockDir releases the lock taken by lockDir and closes its file. The
+// explicit LOCK_UN matters: a child another goroutine is forking may hold a
+// copy of the descriptor until its exec, and the lock would outlive Close.
+func unlockDir(f *os.File) {
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	_ = f.Close()
+}
+
 // processAlive reports whether a process with this id exists.
 func processAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)

@@ -1,9 +1,9 @@
-package agents_test
+package agentauth_test
 
 import (
 	"testing"
 
-	"github.com/clientagent/clientagent/pkg/agents"
+	"github.com/clientagent/clientagent/pkg/agentauth"
 )
 
 // With CLIENTAGENT_AGENT_AUTH=sigv4 only the demo agents' Function URLs are
@@ -22,7 +22,7 @@ func TestIsLambdaURLHost(t *testing.T) {
 		{"agents.example.com", false},
 		{"abc123.lambda-url.eu-central-1.on.aws.evil.com", false},
 	} {
-		if got := agents.IsLambdaURLHost(tc.host, "eu-central-1"); got != tc.want {
+		if got := agentauth.IsLambdaURLHost(tc.host, "eu-central-1"); got != tc.want {
 			t.Errorf("IsLambdaURLHost(%q) = %v, want %v", tc.host, got, tc.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package agents
+package agentauth
 
 import (
 	"net/http"

@@ -1,4 +1,4 @@
-package agents
+package files
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 // A specialist may not make the platform read its own network: by default
 // (the local stack included) a returned file URL on loopback is refused,
 // directly, by a name, or through a redirect from an allowed origin; only
-// the allowed origin itself, or AllowPrivateFiles, lets it through.
+// the allowed origin itself, or AllowPrivate, lets it through.
 func TestReturnedFilesOnlyFromPublicAddresses(t *testing.T) {
 	t.Parallel()
 	secret := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -27,11 +27,11 @@ func TestReturnedFilesOnlyFromPublicAddresses(t *testing.T) {
 	t.Cleanup(own.Close)
 	port := secret.URL[strings.LastIndex(secret.URL, ":")+1:]
 
-	def := NewInvoker(InvokerOptions{FileOrigins: []string{own.URL}})
-	open := NewInvoker(InvokerOptions{AllowPrivateFiles: true})
+	def := NewFetcher(Options{Origins: []string{own.URL}})
+	open := NewFetcher(Options{AllowPrivate: true})
 	tests := []struct {
 		name string
-		inv  *Invoker
+		f    *Fetcher
 		url  string
 		ok   bool
 	}{
@@ -42,15 +42,15 @@ func TestReturnedFilesOnlyFromPublicAddresses(t *testing.T) {
 		{"AllowPrivateFiles", open, secret.URL + "/x", true},
 	}
 	for _, tc := range tests {
-		body, _, _, err := tc.inv.download(t.Context(), tc.url)
+		d, err := tc.f.Open(t.Context(), tc.url)
 		if err == nil {
-			body.Close()
+			d.Close()
 		}
 		if tc.ok && err != nil {
-			t.Errorf("%s: download(%s) = %v, want the file", tc.name, tc.url, err)
+			t.Errorf("%s: Open(%s) = %v, want the file", tc.name, tc.url, err)
 		}
 		if !tc.ok && (err == nil || !strings.Contains(err.Error(), "not a public address")) {
-			t.Errorf("%s: download(%s) = %v, want it refused as not a public address", tc.name, tc.url, err)
+			t.Errorf("%s: Open(%s) = %v, want it refused as not a public address", tc.name, tc.url, err)
 		}
 	}
 }
