@@ -3,7 +3,9 @@
 // Validate, Await, Invoke and Append. Each handler reads the conversation
 // record once and writes it once; the state machine passes only ids and
 // status words. This package must not know about Step Functions or Lambda:
-// functions/* and the local stack adapt these handlers.
+// pkg/turn/turnlambda adapts these handlers for functions/* and the local
+// stack. It takes its dependencies as interfaces (record.Store, llm.Provider,
+// Invoker, Catalogs, audit.Log, Guardian, Tracing).
 package turn
 
 import (
