@@ -30,13 +30,15 @@ const (
 	embeddedStore = "github.com/clientagent/clientagent/pkg/record/valkey/embedded"
 	localServer   = "github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 	awsSDK        = "github.com/aws/aws-sdk-go-v2"
+	s3SDK         = "github.com/aws/aws-sdk-go-v2/service/s3"
 	awsenv        = "github.com/clientagent/clientagent/pkg/platform/awsenv"
 	turnSteps     = "github.com/clientagent/clientagent/pkg/turn"
 )
 
 // mustNotLink is, for each function, what its binary must not link: the
-// model is llmstep's alone, Step Functions the API's, the S3 wiring neither
-// await's nor append's nor events', the A2A server the demo agents' and api's (the demo agents link none of the
+// model is llmstep's alone, Step Functions the API's, the S3 wiring and the
+// S3 SDK (the audit's S3 writer is pkg/audit/s3audit) neither await's nor
+// append's nor events', the A2A server the demo agents' and api's (the demo agents link none of the
 // platform), and the embedded Valkey, the local Valkey server and the local engine nobody's. Secrets
 // Manager is linked by the functions that build the tool catalogue or call
 // tools (api, llmstep, validate, invoke, append: MCP header secrets,
@@ -44,11 +46,11 @@ const (
 var mustNotLink = map[string][]string{
 	"api":        {openAI, bedrock, llmconfig, demoAgentsPkg}, // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
 	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},
-	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg},          // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
-	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg}, // secretsmanager: MCP header secrets
-	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},  // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
-	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv},
-	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv},
+	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
+	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},       // secretsmanager: MCP header secrets
+	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK}, // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
+	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK},
+	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK},
 	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // grpc, aws-sdk: tracing (the OTLP exporter's status types; SigV4 to X-Ray)
 }
 

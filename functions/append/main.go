@@ -10,7 +10,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
 func main() {
@@ -30,6 +30,6 @@ func main() {
 		if h.Catalogs, err = env.Catalogs(ctx); err != nil {
 			return nil, err
 		}
-		return turn.JSON(h.Append), nil
+		return turnlambda.JSON(h.Append), nil
 	})
 }

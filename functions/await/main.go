@@ -7,7 +7,7 @@ import (
 	"context"
 
 	"github.com/clientagent/clientagent/pkg/platform"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
 func main() {
@@ -16,6 +16,6 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		return turn.JSON(h.Await), nil
+		return turnlambda.JSON(h.Await), nil
 	})
 }

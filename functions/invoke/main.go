@@ -10,7 +10,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
 func main() {
@@ -42,6 +42,6 @@ func main() {
 			return nil, err
 		}
 		h.Audit = aws.Audit(env.Getenv)
-		return turn.JSON(h.Invoke), nil
+		return turnlambda.JSON(h.Invoke), nil
 	})
 }

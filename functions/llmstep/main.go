@@ -1,7 +1,7 @@
 // Command llmstep is the Lambda function of the turn state machine's LLMStep
 // and FailTurn steps (statemachine/turn.asl.json), and the target of the
 // stack's rule on execution status changes; the logic is
-// turn.Handlers.LLMStep and turn.Handlers.ExecutionEnded: the record, the
+// turn.Handlers.LLMStep and turnlambda.ExecutionEnded: the record, the
 // tool catalogue, the model (pkg/llm/llmconfig) and the audit log (FailTurn
 // closes a batch). It has no A2A invoker.
 package main
@@ -14,7 +14,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
 func main() {
@@ -42,6 +42,6 @@ func main() {
 			return nil, err
 		}
 		h.Audit = aws.Audit(env.Getenv)
-		return turn.LLMStepOrEvent(h), nil
+		return turnlambda.LLMStepOrEvent(h), nil
 	})
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
 func main() {
@@ -36,6 +36,6 @@ func main() {
 			return nil, err
 		}
 		h.Audit = aws.Audit(env.Getenv)
-		return turn.JSON(h.Validate), nil
+		return turnlambda.JSON(h.Validate), nil
 	})
 }

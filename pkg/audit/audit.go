@@ -10,7 +10,6 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,9 +20,6 @@ import (
 	"regexp"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
 // Kinds of events.
@@ -119,38 +115,4 @@ func (d Dir) Record(_ context.Context, events ...Event) error {
 		}
 	}
 	return nil
-}
-
-// PutAPI is the one S3 call the S3 log makes.
-type PutAPI interface {
-	PutObject(ctx context.Context, in *s3.PutObjectInput, opts ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-}
-
-// S3 is a Log in an S3 bucket (AWS): one object per event under Prefix.
-// The bucket is meant to be versioned and never expire (infra/).
-type S3 struct {
-	API    PutAPI
-	Bucket string
-	Prefix string
-}
-
-// Record puts each event's object.
-func (s S3) Record(ctx context.Context, events ...Event) error {
-	var errs []error
-	for _, e := range events {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return fmt.Errorf("audit %s: %w", e.Name(), err)
-		}
-		_, err = s.API.PutObject(ctx, &s3.PutObjectInput{
-			Bucket:      aws.String(s.Bucket),
-			Key:         aws.String(s.Prefix + e.Name()),
-			Body:        bytes.NewReader(b),
-			ContentType: aws.String("application/json"),
-		})
-		if err != nil {
-			errs = append(errs, fmt.Errorf("audit %s: %w", e.Name(), err))
-		}
-	}
-	return errors.Join(errs...)
 }

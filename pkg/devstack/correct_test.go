@@ -21,6 +21,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
 // sendAll sends texts to cid at once and returns the turn ids in order.
@@ -289,7 +290,7 @@ func TestFailedIterationKeepsItsSibling(t *testing.T) {
 	// The invoke function of the second call dies (as a Lambda that
 	// crashes: Lambda.Unknown, which no Retry names) while the first waits
 	// for that crash before it runs.
-	invoke := turn.JSON(st.Platform.Handlers.Invoke)
+	invoke := turnlambda.JSON(st.Platform.Handlers.Invoke)
 	crashed := make(chan struct{})
 	var once sync.Once
 	st.Engine.RegisterFunction(functionNames["InvokeFunction"], func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {

@@ -45,6 +45,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 	"github.com/clientagent/clientagent/web"
 )
 
@@ -251,11 +252,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		InvokeTimeout: 15 * time.Minute, Logger: log})
 	st.Engine = st.engine
 	h := p.Handlers
-	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turn.LLMStepOrEvent(h))
-	st.engine.RegisterFunction(functionNames["ValidateFunction"], turn.JSON(h.Validate))
-	st.engine.RegisterFunction(functionNames["AwaitFunction"], turn.JSON(h.Await))
-	st.engine.RegisterFunction(functionNames["InvokeFunction"], turn.JSON(h.Invoke))
-	st.engine.RegisterFunction(functionNames["AppendFunction"], turn.JSON(h.Append))
+	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turnlambda.LLMStepOrEvent(h))
+	st.engine.RegisterFunction(functionNames["ValidateFunction"], turnlambda.JSON(h.Validate))
+	st.engine.RegisterFunction(functionNames["AwaitFunction"], turnlambda.JSON(h.Await))
+	st.engine.RegisterFunction(functionNames["InvokeFunction"], turnlambda.JSON(h.Invoke))
+	st.engine.RegisterFunction(functionNames["AppendFunction"], turnlambda.JSON(h.Append))
 	smARN, err := st.engine.CreateStateMachine("clientagent-turn", sfnlocal.Substitute(clientagent.TurnStateMachine, functionNames))
 	if err != nil {
 		return nil, fmt.Errorf("load the turn state machine: %w", err)

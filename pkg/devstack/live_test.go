@@ -19,7 +19,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
 	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
 
@@ -422,7 +422,7 @@ func TestCancelDuringTheLLMCall(t *testing.T) {
 	// of either).
 	stepDone := make(chan struct{})
 	var doneOnce sync.Once
-	step := turn.LLMStepOrEvent(st.Platform.Handlers)
+	step := turnlambda.LLMStepOrEvent(st.Platform.Handlers)
 	st.Engine.RegisterFunction(functionNames["LLMStepFunction"], func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
 		defer doneOnce.Do(func() { close(stepDone) })
 		return step(ctx, p)

@@ -16,7 +16,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
 
@@ -149,7 +149,7 @@ func TestDeleteWhileRunning(t *testing.T) {
 	// 700 ms for that).
 	started, invoked := make(chan struct{}), make(chan struct{})
 	var onceS, onceI sync.Once
-	invoke := turn.JSON(st.Platform.Handlers.Invoke)
+	invoke := turnlambda.JSON(st.Platform.Handlers.Invoke)
 	st.Engine.RegisterFunction(functionNames["InvokeFunction"], func(ctx context.Context, p json.RawMessage) (json.RawMessage, error) {
 		onceS.Do(func() { close(started) })
 		defer onceI.Do(func() { close(invoked) })

@@ -16,7 +16,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
-	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
 
@@ -384,7 +384,7 @@ func TestWorkflowContinuesThroughStateMachineRetry(t *testing.T) {
 	st, c := stack(t, workflowAnswerer())
 	h := st.Platform.Handlers
 	h.CallTimeout = time.Hour // each specialist call may take an hour; the Lambda has ten minutes
-	invoke := turn.JSON(h.Invoke)
+	invoke := turnlambda.JSON(h.Invoke)
 	st.Engine.RegisterFunction(functionNames["InvokeFunction"], func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()

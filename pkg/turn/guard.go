@@ -51,7 +51,7 @@ type requestCheck struct {
 // the message releases it at once, so the answer shows while it streams.
 func (h *Handlers) checkRequest(ctx context.Context, t *record.Turn, d *deltas) *requestCheck {
 	i := firstUser(t)
-	if t.LLMCalls > 0 || i < 0 || !h.Guardian.Enabled(guardian.Request) {
+	if t.LLMCalls > 0 || i < 0 || !h.guardian().Enabled(guardian.Request) {
 		return nil
 	}
 	d.hold()
@@ -59,7 +59,7 @@ func (h *Handlers) checkRequest(ctx context.Context, t *record.Turn, d *deltas) 
 	text := t.Messages[i].Content
 	go func() {
 		defer close(rc.done)
-		rc.v, rc.err = h.Guardian.Check(ctx, guardian.Input{Kind: guardian.Request, Text: text})
+		rc.v, rc.err = h.guardian().Check(ctx, guardian.Input{Kind: guardian.Request, Text: text})
 		if rc.err == nil && rc.v.Action == guardian.Allow && rc.v.Audit == nil {
 			d.release()
 		}
@@ -111,7 +111,7 @@ func guardFailedMessage(err error) string {
 // run, in parallel. A blocked call becomes CallBlocked with the reason;
 // the audit events are returned for the step to write before it saves.
 func (h *Handlers) guardCalls(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) ([]audit.Event, error) {
-	if !h.Guardian.Enabled(guardian.ToolCall) {
+	if !h.guardian().Enabled(guardian.ToolCall) {
 		return nil, nil
 	}
 	var idx []int
@@ -126,7 +126,7 @@ func (h *Handlers) guardCalls(ctx context.Context, conv *record.Conversation, t 
 	for k, i := range idx {
 		wg.Go(func() {
 			pc := t.Pending[i]
-			verdicts[k], errs[k] = h.Guardian.Check(ctx, guardian.Input{Kind: guardian.ToolCall, Tool: pc.Tool, Arguments: pc.Arguments})
+			verdicts[k], errs[k] = h.guardian().Check(ctx, guardian.Input{Kind: guardian.ToolCall, Tool: pc.Tool, Arguments: pc.Arguments})
 		})
 	}
 	wg.Wait()
@@ -160,7 +160,7 @@ func firstErr(errs []error) int {
 // first guardian failure under a fail-closed policy: the results are
 // withheld all the same, and the caller decides whether the turn goes on.
 func (h *Handlers) guardResults(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) (map[string]record.CallOutcome, []audit.Event, error) {
-	if !h.Guardian.Enabled(guardian.ToolResult) {
+	if !h.guardian().Enabled(guardian.ToolResult) {
 		return outcomes, nil, nil
 	}
 	var idx []int
@@ -179,7 +179,7 @@ func (h *Handlers) guardResults(ctx context.Context, conv *record.Conversation, 
 		wg.Go(func() {
 			pc := t.Pending[i]
 			text := batch.Content(batch.Compact(pc, outcomes[pc.CallID].Result))
-			verdicts[k], errs[k] = h.Guardian.Check(ctx, guardian.Input{Kind: guardian.ToolResult, Tool: pc.Tool, Text: text})
+			verdicts[k], errs[k] = h.guardian().Check(ctx, guardian.Input{Kind: guardian.ToolResult, Tool: pc.Tool, Text: text})
 		})
 	}
 	wg.Wait()
@@ -226,11 +226,11 @@ func withheld(o record.CallOutcome, notice string) record.CallOutcome {
 // each batch, with the tail of what was shown, is checked as model output
 // before it is shown; nil when model output is not checked.
 func (h *Handlers) streamCheck(ctx context.Context) func(string) (guardian.Verdict, error) {
-	if !h.Guardian.Enabled(guardian.ModelOutput) {
+	if !h.guardian().Enabled(guardian.ModelOutput) {
 		return nil
 	}
 	return func(window string) (guardian.Verdict, error) {
-		return h.Guardian.Check(ctx, guardian.Input{Kind: guardian.ModelOutput, Text: window})
+		return h.guardian().Check(ctx, guardian.Input{Kind: guardian.ModelOutput, Text: window})
 	}
 }
 
@@ -261,7 +261,7 @@ func outputInputs(resp *llm.Response) []guardian.Input {
 // its spend counted. A redacted answer (no calls) replaces resp.Text and
 // what was shown.
 func (h *Handlers) applyOutputCheck(ctx context.Context, in StepInput, conv *record.Conversation, t *record.Turn, deltas *deltas, resp *llm.Response) (StepOutput, bool, error) {
-	if !h.Guardian.Enabled(guardian.ModelOutput) {
+	if !h.guardian().Enabled(guardian.ModelOutput) {
 		return StepOutput{}, false, nil
 	}
 	stopped, v, gerr := deltas.stopVerdict()
@@ -277,7 +277,7 @@ func (h *Handlers) applyOutputCheck(ctx context.Context, in StepInput, conv *rec
 		errs := make([]error, len(inputs))
 		var wg sync.WaitGroup
 		for k, gin := range inputs {
-			wg.Go(func() { verdicts[k], errs[k] = h.Guardian.Check(ctx, gin) })
+			wg.Go(func() { verdicts[k], errs[k] = h.guardian().Check(ctx, gin) })
 		}
 		wg.Wait()
 		v = guardian.Verdict{Decision: guardian.Decision{Action: guardian.Allow}}

@@ -49,12 +49,12 @@ const agentName = "clientagent"
 // constant): a child of the turn's root span. With tracing off it returns
 // ctx and a no-op span, at no cost.
 func (h *Handlers) startStep(ctx context.Context, r Ref, name string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
-	if !h.Tracing.Enabled() {
+	if !h.tracing().Enabled() {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
-	ctx = h.Tracing.Remote(ctx, r.Trace)
+	ctx = h.tracing().Remote(ctx, r.Trace)
 	attrs = append(attrs, attrConversation.String(r.ConversationID), attrTurn.String(r.TurnID))
-	return h.Tracing.Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
+	return h.tracing().Tracer().Start(ctx, name, trace.WithAttributes(attrs...))
 }
 
 // endStep ends a step's span with the word it returns to the state machine
@@ -91,13 +91,13 @@ func errorName(err error) string {
 // (cached input tokens too), the finish reason; the messages only when
 // content capture is on.
 func (h *Handlers) chat(ctx context.Context, req llm.Request, call int) (*llm.Response, error) {
-	if !h.Tracing.Enabled() {
+	if !h.tracing().Enabled() {
 		return h.complete(ctx, req)
 	}
-	ctx, span := h.Tracing.Tracer().Start(ctx, "chat", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	ctx, span := h.tracing().Tracer().Start(ctx, "chat", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		semconv.GenAIOperationNameChat, attrFlavour.String(string(req.Flavour)), attrLLMCall.Int(call)))
 	defer span.End()
-	if h.Tracing.Capture() {
+	if h.tracing().Capture() {
 		span.SetAttributes(semconv.GenAIInputMessagesKey.String(mustJSON(req.Messages)))
 	}
 	resp, err := h.complete(ctx, req)
@@ -126,7 +126,7 @@ func (h *Handlers) chat(ctx context.Context, req llm.Request, call int) (*llm.Re
 		semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{finish}),
 		attrCostUSD.Float64(float64(h.cost(resp))/1e6),
 	)
-	if h.Tracing.Capture() {
+	if h.tracing().Capture() {
 		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(mustJSON([]llm.Message{resp.AssistantMessage()})))
 	}
 	return resp, err
@@ -148,7 +148,7 @@ func llmErrorType(err error) string {
 // run by the specialist at agentURL (empty for a workflow, whose steps
 // have their own).
 func (h *Handlers) startTool(ctx context.Context, tool, callID, agentURL string, args map[string]any) (context.Context, trace.Span) {
-	if !h.Tracing.Enabled() {
+	if !h.tracing().Enabled() {
 		return ctx, trace.SpanFromContext(context.Background())
 	}
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolNameKey.String(tool), semconv.GenAIToolCallIDKey.String(callID)}
@@ -161,10 +161,10 @@ func (h *Handlers) startTool(ctx context.Context, tool, callID, agentURL string,
 			}
 		}
 	}
-	if h.Tracing.Capture() {
+	if h.tracing().Capture() {
 		attrs = append(attrs, semconv.GenAIToolCallArgumentsKey.String(mustJSON(args)))
 	}
-	return h.Tracing.Tracer().Start(ctx, "execute_tool "+tool, trace.WithAttributes(attrs...))
+	return h.tracing().Tracer().Start(ctx, "execute_tool "+tool, trace.WithAttributes(attrs...))
 }
 
 // endTool ends a tool span with the call's outcome.
@@ -178,7 +178,7 @@ func (h *Handlers) endTool(span trace.Span, o record.CallOutcome) {
 		span.SetAttributes(semconv.ErrorTypeKey.String("tool_failed"))
 		span.SetStatus(codes.Error, o.Result.Error)
 	}
-	if h.Tracing.Capture() {
+	if h.tracing().Capture() {
 		span.SetAttributes(semconv.GenAIToolCallResultKey.String(mustJSON(o.Result)))
 	}
 	span.End()
@@ -188,15 +188,15 @@ func (h *Handlers) endTool(span trace.Span, o record.CallOutcome) {
 // kind of reply), as the AwaitUser span: from the time Await stored the
 // token (t.WaitingSince) to now. Call it before the wait is cleared.
 func (h *Handlers) awaitEnded(ctx context.Context, r Ref, t *record.Turn, how string) {
-	if !h.Tracing.Enabled() || t.WaitingSince.IsZero() {
+	if !h.tracing().Enabled() || t.WaitingSince.IsZero() {
 		return
 	}
 	tp := r.Trace
 	if tp == "" {
 		tp = t.Trace
 	}
-	ctx = h.Tracing.Remote(ctx, tp)
-	_, span := h.Tracing.Tracer().Start(ctx, telemetry.SpanAwaitUser, trace.WithTimestamp(t.WaitingSince), trace.WithAttributes(
+	ctx = h.tracing().Remote(ctx, tp)
+	_, span := h.tracing().Tracer().Start(ctx, telemetry.SpanAwaitUser, trace.WithTimestamp(t.WaitingSince), trace.WithAttributes(
 		attrConversation.String(r.ConversationID), attrTurn.String(r.TurnID), attrReply.String(how), attrStatus.String(string(t.Status))))
 	span.End(trace.WithTimestamp(h.now()))
 }
@@ -242,7 +242,7 @@ func (h *Handlers) turnEnded(ctx context.Context, r Ref, t *record.Turn) {
 		metrics.Metric{Name: metrics.TurnDuration, Unit: "Milliseconds", Value: float64(duration.Milliseconds())},
 		metrics.Metric{Name: metrics.TurnUserWait, Unit: "Milliseconds", Value: float64(waited.Milliseconds())},
 	)...)...)
-	if !h.Tracing.Enabled() {
+	if !h.tracing().Enabled() {
 		return
 	}
 	tp := t.Trace
@@ -257,7 +257,7 @@ func (h *Handlers) turnEnded(ctx context.Context, r Ref, t *record.Turn) {
 			failed = string(t.Status)
 		}
 	}
-	h.Tracing.EndTurn(ctx, tp, t.StartedAt, end, failed,
+	h.tracing().EndTurn(ctx, tp, t.StartedAt, end, failed,
 		semconv.GenAIOperationNameInvokeAgent, semconv.GenAIAgentNameKey.String(agentName),
 		attrConversation.String(r.ConversationID), attrTurn.String(t.ID), attrStatus.String(string(t.Status)),
 		attrLLMCalls.Int(t.LLMCalls), attrTokens.Int(t.Tokens), attrSteps.Int(len(t.Steps)), attrCostUSD.Float64(cost),

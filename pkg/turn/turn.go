@@ -3,7 +3,9 @@
 // Validate, Await, Invoke and Append. Each handler reads the conversation
 // record once and writes it once; the state machine passes only ids and
 // status words. This package must not know about Step Functions or Lambda:
-// functions/* and the local stack adapt these handlers.
+// pkg/turn/turnlambda adapts these handlers for functions/* and the local
+// stack. It takes its dependencies as interfaces (record.Store, llm.Provider,
+// Invoker, Catalogs, audit.Log, Guardian, Tracing).
 package turn
 
 import (
@@ -15,6 +17,10 @@ import (
 	"math"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -22,7 +28,6 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
-	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/tool"
 )
 
@@ -92,6 +97,26 @@ type Invoker interface {
 	Invoke(ctx context.Context, c tool.Call) record.CallOutcome
 }
 
+// Guardian is the policy check the steps ask (guard.go);
+// *guardian.Checker is one. Check allows a kind that is not Enabled.
+type Guardian interface {
+	Enabled(k guardian.Kind) bool
+	Check(ctx context.Context, in guardian.Input) (guardian.Verdict, error)
+}
+
+// Tracing makes the turn's spans (trace.go); *telemetry.Tracing is one.
+// Nothing is recorded unless Enabled; Capture says whether prompts,
+// arguments and results go into the spans.
+type Tracing interface {
+	Enabled() bool
+	Capture() bool
+	Tracer() trace.Tracer
+	// Remote is ctx as a child of the span of traceparent tp.
+	Remote(ctx context.Context, tp string) context.Context
+	// EndTurn exports the turn's root span (ids from tp) from start to end.
+	EndTurn(ctx context.Context, tp string, start, end time.Time, failed string, attrs ...attribute.KeyValue)
+}
+
 // Handlers are the loop's steps. Build one per process and share it.
 type Handlers struct {
 	Store    record.Store
@@ -102,8 +127,9 @@ type Handlers struct {
 	Audit audit.Log
 	// Events is the conversations' live event log (nil: none).
 	Events record.EventLog
-	// Guardian checks requests, the model's output, calls and results (nil: none; guard.go).
-	Guardian *guardian.Checker
+	// Guardian checks requests, the model's output, calls and results
+	// (nil: none; guard.go).
+	Guardian Guardian
 	Limits   Limits
 	// CallTimeout is the longest one specialist call may take (the
 	// invoker's timeout). A workflow starts its next step in the same
@@ -114,7 +140,7 @@ type Handlers struct {
 	// Prices prices each LLM call by its model (nil: llm.DefaultPrices).
 	Prices llm.Prices
 	// Tracing makes the turn's spans (nil: none; trace.go).
-	Tracing *telemetry.Tracing
+	Tracing Tracing
 	// StoreOutage is how long a step waits, in process, for a store that
 	// is unavailable or full before it fails with a TransientError (which
 	// the state machine retries for as long again): a write made after
@@ -205,6 +231,38 @@ func (e *ProviderError) Unwrap() error { return e.Err }
 type NotFoundError struct{ What string }
 
 func (e *NotFoundError) Error() string { return e.What + " not found" }
+
+// guardian is h.Guardian, or one that checks nothing.
+func (h *Handlers) guardian() Guardian {
+	if h.Guardian == nil {
+		return noGuardian{}
+	}
+	return h.Guardian
+}
+
+// tracing is h.Tracing, or one that records nothing.
+func (h *Handlers) tracing() Tracing {
+	if h.Tracing == nil {
+		return noTracing{}
+	}
+	return h.Tracing
+}
+
+type noGuardian struct{}
+
+func (noGuardian) Enabled(guardian.Kind) bool { return false }
+func (noGuardian) Check(context.Context, guardian.Input) (guardian.Verdict, error) {
+	return guardian.Verdict{Decision: guardian.Decision{Action: guardian.Allow}}, nil
+}
+
+type noTracing struct{}
+
+func (noTracing) Enabled() bool                                        { return false }
+func (noTracing) Capture() bool                                        { return false }
+func (noTracing) Tracer() trace.Tracer                                 { return noop.NewTracerProvider().Tracer("") }
+func (noTracing) Remote(ctx context.Context, _ string) context.Context { return ctx }
+func (noTracing) EndTurn(context.Context, string, time.Time, time.Time, string, ...attribute.KeyValue) {
+}
 
 func (h *Handlers) now() time.Time {
 	if h.Now != nil {

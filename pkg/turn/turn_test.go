@@ -30,6 +30,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 	"github.com/clientagent/clientagent/pkg/turnview"
 )
 
@@ -948,7 +949,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 func TestLLMStepOrEventRecordsDeadExecutions(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
-	handler := turn.LLMStepOrEvent(f.h)
+	handler := turnlambda.LLMStepOrEvent(f.h)
 	event := func(status, input, errName string) json.RawMessage {
 		ev := map[string]any{"version": "0", "detail-type": "Step Functions Execution Status Change", "source": "aws.states",
 			"detail": map[string]any{"executionArn": "arn:aws:states:us-east-1:1:execution:t:t1", "status": status, "input": input, "error": errName, "cause": "{}"}}

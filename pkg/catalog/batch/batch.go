@@ -18,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 
-
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"

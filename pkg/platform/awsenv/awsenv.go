@@ -21,6 +21,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/artifact/s3store"
 	"github.com/clientagent/clientagent/pkg/audit"
+	"github.com/clientagent/clientagent/pkg/audit/s3audit"
 )
 
 // AWS is the function's AWS configuration and its S3 client.
@@ -53,5 +54,5 @@ func (a *AWS) Audit(getenv func(string) string) audit.Log {
 	if b == "" {
 		return nil
 	}
-	return audit.S3{API: a.S3, Bucket: b}
+	return s3audit.Log{API: a.S3, Bucket: b}
 }

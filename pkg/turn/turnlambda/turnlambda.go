@@ -1,10 +1,19 @@
-package turn
+// Package turnlambda adapts the loop's steps (pkg/turn) to the functions
+// that run them: typed handlers to raw JSON payloads (what Lambda and the
+// local Step Functions engine invoke), and the llmstep function's second
+// input, EventBridge's status change of an execution that ended without a
+// step recording it. It holds no logic of the loop; it must not read or
+// write the record except through turn.Handlers.
+package turnlambda
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+
+	"github.com/clientagent/clientagent/pkg/turn"
 )
 
 // JSON adapts a typed handler to raw JSON in and out, the shape the local
@@ -49,16 +58,16 @@ type ExecutionEvent struct {
 // rule sends these events to the llmstep function. A turn that already
 // ended is left as it is, so the event is harmless when FailTurn ran. An
 // error is retried by Lambda's asynchronous invocation.
-func (h *Handlers) ExecutionEnded(ctx context.Context, ev ExecutionEvent) error {
+func ExecutionEnded(ctx context.Context, h *turn.Handlers, ev ExecutionEvent) error {
 	switch ev.Detail.Status {
 	case "FAILED", "TIMED_OUT", "ABORTED":
 	default:
 		return nil
 	}
-	var r Ref
+	var r turn.Ref
 	if err := json.Unmarshal([]byte(ev.Detail.Input), &r); err != nil || r.ConversationID == "" || r.TurnID == "" {
 		// Not one of our turns' executions: retrying will not help.
-		h.log().WarnContext(ctx, "status change of an execution without a turn", "execution", ev.Detail.ExecutionArn, "error", err)
+		logger(h).WarnContext(ctx, "status change of an execution without a turn", "execution", ev.Detail.ExecutionArn, "error", err)
 		return nil
 	}
 	errName, cause := "States."+ev.Detail.Status, ""
@@ -69,7 +78,7 @@ func (h *Handlers) ExecutionEnded(ctx context.Context, ev ExecutionEvent) error 
 		cause = *ev.Detail.Cause
 	}
 	err := h.RecordFailure(ctx, r, errName, cause)
-	var nf *NotFoundError
+	var nf *turn.NotFoundError
 	if errors.As(err, &nf) {
 		return nil // the conversation was deleted (which also stops its executions)
 	}
@@ -79,7 +88,7 @@ func (h *Handlers) ExecutionEnded(ctx context.Context, ev ExecutionEvent) error 
 // LLMStepOrEvent is the llmstep function's handler: the state machine's
 // LLMStep (and FailTurn) payloads, and the status-change events of the
 // stack's EventBridge rule (ExecutionEnded), told apart by "detail-type".
-func LLMStepOrEvent(h *Handlers) func(context.Context, json.RawMessage) (json.RawMessage, error) {
+func LLMStepOrEvent(h *turn.Handlers) func(context.Context, json.RawMessage) (json.RawMessage, error) {
 	step := JSON(h.LLMStep)
 	return func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
 		var probe struct {
@@ -92,9 +101,16 @@ func LLMStepOrEvent(h *Handlers) func(context.Context, json.RawMessage) (json.Ra
 		if err := json.Unmarshal(payload, &ev); err != nil {
 			return nil, &InputError{Err: fmt.Errorf("decode status change event: %w", err)}
 		}
-		if err := h.ExecutionEnded(ctx, ev); err != nil {
+		if err := ExecutionEnded(ctx, h, ev); err != nil {
 			return nil, err
 		}
 		return json.RawMessage(`{}`), nil
 	}
+}
+
+func logger(h *turn.Handlers) *slog.Logger {
+	if h.Logger != nil {
+		return h.Logger
+	}
+	return slog.Default()
 }
