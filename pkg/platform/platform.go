@@ -1,8 +1,10 @@
 // Package platform wires the pieces of clientagent together from
-// configuration: the conversation store, the specialist registry and
-// invoker, the tool catalogue, the loop's step handlers and the HTTP API.
-// Lambda mains and the local stack both build from here, so they run the
-// same objects. It holds no logic of its own beyond wiring.
+// configuration: the conversation store, the sources of capabilities (the
+// specialist registry, the MCP servers), the tool catalogue and the loop's
+// step handlers; the invokers of calls are pkg/platform/invokeenv's, so a
+// function that runs none does not link the A2A client. Lambda mains and
+// the local stack both build from here, so they run the same objects. It
+// holds no logic of its own beyond wiring.
 package platform
 
 import (
