@@ -38,19 +38,21 @@ const (
 // mustNotLink is, for each function, what its binary must not link: the
 // model is llmstep's alone, Step Functions the API's, the S3 wiring and the
 // S3 SDK (the audit's S3 writer is pkg/audit/s3audit) neither await's nor
-// append's nor events', the A2A server the demo agents' and api's (the demo agents link none of the
-// platform), and the embedded Valkey, the local Valkey server and the local engine nobody's. Secrets
+// append's nor events', the A2A server the demo agents' and api's (the demo
+// agents link none of the platform), the A2A client only invoke's (the
+// calls) and the guardian's checking steps' (a guardian agent), and the
+// embedded Valkey, the local Valkey server and the local engine nobody's. Secrets
 // Manager is linked by the functions that build the tool catalogue or call
 // tools (api, llmstep, validate, invoke, append: MCP header secrets,
 // pkg/platform/mcpenv), never by await, events or the demo agents.
 var mustNotLink = map[string][]string{
-	"api":        {openAI, bedrock, llmconfig, demoAgentsPkg}, // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
-	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},
-	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
-	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},       // secretsmanager: MCP header secrets
-	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK}, // bedrockruntime: the guardian's ApplyGuardrail; secretsmanager: MCP header secrets
-	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK},
-	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK},
+	"api":        {openAI, bedrock, llmconfig, demoAgentsPkg, a2aClient},                  // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
+	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},                                   // a2aclient: the guardian agent (pkg/guardian/a2aagent)
+	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                // bedrockruntime: the guardian's ApplyGuardrail; a2aclient: the guardian agent; secretsmanager: MCP header secrets
+	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},       // a2aclient: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
+	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK}, // bedrockruntime: the guardian's ApplyGuardrail; a2aclient: the guardian agent; secretsmanager: MCP header secrets
+	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
+	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
 	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // grpc, aws-sdk: tracing (the OTLP exporter's status types; SigV4 to X-Ray)
 }
 
@@ -61,18 +63,14 @@ var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, local
 // The test fails when one of them is gone, so that it moves to mustNotLink
 // and stays gone.
 var pending = []struct{ fn, pkg, why string }{
-	{"await", a2aClient, agentsSplit}, {"await", grpc, agentsSplit},
-	{"append", a2aClient, agentsSplit}, {"append", grpc, agentsSplit},
-	{"validate", a2aClient, agentsSplit}, {"validate", grpc, agentsSplit},
-	{"llmstep", a2aClient, agentsSplit}, {"llmstep", grpc, agentsSplit},
-	{"api", a2aClient, agentsSplit}, {"api", grpc, agentsSplit},
-	{"events", a2aClient, agentsSplit}, {"events", grpc, agentsSplit},
+	{"await", grpc, otlpGRPC}, {"append", grpc, otlpGRPC}, {"validate", grpc, otlpGRPC},
+	{"llmstep", grpc, otlpGRPC}, {"api", grpc, otlpGRPC}, {"events", grpc, otlpGRPC},
 	{"events", sfnClient, apiSFN},
 }
 
 const apiSFN = "pkg/api, whose events route the events function serves, imports the Step Functions client for its other routes"
 
-const agentsSplit = "pkg/turn imports pkg/agents (for agents.Call), whose invoke.go holds the A2A client and gRPC beside the card registry"
+const otlpGRPC = "the OTLP/HTTP trace exporter (pkg/platform/lambdatrace) imports gRPC's status and health types"
 
 // Issue 13: each function links what its role uses and nothing of the
 // others' (go list over the deployed build: linux/arm64, LAMBDA_TAGS).

@@ -9,6 +9,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
+	"github.com/clientagent/clientagent/pkg/platform/invokeenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
@@ -38,7 +39,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		if h.Invoker, err = env.Invoker(ctx, arts); err != nil {
+		if h.Invoker, err = invokeenv.Invoker(ctx, env, arts); err != nil {
 			return nil, err
 		}
 		h.Audit = aws.Audit(env.Getenv)

@@ -166,9 +166,6 @@ func (r *Registry) build(entries []*capcache.Entry[string, cachedCard]) []catalo
 	return caps
 }
 
-// The registry is the A2A specialists' tool.Lister; Invoker their
-// tool.Invoker.
-var (
-	_ tool.Lister  = (*Registry)(nil)
-	_ tool.Invoker = (*Invoker)(nil)
-)
+// The registry is the A2A specialists' tool.Lister (a2acall.Invoker their
+// tool.Invoker).
+var _ tool.Lister = (*Registry)(nil)

@@ -17,8 +17,8 @@
 // (elicitation/create) pauses the call with that form, as an A2A
 // specialist's input-required does: the attempt is declined and ended, and
 // the user's answer re-runs the call, which answers the server's elicitation
-// with it (docs/architecture.md, "MCP skills"). Calls of A2A skills go to the
-// next invoker.
+// with it (docs/architecture.md, "MCP skills"). Calls reach it through
+// tool.Router, which sends it only calls of MCP tools.
 //
 // Like package agents, a failing server is a failed result, never a failed
 // turn, and a server that is down keeps its tools in the catalog, marked

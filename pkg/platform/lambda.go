@@ -95,7 +95,8 @@ func (e *Env) Valkey() (redis.UniversalClient, error) {
 
 // Handlers are the step handlers with what every step uses: the record
 // store in Valkey, the turn limits and the logger. The caller adds what
-// its role's handler reaches (Catalogs, Invoker, Audit, LLM); the rest
+// its role's handler reaches (Catalogs, Audit, LLM, the invoker of
+// pkg/platform/invokeenv); the rest
 // stays nil.
 func (e *Env) Handlers() (*turn.Handlers, error) {
 	rdb, err := e.Valkey()
@@ -106,7 +107,7 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := e.config()
+	cfg := e.Config()
 	cfg.Limits = limits
 	if cfg.Prices, err = llm.LoadPrices(e.Getenv("CLIENTAGENT_PRICES")); err != nil {
 		return nil, fmt.Errorf("CLIENTAGENT_PRICES: %w", err)
@@ -123,7 +124,7 @@ func (e *Env) Catalogs(ctx context.Context) (*tool.Catalogs, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := e.config()
+	cfg := e.Config()
 	workflows, err := loadWorkflows(cfg)
 	if err != nil {
 		return nil, err
@@ -136,25 +137,6 @@ func (e *Env) Catalogs(ctx context.Context) (*tool.Catalogs, error) {
 	}
 	reg, src := newSources(cfg, rdb)
 	return newCatalogs(cfg, workflows, reg, src), nil
-}
-
-// Invoker is the A2A invoker, storing what specialists return in arts,
-// behind the invoker of the MCP servers' tools when CLIENTAGENT_MCP lists any.
-func (e *Env) Invoker(ctx context.Context, arts artifact.Store) (turn.Invoker, error) {
-	cfg := e.config()
-	var err error
-	if cfg.AgentClient, err = e.AgentClient(ctx); err != nil {
-		return nil, err
-	}
-	if cfg.MCP, err = e.MCPServers(ctx); err != nil {
-		return nil, err
-	}
-	files, err := FilesFromEnv(e.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Files = files.Limits
-	return newRouter(cfg, arts, newInvoker(cfg, arts)), nil
 }
 
 // WithQuota bounds arts to CLIENTAGENT_CONVERSATION_QUOTA bytes per
@@ -204,8 +186,8 @@ func (e *Env) AgentClient(ctx context.Context) (*http.Client, error) {
 	return e.agentClient, nil
 }
 
-// config is the part of Config the environment sets for every role.
-func (e *Env) config() Config {
+// Config is the part of Config the environment sets for every role.
+func (e *Env) Config() Config {
 	return Config{
 		Agents:            agents.ParseAgentList(e.Getenv("CLIENTAGENT_AGENTS")),
 		InvokeTimeout:     InvokeTimeout,

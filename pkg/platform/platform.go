@@ -1,8 +1,10 @@
 // Package platform wires the pieces of clientagent together from
-// configuration: the conversation store, the specialist registry and
-// invoker, the tool catalogue, the loop's step handlers and the HTTP API.
-// Lambda mains and the local stack both build from here, so they run the
-// same objects. It holds no logic of its own beyond wiring.
+// configuration: the conversation store, the sources of capabilities (the
+// specialist registry, the MCP servers), the tool catalogue and the loop's
+// step handlers; the invokers of calls are pkg/platform/invokeenv's, so a
+// function that runs none does not link the A2A client. Lambda mains and
+// the local stack both build from here, so they run the same objects. It
+// holds no logic of its own beyond wiring.
 package platform
 
 import (
@@ -59,7 +61,7 @@ type Config struct {
 	// FileOrigins are origins (scheme://host:port) a specialist's file URL
 	// may point at beside public addresses, e.g. the local stack's own URL;
 	// AllowPrivateFiles turns the public-address check off
-	// (agents.InvokerOptions).
+	// (a2acall.InvokerOptions).
 	FileOrigins       []string
 	AllowPrivateFiles bool
 	// Files bounds each file a specialist returns (zero: the defaults;
@@ -125,7 +127,6 @@ func LimitsFromEnv(getenv func(string) string) (turn.Limits, error) {
 type Platform struct {
 	Store    *valkey.Store
 	Registry *agents.Registry
-	Invoker  *agents.Invoker
 	// MCP lists the MCP servers' tools (nil without servers); the local
 	// stack keeps sessions to them open with MCP.Watch.
 	MCP      *mcp.Source
@@ -133,11 +134,12 @@ type Platform struct {
 	Handlers *turn.Handlers
 }
 
-// New builds the whole platform on a Valkey client, an artifact store and a
-// model: every handler has every dependency. The local stack runs all the
-// steps in one process; a Lambda function builds only its role's part
-// (Env).
-func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.Provider) (*Platform, error) {
+// New builds the whole platform on a Valkey client, an artifact store, a
+// model and the invoker of the tools' calls (pkg/platform/invokeenv.Router,
+// which this package does not link: most functions run no call): every
+// handler has every dependency. The local stack runs all the steps in one
+// process; a Lambda function builds only its role's part (Env).
+func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.Provider, inv turn.Invoker) (*Platform, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
@@ -150,10 +152,9 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	cfg.Logger = log
 	reg, src := newSources(cfg, rdb)
 	cats := newCatalogs(cfg, workflows, reg, src)
-	inv := newInvoker(cfg, arts)
 	h := newHandlers(cfg, store)
-	h.LLM, h.Catalogs, h.Invoker, h.Audit = model, cats, newRouter(cfg, arts, inv), cfg.Audit
-	return &Platform{Store: store, Registry: reg, Invoker: inv, MCP: src, Catalogs: cats, Handlers: h}, nil
+	h.LLM, h.Catalogs, h.Invoker, h.Audit = model, cats, inv, cfg.Audit
+	return &Platform{Store: store, Registry: reg, MCP: src, Catalogs: cats, Handlers: h}, nil
 }
 
 // loadWorkflows reads the workflow templates of cfg.WorkflowsDir, or the
@@ -188,22 +189,6 @@ func newCatalogs(cfg Config, workflows []catalog.Workflow, reg *agents.Registry,
 		c.Sources = append(c.Sources, src)
 	}
 	return c
-}
-
-// newRouter sends each call to the invoker of its kind: the A2A invoker,
-// and the MCP servers' when any is configured.
-func newRouter(cfg Config, arts artifact.Store, a2a *agents.Invoker) tool.Router {
-	r := tool.Router{tool.KindA2A: a2a}
-	if len(cfg.MCP) > 0 {
-		r[tool.KindMCP] = mcp.NewInvoker(mcp.InvokerOptions{Servers: cfg.MCP, Artifacts: arts, Timeout: cfg.InvokeTimeout, Logger: cfg.Logger})
-	}
-	return r
-}
-
-// newInvoker is the A2A invoker, storing what specialists return in arts.
-func newInvoker(cfg Config, arts artifact.Store) *agents.Invoker {
-	return agents.NewInvoker(agents.InvokerOptions{Artifacts: arts, HTTPClient: cfg.AgentClient, Timeout: cfg.InvokeTimeout,
-		FileOrigins: cfg.FileOrigins, AllowPrivateFiles: cfg.AllowPrivateFiles, Files: cfg.Files, Logger: cfg.Logger})
 }
 
 // newHandlers are the step handlers with what every step uses (the store,

@@ -24,7 +24,7 @@ import (
 // Load sets env.Secrets to a Secrets Manager reader when a server of
 // CLIENTAGENT_MCP has a secret header, and leaves it alone otherwise (no
 // AWS configuration is loaded then). Call it before env.Catalogs and
-// env.Invoker, which read the secrets (Env.MCPServers). No request is made
+// invokeenv.Invoker, which read the secrets (Env.MCPServers). No request is made
 // here. A configuration error (bad JSON, a stdio server) is returned as
 // Env.MCPServers would return it.
 func Load(ctx context.Context, env *platform.Env) error {

@@ -1,4 +1,4 @@
-package agents
+package a2acall
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package agents
+package a2acall
 
 import (
 	"bytes"
@@ -70,8 +70,8 @@ type InvokerOptions struct {
 	Files files.Limits
 }
 
-// Invoker sends calls to specialists over A2A (docs/design.md §5). It is safe for
-// concurrent use.
+// Invoker sends calls to specialists over A2A (docs/design.md §5): the
+// tool.Invoker of tool.KindA2A. It is safe for concurrent use.
 type Invoker struct {
 	store      artifact.Store
 	hc         *http.Client
@@ -82,6 +82,8 @@ type Invoker struct {
 	newID      func() string
 	poll       time.Duration
 }
+
+var _ tool.Invoker = (*Invoker)(nil)
 
 // NewInvoker returns an Invoker.
 func NewInvoker(opts InvokerOptions) *Invoker {

@@ -1,4 +1,4 @@
-package agents
+package a2acall
 
 import (
 	"net"
@@ -9,6 +9,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"google.golang.org/grpc"
 
+	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/tool"
 )
@@ -31,9 +32,9 @@ func TestInvokeOverGRPC(t *testing.T) {
 
 	card := &a2a.AgentCard{Name: "Painter", URL: "http://" + lis.Addr().String(), PreferredTransport: a2a.TransportProtocolGRPC,
 		Skills: []a2a.AgentSkill{{ID: "paint", Name: "paint", Description: "Paints."}}}
-	caps := CapabilitiesFromCard(card, "http://127.0.0.1:1")
+	caps := agents.CapabilitiesFromCard(card, "http://127.0.0.1:1")
 	if len(caps) != 1 || caps[0].Transport != "GRPC" || caps[0].AgentURL != card.URL {
-		t.Fatalf("CapabilitiesFromCard() = %+v, want the gRPC interface", caps)
+		t.Fatalf("agents.CapabilitiesFromCard() = %+v, want the gRPC interface", caps)
 	}
 	// The test agent reads a data part: a schema skill (a card without our
 	// extension would make it plain text).

@@ -1,4 +1,4 @@
-package agents
+package a2acall
 
 import (
 	"bufio"
@@ -12,9 +12,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/tool"
+	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
 // startJSAgent runs testdata/interop/server.mjs (official @a2a-js/sdk) on a
@@ -26,7 +28,7 @@ func startJSAgent(t *testing.T) string {
 	if err != nil {
 		t.Skip("interop test needs node on PATH (and `npm install` in the repository root for @a2a-js/sdk)")
 	}
-	root, err := filepath.Abs(filepath.Join("..", ".."))
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,10 +88,10 @@ func startJSAgent(t *testing.T) string {
 func TestInteropJSSDK(t *testing.T) {
 	t.Parallel()
 	base := startJSAgent(t)
-	_, rdb := newMiniredis(t)
+	_, rdb := valkeytest.Embedded(t)
 
 	// Registered as CLIENTAGENT_AGENTS would list it.
-	reg := NewRegistry(RegistryOptions{URLs: ParseAgentList(" " + base + "/ ,"), Redis: rdb, FetchTimeout: 10 * time.Second})
+	reg := agents.NewRegistry(agents.RegistryOptions{URLs: agents.ParseAgentList(" " + base + "/ ,"), Redis: rdb, FetchTimeout: 10 * time.Second})
 	caps, err := reg.Capabilities(t.Context())
 	if err != nil {
 		t.Fatalf("Capabilities() error = %v", err)

@@ -1,4 +1,4 @@
-package agents
+package a2acall
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
+	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/awssign"
 	"github.com/clientagent/clientagent/pkg/tool"
@@ -111,13 +112,13 @@ func TestSigV4SignsAgentRequests(t *testing.T) {
 	t.Cleanup(srv.Close)
 	exec.baseURL = srv.URL
 	mux.Handle("/rpc", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(exec)))
-	mux.HandleFunc("/rpc"+AgentCardPath, func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("/rpc"+agents.AgentCardPath, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"name":"signed","url":"`+srv.URL+`/rpc","protocolVersion":"0.3.0","version":"1","skills":[{"id":"paint","name":"paint","description":"paints"}]}`)
 	})
 
 	hc := awssign.Client(nil, credentials.StaticCredentialsProvider{Value: creds}, "eu-central-1", "lambda")
-	reg := NewRegistry(RegistryOptions{URLs: []string{srv.URL + "/rpc"}, HTTPClient: hc})
+	reg := agents.NewRegistry(agents.RegistryOptions{URLs: []string{srv.URL + "/rpc"}, HTTPClient: hc})
 	caps, err := reg.Capabilities(t.Context())
 	if err != nil || len(caps) != 1 || caps[0].Unavailable {
 		t.Fatalf("Capabilities() = %+v, %v; want the signed agent's one skill (verdicts %v)", caps, err, checker.verdicts())
@@ -133,7 +134,7 @@ func TestSigV4SignsAgentRequests(t *testing.T) {
 	if out.Result.Status != "succeeded" {
 		t.Fatalf("Invoke() = %+v, want succeeded (verdicts %v)", out.Result, checker.verdicts())
 	}
-	want := []string{"/rpc" + AgentCardPath + ": ok", "/rpc: ok", "/generated.png: authorization="}
+	want := []string{"/rpc" + agents.AgentCardPath + ": ok", "/rpc: ok", "/generated.png: authorization="}
 	if got := checker.verdicts(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("requests the agent saw:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
