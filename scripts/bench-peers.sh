@@ -25,7 +25,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-kit=${BENCH_KIT:?set BENCH_KIT to the peers' benchmark kit (OpenAI Agents JS, LangGraph.js, fakellm): see docs/benchmarks.md}
+kit=${BENCH_KIT:?set BENCH_KIT to the peer benchmark kit (OpenAI Agents JS, LangGraph.js, fakellm): see docs/benchmarks.md}
 work=${BENCH_DIR:-${TMPDIR:-/tmp}/clientagent-bench-peers}
 runs=${RUNS:-3}
 turns1=${TURNS1:-200}
