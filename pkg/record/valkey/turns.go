@@ -221,7 +221,10 @@ for _ = 1, events do
   redis.call('XADD', KEYS[8], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
   i = i + 1
 end
-if events > 0 then redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `) end
+if events > 0 then
+  redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
+  redis.call('PUBLISH', KEYS[8], '')
+end
 while i <= #ARGV do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   redis.call('ZADD', KEYS[6], ARGV[i + 2], ARGV[i])
