@@ -1,11 +1,15 @@
 // Package bench drives turns through the HTTP API for the comparison with
 // the peer frameworks (`clientagent bench`, `make bench-peers`,
 // docs/benchmarks.md): N turns, C at a time, each in a new conversation,
-// timed from the POST of its message to its end. It only speaks the API
+// timed from the POST of its message to its end, as its record tells it
+// and as the client saw it: the turn.ended event on the conversation's
+// event stream, opened before the POST and closed at turn.ended the way
+// the web page does (or, with Watch off, a poll of the turn). It only speaks the API
 // (and reads the stack's memory from /proc); it starts nothing.
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,8 +36,15 @@ type Options struct {
 	Turns, Concurrency int
 	// Warmup turns run one at a time before the timed ones (the peers run 5).
 	Warmup int
-	// Poll is how often a turn's view is read while it runs (default 5 ms).
-	Poll time.Duration
+	// Watch times each turn the way the page sees it: the conversation's
+	// event stream is opened before the POST and closed at the turn's
+	// turn.ended, and the turn's view is read once after. Without it the
+	// view is polled every Poll (default 5 ms) until the turn has ended.
+	Watch bool
+	Poll  time.Duration
+	// After runs this many more turns one at a time once the timed rounds
+	// are done, on the same stack (the c=1 figure after a burst).
+	After int
 	// Text is the user message (default the Popelnase request).
 	Text string
 	// PIDs are the stack's processes (the stack, a Valkey server of its
@@ -70,10 +81,17 @@ type Report struct {
 	// a PID.
 	RSSMB     float64 `json:"rss_mb"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
-	// ClientP50Ms and ClientP99Ms time a turn until a poll saw it ended.
+	// ClientP50Ms and ClientP99Ms time a turn until the client saw it
+	// end: its turn.ended event when Watched, else a poll (every PollMs).
 	ClientP50Ms float64 `json:"client_p50_ms"`
 	ClientP99Ms float64 `json:"client_p99_ms"`
-	PollMs      float64 `json:"poll_ms"`
+	Watched     bool    `json:"watched"`
+	PollMs      float64 `json:"poll_ms,omitempty"`
+	// AfterP50Ms and AfterClientP50Ms are the p50s of the After turns run
+	// one at a time after the timed rounds; AfterTurns how many.
+	AfterTurns       int     `json:"after_turns,omitempty"`
+	AfterP50Ms       float64 `json:"after_p50_ms,omitempty"`
+	AfterClientP50Ms float64 `json:"after_client_p50_ms,omitempty"`
 	// PollsPerTurn, LLMCallsPerTurn and ArtifactsPerTurn are means over
 	// the timed turns that succeeded.
 	PollsPerTurn     float64 `json:"polls_per_turn"`
@@ -158,9 +176,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	wall := time.Since(start)
 	r := summarize(samples, wall)
-	r.Peer, r.Concurrency, r.PollMs = "clientagent", opts.Concurrency, ms(opts.Poll)
+	r.Peer, r.Concurrency, r.Watched = "clientagent", opts.Concurrency, opts.Watch
+	if !opts.Watch {
+		r.PollMs = ms(opts.Poll)
+	}
 	if r.Failed == len(samples) {
 		return r, fmt.Errorf("bench: every turn failed; the first: %s", r.FirstError)
+	}
+	if opts.After > 0 {
+		var after []sample
+		for range opts.After {
+			after = append(after, d.turn(ctx))
+		}
+		a := summarize(after, time.Second)
+		r.AfterTurns, r.AfterP50Ms, r.AfterClientP50Ms = len(after)-a.Failed, a.P50Ms, a.ClientP50Ms
 	}
 	for _, pid := range opts.PIDs {
 		rss, hwm, err := memory(pid)
@@ -231,10 +260,32 @@ func (d *driver) turn(ctx context.Context) sample {
 		TurnID string `json:"turn_id"`
 	}
 	t0 := time.Now()
+	s := sample{}
+	if d.opts.Watch {
+		// The stream is open (its headers read) before the POST, as the
+		// page opens it; it ends at this turn's turn.ended.
+		ended, stop, err := d.watch(ctx, conv.ID)
+		if err != nil {
+			return sample{err: err}
+		}
+		defer stop()
+		t0 = time.Now()
+		if err := d.do(ctx, http.MethodPost, "/v1/conversations/"+conv.ID+"/messages", map[string]string{"text": d.opts.Text}, http.StatusAccepted, &posted); err != nil {
+			return sample{err: err}
+		}
+		if err := ended(posted.TurnID); err != nil {
+			return sample{err: fmt.Errorf("turn %s: %w", posted.TurnID, err)}
+		}
+		s.client = time.Since(t0)
+		stop() // the page closes its stream at turn.ended
+		if err := d.do(ctx, http.MethodGet, "/v1/conversations/"+conv.ID+"/turns/"+posted.TurnID, nil, http.StatusOK, &s.view); err != nil {
+			return sample{err: err}
+		}
+		return d.finish(s, posted.TurnID, t0)
+	}
 	if err := d.do(ctx, http.MethodPost, "/v1/conversations/"+conv.ID+"/messages", map[string]string{"text": d.opts.Text}, http.StatusAccepted, &posted); err != nil {
 		return sample{err: err}
 	}
-	s := sample{}
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
 	for {
@@ -260,8 +311,13 @@ func (d *driver) turn(ctx context.Context) sample {
 		}
 	}
 	s.client = time.Since(t0)
+	return d.finish(s, posted.TurnID, t0)
+}
+
+// finish checks the ended turn's view and times it from its record.
+func (d *driver) finish(s sample, tid string, t0 time.Time) sample {
 	if s.view.Status != "succeeded" {
-		return sample{err: fmt.Errorf("turn %s ended %s: %s", posted.TurnID, s.view.Status, s.view.Reply)}
+		return sample{err: fmt.Errorf("turn %s ended %s: %s", tid, s.view.Status, s.view.Reply)}
 	}
 	end := s.view.EndedAt
 	for _, st := range s.view.Steps {
@@ -270,12 +326,66 @@ func (d *driver) turn(ctx context.Context) sample {
 		}
 	}
 	if end.IsZero() {
-		return sample{err: fmt.Errorf("turn %s: no step has an end time", posted.TurnID)}
+		return sample{err: fmt.Errorf("turn %s: no step has an end time", tid)}
 	}
 	// t0's wall clock, not its monotonic reading: end comes from the
 	// stack's clock, which on one host is the same wall clock.
 	s.record = end.Sub(t0.Round(0))
 	return s
+}
+
+// watch opens conv's event stream and returns ended, which reads it until
+// the turn.ended of turn tid, and stop, which closes it (idempotent).
+func (d *driver) watch(ctx context.Context, conv string) (ended func(tid string) error, stop func(), err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, d.base+"/v1/conversations/"+conv+"/events", nil)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+d.opts.Token)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := d.opts.Client.Do(req)
+	if err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("GET events: %w", err)
+	}
+	var once sync.Once
+	stop = func() { once.Do(func() { cancel(); resp.Body.Close() }) }
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		stop()
+		return nil, nil, &statusError{"GET events", resp.StatusCode, http.StatusOK, b}
+	}
+	ended = func(tid string) error {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		var typ, data string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if typ == "turn.ended" {
+					var ev struct {
+						TurnID string `json:"turn_id"`
+					}
+					if json.Unmarshal([]byte(data), &ev) == nil && ev.TurnID == tid {
+						return nil
+					}
+				}
+				typ, data = "", ""
+			case strings.HasPrefix(line, "event: "):
+				typ = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				data = line[len("data: "):]
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("event stream: %w", err)
+		}
+		return errors.New("the event stream ended before turn.ended")
+	}
+	return ended, stop, nil
 }
 
 // do sends one API request with a JSON body (nil: none) and decodes the
