@@ -100,6 +100,10 @@ type Report struct {
 	// Unavailable counts polls the API answered 503 (its store did not
 	// answer in time), which the driver retries as the web page does.
 	Unavailable int `json:"unavailable_polls"`
+	// Reconnects counts event streams the server ended before the
+	// turn's turn.ended, which the driver opened again after the last id
+	// it read, as the page does.
+	Reconnects int `json:"stream_reconnects"`
 	// Failed counts timed turns that did not succeed; FirstError says why
 	// the first of them failed.
 	Failed     int    `json:"failed"`
@@ -127,6 +131,7 @@ type turnView struct {
 type sample struct {
 	record, client     time.Duration
 	polls, unavailable int
+	reconnects         int
 	view               turnView
 	err                error
 }
@@ -208,6 +213,7 @@ func summarize(samples []sample, wall time.Duration) *Report {
 	var polls, calls, arts int
 	for _, s := range samples {
 		r.Unavailable += s.unavailable
+		r.Reconnects += s.reconnects
 		if s.err != nil {
 			if r.Failed == 0 {
 				r.FirstError = s.err.Error()
@@ -264,20 +270,22 @@ func (d *driver) turn(ctx context.Context) sample {
 	if d.opts.Watch {
 		// The stream is open (its headers read) before the POST, as the
 		// page opens it; it ends at this turn's turn.ended.
-		ended, stop, err := d.watch(ctx, conv.ID)
+		st, err := d.watch(ctx, conv.ID)
 		if err != nil {
 			return sample{err: err}
 		}
-		defer stop()
+		defer st.stop()
 		t0 = time.Now()
 		if err := d.do(ctx, http.MethodPost, "/v1/conversations/"+conv.ID+"/messages", map[string]string{"text": d.opts.Text}, http.StatusAccepted, &posted); err != nil {
 			return sample{err: err}
 		}
-		if err := ended(posted.TurnID); err != nil {
-			return sample{err: fmt.Errorf("turn %s: %w", posted.TurnID, err)}
+		err = st.ended(posted.TurnID)
+		s.reconnects = st.reconnects
+		if err != nil {
+			return sample{err: fmt.Errorf("turn %s: %w", posted.TurnID, err), reconnects: s.reconnects}
 		}
 		s.client = time.Since(t0)
-		stop() // the page closes its stream at turn.ended
+		st.stop() // the page closes its stream at turn.ended
 		if err := d.do(ctx, http.MethodGet, "/v1/conversations/"+conv.ID+"/turns/"+posted.TurnID, nil, http.StatusOK, &s.view); err != nil {
 			return sample{err: err}
 		}
@@ -334,37 +342,65 @@ func (d *driver) finish(s sample, tid string, t0 time.Time) sample {
 	return s
 }
 
-// watch opens conv's event stream and returns ended, which reads it until
-// the turn.ended of turn tid, and stop, which closes it (idempotent).
-func (d *driver) watch(ctx context.Context, conv string) (ended func(tid string) error, stop func(), err error) {
-	sctx, cancel := context.WithCancel(ctx)
-	req, err := http.NewRequestWithContext(sctx, http.MethodGet, d.base+"/v1/conversations/"+conv+"/events", nil)
-	if err != nil {
-		cancel()
-		return nil, nil, err
+// stream is a conversation's event stream as the page reads it: opened
+// before the POST, read until the turn's turn.ended, opened again after
+// the last id it read when the server ends it first (as EventSource does).
+type stream struct {
+	d          *driver
+	ctx        context.Context
+	cancel     context.CancelFunc
+	conv, last string
+	body       io.ReadCloser
+	reconnects int
+}
+
+// watch opens conv's event stream (its headers read).
+func (d *driver) watch(ctx context.Context, conv string) (*stream, error) {
+	st := &stream{d: d, conv: conv}
+	st.ctx, st.cancel = context.WithCancel(ctx)
+	if err := st.open(); err != nil {
+		st.cancel()
+		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+d.opts.Token)
+	return st, nil
+}
+
+func (st *stream) open() error {
+	req, err := http.NewRequestWithContext(st.ctx, http.MethodGet, st.d.base+"/v1/conversations/"+st.conv+"/events", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+st.d.opts.Token)
 	req.Header.Set("Accept", "text/event-stream")
-	resp, err := d.opts.Client.Do(req)
-	if err != nil {
-		cancel()
-		return nil, nil, fmt.Errorf("GET events: %w", err)
+	if st.last != "" {
+		req.Header.Set("Last-Event-ID", st.last)
 	}
-	var once sync.Once
-	stop = func() { once.Do(func() { cancel(); resp.Body.Close() }) }
+	resp, err := st.d.opts.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET events: %w", err)
+	}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		stop()
-		return nil, nil, &statusError{"GET events", resp.StatusCode, http.StatusOK, b}
+		resp.Body.Close()
+		return &statusError{"GET events", resp.StatusCode, http.StatusOK, b}
 	}
-	ended = func(tid string) error {
-		sc := bufio.NewScanner(resp.Body)
+	st.body = resp.Body
+	return nil
+}
+
+// ended reads the stream until turn tid's turn.ended.
+func (st *stream) ended(tid string) error {
+	for {
+		sc := bufio.NewScanner(st.body)
 		sc.Buffer(make([]byte, 64<<10), 4<<20)
-		var typ, data string
+		var id, typ, data string
 		for sc.Scan() {
 			line := sc.Text()
 			switch {
 			case line == "":
+				if id != "" {
+					st.last = id
+				}
 				if typ == "turn.ended" {
 					var ev struct {
 						TurnID string `json:"turn_id"`
@@ -373,19 +409,33 @@ func (d *driver) watch(ctx context.Context, conv string) (ended func(tid string)
 						return nil
 					}
 				}
-				typ, data = "", ""
+				id, typ, data = "", "", ""
+			case strings.HasPrefix(line, "id: "):
+				id = line[len("id: "):]
 			case strings.HasPrefix(line, "event: "):
 				typ = line[len("event: "):]
 			case strings.HasPrefix(line, "data: "):
 				data = line[len("data: "):]
 			}
 		}
-		if err := sc.Err(); err != nil {
-			return fmt.Errorf("event stream: %w", err)
+		st.body.Close()
+		if err := st.ctx.Err(); err != nil {
+			return fmt.Errorf("no turn.ended: %w", err)
 		}
-		return errors.New("the event stream ended before turn.ended")
+		// The server ended the stream first: the page reconnects.
+		st.reconnects++
+		if err := st.open(); err != nil {
+			return fmt.Errorf("event stream ended before turn.ended, and again: %w", err)
+		}
 	}
-	return ended, stop, nil
+}
+
+// stop closes the stream (idempotent).
+func (st *stream) stop() {
+	st.cancel()
+	if st.body != nil {
+		st.body.Close()
+	}
 }
 
 // do sends one API request with a JSON body (nil: none) and decodes the
