@@ -351,6 +351,18 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 	}
 	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
 	t.Events = nil
+	if sp := t.Spend; sp != nil {
+		t.Spend = nil
+		if err != nil && !errors.Is(err, record.ErrNotFound) && !errors.Is(err, record.ErrCancelled) {
+			// The provider call happened and the write that carried its
+			// spend did not land: it is counted on its own, once, so a
+			// retried step counts each real call.
+			sp.Events = nil
+			if serr := h.Store.AddSpend(context.WithoutCancel(ctx), r.ConversationID, r.TurnID, *sp); serr != nil {
+				h.log().WarnContext(ctx, "spend not counted", "conversation", r.ConversationID, "turn", t.ID, "error", serr.Error())
+			}
+		}
+	}
 	if errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if errors.Is(err, record.ErrCancelled) {
