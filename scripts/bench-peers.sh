@@ -102,7 +102,8 @@ ours() {
 	local watchflag=-watch=true aft=0
 	if [ "$watch" = 0 ]; then watchflag=-watch=false; fi
 	if [ "$c" != 1 ]; then aft=$after; fi
-	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" "$watchflag" -poll "$poll" -after "$aft" -pid "$pid${vpid:+,$vpid}")
+	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" "$watchflag" -poll "$poll" -after "$aft" -pid "$pid${vpid:+,$vpid}") ||
+		echo "bench-peers: some turns of ours failed ($variant, c=$c, run $run): see failed and first_error in the results" >&2
 	kill -INT "$pid"
 	wait "$pid" || true
 	if [ -n "$vpid" ] && [ "$variant" = server ]; then
