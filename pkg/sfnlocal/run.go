@@ -1,6 +1,7 @@
 package sfnlocal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -373,11 +374,16 @@ func lambdaErrorType(err error) string {
 	return t.Name()
 }
 
-// lambdaResult is the lambda:invoke task result as AWS shapes it.
-func lambdaResult(payload json.RawMessage) map[string]any {
+// lambdaResult is the lambda:invoke task result as AWS shapes it: as the
+// JSON the history records and as the value the next state reads. The
+// payload is decoded once and spliced into the JSON as the function
+// returned it (compacted), not decoded, encoded and decoded again; the
+// rest is written out in json.Marshal's key order.
+func lambdaResult(payload json.RawMessage) (string, map[string]any) {
 	var p any
 	_ = json.Unmarshal(payload, &p)
-	return map[string]any{
+	id := uuid.NewString()
+	v := map[string]any{
 		"ExecutedVersion": "$LATEST",
 		"Payload":         p,
 		"SdkHttpMetadata": map[string]any{
@@ -385,9 +391,21 @@ func lambdaResult(payload json.RawMessage) map[string]any {
 			"HttpHeaders":    map[string]any{"X-Amz-Executed-Version": "$LATEST", "Content-Type": "application/json"},
 			"HttpStatusCode": float64(200),
 		},
-		"SdkResponseMetadata": map[string]any{"RequestId": uuid.NewString()},
+		"SdkResponseMetadata": map[string]any{"RequestId": id},
 		"StatusCode":          float64(200),
 	}
+	var b bytes.Buffer
+	b.Grow(len(payload) + 320)
+	b.WriteString(`{"ExecutedVersion":"$LATEST","Payload":`)
+	if err := json.Compact(&b, payload); err != nil {
+		return mustJSON(v), v // not JSON after all (invoke checks it is): as before
+	}
+	b.WriteString(`,"SdkHttpMetadata":{"AllHttpHeaders":{"Content-Type":["application/json"],"X-Amz-Executed-Version":["$LATEST"]},` +
+		`"HttpHeaders":{"Content-Type":"application/json","X-Amz-Executed-Version":"$LATEST"},"HttpStatusCode":200},` +
+		`"SdkResponseMetadata":{"RequestId":"`)
+	b.WriteString(id)
+	b.WriteString(`"},"StatusCode":200}`)
+	return b.String(), v
 }
 
 // mapAttempt runs an inline Map: one run of the ItemProcessor per item, at

@@ -253,14 +253,24 @@ func (t *taskRun) closeOr() (taskAnswer, bool) {
 
 // succeed records TaskSucceeded with out and returns it decoded.
 func (t *taskRun) succeed(out json.RawMessage) (any, *stateErr) {
-	d := t.details()
-	d.Output = string(out)
-	t.x.event(t.e.clock, HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: d})
 	var v any
 	if err := json.Unmarshal(out, &v); err != nil {
+		t.recordSucceeded(string(out))
 		return nil, &stateErr{Error: "States.Runtime", Cause: err.Error()}
 	}
+	return t.succeedWith(string(out), v)
+}
+
+// succeedWith records TaskSucceeded with out, whose value v is.
+func (t *taskRun) succeedWith(out string, v any) (any, *stateErr) {
+	t.recordSucceeded(out)
 	return v, nil
+}
+
+func (t *taskRun) recordSucceeded(out string) {
+	d := t.details()
+	d.Output = out
+	t.x.event(t.e.clock, HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: d})
 }
 
 func (t *taskRun) fromAnswer(a taskAnswer) (any, *stateErr) {
@@ -283,7 +293,7 @@ func (t *taskRun) orAnswer(typ string, serr *stateErr) (any, *stateErr) {
 // returned, and the task waits on for its token.
 func (t *taskRun) submitted(out json.RawMessage) {
 	d := t.details()
-	d.Output = mustJSON(lambdaResult(out))
+	d.Output, _ = lambdaResult(out)
 	t.x.event(t.e.clock, HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: d})
 }
 
@@ -298,7 +308,8 @@ func (t *taskRun) await(ctx context.Context) (any, *stateErr) {
 				return t.orAnswer("TaskFailed", r.err)
 			}
 			if t.ot == nil {
-				return t.succeed(json.RawMessage(mustJSON(lambdaResult(r.out))))
+				out, v := lambdaResult(r.out)
+				return t.succeedWith(out, v)
 			}
 			t.submitted(r.out)
 		case a := <-t.answerC:
