@@ -416,6 +416,14 @@ func SelectionCallID(turnID string) string { return "call_wf_" + turnID }
 
 // stepLog writes the structured line of one step (docs/design.md §8).
 func (h *Handlers) stepLog(ctx context.Context, r Ref, step, tool, status string, started time.Time, tokens int, err error) {
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelError
+	}
+	log := h.log()
+	if !log.Enabled(ctx, level) {
+		return // nothing built on the hot path when the line is not written
+	}
 	attrs := []any{
 		slog.String("conversation", r.ConversationID),
 		slog.String("turn", r.TurnID),
@@ -431,10 +439,8 @@ func (h *Handlers) stepLog(ctx context.Context, r Ref, step, tool, status string
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
-		h.log().ErrorContext(ctx, "step", attrs...)
-		return
 	}
-	h.log().InfoContext(ctx, "step", attrs...)
+	log.Log(ctx, level, "step", attrs...)
 }
 
 func lastMessage(t *record.Turn) (llm.Message, bool) {
