@@ -30,6 +30,10 @@ type Event struct {
 	TurnID string         `json:"turn_id"`
 	At     time.Time      `json:"at"`
 	Data   map[string]any `json:"-"`
+	// Raw, when the event was read from the log, is its JSON as stored
+	// (what MarshalJSON wrote), so a stream sends it without encoding it
+	// again.
+	Raw json.RawMessage `json:"-"`
 }
 
 // MarshalJSON writes the event as one flat object: type, turn_id, at and

@@ -121,7 +121,7 @@ func (s *Store) readEvents(ctx context.Context, cid, after string, count int) ([
 			if err := json.Unmarshal([]byte(raw), &e); err != nil {
 				continue // not an event this version writes: skipped
 			}
-			e.ID = m.ID
+			e.ID, e.Raw = m.ID, json.RawMessage(raw)
 			out = append(out, e)
 		}
 	}
