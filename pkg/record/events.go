@@ -74,6 +74,7 @@ type EventLog interface {
 	Emit(ctx context.Context, cid string, evs ...Event) error
 	// Events reads up to count events after id after ("" or "0": from the
 	// log's start; "<ms>-0": from that time), waiting up to block for the
-	// first when there is none yet (0: no wait).
+	// first when there is none yet (0: no wait). It returns as soon as ctx
+	// ends, and a reader that waits holds no connection of the store's.
 	Events(ctx context.Context, cid, after string, count int, block time.Duration) ([]Event, error)
 }
