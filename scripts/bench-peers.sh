@@ -11,7 +11,10 @@
 # there is one, as the peers keep everything in memory.
 #
 #   make bench-peers            or   scripts/bench-peers.sh
-#   RUNS=3 TURNS1=200 TURNS20=1000 POLL=5ms     (the defaults)
+#   RUNS=3 TURNS1=200 TURNS20=1000 WATCH=1 AFTER=100   (the defaults)
+#   WATCH=1 times each of our turns as the page sees it too (its event stream opened before the
+#                POST, closed at turn.ended); WATCH=0 polls the turn every POLL (5ms) instead
+#   AFTER=N      after each c=20 run, N turns at c=1 on the same stack (c=1 after a burst)
 #   OURS="embedded server default"  which Valkey our stack uses (embedded: in memory;
 #                                server: valkey-server or redis-server on TCP, started here;
 #                                default: what `make run` uses, its own server child with AOF
@@ -25,12 +28,14 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-kit=${BENCH_KIT:?set BENCH_KIT to the peers' benchmark kit (OpenAI Agents JS, LangGraph.js, fakellm): see docs/benchmarks.md}
+kit=${BENCH_KIT:?set BENCH_KIT to the peer benchmark kit (OpenAI Agents JS, LangGraph.js, fakellm): see docs/benchmarks.md}
 work=${BENCH_DIR:-${TMPDIR:-/tmp}/clientagent-bench-peers}
 runs=${RUNS:-3}
 turns1=${TURNS1:-200}
 turns20=${TURNS20:-1000}
 poll=${POLL:-5ms}
+watch=${WATCH:-1}
+after=${AFTER:-100}
 llm_addr=127.0.0.1:${LLM_PORT:-18700}
 stack_addr=127.0.0.1:${STACK_PORT:-18080}
 valkey_port=${VALKEY_PORT:-18379}
@@ -94,7 +99,11 @@ ours() {
 	for _ in $(seq 100); do grep -q "^token for the user dev" "$data/stdout" 2>/dev/null && break; sleep 0.1; done
 	grep -q "^token for the user dev" "$data/stdout" || { echo "bench-peers: the stack did not start:" >&2; cat "$data/stderr" >&2; exit 1; }
 	if [ "$variant" = default ]; then vpid=$(cat "$data"/valkey*/valkey.pid); fi
-	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" -poll "$poll" -pid "$pid${vpid:+,$vpid}")
+	local watchflag=-watch=true aft=0
+	if [ "$watch" = 0 ]; then watchflag=-watch=false; fi
+	if [ "$c" != 1 ]; then aft=$after; fi
+	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" "$watchflag" -poll "$poll" -after "$aft" -pid "$pid${vpid:+,$vpid}") ||
+		echo "bench-peers: some turns of ours failed ($variant, c=$c, run $run): see failed and first_error in the results" >&2
 	kill -INT "$pid"
 	wait "$pid" || true
 	if [ -n "$vpid" ] && [ "$variant" = server ]; then
@@ -136,9 +145,11 @@ done
 stats=$(curl -sf "http://$llm_addr/stats")
 echo "done in $(($(date +%s) - start)) s; results: $results" >&2
 
-node - "$results" "$stats" "$poll" "$data_root" <<'TABLE'
+seen="a ${poll} poll"
+if [ "$watch" != 0 ]; then seen="the page saw it (POST → turn.ended event)"; fi
+node - "$results" "$stats" "$seen" "$data_root" <<'TABLE'
 const fs = require("fs");
-const [file, stats, poll, dataRoot] = process.argv.slice(2);
+const [file, stats, seen, dataRoot] = process.argv.slice(2);
 const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const names = { "clientagent-embedded": "clientagent, embedded Valkey", "clientagent-server": "clientagent, Valkey server",
   "clientagent-default": "clientagent, make run default (Valkey child, AOF)",
@@ -162,7 +173,11 @@ for (const c of [1, 20]) {
     console.log(`| ${c} | ${names[impl]} | ${mmm(p50)} | ${mmm(get(impl, c, "p99_ms"))} | ${mmm(tps)} | ${mmm(get(impl, c, "rss_mb"))} | ${r.join(" | ")} |`);
     if (ours.includes(impl)) {
       const cp50 = get(impl, c, "client_p50_ms");
-      console.log(`| ${c} | ↳ the same, as a ${poll} poll saw it | ${mmm(cp50)} | ${mmm(get(impl, c, "client_p99_ms"))} | | | ${peers.map((p) => ratio(med(cp50), med(get(p, c, "p50_ms")))).join(" | ")} | | |`);
+      console.log(`| ${c} | ↳ the same, as ${seen} | ${mmm(cp50)} | ${mmm(get(impl, c, "client_p99_ms"))} | | | ${peers.map((p) => ratio(med(cp50), med(get(p, c, "p50_ms")))).join(" | ")} | | |`);
+      const ap50 = get(impl, c, "after_p50_ms").filter((x) => !Number.isNaN(x));
+      if (c !== 1 && ap50.length) {
+        console.log(`| 1 | ↳ c=1 right after this c=${c} burst, same stack | ${mmm(ap50)} | | | | ${peers.map((p) => ratio(med(ap50), med(get(p, 1, "p50_ms")))).join(" | ")} | | |`);
+      }
     }
   }
 }

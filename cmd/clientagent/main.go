@@ -55,7 +55,7 @@ const usage = `usage:
                                        CLIENTAGENT_STORE=auto|server|embedded|memory (where conversations
                                        are kept when VALKEY_URL is not set; default auto: a valkey-server
                                        or redis-server on PATH, its data under .data, else the embedded one)
-  clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--poll 5ms] [--pid PID,…]
+  clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--watch=false --poll 5ms] [--after N] [--pid PID,…]
                                        run N Popelnase turns, C at a time, through the API and print
                                        p50/p99 ms, turns/s and the stack's memory as one JSON line
   clientagent smoke [--url URL | --env ENV] [--token TOKEN] [--origin ORIGIN]
@@ -365,7 +365,9 @@ func benchCmd(dataDir string, args []string, stdout io.Writer) error {
 	turns := fs.Int("turns", 200, "timed turns")
 	conc := fs.Int("c", 1, "turns at once (rounds of C, as the peers run them)")
 	warmup := fs.Int("warmup", 5, "untimed turns first, one at a time")
-	poll := fs.Duration("poll", 5*time.Millisecond, "how often a running turn is read")
+	watch := fs.Bool("watch", true, "time each turn as the page sees it: its event stream opened before the POST, closed at turn.ended (false: poll the turn)")
+	poll := fs.Duration("poll", 5*time.Millisecond, "with -watch=false, how often a running turn is read")
+	after := fs.Int("after", 0, "then this many turns one at a time on the same stack (c=1 after the burst)")
 	pids := fs.String("pid", "", "the stack's process ids, comma-separated (a Valkey server's too), for their memory")
 	text := fs.String("text", bench.DefaultText, "the user message of every turn")
 	if err := fs.Parse(args); err != nil {
@@ -391,7 +393,7 @@ func benchCmd(dataDir string, args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := bench.Run(ctx, bench.Options{BaseURL: *url, Token: *tok, Turns: *turns, Concurrency: *conc, Warmup: *warmup, Poll: *poll, PIDs: pidList, Text: *text})
+	r, err := bench.Run(ctx, bench.Options{BaseURL: *url, Token: *tok, Turns: *turns, Concurrency: *conc, Warmup: *warmup, Watch: *watch, Poll: *poll, After: *after, PIDs: pidList, Text: *text})
 	if r != nil {
 		if err := json.NewEncoder(stdout).Encode(r); err != nil {
 			return err

@@ -116,9 +116,11 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 			if only != "" && e.TurnID != only {
 				continue
 			}
-			b, err := json.Marshal(e)
-			if err != nil {
-				continue
+			b := []byte(e.Raw) // as the log keeps it: not decoded and encoded again
+			if len(b) == 0 {
+				if b, err = json.Marshal(e); err != nil {
+					continue
+				}
 			}
 			if _, err := fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, b); err != nil {
 				return nil

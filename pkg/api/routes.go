@@ -332,13 +332,86 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string
 	return err
 }
 
+// postMessage starts a turn with the user's message (POST …/messages): it
+// reads and checks the message, loads the conversation and its files, lets
+// a typed yes or no decide a waiting approval, supersedes the turns still
+// waiting for the user, stores the new turn and starts its execution.
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string) error {
-	var body wire.Message
-	if err := decode(r, int64(s.MaxText)*12+64<<10, &body); err != nil {
+	msg, err := s.readMessage(r)
+	if err != nil {
 		return err
 	}
-	if err := checkText("text", body.Text); err != nil {
+	ctx := r.Context()
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
+	if err != nil {
 		return err
+	}
+	if err := s.withArtifacts(ctx, conv, msg.Files...); err != nil {
+		return err
+	}
+	files, err := uploads(conv, msg.Files)
+	if err != nil {
+		return err
+	}
+	if msg.Workflow != nil {
+		if err := s.checkSelection(ctx, conv, msg.Workflow, msg.text != ""); err != nil {
+			return err
+		}
+	}
+	if v, ok, err := s.decideByText(ctx, conv, msg, files); err != nil || ok {
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": v.TurnID, "status": v.Status})
+		return nil
+	}
+	if err := s.supersedeWaiting(ctx, conv, msg.Files); err != nil {
+		return err
+	}
+	// The turn is one trace (pkg/telemetry): its root span's context goes
+	// into the record and the execution's input; the step that ends the
+	// turn exports that span.
+	ctx, traceparent := s.Tracing.StartTurn(ctx)
+	ctx, span := s.Tracing.Tracer().Start(ctx, telemetry.SpanStartTurn)
+	defer span.End()
+	t := s.newTurn(msg, files, traceparent)
+	span.SetAttributes(attribute.String("gen_ai.conversation.id", conv.Meta.ID), attribute.String("clientagent.turn.id", t.ID))
+	err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
+	t.Events = nil
+	if err != nil {
+		return fmt.Errorf("store turn: %w", err)
+	}
+	if conv.Meta.Title == "" && msg.text == "" && msg.Workflow != nil {
+		// A conversation opened by a workflow is titled by its name (the
+		// first message's text titles the others).
+		if err := s.Store.Rename(ctx, conv.Meta.ID, s.workflowName(ctx, msg.Workflow.ID)); err != nil {
+			s.log().WarnContext(ctx, "title a workflow conversation", "conversation", conv.Meta.ID, "error", err.Error())
+		}
+	}
+	if err := s.startTurn(ctx, conv.Meta.ID, t, traceparent); err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": t.ID, "status": t.Status})
+	return nil
+}
+
+// message is a checked POST …/messages: text is what the model reads of
+// it (a "/workflow <id>" command taken out), typed what the user typed.
+type message struct {
+	wire.Message
+	text, typed string
+}
+
+// readMessage decodes and checks the body of POST …/messages; a
+// "/workflow <id> [text]" command becomes the workflow selection.
+func (s *Server) readMessage(r *http.Request) (message, error) {
+	var body wire.Message
+	if err := decode(r, int64(s.MaxText)*12+64<<10, &body); err != nil {
+		return message{}, err
+	}
+	if err := checkText("text", body.Text); err != nil {
+		return message{}, err
 	}
 	text := strings.TrimSpace(body.Text)
 	typed := text
@@ -346,120 +419,105 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		// docs/design.md §3.4: "/workflow <id>" selects a workflow explicitly;
 		// "/workflow <id> some text" makes the text a hint for the model.
 		if body.Workflow != nil {
-			return errorf(http.StatusBadRequest, "invalid_workflow", "select the workflow either with /workflow in the text or with the workflow field, not both")
+			return message{}, errorf(http.StatusBadRequest, "invalid_workflow", "select the workflow either with /workflow in the text or with the workflow field, not both")
 		}
 		id, rest, _ := strings.Cut(strings.TrimSpace(cmd), " ")
 		if id == "" {
-			return errorf(http.StatusBadRequest, "invalid_workflow", "usage: /workflow <id> [text]; "+s.workflowList(r.Context()))
+			return message{}, errorf(http.StatusBadRequest, "invalid_workflow", "usage: /workflow <id> [text]; "+s.workflowList(r.Context()))
 		}
 		body.Workflow = &record.WorkflowSelection{ID: id}
 		text = strings.TrimSpace(rest)
 	}
 	if text == "" && body.Workflow == nil {
-		return errorf(http.StatusBadRequest, "missing_text", "text is required (or a workflow selection)")
+		return message{}, errorf(http.StatusBadRequest, "missing_text", "text is required (or a workflow selection)")
 	}
 	if n := len([]rune(text)); n > s.MaxText {
-		return errorf(http.StatusRequestEntityTooLarge, "text_too_long", fmt.Sprintf("text is %d characters; the limit is %d", n, s.MaxText))
+		return message{}, errorf(http.StatusRequestEntityTooLarge, "text_too_long", fmt.Sprintf("text is %d characters; the limit is %d", n, s.MaxText))
 	}
 	if body.Workflow != nil && strings.TrimSpace(body.Workflow.ID) == "" {
-		return errorf(http.StatusBadRequest, "invalid_workflow", "workflow.id is required")
+		return message{}, errorf(http.StatusBadRequest, "invalid_workflow", "workflow.id is required")
 	}
-	ctx := r.Context()
-	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
-	if err != nil {
-		return err
-	}
-	if err := s.withArtifacts(ctx, conv, body.Files...); err != nil {
-		return err
-	}
-	files, err := uploads(conv, body.Files)
-	if err != nil {
-		return err
-	}
-	if body.Workflow != nil {
-		if err := s.checkSelection(ctx, conv, body.Workflow, text != ""); err != nil {
-			return err
-		}
-	}
+	return message{Message: body, text: text, typed: typed}, nil
+}
+
+// decideByText lets a typed yes or no (no files, no workflow) decide the
+// approval the page shows: the newest one awaiting a decision, by its id.
+// ok reports that the message was that decision.
+func (s *Server) decideByText(ctx context.Context, conv *record.Conversation, msg message, files []artifact.Artifact) (v wire.Turn, ok bool, err error) {
 	owner := awaitingApproval(conv)
-	if owner != nil && len(files) == 0 && body.Workflow == nil {
-		if decision, ok := yesNo(text); ok {
-			// The typed reply decides the approval the page shows: the newest
-			// one awaiting a decision, by its id.
-			v, err := s.answer(ctx, conv, owner, turn.Reply{Approval: &turn.Decision{ID: turn.ApprovalID(owner), Decision: decision, Note: text}})
-			if err != nil {
-				return err
-			}
-			writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": v.TurnID, "status": v.Status})
-			return nil
-		}
+	if owner == nil || len(files) > 0 || msg.Workflow != nil {
+		return wire.Turn{}, false, nil
 	}
-	// New free text supersedes every turn still waiting for the user; its
-	// files are named in the superseded calls' results too (docs/design.md §3.5).
+	decision, ok := yesNo(msg.text)
+	if !ok {
+		return wire.Turn{}, false, nil
+	}
+	v, err = s.answer(ctx, conv, owner, turn.Reply{Approval: &wire.Decision{ID: turn.ApprovalID(owner), Decision: decision, Note: msg.text}})
+	return v, err == nil, err
+}
+
+// supersedeWaiting ends every turn still waiting for the user: new free
+// text supersedes them, and its files are named in the superseded calls'
+// results too (docs/design.md §3.5).
+func (s *Server) supersedeWaiting(ctx context.Context, conv *record.Conversation, files []string) error {
 	for _, t := range conv.Turns {
 		if t.Status.Waiting() && t.TaskToken != "" && !t.Answered() {
-			if err := s.sendReply(ctx, conv.Meta.ID, t, turn.Reply{Superseded: true, Files: body.Files}); err != nil && !isConflict(err) {
+			if err := s.sendReply(ctx, conv.Meta.ID, t, turn.Reply{Superseded: true, Files: files}); err != nil && !isConflict(err) {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// newTurn is the running turn msg starts: the model's user message, the
+// transcript's entry, and (with an event log) its turn.started, which goes
+// to the log with the turn's first write.
+func (s *Server) newTurn(msg message, files []artifact.Artifact, traceparent string) *record.Turn {
 	now := s.now()
-	// The turn is one trace (pkg/telemetry): its root span's context goes
-	// into the record and the execution's input; the step that ends the
-	// turn exports that span.
-	ctx, traceparent := s.Tracing.StartTurn(ctx)
-	ctx, span := s.Tracing.Tracer().Start(ctx, telemetry.SpanStartTurn)
-	defer span.End()
 	t := &record.Turn{
 		ID:        newID("t_"),
 		StartedAt: now,
 		UpdatedAt: now,
 		Status:    record.StatusRunning,
-		Text:      text,
-		Files:     body.Files,
-		Workflow:  body.Workflow,
+		Text:      msg.text,
+		Files:     msg.Files,
+		Workflow:  msg.Workflow,
 		Trace:     traceparent,
 	}
-	span.SetAttributes(attribute.String("gen_ai.conversation.id", conv.Meta.ID), attribute.String("clientagent.turn.id", t.ID))
-	if text != "" {
-		content := catalog.UserMessage(text, files)
-		if body.Workflow != nil {
+	if msg.text != "" {
+		content := catalog.UserMessage(msg.text, files)
+		if msg.Workflow != nil {
 			// docs/design.md §3.4: a workflow chosen with free text is a hint; the model
 			// fills the workflow's inputs from the message.
 			content += fmt.Sprintf("\n\n(The user chose the workflow %q: call the tool %s, taking its inputs from this message.)",
-				body.Workflow.ID, catalog.WorkflowToolName(body.Workflow.ID))
+				msg.Workflow.ID, catalog.WorkflowToolName(msg.Workflow.ID))
 		}
 		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: content}}
-		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: typed, Artifacts: refs(files), At: now}}
+		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: msg.typed, Artifacts: refs(files), At: now}}
 	} else {
 		// Files uploaded for the selection are named like a message's
 		// (docs/design.md §3.5): an artifact input left out is then the model's to
 		// pick, and these are the likely ones.
-		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: catalog.UserMessage("Run the workflow "+body.Workflow.ID+".", files)}}
-		shown := typed
+		t.Messages = []llm.Message{{Role: llm.RoleUser, Content: catalog.UserMessage("Run the workflow "+msg.Workflow.ID+".", files)}}
+		shown := msg.typed
 		if shown == "" {
-			shown = "Run the workflow " + body.Workflow.ID
+			shown = "Run the workflow " + msg.Workflow.ID
 		}
 		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: shown, Artifacts: refs(files), At: now}}
 	}
 	if s.Events != nil {
-		// turn.started goes to the event log with the turn's first write.
-		t.Events = []record.Event{{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": typed}}}
+		t.Events = []record.Event{{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": msg.typed}}}
 	}
-	err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
-	t.Events = nil
-	if err != nil {
-		return fmt.Errorf("store turn: %w", err)
-	}
-	if conv.Meta.Title == "" && text == "" && body.Workflow != nil {
-		// A conversation opened by a workflow is titled by its name (the
-		// first message's text titles the others).
-		if err := s.Store.Rename(ctx, conv.Meta.ID, s.workflowName(ctx, body.Workflow.ID)); err != nil {
-			s.log().WarnContext(ctx, "title a workflow conversation", "conversation", conv.Meta.ID, "error", err.Error())
-		}
-	}
+	return t
+}
+
+// startTurn starts the stored turn t's execution. One that cannot start
+// marks the turn failed; Step Functions briefly unavailable is a 503 (the
+// message may be sent again).
+func (s *Server) startTurn(ctx context.Context, cid string, t *record.Turn, traceparent string) error {
 	execInput := map[string]any{
-		"conversation_id":       conv.Meta.ID,
+		"conversation_id":       cid,
 		"turn_id":               t.ID,
 		"await_timeout_seconds": int(s.Limits.AwaitTimeout / time.Second),
 		"max_concurrency":       s.Limits.MaxConcurrency,
@@ -474,24 +532,23 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	}
 	input, _ := json.Marshal(execInput)
 	start.Input = aws.String(string(input))
-	if _, err := s.Executions.StartExecution(ctx, start); err != nil {
-		span.SetStatus(codes.Error, err.Error())
-		t.Status, t.Error = record.StatusFailed, "The turn could not be started; please send the message again."
-		if serr := s.Store.SaveTurn(ctx, conv.Meta.ID, t); serr != nil {
-			s.log().ErrorContext(ctx, "mark unstarted turn failed", "turn", t.ID, "error", serr)
-		}
-		var re *awshttp.ResponseError
-		if errors.As(err, &re) && (re.HTTPStatusCode() >= 500 || re.HTTPStatusCode() == http.StatusTooManyRequests) {
-			// Step Functions (or the local engine's store) is briefly
-			// unavailable: the message is kept and may be sent again.
-			s.log().WarnContext(ctx, "start execution unavailable", "turn", t.ID, "error", err.Error())
-			return &Error{Status: http.StatusServiceUnavailable, Code: "service_unavailable", RetryAfter: 2 * time.Second,
-				Message: "the turn could not be started right now (the workflow service is unavailable); send the message again shortly"}
-		}
-		return fmt.Errorf("start execution %s: %w", t.ID, err)
+	_, err := s.Executions.StartExecution(ctx, start)
+	if err == nil {
+		return nil
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"turn_id": t.ID, "status": t.Status})
-	return nil
+	t.Status, t.Error = record.StatusFailed, "The turn could not be started; please send the message again."
+	if serr := s.Store.SaveTurn(ctx, cid, t); serr != nil {
+		s.log().ErrorContext(ctx, "mark unstarted turn failed", "turn", t.ID, "error", serr)
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && (re.HTTPStatusCode() >= 500 || re.HTTPStatusCode() == http.StatusTooManyRequests) {
+		// Step Functions (or the local engine's store) is briefly
+		// unavailable: the message is kept and may be sent again.
+		s.log().WarnContext(ctx, "start execution unavailable", "turn", t.ID, "error", err.Error())
+		return &Error{Status: http.StatusServiceUnavailable, Code: "service_unavailable", RetryAfter: 2 * time.Second,
+			Message: "the turn could not be started right now (the workflow service is unavailable); send the message again shortly"}
+	}
+	return fmt.Errorf("start execution %s: %w", t.ID, err)
 }
 
 // workflowName is workflow id's name in the catalog, or its id.

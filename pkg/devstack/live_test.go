@@ -366,7 +366,7 @@ func TestCancelEndedAndWaitingTurns(t *testing.T) {
 }
 
 // Issue 15: many pages watching one conversation do not starve the turn of
-// store connections (event streams block on a pool of their own), and each
+// store connections (a waiting stream holds no connection), and each
 // sees the turn end.
 func TestManyEventStreams(t *testing.T) {
 	t.Parallel()

@@ -32,6 +32,10 @@ type Event struct {
 	TurnID string         `json:"turn_id"`
 	At     time.Time      `json:"at"`
 	Data   map[string]any `json:"-"`
+	// Raw, when the event was read from the log, is its JSON as stored
+	// (what MarshalJSON wrote), so a stream sends it without encoding it
+	// again.
+	Raw json.RawMessage `json:"-"`
 }
 
 // MarshalJSON writes the event as one flat object: type, turn_id, at and
@@ -72,6 +76,7 @@ type EventLog interface {
 	Emit(ctx context.Context, cid string, evs ...Event) error
 	// Events reads up to count events after id after ("" or "0": from the
 	// log's start; "<ms>-0": from that time), waiting up to block for the
-	// first when there is none yet (0: no wait).
+	// first when there is none yet (0: no wait). It returns as soon as ctx
+	// ends, and a reader that waits holds no connection of the store's.
 	Events(ctx context.Context, cid, after string, count int, block time.Duration) ([]Event, error)
 }

@@ -152,6 +152,11 @@ type Turn struct {
 	// Events are appended to the conversation's event log by the write
 	// that saves the turn, in the same round trip; not stored with it.
 	Events []Event `json:"-"`
+	// Spend, when set, is a provider call's spend that the write saving
+	// the turn adds to its counters in the same round trip, before it
+	// checks for a cancel (so a refused write still counts it), as
+	// AddSpend would; not stored with the turn.
+	Spend *Spend `json:"-"`
 
 	// LLMCalls and Tokens are what the turn spent on the model. The store
 	// keeps them beside the turn (Store.AddSpend), counted once per real
@@ -414,7 +419,8 @@ type Store interface {
 	// ErrNotFound when the conversation does not exist.
 	AddSpend(ctx context.Context, cid, turnID string, s Spend) error
 	// SaveTurn writes turn t's field, adds artifacts to the catalog and
-	// bumps the conversation's update time, in one transaction.
+	// bumps the conversation's update time, in one transaction, with t's
+	// Events and Spend.
 	SaveTurn(ctx context.Context, cid string, t *Turn, artifacts ...artifact.Artifact) error
 	// ForgetText removes text, turn turnID's message that the guardian
 	// blocked, from where the conversation keeps it besides the turn (its
@@ -439,8 +445,9 @@ type Store interface {
 	// StartCall records that a call of turnID starts, unless the turn is
 	// marked cancelled (false): whichever of StartCall and MarkCancelled
 	// the store ran first decides whether the call runs. A call started
-	// before starts again (true).
-	StartCall(ctx context.Context, cid, turnID, callID string) (bool, error)
+	// before starts again (true). evs go to the event log in the same
+	// write when the call starts (its step.started), none when it does not.
+	StartCall(ctx context.Context, cid, turnID, callID string, evs ...Event) (bool, error)
 	// Outcomes reads the stored call outcomes of the given turns, by turn
 	// id, in one round trip (the conversation route shows running calls
 	// as the turn route does).

@@ -1,6 +1,7 @@
 package sfnlocal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -373,11 +374,16 @@ func lambdaErrorType(err error) string {
 	return t.Name()
 }
 
-// lambdaResult is the lambda:invoke task result as AWS shapes it.
-func lambdaResult(payload json.RawMessage) map[string]any {
+// lambdaResult is the lambda:invoke task result as AWS shapes it: as the
+// JSON the history records and as the value the next state reads. The
+// payload is decoded once and spliced into the JSON as the function
+// returned it (compacted), not decoded, encoded and decoded again; the
+// rest is written out in json.Marshal's key order.
+func lambdaResult(payload json.RawMessage) (string, map[string]any) {
 	var p any
 	_ = json.Unmarshal(payload, &p)
-	return map[string]any{
+	id := uuid.NewString()
+	v := map[string]any{
 		"ExecutedVersion": "$LATEST",
 		"Payload":         p,
 		"SdkHttpMetadata": map[string]any{
@@ -385,270 +391,21 @@ func lambdaResult(payload json.RawMessage) map[string]any {
 			"HttpHeaders":    map[string]any{"X-Amz-Executed-Version": "$LATEST", "Content-Type": "application/json"},
 			"HttpStatusCode": float64(200),
 		},
-		"SdkResponseMetadata": map[string]any{"RequestId": uuid.NewString()},
+		"SdkResponseMetadata": map[string]any{"RequestId": id},
 		"StatusCode":          float64(200),
 	}
-}
-
-// taskAttempt runs one attempt of a lambda:invoke or
-// lambda:invoke.waitForTaskToken task.
-func (e *Engine) taskAttempt(ctx context.Context, x *execution, s *state, states, vars map[string]any, f frame) (any, *stateErr) {
-	td := func() *TaskDetails {
-		r := "invoke"
-		if s.waitForToken {
-			r = "invoke.waitForTaskToken"
-		}
-		return &TaskDetails{ResourceType: "lambda", Resource: r}
+	var b bytes.Buffer
+	b.Grow(len(payload) + 320)
+	b.WriteString(`{"ExecutedVersion":"$LATEST","Payload":`)
+	if err := json.Compact(&b, payload); err != nil {
+		return mustJSON(v), v // not JSON after all (invoke checks it is): as before
 	}
-	fail := func(typ string, serr *stateErr) (any, *stateErr) {
-		d := td()
-		d.Error, d.Cause = serr.Error, serr.Cause
-		ev := HistoryEvent{Type: typ}
-		if typ == "TaskTimedOut" {
-			ev.TaskTimedOutEventDetails = d
-		} else {
-			ev.TaskFailedEventDetails = d
-		}
-		x.event(e.clock, ev)
-		return nil, serr
-	}
-	ctxObj := states["context"].(map[string]any)
-	token := ""
-	if f.resume != nil {
-		token = f.resume.Token
-	} else if s.waitForToken {
-		token = newToken(x.meta.ExecutionArn)
-	}
-	if token != "" {
-		ctxObj["Task"] = map[string]any{"Token": token}
-	}
-	timeoutS, err := evalSeconds(s.TimeoutSeconds, states, vars)
-	if err != nil {
-		return nil, queryErr(s, "TimeoutSeconds", err)
-	}
-	heartbeatS, err := evalSeconds(s.HeartbeatSeconds, states, vars)
-	if err != nil {
-		return nil, queryErr(s, "HeartbeatSeconds", err)
-	}
-	now := e.clock.Now()
-	var timeoutAt time.Time
-	if timeoutS > 0 {
-		timeoutAt = now.Add(time.Duration(timeoutS) * time.Second)
-	}
-
-	var resC chan invokeResult
-	var invokeC <-chan time.Time // the engine's InvokeTimeout
-	var abandon func()           // lets a running handler go on when the attempt is aborted
-	var fn string
-	if f.resume != nil {
-		timeoutAt = f.resume.TimeoutAt
-		heartbeatS = f.resume.HeartbeatSeconds
-	} else {
-		argsV, err := evalTemplate(s.Arguments, states, vars)
-		if err != nil {
-			return nil, queryErr(s, "Arguments", err)
-		}
-		args, _ := argsV.(map[string]any)
-		fn, _ = args["FunctionName"].(string)
-		if fn == "" {
-			return nil, &stateErr{Error: "States.Runtime", Cause: fmt.Sprintf("state %q: Arguments must be an object with a string FunctionName, got %s", s.Name, mustJSON(argsV))}
-		}
-		for k := range args {
-			if !argFields[k] {
-				return nil, &stateErr{Error: "States.Runtime", Cause: fmt.Sprintf("state %q: Arguments field %q is not supported", s.Name, k)}
-			}
-		}
-		payload := json.RawMessage("{}")
-		if p, ok := args["Payload"]; ok {
-			payload = json.RawMessage(mustJSON(p))
-		}
-		d := td()
-		d.Region, d.Parameters, d.TimeoutInSeconds, d.HeartbeatInSeconds = e.region, mustJSON(args), timeoutS, heartbeatS
-		x.event(e.clock, HistoryEvent{Type: "TaskScheduled", TaskScheduledEventDetails: d})
-		x.event(e.clock, HistoryEvent{Type: "TaskStarted", TaskStartedEventDetails: td()})
-		h, ok := e.handler(fn)
-		if !ok {
-			return fail("TaskFailed", &stateErr{Error: "Lambda.ResourceNotFoundException",
-				Cause: fmt.Sprintf("Function not found: arn:aws:lambda:%s:%s:function:%s", e.region, e.account, functionName(fn))})
-		}
-		resC = make(chan invokeResult, 1)
-		// The handler's context ends when the attempt ends (timeout
-		// included) or the engine closes (a process exit); the deadline is
-		// on the engine's clock, not the context's. Stopping the execution
-		// does not end it: on AWS a stopped execution's running Lambda runs
-		// to its end, and a step that has started a specialist call must
-		// be able to record what the call did (abandon, below).
-		hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
-		stopRoot := context.AfterFunc(e.root, hcancel)
-		release := func() { stopRoot(); hcancel() }
-		defer func() {
-			if release != nil {
-				release()
-			}
-		}()
-		abandon = func() {
-			rc, done := resC, release
-			release = nil
-			go func() {
-				var timeout <-chan time.Time
-				if e.invokeTimeout > 0 {
-					t := time.NewTimer(e.invokeTimeout)
-					defer t.Stop()
-					timeout = t.C
-				}
-				select {
-				case <-rc:
-				case <-timeout:
-				}
-				done()
-			}()
-		}
-		if token != "" {
-			// Register before invoking: the handler may answer at once.
-			x.openToken(token, e.clock.Now())
-		}
-		go func() { resC <- invoke(hctx, h, payload) }()
-		if e.invokeTimeout > 0 {
-			t := e.clock.NewTimer(e.invokeTimeout)
-			defer t.Stop()
-			invokeC = t.C()
-		}
-	}
-
-	var ot *openTask
-	if token != "" {
-		x.mu.Lock()
-		ot = x.open[token]
-		x.mu.Unlock()
-		if ot == nil { // resumed: the heartbeat timer restarts now
-			ot = x.openToken(token, e.clock.Now())
-		}
-		defer x.closeToken(token)
-		if f.top && f.onWait != nil && f.resume == nil {
-			f.onWait(&persistedWait{Token: token, TimeoutAt: timeoutAt, HeartbeatSeconds: heartbeatS})
-		}
-	}
-
-	var timeoutC, hbC <-chan time.Time
-	if !timeoutAt.IsZero() {
-		t := e.clock.NewTimer(timeoutAt.Sub(e.clock.Now()))
-		defer t.Stop()
-		timeoutC = t.C()
-	}
-	hbEvery := time.Duration(heartbeatS) * time.Second
-	var hbTimer Timer
-	if heartbeatS > 0 {
-		hbTimer = e.clock.NewTimer(hbEvery)
-		defer func() { hbTimer.Stop() }()
-		hbC = hbTimer.C()
-	}
-	var answerC <-chan taskAnswer
-	if ot != nil {
-		answerC = ot.answer
-	}
-	// closeOr closes the token; an answer that won the race is still taken.
-	closeOr := func() (taskAnswer, bool) {
-		if ot == nil {
-			return taskAnswer{}, false
-		}
-		x.mu.Lock()
-		answered := ot.answered
-		ot.answered = true
-		delete(x.open, token)
-		x.mu.Unlock()
-		if answered {
-			return <-ot.answer, true
-		}
-		return taskAnswer{}, false
-	}
-	succeed := func(out json.RawMessage) (any, *stateErr) {
-		d := td()
-		d.Output = string(out)
-		x.event(e.clock, HistoryEvent{Type: "TaskSucceeded", TaskSucceededEventDetails: d})
-		var v any
-		if err := json.Unmarshal(out, &v); err != nil {
-			return nil, &stateErr{Error: "States.Runtime", Cause: err.Error()}
-		}
-		return v, nil
-	}
-	fromAnswer := func(a taskAnswer) (any, *stateErr) {
-		if a.err != nil {
-			return fail("TaskFailed", a.err)
-		}
-		return succeed(a.output)
-	}
-	for {
-		select {
-		case r := <-resC:
-			resC, invokeC = nil, nil
-			if r.err != nil {
-				if a, ok := closeOr(); ok {
-					return fromAnswer(a)
-				}
-				return fail("TaskFailed", r.err)
-			}
-			res := lambdaResult(r.out)
-			if ot == nil {
-				return succeed(json.RawMessage(mustJSON(res)))
-			}
-			d := td()
-			d.Output = mustJSON(res)
-			x.event(e.clock, HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: d})
-		case a := <-answerC:
-			x.closeToken(token)
-			if resC != nil {
-				// Answered before the invoke returned (the handler sent the
-				// token on): record the invoke first, as AWS orders it.
-				select {
-				case r := <-resC:
-					if r.err == nil {
-						d := td()
-						d.Output = mustJSON(lambdaResult(r.out))
-						x.event(e.clock, HistoryEvent{Type: "TaskSubmitted", TaskSubmittedEventDetails: d})
-					}
-				case <-ctx.Done():
-					return nil, errAbort
-				}
-			}
-			return fromAnswer(a)
-		case <-invokeC:
-			// The engine stops waiting for the function, as the Lambda
-			// client does at its timeout; the deferred cancel ends the handler.
-			if a, ok := closeOr(); ok {
-				return fromAnswer(a)
-			}
-			return fail("TaskFailed", &stateErr{Error: "Lambda.ClientExecutionTimeoutException",
-				Cause: fmt.Sprintf("Client execution did not complete before the timeout: function %s ran longer than %s", functionName(fn), e.invokeTimeout)})
-		case <-timeoutC:
-			if a, ok := closeOr(); ok {
-				return fromAnswer(a)
-			}
-			return fail("TaskTimedOut", &stateErr{Error: "States.Timeout", Cause: fmt.Sprintf("task %q ran longer than %d seconds", s.Name, timeoutS)})
-		case now := <-hbC:
-			// SendTaskHeartbeat records the beat time synchronously, so a
-			// beat counts from the moment it was accepted.
-			if ot != nil {
-				x.mu.Lock()
-				due := ot.lastBeat.Add(hbEvery)
-				x.mu.Unlock()
-				if now.Before(due) {
-					hbTimer = e.clock.NewTimer(due.Sub(now))
-					hbC = hbTimer.C()
-					continue
-				}
-			}
-			if a, ok := closeOr(); ok {
-				return fromAnswer(a)
-			}
-			return fail("TaskTimedOut", &stateErr{Error: "States.HeartbeatTimeout", Cause: fmt.Sprintf("task %q sent no heartbeat for %d seconds", s.Name, heartbeatS)})
-		case <-ctx.Done():
-			closeOr()
-			if resC != nil && abandon != nil {
-				abandon() // the handler runs on to its end; its result is dropped
-			}
-			return nil, errAbort
-		}
-	}
+	b.WriteString(`,"SdkHttpMetadata":{"AllHttpHeaders":{"Content-Type":["application/json"],"X-Amz-Executed-Version":["$LATEST"]},` +
+		`"HttpHeaders":{"Content-Type":"application/json","X-Amz-Executed-Version":"$LATEST"},"HttpStatusCode":200},` +
+		`"SdkResponseMetadata":{"RequestId":"`)
+	b.WriteString(id)
+	b.WriteString(`"},"StatusCode":200}`)
+	return b.String(), v
 }
 
 // mapAttempt runs an inline Map: one run of the ItemProcessor per item, at

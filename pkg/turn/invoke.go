@@ -82,7 +82,12 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		// The call's start and a cancel are ordered here, in the store: a
 		// cancel marked first means the call never runs; a call started
 		// first runs to its end, and its outcome is what the record says.
-		ok, err := h.Store.StartCall(ctx, in.ConversationID, in.TurnID, pc.CallID)
+		// The call's step.started rides on that write.
+		var evs []record.Event
+		if h.Events != nil {
+			evs = append(evs, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID}))
+		}
+		ok, err := h.Store.StartCall(ctx, in.ConversationID, in.TurnID, pc.CallID, evs...)
 		if err != nil {
 			return InvokeOutput{}, &TransientError{Err: err}
 		}
@@ -90,7 +95,6 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s: the turn was cancelled before it started", pc.CallID))
 			return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 		}
-		h.emit(ctx, in.ConversationID, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID}))
 		var cont *WorkflowContinuesError
 		o, cont, err = h.run(ctx, in.Ref, conv, t, pc, outcomes)
 		if err != nil {

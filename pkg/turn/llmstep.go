@@ -137,16 +137,14 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		spend.WindowFrom = windowFrom
 	}
 	if h.Events != nil {
-		// The answer's last text and the step's end go with the spend, in
-		// its round trip.
+		// The answer's last text and the step's end go with the spend.
 		spend.Events = append(deltas.drain(), h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
 			map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))
 	}
-	if _, err := h.outlast(ctx, func() error { return h.Store.AddSpend(ctx, in.ConversationID, in.TurnID, spend) }); errors.Is(err, record.ErrNotFound) {
-		return StepOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
-	} else if err != nil {
-		return StepOutput{}, &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}
-	}
+	// Every way on from here saves the turn (h.write): the spend rides on
+	// that write, in its round trip, and counts even when the write is
+	// refused for a cancel (issue 29: one write per step).
+	t.Spend = &spend
 	t.LLMCalls++
 	t.Tokens += spend.Tokens
 	t.CachedTokens += spend.CachedTokens

@@ -409,6 +409,18 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 	}
 	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
 	t.Events = nil
+	if sp := t.Spend; sp != nil {
+		t.Spend = nil
+		if err != nil && !errors.Is(err, record.ErrNotFound) && !errors.Is(err, record.ErrCancelled) {
+			// The provider call happened and the write that carried its
+			// spend did not land: it is counted on its own, once, so a
+			// retried step counts each real call.
+			sp.Events = nil
+			if serr := h.Store.AddSpend(context.WithoutCancel(ctx), r.ConversationID, r.TurnID, *sp); serr != nil {
+				h.log().WarnContext(ctx, "spend not counted", "conversation", r.ConversationID, "turn", t.ID, "error", serr.Error())
+			}
+		}
+	}
 	if errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if errors.Is(err, record.ErrCancelled) {
@@ -462,6 +474,14 @@ func SelectionCallID(turnID string) string { return "call_wf_" + turnID }
 
 // stepLog writes the structured line of one step (docs/design.md §8).
 func (h *Handlers) stepLog(ctx context.Context, r Ref, step, tool, status string, started time.Time, tokens int, err error) {
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelError
+	}
+	log := h.log()
+	if !log.Enabled(ctx, level) {
+		return // nothing built on the hot path when the line is not written
+	}
 	attrs := []any{
 		slog.String("conversation", r.ConversationID),
 		slog.String("turn", r.TurnID),
@@ -477,10 +497,8 @@ func (h *Handlers) stepLog(ctx context.Context, r Ref, step, tool, status string
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
-		h.log().ErrorContext(ctx, "step", attrs...)
-		return
 	}
-	h.log().InfoContext(ctx, "step", attrs...)
+	log.Log(ctx, level, "step", attrs...)
 }
 
 func lastMessage(t *record.Turn) (llm.Message, bool) {

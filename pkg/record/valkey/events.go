@@ -25,8 +25,8 @@ const (
 
 var _ record.EventLog = (*Store)(nil)
 
-// Emit appends evs to cid's event log in one pipeline (XADD each, then
-// EXPIRE), trimming it to about maxEvents.
+// Emit appends evs to cid's event log in one pipeline (XADD each, EXPIRE,
+// and the wake-up of its readers), trimming it to about maxEvents.
 func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -40,32 +40,15 @@ func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error
 	return nil
 }
 
-// blockingClient is a client with the same options as the store's and a
-// pool of its own for blocking reads (the store's client itself when its
-// kind is not known).
-func (s *Store) blockingClient() redis.UniversalClient {
-	s.blockingOnce.Do(func() {
-		switch c := s.rdb.(type) {
-		case *redis.Client:
-			o := *c.Options()
-			o.PoolSize, o.MinIdleConns, o.MaxIdleConns = blockingPool, 0, 8
-			s.blocking = redis.NewClient(&o)
-		case *redis.ClusterClient:
-			o := *c.Options()
-			o.PoolSize, o.MinIdleConns, o.MaxIdleConns = blockingPool, 0, 8
-			s.blocking = redis.NewClusterClient(&o)
-		default:
-			s.blocking = s.rdb
-		}
-	})
-	return s.blocking
+// wakeups is the Store's Pub/Sub fan-out for the readers that wait, made
+// on first use.
+func (s *Store) wakeups() *wakes {
+	s.wakesOnce.Do(func() { s.wakes = newWakes(s.rdb) })
+	return s.wakes
 }
 
-// blockingPool bounds the event streams one process serves at once.
-const blockingPool = 512
-
-// appendEvents queues evs for cid's event log on p (XADD each, then
-// EXPIRE), trimming it to about maxEvents.
+// appendEvents queues evs for cid's event log on p (XADD each, EXPIRE, and
+// the wake-up of its readers), trimming it to about maxEvents.
 func appendEvents(ctx context.Context, p redis.Pipeliner, cid string, evs []record.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -79,22 +62,51 @@ func appendEvents(ctx context.Context, p redis.Pipeliner, cid string, evs []reco
 		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: maxEvents, Approx: true, Values: []any{"e", b}})
 	}
 	p.Expire(ctx, key, eventTTL)
+	p.Publish(ctx, key, "")
 	return nil
 }
 
 // Events reads up to count events of cid's log after id after, waiting up
-// to block for one (XREAD … BLOCK).
+// to block for one. A reader that waits holds no connection: it subscribes
+// to the log's wake-ups (one Pub/Sub connection per Store), reads, and
+// reads again at each wake-up; it returns as soon as ctx ends.
 func (s *Store) Events(ctx context.Context, cid, after string, count int, block time.Duration) ([]record.Event, error) {
 	if after == "" {
 		after = "0"
 	}
-	args := &redis.XReadArgs{Streams: []string{eventsKey(cid), after}, Count: int64(count), Block: -1}
-	rdb := s.rdb
-	if block > 0 {
-		args.Block = block
-		rdb = s.blockingClient()
+	if block <= 0 {
+		return s.readEvents(ctx, cid, after, count)
 	}
-	res, err := rdb.XRead(ctx, args).Result()
+	h := s.wakeups()
+	w, err := h.watch(ctx, eventsKey(cid))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("watch events of %s: %w", cid, classify(err))
+	}
+	defer h.leave(w)
+	t := time.NewTimer(block)
+	defer t.Stop()
+	for {
+		// Subscribed before this read, so an event written after it wakes us.
+		evs, err := s.readEvents(ctx, cid, after, count)
+		if err != nil || len(evs) > 0 {
+			return evs, err
+		}
+		select {
+		case <-w.c:
+		case <-t.C:
+			return nil, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// readEvents is one XREAD of cid's log after after, without blocking.
+func (s *Store) readEvents(ctx context.Context, cid, after string, count int) ([]record.Event, error) {
+	res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{eventsKey(cid), after}, Count: int64(count), Block: -1}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -109,7 +121,7 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 			if err := json.Unmarshal([]byte(raw), &e); err != nil {
 				continue // not an event this version writes: skipped
 			}
-			e.ID = m.ID
+			e.ID, e.Raw = m.ID, json.RawMessage(raw)
 			out = append(out, e)
 		}
 	}

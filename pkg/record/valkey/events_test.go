@@ -1,6 +1,8 @@
 package valkey_test
 
 import (
+	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +114,139 @@ func TestForgetText(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Issue 29: readers that wait hold no connection of the server's (no
+// blocked XREAD, no connection each), leave at once when their context
+// ends, and are woken by the event writes of the step scripts as well as
+// by Emit's pipeline.
+func TestWaitingReadersHoldNoConnection(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s := valkey.New(c, valkey.Options{})
+		ctx := t.Context()
+		at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		const n = 20
+		rctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cids := make([]string, n)
+		done := make(chan error, n)
+		for i := range cids {
+			cids[i] = valkeytest.ID(t, "c")
+			go func() {
+				_, err := s.Events(rctx, cids[i], "", 10, time.Minute)
+				done <- err
+			}()
+		}
+		// All subscribed (what the server says), none blocked on the server.
+		waitFor(t, 10*time.Second, "20 readers subscribed", func() bool {
+			res, err := c.PubSubNumSub(ctx, eventsKeys(cids)...).Result()
+			if err != nil {
+				return false
+			}
+			for _, k := range eventsKeys(cids) {
+				if res[k] != 1 {
+					return false
+				}
+			}
+			return true
+		})
+		// Their first reads done, the waiting readers hold at most the
+		// Pub/Sub connection.
+		waitFor(t, 5*time.Second, "at most one connection in use while 20 readers wait", func() bool {
+			st := c.PoolStats()
+			return st.TotalConns-st.IdleConns <= 1
+		})
+		if b := blockedClients(t, c); b != 0 {
+			t.Errorf("%d clients blocked on the server while readers wait, want 0", b)
+		}
+		cancel()
+		deadline := time.After(2 * time.Second)
+		for range n {
+			select {
+			case <-done:
+			case <-deadline:
+				t.Fatal("readers did not leave within 2 s of their context's end")
+			}
+		}
+		waitFor(t, 10*time.Second, "the channels unsubscribed", func() bool {
+			res, err := c.PubSubNumSub(ctx, eventsKeys(cids)...).Result()
+			if err != nil {
+				return false
+			}
+			for _, v := range res {
+				if v != 0 {
+					return false
+				}
+			}
+			return true
+		})
+
+		// A step's script (PutOutcome with events) wakes a waiting reader.
+		cid := valkeytest.ID(t, "c")
+		if err := s.Create(ctx, record.Meta{ID: cid, Owner: "u", CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan []record.Event, 1)
+		go func() {
+			evs, _ := s.Events(ctx, cid, "", 10, time.Minute)
+			got <- evs
+		}()
+		waitFor(t, 10*time.Second, "the reader subscribed", func() bool {
+			res, err := c.PubSubNumSub(ctx, eventsKeys([]string{cid})...).Result()
+			return err == nil && res[eventsKeys([]string{cid})[0]] == 1
+		})
+		if _, err := s.PutOutcome(ctx, cid, "t1", record.CallOutcome{CallID: "k1", Events: []record.Event{{Type: record.EventStepEnded, TurnID: "t1", At: at}}}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case evs := <-got:
+			if len(evs) != 1 || evs[0].Type != record.EventStepEnded {
+				t.Errorf("woken reader got %+v, want the outcome's step.ended", evs)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a write by a step's script did not wake the waiting reader")
+		}
+	})
+}
+
+func eventsKeys(cids []string) []string {
+	out := make([]string, len(cids))
+	for i, c := range cids {
+		out[i] = "conv:{" + c + "}:events"
+	}
+	return out
+}
+
+// blockedClients reads INFO clients (0 where the server has none, as the
+// embedded one).
+func blockedClients(t *testing.T, c redis.UniversalClient) int {
+	t.Helper()
+	v, _ := infoClients(t, c, "blocked_clients")
+	return v
+}
+
+func infoClients(t *testing.T, c redis.UniversalClient, field string) (int, bool) {
+	t.Helper()
+	info, err := c.Info(t.Context(), "clients").Result()
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
+			n, err := strconv.Atoi(v)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

@@ -108,22 +108,41 @@ return started
 // StartCall records that callID of turnID starts now, unless the turn is
 // marked cancelled: the one point where a call and a cancel are ordered
 // (MarkCancelled runs in the same server, one script at a time). A call
-// started before is started again (a retried invoke).
-func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string) (bool, error) {
-	n, err := startCallScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID)},
-		turnID, startPrefix+callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl/time.Second), resultsPrefix+turnID).Int()
+// started before is started again (a retried invoke). evs (the call's
+// step.started) are appended to the event log in the same script when
+// the call starts.
+func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string, evs ...record.Event) (bool, error) {
+	args := []any{turnID, startPrefix + callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second), resultsPrefix + turnID}
+	for _, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return false, fmt.Errorf("start call %s of %s/%s: event %s: %w", callID, cid, turnID, e.Type, err)
+		}
+		args = append(args, b)
+	}
+	n, err := startCallScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), eventsKey(cid)}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("start call %s of %s/%s: %w", callID, cid, turnID, classify(err))
 	}
 	return n == 1, nil
 }
 
+// startCallScript: KEYS conv, results:<tid>, events; ARGV tid, start:<call>,
+// now, ttl, results:<tid> (the conversation's mark), then the events' JSON.
 var startCallScript = redis.NewScript(`
-if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 1 then return 1 end
-if redis.call('HEXISTS', KEYS[1], 'cancel:' .. ARGV[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[1], ARGV[5], 1)
-redis.call('EXPIRE', KEYS[2], ARGV[4], 'XX')
+if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
+  if redis.call('HEXISTS', KEYS[1], 'cancel:' .. ARGV[1]) == 1 then return 0 end
+  redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+  redis.call('HSET', KEYS[1], ARGV[5], 1)
+  redis.call('EXPIRE', KEYS[2], ARGV[4], 'XX')
+end
+if #ARGV > 5 then
+  for i = 6, #ARGV do
+    redis.call('XADD', KEYS[3], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
+  end
+  redis.call('EXPIRE', KEYS[3], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
+  redis.call('PUBLISH', KEYS[3], '')
+end
 return 1
 `)
 
@@ -171,8 +190,13 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 		}
 		args = append(args, tool, strconv.FormatInt(in.At.UnixMilli(), 10)+"|"+string(ib))
 	}
-	args = append(args, len(t.Events))
-	for _, e := range t.Events {
+	args = appendSpend(args, t.ID, t.Spend)
+	events := t.Events
+	if t.Spend != nil {
+		events = append(append([]record.Event(nil), t.Spend.Events...), events...)
+	}
+	args = append(args, len(events))
+	for _, e := range events {
 		eb, err := json.Marshal(e)
 		if err != nil {
 			return nil, fmt.Errorf("event %s: %w", e.Type, err)
@@ -189,16 +213,43 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	return args, nil
 }
 
+// appendSpend appends the spend section of saveTurnScript's ARGV: the
+// number of (op, field, value) triples, then the triples ("i": HINCRBY,
+// "s": HSET), as AddSpend writes them.
+func appendSpend(args []any, tid string, sp *record.Spend) []any {
+	if sp == nil {
+		return append(args, 0)
+	}
+	ops := []any{"i", callsPrefix + tid, sp.Calls, "i", tokensPrefix + tid, sp.Tokens}
+	if sp.CachedTokens != 0 {
+		ops = append(ops, "i", cachedPrefix+tid, sp.CachedTokens)
+	}
+	if sp.CostMicros != 0 {
+		ops = append(ops, "i", costPrefix+tid, sp.CostMicros)
+	}
+	if sp.WindowFrom != "" {
+		ops = append(ops, "s", fieldWindow, sp.WindowFrom)
+	}
+	return append(append(args, len(ops)/3), ops...)
+}
+
 // saveTurnScript: KEYS conv, artifacts, results:<tid>, turns, active,
 // artorder, inputs, events, quota. ARGV ttl, tid, turn, msgs, head, view size,
 // updated, status, text, started (ms), final, own artifact ids, the number
-// of inputs, then (tool, "<ms>|<json>") per input, the number of events,
+// of inputs, then (tool, "<ms>|<json>") per input, the spend (appendSpend:
+// counted before the cancel check, so a refused write still counts the
+// provider call it made), the number of events,
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
 var saveTurnScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 local tid = ARGV[2]
+local sp = 14 + 2 * tonumber(ARGV[13])
+for _ = 1, tonumber(ARGV[sp]) do
+  if ARGV[sp + 1] == 'i' then redis.call('HINCRBY', KEYS[1], ARGV[sp + 2], ARGV[sp + 3]) else redis.call('HSET', KEYS[1], ARGV[sp + 2], ARGV[sp + 3]) end
+  sp = sp + 3
+end
 if ARGV[8] ~= 'cancelled' and redis.call('HEXISTS', KEYS[1], 'cancel:' .. tid) == 1 then return -1 end
 redis.call('HSET', KEYS[1], 'turn:' .. tid, ARGV[3], 'msgs:' .. tid, ARGV[4], 'head:' .. tid, ARGV[5],
   'n:' .. tid, ARGV[6], 'arts:' .. tid, ARGV[12], 'updated', ARGV[7])
@@ -215,13 +266,17 @@ for _ = 1, tonumber(ARGV[13]) do
   end
   i = i + 2
 end
+i = sp + 1 -- past the spend
 local events = tonumber(ARGV[i])
 i = i + 1
 for _ = 1, events do
   redis.call('XADD', KEYS[8], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
   i = i + 1
 end
-if events > 0 then redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `) end
+if events > 0 then
+  redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
+  redis.call('PUBLISH', KEYS[8], '')
+end
 while i <= #ARGV do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   redis.call('ZADD', KEYS[6], ARGV[i + 2], ARGV[i])

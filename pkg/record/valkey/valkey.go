@@ -61,12 +61,11 @@ type Store struct {
 	rdb redis.UniversalClient
 	ttl time.Duration
 
-	// blocking serves the event log's blocking reads (XREAD BLOCK) from a
-	// pool of its own, made on first use: a page's event stream holds a
-	// connection for up to its block time, which must never starve the
-	// steps and the API of connections.
-	blockingOnce sync.Once
-	blocking     redis.UniversalClient
+	// wakes carries the event logs' wake-ups to the readers that wait
+	// (events.go), made on first use: a waiting reader holds no
+	// connection, so event streams never starve the steps and the API.
+	wakesOnce sync.Once
+	wakes     *wakes
 }
 
 var _ record.Store = (*Store)(nil)
@@ -256,6 +255,7 @@ if set == 1 and #ARGV > 4 then
     redis.call('XADD', KEYS[4], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
   end
   redis.call('EXPIRE', KEYS[4], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
+  redis.call('PUBLISH', KEYS[4], '')
 end
 if redis.call('HEXISTS', KEYS[1], 'cancel:' .. string.sub(ARGV[4], ` + strconv.Itoa(len(resultsPrefix)+1) + `)) == 1 then set = set + 2 end
 return set

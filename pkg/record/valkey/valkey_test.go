@@ -386,3 +386,46 @@ func TestListStatusIsTheNewestTurns(t *testing.T) {
 		}
 	})
 }
+
+// Issue 29: a step's provider spend rides on the write that saves its
+// turn (one round trip): it is added to the turn's counters with the turn,
+// and counted even when the write is refused because the turn was
+// cancelled meanwhile; its events go to the log before the write's own.
+func TestSaveTurnCarriesTheSpend(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s := valkey.New(c, valkey.Options{})
+		ctx := t.Context()
+		cid := create(t, s, "u")
+		tr := progress(0, 1)
+		tr.Spend = &record.Spend{Calls: 1, Tokens: 40, CachedTokens: 8, CostMicros: 7, WindowFrom: "t00",
+			Events: []record.Event{{Type: record.EventStepEnded, TurnID: tr.ID, At: t0}}}
+		tr.Events = []record.Event{{Type: record.EventArtifact, TurnID: tr.ID, At: t0}}
+		if err := s.SaveTurn(ctx, cid, tr); err != nil {
+			t.Fatal(err)
+		}
+		tr.Spend, tr.Events = &record.Spend{Calls: 1, Tokens: 2}, nil
+		if err := s.SaveTurn(ctx, cid, tr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.MarkCancelled(ctx, cid, tr.ID); err != nil {
+			t.Fatal(err)
+		}
+		tr.Spend = &record.Spend{Calls: 1, Tokens: 100}
+		if err := s.SaveTurn(ctx, cid, tr); !errors.Is(err, record.ErrCancelled) {
+			t.Fatalf("SaveTurn of a cancelled turn = %v, want ErrCancelled", err)
+		}
+		conv, _, err := s.LoadStep(ctx, cid, record.Query{TurnID: tr.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := conv.Turn(tr.ID)
+		if got.LLMCalls != 3 || got.Tokens != 142 || got.CachedTokens != 8 || got.CostMicros != 7 || conv.WindowFrom != "t00" {
+			t.Errorf("counters = %d calls, %d tokens, %d cached, %d µ$, window %q; want 3, 142, 8, 7, t00",
+				got.LLMCalls, got.Tokens, got.CachedTokens, got.CostMicros, conv.WindowFrom)
+		}
+		evs, err := s.Events(ctx, cid, "", 10, 0)
+		if err != nil || len(evs) != 2 || evs[0].Type != record.EventStepEnded || evs[1].Type != record.EventArtifact {
+			t.Errorf("events = %+v, %v; want the spend's step.ended, then the write's artifact", evs, err)
+		}
+	})
+}

@@ -1,11 +1,15 @@
 // Package bench drives turns through the HTTP API for the comparison with
 // the peer frameworks (`clientagent bench`, `make bench-peers`,
 // docs/benchmarks.md): N turns, C at a time, each in a new conversation,
-// timed from the POST of its message to its end. It only speaks the API
+// timed from the POST of its message to its end, as its record tells it
+// and as the client saw it: the turn.ended event on the conversation's
+// event stream, opened before the POST and closed at turn.ended the way
+// the web page does (or, with Watch off, a poll of the turn). It only speaks the API
 // (and reads the stack's memory from /proc); it starts nothing.
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -34,8 +38,15 @@ type Options struct {
 	Turns, Concurrency int
 	// Warmup turns run one at a time before the timed ones (the peers run 5).
 	Warmup int
-	// Poll is how often a turn's view is read while it runs (default 5 ms).
-	Poll time.Duration
+	// Watch times each turn the way the page sees it: the conversation's
+	// event stream is opened before the POST and closed at the turn's
+	// turn.ended, and the turn's view is read once after. Without it the
+	// view is polled every Poll (default 5 ms) until the turn has ended.
+	Watch bool
+	Poll  time.Duration
+	// After runs this many more turns one at a time once the timed rounds
+	// are done, on the same stack (the c=1 figure after a burst).
+	After int
 	// Text is the user message (default the Popelnase request).
 	Text string
 	// PIDs are the stack's processes (the stack, a Valkey server of its
@@ -72,10 +83,17 @@ type Report struct {
 	// a PID.
 	RSSMB     float64 `json:"rss_mb"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
-	// ClientP50Ms and ClientP99Ms time a turn until a poll saw it ended.
+	// ClientP50Ms and ClientP99Ms time a turn until the client saw it
+	// end: its turn.ended event when Watched, else a poll (every PollMs).
 	ClientP50Ms float64 `json:"client_p50_ms"`
 	ClientP99Ms float64 `json:"client_p99_ms"`
-	PollMs      float64 `json:"poll_ms"`
+	Watched     bool    `json:"watched"`
+	PollMs      float64 `json:"poll_ms,omitempty"`
+	// AfterP50Ms and AfterClientP50Ms are the p50s of the After turns run
+	// one at a time after the timed rounds; AfterTurns how many.
+	AfterTurns       int     `json:"after_turns,omitempty"`
+	AfterP50Ms       float64 `json:"after_p50_ms,omitempty"`
+	AfterClientP50Ms float64 `json:"after_client_p50_ms,omitempty"`
 	// PollsPerTurn, LLMCallsPerTurn and ArtifactsPerTurn are means over
 	// the timed turns that succeeded.
 	PollsPerTurn     float64 `json:"polls_per_turn"`
@@ -84,6 +102,10 @@ type Report struct {
 	// Unavailable counts polls the API answered 503 (its store did not
 	// answer in time), which the driver retries as the web page does.
 	Unavailable int `json:"unavailable_polls"`
+	// Reconnects counts event streams the server ended before the
+	// turn's turn.ended, which the driver opened again after the last id
+	// it read, as the page does.
+	Reconnects int `json:"stream_reconnects"`
 	// Failed counts timed turns that did not succeed; FirstError says why
 	// the first of them failed.
 	Failed     int    `json:"failed"`
@@ -94,6 +116,7 @@ type Report struct {
 type sample struct {
 	record, client     time.Duration
 	polls, unavailable int
+	reconnects         int
 	view               wire.Turn
 	err                error
 }
@@ -143,9 +166,20 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	}
 	wall := time.Since(start)
 	r := summarize(samples, wall)
-	r.Peer, r.Concurrency, r.PollMs = "clientagent", opts.Concurrency, ms(opts.Poll)
+	r.Peer, r.Concurrency, r.Watched = "clientagent", opts.Concurrency, opts.Watch
+	if !opts.Watch {
+		r.PollMs = ms(opts.Poll)
+	}
 	if r.Failed == len(samples) {
 		return r, fmt.Errorf("bench: every turn failed; the first: %s", r.FirstError)
+	}
+	if opts.After > 0 {
+		var after []sample
+		for range opts.After {
+			after = append(after, d.turn(ctx))
+		}
+		a := summarize(after, time.Second)
+		r.AfterTurns, r.AfterP50Ms, r.AfterClientP50Ms = len(after)-a.Failed, a.P50Ms, a.ClientP50Ms
 	}
 	for _, pid := range opts.PIDs {
 		rss, hwm, err := memory(pid)
@@ -164,6 +198,7 @@ func summarize(samples []sample, wall time.Duration) *Report {
 	var polls, calls, arts int
 	for _, s := range samples {
 		r.Unavailable += s.unavailable
+		r.Reconnects += s.reconnects
 		if s.err != nil {
 			if r.Failed == 0 {
 				r.FirstError = s.err.Error()
@@ -216,10 +251,34 @@ func (d *driver) turn(ctx context.Context) sample {
 		TurnID string `json:"turn_id"`
 	}
 	t0 := time.Now()
+	s := sample{}
+	if d.opts.Watch {
+		// The stream is open (its headers read) before the POST, as the
+		// page opens it; it ends at this turn's turn.ended.
+		st, err := d.watch(ctx, conv.ID)
+		if err != nil {
+			return sample{err: err}
+		}
+		defer st.stop()
+		t0 = time.Now()
+		if err := d.do(ctx, http.MethodPost, "/v1/conversations/"+conv.ID+"/messages", map[string]string{"text": d.opts.Text}, http.StatusAccepted, &posted); err != nil {
+			return sample{err: err}
+		}
+		err = st.ended(posted.TurnID)
+		s.reconnects = st.reconnects
+		if err != nil {
+			return sample{err: fmt.Errorf("turn %s: %w", posted.TurnID, err), reconnects: s.reconnects}
+		}
+		s.client = time.Since(t0)
+		st.stop() // the page closes its stream at turn.ended
+		if err := d.do(ctx, http.MethodGet, "/v1/conversations/"+conv.ID+"/turns/"+posted.TurnID, nil, http.StatusOK, &s.view); err != nil {
+			return sample{err: err}
+		}
+		return d.finish(s, posted.TurnID, t0)
+	}
 	if err := d.do(ctx, http.MethodPost, "/v1/conversations/"+conv.ID+"/messages", map[string]string{"text": d.opts.Text}, http.StatusAccepted, &posted); err != nil {
 		return sample{err: err}
 	}
-	s := sample{}
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
 	for {
@@ -245,8 +304,13 @@ func (d *driver) turn(ctx context.Context) sample {
 		}
 	}
 	s.client = time.Since(t0)
+	return d.finish(s, posted.TurnID, t0)
+}
+
+// finish checks the ended turn's view and times it from its record.
+func (d *driver) finish(s sample, tid string, t0 time.Time) sample {
 	if s.view.Status != "succeeded" {
-		return sample{err: fmt.Errorf("turn %s ended %s: %s", posted.TurnID, s.view.Status, s.view.Reply)}
+		return sample{err: fmt.Errorf("turn %s ended %s: %s", tid, s.view.Status, s.view.Reply)}
 	}
 	// ended_at, when the API gives it, is when the turn ended (its last
 	// write); without it the end of its last step stands in.
@@ -257,12 +321,108 @@ func (d *driver) turn(ctx context.Context) sample {
 		}
 	}
 	if end.IsZero() {
-		return sample{err: fmt.Errorf("turn %s: no step has an end time", posted.TurnID)}
+		return sample{err: fmt.Errorf("turn %s: no step has an end time", tid)}
 	}
 	// t0's wall clock, not its monotonic reading: end comes from the
 	// stack's clock, which on one host is the same wall clock.
 	s.record = end.Sub(t0.Round(0))
 	return s
+}
+
+// stream is a conversation's event stream as the page reads it: opened
+// before the POST, read until the turn's turn.ended, opened again after
+// the last id it read when the server ends it first (as EventSource does).
+type stream struct {
+	d          *driver
+	ctx        context.Context
+	cancel     context.CancelFunc
+	conv, last string
+	body       io.ReadCloser
+	reconnects int
+}
+
+// watch opens conv's event stream (its headers read).
+func (d *driver) watch(ctx context.Context, conv string) (*stream, error) {
+	st := &stream{d: d, conv: conv}
+	st.ctx, st.cancel = context.WithCancel(ctx)
+	if err := st.open(); err != nil {
+		st.cancel()
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *stream) open() error {
+	req, err := http.NewRequestWithContext(st.ctx, http.MethodGet, st.d.base+"/v1/conversations/"+st.conv+"/events", nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+st.d.opts.Token)
+	req.Header.Set("Accept", "text/event-stream")
+	if st.last != "" {
+		req.Header.Set("Last-Event-ID", st.last)
+	}
+	resp, err := st.d.opts.Client.Do(req)
+	if err != nil {
+		return fmt.Errorf("GET events: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return &statusError{"GET events", resp.StatusCode, http.StatusOK, b}
+	}
+	st.body = resp.Body
+	return nil
+}
+
+// ended reads the stream until turn tid's turn.ended.
+func (st *stream) ended(tid string) error {
+	for {
+		sc := bufio.NewScanner(st.body)
+		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		var id, typ, data string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if id != "" {
+					st.last = id
+				}
+				if typ == "turn.ended" {
+					var ev struct {
+						TurnID string `json:"turn_id"`
+					}
+					if json.Unmarshal([]byte(data), &ev) == nil && ev.TurnID == tid {
+						return nil
+					}
+				}
+				id, typ, data = "", "", ""
+			case strings.HasPrefix(line, "id: "):
+				id = line[len("id: "):]
+			case strings.HasPrefix(line, "event: "):
+				typ = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				data = line[len("data: "):]
+			}
+		}
+		st.body.Close()
+		if err := st.ctx.Err(); err != nil {
+			return fmt.Errorf("no turn.ended: %w", err)
+		}
+		// The server ended the stream first: the page reconnects.
+		st.reconnects++
+		if err := st.open(); err != nil {
+			return fmt.Errorf("event stream ended before turn.ended, and again: %w", err)
+		}
+	}
+}
+
+// stop closes the stream (idempotent).
+func (st *stream) stop() {
+	st.cancel()
+	if st.body != nil {
+		st.body.Close()
+	}
 }
 
 // do sends one API request with a JSON body (nil: none) and decodes the

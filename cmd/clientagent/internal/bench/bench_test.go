@@ -97,26 +97,9 @@ func (m *popelnaseModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // positive and never later than what a poll saw, and the stack's memory
 // (this process) is read.
 func TestRunAgainstFastStack(t *testing.T) {
-	model := &popelnaseModel{}
-	llmSrv := httptest.NewServer(model)
-	t.Cleanup(llmSrv.Close)
-	env := map[string]string{"CLIENTAGENT_LLM": "openai", "OPENAI_BASE_URL": llmSrv.URL + "/v1", "OPENAI_API_KEY": "x"}
-	provider, _, err := llmconfig.FromEnv(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := devstack.StartFast(t.Context(), devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), LLM: provider})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	tok, err := st.Token("bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	model, url, tok := fastStack(t)
 	const turns, conc, warmup = 10, 3, 1
-	r, err := Run(t.Context(), Options{BaseURL: st.URL(), Token: tok, Turns: turns, Concurrency: conc, Warmup: warmup, Poll: 2 * time.Millisecond, PIDs: []int{os.Getpid()}})
+	r, err := Run(t.Context(), Options{BaseURL: url, Token: tok, Turns: turns, Concurrency: conc, Warmup: warmup, Poll: 2 * time.Millisecond, PIDs: []int{os.Getpid()}})
 	if err != nil {
 		t.Fatalf("Run() error = %v (report %+v)", err, r)
 	}
@@ -143,6 +126,61 @@ func TestRunAgainstFastStack(t *testing.T) {
 	}
 	if !(r.RSSMB > 1 && r.PeakRSSMB >= r.RSSMB) {
 		t.Errorf("rss %v MB, peak %v MB: want > 1 and peak ≥ rss", r.RSSMB, r.PeakRSSMB)
+	}
+}
+
+// fastStack starts a stack with the fast specialists and the scripted
+// OpenAI-compatible model over HTTP; it returns the model, the API's URL
+// and a token.
+func fastStack(t *testing.T) (*popelnaseModel, string, string) {
+	t.Helper()
+	model := &popelnaseModel{}
+	llmSrv := httptest.NewServer(model)
+	t.Cleanup(llmSrv.Close)
+	env := map[string]string{"CLIENTAGENT_LLM": "openai", "OPENAI_BASE_URL": llmSrv.URL + "/v1", "OPENAI_API_KEY": "x"}
+	provider, _, err := llmconfig.FromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := devstack.StartFast(t.Context(), devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), LLM: provider})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tok, err := st.Token("bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model, st.URL(), tok
+}
+
+// Issue 29: watched the way the page watches a turn (the event stream
+// opened before the POST, closed at turn.ended), a turn is timed until its
+// turn.ended arrived, which is never before its record says it ended, and
+// no poll is made; the turns run one at a time after the burst are
+// reported too.
+func TestRunWatchedAgainstFastStack(t *testing.T) {
+	model, url, tok := fastStack(t)
+	const turns, conc, warmup, after = 6, 3, 1, 2
+	r, err := Run(t.Context(), Options{BaseURL: url, Token: tok, Turns: turns, Concurrency: conc, Warmup: warmup, Watch: true, After: after})
+	if err != nil {
+		t.Fatalf("Run() error = %v (report %+v)", err, r)
+	}
+	t.Logf("report: %+v", *r)
+	if !r.Watched || r.Failed != 0 || r.PollsPerTurn != 0 || r.PollMs != 0 {
+		t.Errorf("report = %+v, want watched, none failed, no polls", *r)
+	}
+	if r.LLMCallsPerTurn != 3 || r.ArtifactsPerTurn != 2 {
+		t.Errorf("per turn: %v LLM calls, %v artifacts; want 3 and 2", r.LLMCallsPerTurn, r.ArtifactsPerTurn)
+	}
+	if !(0 < r.P50Ms && r.P50Ms <= r.ClientP50Ms && r.P99Ms <= r.ClientP99Ms) {
+		t.Errorf("record p50 %v, p99 %v; seen p50 %v, p99 %v: want 0 < record ≤ seen", r.P50Ms, r.P99Ms, r.ClientP50Ms, r.ClientP99Ms)
+	}
+	if r.AfterTurns != after || !(0 < r.AfterP50Ms && r.AfterP50Ms <= r.AfterClientP50Ms) {
+		t.Errorf("after the burst: %d turns, p50 %v ms, seen %v ms; want %d turns, 0 < p50 ≤ seen", r.AfterTurns, r.AfterP50Ms, r.AfterClientP50Ms, after)
+	}
+	if got, want := model.completions.Load(), int64(3*(turns+warmup+after)); got != want {
+		t.Errorf("the model served %d completions, want %d", got, want)
 	}
 }
 

@@ -1,0 +1,188 @@
+package valkey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A reader of the event log waits for a wake-up, not on the server: every
+// write that appends events also PUBLISHes on the log's key (in the same
+// script or pipeline, so no round trip more), and one Pub/Sub connection per
+// Store carries the wake-ups of all the conversations its streams watch. A
+// stream that waits holds a channel, no connection; a stream whose client
+// has gone leaves at once through its context.
+
+// wakes fans one Pub/Sub connection out to the readers waiting on event
+// logs. Made on the first blocking read.
+type wakes struct {
+	rdb redis.UniversalClient
+
+	mu      sync.Mutex
+	ps      *redis.PubSub
+	started bool
+	subs    map[string]*wakeSub // by channel (the log's key)
+	// pending counts, per channel, the SUBSCRIBEs sent that the server
+	// has not confirmed yet, so a subscription made again soon after an
+	// UNSUBSCRIBE is ready only at its own confirmation.
+	pending map[string]int
+}
+
+// wakeSub is one channel's subscription and the readers waiting on it.
+type wakeSub struct {
+	readers map[*waker]struct{}
+	need    int           // confirmations still to come before ready
+	ready   chan struct{} // closed once the server confirmed the subscription
+}
+
+// waker is one reader's wake-up: a send means "read the log again".
+type waker struct {
+	c   chan struct{} // capacity 1
+	sub *wakeSub
+	ch  string
+}
+
+func (w *waker) wake() {
+	select {
+	case w.c <- struct{}{}:
+	default: // one wake-up pending is enough
+	}
+}
+
+func newWakes(rdb redis.UniversalClient) *wakes {
+	return &wakes{rdb: rdb, subs: map[string]*wakeSub{}, pending: map[string]int{}}
+}
+
+// subscribeTimeout bounds the wait for the server to confirm a subscription.
+const subscribeTimeout = 5 * time.Second
+
+// watch registers a reader of channel ch and returns once the server has
+// confirmed the subscription, so no publication after watch returns is
+// missed.
+func (h *wakes) watch(ctx context.Context, ch string) (*waker, error) {
+	h.mu.Lock()
+	if h.ps == nil {
+		h.ps = h.rdb.Subscribe(context.WithoutCancel(ctx))
+	}
+	sub := h.subs[ch]
+	fresh := sub == nil
+	if fresh {
+		h.pending[ch]++
+		sub = &wakeSub{readers: map[*waker]struct{}{}, need: h.pending[ch], ready: make(chan struct{})}
+		h.subs[ch] = sub
+	}
+	w := &waker{c: make(chan struct{}, 1), sub: sub, ch: ch}
+	sub.readers[w] = struct{}{}
+	if !h.started {
+		h.started = true
+		go h.receive(h.ps)
+	}
+	if fresh {
+		// Under h.mu, so a channel's SUBSCRIBE and UNSUBSCRIBE reach the
+		// server in the order the readers came and went.
+		if err := h.ps.Subscribe(ctx, ch); err != nil {
+			h.leaveLocked(w)
+			h.mu.Unlock()
+			return nil, fmt.Errorf("subscribe to %s: %w", ch, err)
+		}
+	}
+	h.mu.Unlock()
+
+	t := time.NewTimer(subscribeTimeout)
+	defer t.Stop()
+	select {
+	case <-sub.ready:
+		return w, nil
+	case <-ctx.Done():
+		h.leave(w)
+		return nil, ctx.Err()
+	case <-t.C:
+		h.leave(w)
+		return nil, fmt.Errorf("subscribe to %s: not confirmed within %s", ch, subscribeTimeout)
+	}
+}
+
+// leave unregisters w; the last reader of a channel unsubscribes it.
+func (h *wakes) leave(w *waker) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.leaveLocked(w)
+}
+
+func (h *wakes) leaveLocked(w *waker) {
+	delete(w.sub.readers, w)
+	if len(w.sub.readers) > 0 || h.subs[w.ch] != w.sub {
+		return
+	}
+	delete(h.subs, w.ch)
+	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
+	defer cancel()
+	// Not waited for: a late confirmation finds no subscription and is
+	// ignored; one that fails leaves a channel nobody reads, whose
+	// wake-ups are dropped.
+	_ = h.ps.Unsubscribe(ctx, w.ch)
+}
+
+// receive reads the Pub/Sub connection for the life of the process.
+// A lost connection wakes every reader (each reads its log again) and marks
+// every subscription ready: go-redis dials again and subscribes to them
+// all at its next read.
+func (h *wakes) receive(ps *redis.PubSub) {
+	ctx := context.Background()
+	for {
+		msg, err := ps.Receive(ctx)
+		if errors.Is(err, redis.ErrClosed) {
+			return
+		}
+		h.mu.Lock()
+		if err != nil {
+			clear(h.pending)
+			for _, sub := range h.subs {
+				sub.markReady()
+				for w := range sub.readers {
+					w.wake()
+				}
+			}
+			h.mu.Unlock()
+			time.Sleep(100 * time.Millisecond) // not a synchronisation: a pause before dialling again
+			continue
+		}
+		switch m := msg.(type) {
+		case *redis.Subscription:
+			if m.Kind != "subscribe" {
+				break
+			}
+			if h.pending[m.Channel] > 0 {
+				h.pending[m.Channel]--
+			}
+			if h.pending[m.Channel] == 0 {
+				delete(h.pending, m.Channel)
+			}
+			if sub := h.subs[m.Channel]; sub != nil {
+				sub.need--
+				if sub.need <= 0 {
+					sub.markReady()
+				}
+			}
+		case *redis.Message:
+			if sub := h.subs[m.Channel]; sub != nil {
+				for w := range sub.readers {
+					w.wake()
+				}
+			}
+		}
+		h.mu.Unlock()
+	}
+}
+
+func (s *wakeSub) markReady() {
+	select {
+	case <-s.ready:
+	default:
+		close(s.ready)
+	}
+}
