@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"slices"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -14,18 +16,45 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// addAlarms adds the alarms: a failed or timed-out execution (a fault: a
-// turn a limit ended succeeds), any function's errors or throttles, and an
-// undelivered turn-ended event, to one SNS topic (subscribe to it, or set
-// alarmEmail).
+// Thresholds of the alarms that watch a limit rather than count faults.
+const (
+	// CapAlarmFraction: the cache's storage and ECPU alarms fire at 75% of
+	// the caps the stack sets, while there is still room to raise them.
+	CapAlarmFraction = 0.75
+	// AccountConcurrencyFraction: the account concurrency alarm fires at
+	// 80% of the account's quota, before the steps are throttled.
+	AccountConcurrencyFraction = 0.8
+	// API5xxThreshold is how many 5xx answers in 5 minutes page someone:
+	// a single 503 (the store briefly unavailable, Retry-After) is not a
+	// fault, a run of them is.
+	API5xxThreshold = 5
+)
+
+// bytesPerGB is how the storage alarm counts the cache's GB: 10^9 bytes,
+// so that it fires early rather than late should ElastiCache count 2^30.
+const bytesPerGB = 1e9
+
+// addAlarms adds the alarms, all to one SNS topic: a failed, timed-out or
+// throttled execution (a fault: a turn a limit ended succeeds), any
+// function's errors or throttles, an undelivered turn-ended event, the
+// API's 5xx answers, the account's Lambda concurrency, and the cache
+// nearing its storage and ECPU caps. The topic is the stack's own (with
+// alarmEmail subscribed), or the existing alarmTopicArn.
 func (a *appStack) addAlarms() {
 	p, stack, prefix := a.p, a.stack, a.prefix
-	a.topic = awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
-		TopicName:   jsii.String(prefix + "-alarms"),
-		DisplayName: jsii.String("clientagent " + p.EnvName + " alarms"),
-	})
-	if p.AlarmEmail != "" {
-		a.topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
+	if p.AlarmTopicArn != "" {
+		a.topic = awssns.Topic_FromTopicArn(stack, jsii.String("Alarms"), jsii.String(p.AlarmTopicArn))
+	} else {
+		// Publishers must use TLS (a deny on aws:SecureTransport false).
+		topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
+			TopicName:   jsii.String(prefix + "-alarms"),
+			DisplayName: jsii.String("clientagent " + p.EnvName + " alarms"),
+			EnforceSSL:  jsii.Bool(true),
+		})
+		if p.AlarmEmail != "" {
+			topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
+		}
+		a.topic = topic
 	}
 	alarmAction := awscloudwatchactions.NewSnsAction(a.topic)
 	// A long workflow continues in a new invoke invocation by returning
@@ -40,20 +69,21 @@ func (a *appStack) addAlarms() {
 		MetricValue:     jsii.String("1"),
 		DefaultValue:    jsii.Number(0),
 	})
-	alarm := func(id, name, desc string, metric awscloudwatch.IMetric) {
-		// ≥ 1 in a period: a failed execution, a function error, a message
-		// in the dead-letter queue each deserve a look.
+	alarmAt := func(id, name, desc string, metric awscloudwatch.IMetric, threshold float64, periods float64) {
 		al := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          jsii.String(prefix + "-" + name),
 			AlarmDescription:   jsii.String(desc),
 			Metric:             metric,
-			Threshold:          jsii.Number(1),
-			EvaluationPeriods:  jsii.Number(1),
+			Threshold:          jsii.Number(threshold),
+			EvaluationPeriods:  jsii.Number(periods),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
 		al.AddAlarmAction(alarmAction)
 	}
+	// ≥ 1 in a period: a failed execution, a function error, a message in
+	// the dead-letter queue each deserve a look.
+	alarm := func(id, name, desc string, metric awscloudwatch.IMetric) { alarmAt(id, name, desc, metric, 1, 1) }
 	fiveMinutes := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
 	alarm("AlarmTurnsFailed", "turns-failed", "a turn's execution failed: a fault (a step's error, FailTurn), not a limit", a.sm.MetricFailed(fiveMinutes))
 	alarm("AlarmTurnsTimedOut", "turns-timed-out", "a turn's execution timed out", a.sm.MetricTimedOut(fiveMinutes))
@@ -89,6 +119,53 @@ func (a *appStack) addAlarms() {
 		a.turnEndedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
 		}))
+	a.addLimitAlarms(alarm, alarmAt)
+}
+
+// addLimitAlarms adds the alarms of limits: executions the account
+// throttled, the API's 5xx answers, the account's Lambda concurrency, and
+// the cache nearing its storage and ECPU caps (ElastiCache Serverless
+// evicts at the storage cap and throttles at the ECPU cap; docs/deploy.md,
+// "When the cache is full").
+func (a *appStack) addLimitAlarms(alarm func(id, name, desc string, metric awscloudwatch.IMetric),
+	alarmAt func(id, name, desc string, metric awscloudwatch.IMetric, threshold, periods float64)) {
+	p := a.p
+	fiveMinutes := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
+	alarm("AlarmTurnsThrottled", "turns-throttled", "Step Functions throttled a turn's execution (StartExecution or state transitions over the account's quota)",
+		a.sm.MetricThrottled(fiveMinutes))
+	alarmAt("AlarmApi5xx", "api-5xx", fmt.Sprintf("the HTTP API answered 5xx at least %d times in 5 minutes", API5xxThreshold),
+		a.httpAPI.MetricServerError(fiveMinutes), API5xxThreshold, 1)
+	// Claimed concurrency counts what every function of the account holds,
+	// reserved or not: near the quota, new invocations are throttled.
+	concurrency := math.Floor(AccountConcurrencyFraction * float64(p.LambdaAccountConcurrency))
+	alarmAt("AlarmAccountConcurrency", "account-concurrency",
+		fmt.Sprintf("the account's Lambda concurrency reached %.0f of its %d (every function in the region shares it)", concurrency, p.LambdaAccountConcurrency),
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String("AWS/Lambda"), MetricName: jsii.String("ClaimedAccountConcurrency"),
+			Period: awscdk.Duration_Minutes(jsii.Number(1)), Statistic: jsii.String("Maximum"),
+		}), concurrency, 3)
+	cacheMetric := func(name, stat string, minutes float64) awscloudwatch.Metric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String("AWS/ElastiCache"), MetricName: jsii.String(name),
+			DimensionsMap: &map[string]*string{"clusterId": a.d.cache.Ref()},
+			Period:        awscdk.Duration_Minutes(jsii.Number(minutes)), Statistic: jsii.String(stat),
+		})
+	}
+	storage := math.Floor(CapAlarmFraction * float64(p.ValkeyMaxStorageGB) * bytesPerGB)
+	alarmAt("AlarmStoreStorage", "store-storage",
+		fmt.Sprintf("Valkey holds %.0f%% of its %d GB cap: at the cap it evicts idle conversations and ended turns; raise valkeyMaxStorageGb", 100*CapAlarmFraction, p.ValkeyMaxStorageGB),
+		cacheMetric("BytesUsedForCache", "Maximum", 5), storage, 1)
+	// ElastiCacheProcessingUnits is a count per period: per second, it is
+	// the sum over a minute divided by 60.
+	ecpu := CapAlarmFraction * float64(p.ValkeyMaxECPUPerSecond)
+	alarmAt("AlarmStoreECPU", "store-ecpu",
+		fmt.Sprintf("Valkey used %.0f%% of its %d ECPU/s cap for 5 minutes: at the cap it throttles; raise valkeyMaxEcpuPerSecond", 100*CapAlarmFraction, p.ValkeyMaxECPUPerSecond),
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression:   jsii.String("ecpu / 60"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"ecpu": cacheMetric("ElastiCacheProcessingUnits", "Sum", 1)},
+			Label:        jsii.String("Valkey ECPU per second"),
+			Period:       awscdk.Duration_Minutes(jsii.Number(1)),
+		}), ecpu, 5)
 }
 
 // newDashboard is the operators' view of one environment: turns (started,

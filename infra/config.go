@@ -48,6 +48,8 @@ const (
 	CtxValkeySnapshotTime  = "valkeySnapshotTime"
 	CtxRetainData          = "retainData"
 	CtxAlarmEmail          = "alarmEmail"
+	CtxAlarmTopicArn       = "alarmTopicArn"
+	CtxAccountConcurrency  = "lambdaAccountConcurrency"
 	CtxWorkflowsDir        = "workflowsDir"
 	CtxAPIThrottleRate     = "apiThrottleRateLimit"
 	CtxAPIThrottleBurst    = "apiThrottleBurstLimit"
@@ -141,6 +143,15 @@ type StackProps struct {
 	RetainData bool
 	// AlarmEmail, when set, subscribes this address to the alarm topic.
 	AlarmEmail string
+	// AlarmTopicArn, when set, is an existing SNS topic the alarms go to
+	// instead of one the stack creates (a pager's, a chat integration's).
+	// An environment that needs an alarm destination (NeedsAlarmDestination)
+	// must set it or AlarmEmail.
+	AlarmTopicArn string
+	// LambdaAccountConcurrency is the account's Lambda concurrency quota
+	// in the region (default 1000, Lambda's default): the account
+	// concurrency alarm fires at 80% of it.
+	LambdaAccountConcurrency int
 
 	// APIThrottleRateLimit and APIThrottleBurstLimit are the HTTP API
 	// stage's default route throttling: steady requests per second and the
@@ -173,6 +184,13 @@ type StackProps struct {
 	Tracing *bool
 }
 
+// NeedsAlarmDestination reports whether the environment may not deploy
+// without someone to tell: staging, prod, and any environment that retains
+// its data.
+func (p StackProps) NeedsAlarmDestination() bool {
+	return p.EnvName == "staging" || p.EnvName == "prod" || p.RetainData
+}
+
 // TracingOn reports whether the environment traces (Tracing, default on).
 func (p StackProps) TracingOn() bool { return p.Tracing == nil || *p.Tracing }
 
@@ -186,6 +204,7 @@ var (
 var (
 	envNameRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
 	snapshotTimeRE = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+	snsTopicArnRE  = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	// A guardrail's id (not its ARN: the stack builds the ARN it grants on).
 	guardrailIDRE      = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
 	guardrailVersionRE = regexp.MustCompile(`^([1-9][0-9]{0,7}|DRAFT)$`)
@@ -241,6 +260,9 @@ func (p StackProps) withDefaults() StackProps {
 	if p.ValkeySnapshotRetentionDays > 0 && p.ValkeySnapshotTime == "" {
 		p.ValkeySnapshotTime = "03:00"
 	}
+	if p.LambdaAccountConcurrency == 0 {
+		p.LambdaAccountConcurrency = 1000
+	}
 	if p.APIThrottleRateLimit == 0 {
 		p.APIThrottleRateLimit = 50
 	}
@@ -286,6 +308,14 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("valkeySnapshotTime %q: want HH:MM (UTC)", p.ValkeySnapshotTime)
 	case p.AlarmEmail != "" && !strings.Contains(p.AlarmEmail, "@"):
 		return fmt.Errorf("alarmEmail %q: want an email address", p.AlarmEmail)
+	case p.AlarmTopicArn != "" && !snsTopicArnRE.MatchString(p.AlarmTopicArn):
+		return fmt.Errorf("alarmTopicArn %q: want an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", p.AlarmTopicArn)
+	case p.AlarmEmail != "" && p.AlarmTopicArn != "":
+		return fmt.Errorf("alarmEmail and alarmTopicArn: set one (subscribe the address to your topic yourself)")
+	case p.NeedsAlarmDestination() && p.AlarmEmail == "" && p.AlarmTopicArn == "":
+		return fmt.Errorf("env %s: alarms would reach nobody: set alarmEmail (-c alarmEmail=ops@example.com) or alarmTopicArn (an existing SNS topic)", p.EnvName)
+	case p.LambdaAccountConcurrency < 10:
+		return fmt.Errorf("lambdaAccountConcurrency %d: want the account's Lambda concurrency quota (1000 by default)", p.LambdaAccountConcurrency)
 	case p.APIThrottleRateLimit < 1 || p.APIThrottleRateLimit > 10000:
 		return fmt.Errorf("apiThrottleRateLimit %d: want 1 to 10000 requests per second (the account's limit)", p.APIThrottleRateLimit)
 	case p.APIThrottleBurstLimit < 1 || p.APIThrottleBurstLimit > 5000:
@@ -456,6 +486,7 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		StateMachineLogLevel: str(CtxStateMachineLog),
 		ValkeySnapshotTime:   str(CtxValkeySnapshotTime),
 		AlarmEmail:           str(CtxAlarmEmail),
+		AlarmTopicArn:        str(CtxAlarmTopicArn),
 		GuardrailID:          str(CtxGuardrailID),
 		GuardrailVersion:     str(CtxGuardrailVersion),
 	}
@@ -487,6 +518,7 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		{CtxValkeySnapshotDays, &p.ValkeySnapshotRetentionDays, true},
 		{CtxAPIThrottleRate, &p.APIThrottleRateLimit, false},
 		{CtxAPIThrottleBurst, &p.APIThrottleBurstLimit, false},
+		{CtxAccountConcurrency, &p.LambdaAccountConcurrency, false},
 	} {
 		if *n.dst, err = num(n.key, n.zeroOK); err != nil {
 			return nil, err

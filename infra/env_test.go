@@ -233,6 +233,9 @@ func TestAlarms(t *testing.T) {
 		dlqID, _ := s.one(t, "AWS::SQS::Queue")
 		var got []string
 		for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+			if limitAlarms[strings.TrimPrefix(a["AlarmName"].(string), "clientagent-"+s.props.EnvName+"-")] {
+				continue // TestLimitAlarms
+			}
 			if diff := cmp.Diff([]any{map[string]any{"Ref": topicID}}, a["AlarmActions"]); diff != "" {
 				t.Errorf("%s: alarm %s actions (-want +got):\n%s", config, id, diff)
 			}
@@ -320,6 +323,70 @@ func TestAlarms(t *testing.T) {
 		}
 		if diff := cmp.Diff(wantEmails, emails); diff != "" {
 			t.Errorf("%s alarm subscriptions (-want +got):\n%s", config, diff)
+		}
+	}
+}
+
+// limitAlarms are the alarms that watch a limit rather than count faults
+// (addLimitAlarms), by name without the environment's prefix.
+var limitAlarms = map[string]bool{"turns-throttled": true, "api-5xx": true, "account-concurrency": true, "store-storage": true, "store-ecpu": true}
+
+// The limits' alarms: throttled executions, the API's 5xx, the account's
+// Lambda concurrency at 80% of its quota, and the cache at 75% of its
+// storage and ECPU caps, each with its threshold from the configuration.
+func TestLimitAlarms(t *testing.T) {
+	t.Parallel()
+	for _, config := range []string{"bedrock", "prod"} {
+		s := synth(t, config)
+		p := s.props
+		topicID, _ := s.one(t, "AWS::SNS::Topic")
+		smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+		apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api")
+		cacheID, _ := s.one(t, "AWS::ElastiCache::ServerlessCache")
+		type alarm struct {
+			Metric, Target string
+			Threshold      float64
+			Periods        float64
+			Expression     string
+		}
+		got := map[string]alarm{}
+		for _, a := range s.resources("AWS::CloudWatch::Alarm") {
+			name := strings.TrimPrefix(a["AlarmName"].(string), "clientagent-"+p.EnvName+"-")
+			if !limitAlarms[name] {
+				continue
+			}
+			if diff := cmp.Diff([]any{map[string]any{"Ref": topicID}}, a["AlarmActions"]); diff != "" {
+				t.Errorf("%s: alarm %s actions (-want +got):\n%s", config, name, diff)
+			}
+			if a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+				t.Errorf("%s: alarm %s compares %v", config, name, a["ComparisonOperator"])
+			}
+			al := alarm{Threshold: a["Threshold"].(float64), Periods: a["EvaluationPeriods"].(float64)}
+			metric := a
+			ms, _ := a["Metrics"].([]any)
+			for _, m := range ms {
+				mm := m.(map[string]any)
+				if e, ok := mm["Expression"].(string); ok {
+					al.Expression = e
+					continue
+				}
+				metric = mm["MetricStat"].(map[string]any)["Metric"].(map[string]any)
+			}
+			al.Metric = fmt.Sprintf("%v/%v", metric["Namespace"], metric["MetricName"])
+			for _, ref := range refsIn(metric["Dimensions"]) {
+				al.Target = ref
+			}
+			got[name] = al
+		}
+		want := map[string]alarm{
+			"turns-throttled":     {"AWS/States/ExecutionThrottled", smID, 1, 1, ""},
+			"api-5xx":             {"AWS/ApiGateway/5xx", apiID, API5xxThreshold, 1, ""},
+			"account-concurrency": {"AWS/Lambda/ClaimedAccountConcurrency", "", 0.8 * float64(p.LambdaAccountConcurrency), 3, ""},
+			"store-storage":       {"AWS/ElastiCache/BytesUsedForCache", cacheID, 0.75 * float64(p.ValkeyMaxStorageGB) * 1e9, 1, ""},
+			"store-ecpu":          {"AWS/ElastiCache/ElastiCacheProcessingUnits", cacheID, 0.75 * float64(p.ValkeyMaxECPUPerSecond), 5, "ecpu / 60"},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s limit alarms (-want +got):\n%s", config, diff)
 		}
 	}
 }
@@ -549,5 +616,52 @@ func TestHTTPAPIStageLogsAndThrottles(t *testing.T) {
 				t.Errorf("%s: access log %s = %q, want %q", config, key, line[key], v)
 			}
 		}
+	}
+}
+
+const testAlarmTopicArn = "arn:aws:sns:eu-west-1:123456789012:ops-pager"
+
+func init() {
+	// prod from cdk.json sending its alarms to an existing topic.
+	configs["alarmtopic"] = fromCDKJSON("prod", map[string]any{CtxAlarmEmail: "", CtxAlarmTopicArn: testAlarmTopicArn})
+}
+
+// The stack's alarm topic admits publishers over TLS only; an existing
+// topic (alarmTopicArn) replaces it, and every alarm goes there.
+func TestAlarmTopic(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	topicID, _ := s.one(t, "AWS::SNS::Topic")
+	_, policy := s.one(t, "AWS::SNS::TopicPolicy")
+	if diff := cmp.Diff([]any{map[string]any{"Ref": topicID}}, policy["Topics"]); diff != "" {
+		t.Errorf("topic policy topics (-want +got):\n%s", diff)
+	}
+	var denied bool
+	for _, st := range asList(asMap(policy["PolicyDocument"])["Statement"]) {
+		st := asMap(st)
+		cond := mustJSON(st["Condition"])
+		if st["Effect"] == "Deny" && slices.Contains(actionsOf(st), "sns:Publish") && cond == `{"Bool":{"aws:SecureTransport":"false"}}` {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Errorf("topic policy = %s, want a Deny of sns:Publish without aws:SecureTransport", mustJSON(policy))
+	}
+
+	e := synth(t, "alarmtopic")
+	if n := len(e.resources("AWS::SNS::Topic")); n != 0 {
+		t.Errorf("with alarmTopicArn: %d SNS topics, want none", n)
+	}
+	alarms := e.resources("AWS::CloudWatch::Alarm")
+	if len(alarms) == 0 {
+		t.Fatal("with alarmTopicArn: no alarms")
+	}
+	for id, a := range alarms {
+		if diff := cmp.Diff([]any{testAlarmTopicArn}, a["AlarmActions"]); diff != "" {
+			t.Errorf("alarm %s actions (-want +got):\n%s", id, diff)
+		}
+	}
+	if got := asMap(asMap(e.json["Outputs"])["AlarmTopicArn"])["Value"]; got != testAlarmTopicArn {
+		t.Errorf("AlarmTopicArn output = %v, want %s", got, testAlarmTopicArn)
 	}
 }

@@ -237,7 +237,7 @@ type appStack struct {
 	audience *[]*string
 	httpAPI  awsapigatewayv2.HttpApi
 
-	topic         awssns.Topic
+	topic         awssns.ITopic
 	continuations awslogs.MetricFilter
 	// alarmed are the functions with errors and throttles alarms (and
 	// dashboard graphs): the platform's and the demo specialists'.

@@ -117,6 +117,10 @@ func fromCDKJSON(env string, extra map[string]any) func() StackProps {
 			panic(err)
 		}
 		ctx[CtxEnv], ctx[CtxBinDir], ctx[CtxASLFile] = env, testBinDir, aslPath
+		if env != "dev" {
+			// As every real staging or prod deployment must (Validate).
+			ctx[CtxAlarmEmail] = "ops@example.com"
+		}
 		maps.Copy(ctx, extra)
 		p, err := PropsFromContext(func(k string) any { return ctx[k] })
 		if err != nil {
