@@ -665,3 +665,21 @@ func TestAlarmTopic(t *testing.T) {
 		t.Errorf("AlarmTopicArn output = %v, want %s", got, testAlarmTopicArn)
 	}
 }
+
+// Synth warns of an environment whose model would have no tools: no demo
+// specialists, no agents, no MCP servers (prod as cdk.json has it).
+func TestNoSpecialistsWarning(t *testing.T) {
+	t.Parallel()
+	for config, want := range map[string]bool{"prod": true, "bedrock": false, "openai": false, "mcp": false} {
+		s := synth(t, config)
+		var got bool
+		for _, w := range s.warnings {
+			if strings.Contains(w, "no specialists") {
+				got = true
+			}
+		}
+		if got != want {
+			t.Errorf("%s: a no-specialists warning = %v, want %v (warnings %q)", config, got, want, s.warnings)
+		}
+	}
+}

@@ -249,7 +249,7 @@ type appStack struct {
 func (a *appStack) namespace() string { return "clientagent/" + a.p.EnvName }
 
 // newStack creates the stack itself, tagged, and warns of a deployment no
-// browser may use.
+// browser may use or that has no specialists.
 func (a *appStack) newStack(scope constructs.Construct) {
 	sprops := a.p.StackProps
 	if sprops.Description == nil {
@@ -260,6 +260,10 @@ func (a *appStack) newStack(scope constructs.Construct) {
 	if len(a.p.WebOrigins) == 0 {
 		awscdk.Annotations_Of(a.stack).AddWarningV2(jsii.String("clientagent:noWebOrigins"),
 			jsii.String("webOrigins is empty: no browser origin may call the API (CLI only); set -c webOrigins=https://… for the web page"), nil)
+	}
+	if !a.p.DemoAgents && len(a.p.Agents) == 0 && len(a.p.MCPServers) == 0 {
+		awscdk.Annotations_Of(a.stack).AddWarningV2(jsii.String("clientagent:noSpecialists"),
+			jsii.String("no specialists: demoAgents is off and neither agents nor mcpServers is set, so the model has no tools and no workflow template can run; set -c agents=https://… (A2A) or mcpServers"), nil)
 	}
 }
 

@@ -77,6 +77,8 @@ type synthesized struct {
 	// dataProtected is the data stack's termination protection.
 	dataProtected bool
 	assembly      string // cloud assembly directory (cdk.out)
+	// warnings are both stacks' warning annotations (id: message).
+	warnings []string
 }
 
 func baseProps() StackProps {
@@ -184,9 +186,15 @@ func synthesize(props StackProps, outdir string) (*synthesized, error) {
 		return nil, err
 	}
 	protected := dep.Data.TerminationProtection() != nil && *dep.Data.TerminationProtection()
+	var warnings []string
+	for _, st := range []awscdk.Stack{dep.Data, dep.App} {
+		for _, m := range *assertions.Annotations_FromStack(st).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+			warnings = append(warnings, fmt.Sprint(m.Entry.Data))
+		}
+	}
 	return &synthesized{
 		props: props.withDefaults(), tpl: assertions.Template_FromJSON(&merged, nil), json: merged,
-		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(),
+		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(), warnings: warnings,
 	}, nil
 }
 
