@@ -56,6 +56,7 @@ const (
 	CtxGuardrailID         = "guardrailId"
 	CtxGuardrailVersion    = "guardrailVersion"
 	CtxTracing             = "tracing"
+	CtxBedrockRegions      = "bedrockRegions"
 )
 
 // StackProps configures one environment's stack. The zero value of an
@@ -86,6 +87,10 @@ type StackProps struct {
 	// Model is CLIENTAGENT_MODEL (bedrock default DefaultBedrockModel);
 	// ModelSmall and ModelLarge the optional other flavours.
 	Model, ModelSmall, ModelLarge string
+	// BedrockRegions are the regions llmstep may call the Bedrock models
+	// in (bedrock.go): empty, a model id in the stack's region, and an
+	// inference profile's model wherever the profile routes it.
+	BedrockRegions []string
 	// OpenAIBaseURL is OPENAI_BASE_URL (empty: api.openai.com).
 	OpenAIBaseURL string
 	// OpenAIKeySecretName names an existing Secrets Manager secret holding the
@@ -204,6 +209,7 @@ var (
 var (
 	envNameRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
 	snapshotTimeRE = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+	regionRE       = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$`)
 	snsTopicArnRE  = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	// A guardrail's id (not its ARN: the stack builds the ARN it grants on).
 	guardrailIDRE      = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
@@ -326,6 +332,18 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("guardrailId %q: want the guardrail's id (lowercase letters and digits), not its ARN", p.GuardrailID)
 	case p.GuardrailVersion != "" && !guardrailVersionRE.MatchString(p.GuardrailVersion):
 		return fmt.Errorf("guardrailVersion %q: want a version number or DRAFT", p.GuardrailVersion)
+	}
+	if p.LLM == LLMBedrock {
+		for _, m := range bedrockModels(p) {
+			if !bedrockModelRE.MatchString(m) {
+				return fmt.Errorf("model %q: want a Bedrock model id (amazon.nova-pro-v1:0) or an inference profile id (us.amazon.nova-pro-v1:0), not an ARN", m)
+			}
+		}
+		for _, r := range p.BedrockRegions {
+			if !regionRE.MatchString(r) {
+				return fmt.Errorf("bedrockRegions %q: want region names such as us-east-1", r)
+			}
+		}
 	}
 	if err := checkMCPServers(p.MCPServers); err != nil {
 		return err
@@ -479,6 +497,7 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		OpenAIBaseURL:        str(CtxOpenAIBaseURL),
 		OpenAIKeySecretName:  str(CtxOpenAIKeySecretName),
 		Agents:               list(CtxAgents),
+		BedrockRegions:       list(CtxBedrockRegions),
 		AwaitTimeout:         str(CtxAwaitTimeout),
 		WorkflowsDir:         str(CtxWorkflowsDir),
 		LogLevel:             str(CtxLogLevel),

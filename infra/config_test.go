@@ -50,6 +50,11 @@ func TestValidate(t *testing.T) {
 		{"retained data without an alarm destination", func(p *StackProps) { p.RetainData = true }, "alarms would reach nobody"},
 		{"prod with an alarm email", func(p *StackProps) { p.EnvName, p.AlarmEmail = "prod", "ops@example.com" }, ""},
 		{"prod with an alarm topic", func(p *StackProps) { p.EnvName, p.AlarmTopicArn = "prod", "arn:aws:sns:eu-west-1:123456789012:ops" }, ""},
+		{"bedrock model as an ARN", func(p *StackProps) {
+			p.Model = "arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0"
+		}, "not an ARN"},
+		{"bedrock inference profile", func(p *StackProps) { p.Model, p.ModelSmall = "eu.amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0" }, ""},
+		{"bedrock regions", func(p *StackProps) { p.BedrockRegions = []string{"eu-west-1", "Europe"} }, "bedrockRegions"},
 		{"account concurrency", func(p *StackProps) { p.LambdaAccountConcurrency = 5 }, "lambdaAccountConcurrency"},
 		{"API rate above the account's", func(p *StackProps) { p.APIThrottleRateLimit = 20000 }, "apiThrottleRateLimit"},
 		{"API burst above the account's", func(p *StackProps) { p.APIThrottleBurstLimit = 6000 }, "apiThrottleBurstLimit"},

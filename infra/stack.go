@@ -118,8 +118,11 @@ var GuardianFunctions = []string{FnLLMStep, FnValidate, FnAppend}
 // Status dimension of the TurnEnded metric on the dashboard.
 var TurnStatuses = []string{"succeeded", "failed", "blocked", "cancelled", "expired", "superseded"}
 
-// TaskTokenActions answer a paused execution's task token (api only).
-var TaskTokenActions = []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
+// TaskTokenActions answer a paused execution's task token (api only):
+// what pkg/api calls, nothing more (TestTaskTokenActionsAreWhatAPICalls).
+// A pause never fails through its token or beats: a rejected or expired
+// question is an answer too.
+var TaskTokenActions = []string{"states:SendTaskSuccess"}
 
 // AccessLogFormat is the HTTP API's access log line: JSON, one object per
 // request, with the caller's subject but no header or body.
@@ -442,12 +445,7 @@ func (a *appStack) addModel() {
 	llmFn := a.fns[FnLLMStep]
 	switch a.p.LLM {
 	case LLMBedrock:
-		// Cross-region inference profiles route to foundation models in
-		// other regions, hence the region wildcard on foundation models.
-		allow(llmFn, "BedrockConverse", []string{"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"},
-			jsii.String("arn:"+*awscdk.Aws_PARTITION()+":bedrock:*::foundation-model/*"),
-			jsii.String("arn:"+*awscdk.Aws_PARTITION()+":bedrock:"+*awscdk.Aws_REGION()+":"+*awscdk.Aws_ACCOUNT_ID()+":inference-profile/*"),
-		)
+		allowBedrockModels(llmFn, a.p) // bedrock.go
 	case LLMOpenAI:
 		// The key stays in Secrets Manager: llmstep gets the secret's id and
 		// reads the value at cold start (pkg/llm/llmconfig), so neither the
@@ -560,9 +558,9 @@ func (a *appStack) allowTurnControl() {
 	a.sm.GrantExecution(api, jsii.String("states:DescribeExecution"), jsii.String("states:StopExecution"))
 	// A task token names its execution, not a resource IAM could match: the
 	// service authorization reference lists no resource type for
-	// SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat, so a statement
-	// naming the state machine matches no request. Their resource is "*",
-	// for these three actions alone (TestWildcardResourcesOnlyWhereRequired).
+	// SendTaskSuccess, so a statement naming the state machine matches no
+	// request. Its resource is "*", for this action alone
+	// (TestWildcardResourcesOnlyWhereRequired).
 	allow(api, "AnswerTaskTokens", TaskTokenActions, jsii.String("*"))
 }
 
