@@ -23,12 +23,15 @@ import (
 type dataStack struct {
 	stack awscdk.Stack
 	vpc   awsec2.Vpc
-	// fnSG is the Lambdas' security group, the only one the cache admits.
-	fnSG      awsec2.SecurityGroup
-	cache     awselasticache.CfnServerlessCache
-	valkeyURL *string
-	artifacts awss3.Bucket
-	audit     awss3.Bucket
+	// fnSGs are the functions' security groups, one per function (by
+	// name): the only ones the cache admits.
+	fnSGs map[string]awsec2.SecurityGroup
+	cache awselasticache.CfnServerlessCache
+	// valkeyUsers are the functions' ElastiCache user ids (valkeyacl.go).
+	valkeyUsers map[string]*string
+	valkeyURL   *string
+	artifacts   awss3.Bucket
+	audit       awss3.Bucket
 	// pool and client exist only without a jwtIssuer.
 	pool   awscognito.UserPool
 	client awscognito.UserPoolClient
@@ -80,18 +83,25 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		},
 	})
 	privateSubnets := d.vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS})
-	d.fnSG = awsec2.NewSecurityGroup(stack, jsii.String("FunctionsSecurityGroup"), &awsec2.SecurityGroupProps{
-		Vpc:              d.vpc,
-		Description:      jsii.String(prefix + " Lambdas (egress to Valkey, the LLM, specialists, AWS APIs)"),
-		AllowAllOutbound: jsii.Bool(true),
-	})
 	cacheSG := awsec2.NewSecurityGroup(stack, jsii.String("ValkeySecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              d.vpc,
 		Description:      jsii.String(prefix + " ElastiCache Serverless Valkey"),
 		AllowAllOutbound: jsii.Bool(false),
 	})
-	cacheSG.AddIngressRule(d.fnSG, awsec2.Port_TcpRange(jsii.Number(valkeyPort), jsii.Number(valkeyReaderPort)),
-		jsii.String("Valkey from the clientagent Lambdas"), nil)
+	// A security group per function: what may reach the cache is named
+	// one by one, and a function's network role can change alone.
+	d.fnSGs = map[string]awsec2.SecurityGroup{}
+	for _, fn := range valkeyFunctions(p) {
+		sg := awsec2.NewSecurityGroup(stack, jsii.String("Fn"+functionID(fn)+"SecurityGroup"), &awsec2.SecurityGroupProps{
+			Vpc:              d.vpc,
+			Description:      jsii.String(prefix + "-" + fn + " (egress to Valkey, the LLM, specialists, AWS APIs)"),
+			AllowAllOutbound: jsii.Bool(true),
+		})
+		cacheSG.AddIngressRule(sg, awsec2.Port_TcpRange(jsii.Number(valkeyPort), jsii.Number(valkeyReaderPort)),
+			jsii.String("Valkey from "+prefix+"-"+fn), nil)
+		d.fnSGs[fn] = sg
+	}
+	userGroup := d.addValkeyUsers(p, prefix)
 
 	subnetIDs := []interface{}{}
 	for _, s := range *privateSubnets.SubnetIds {
@@ -104,6 +114,8 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		Description:         jsii.String("clientagent conversation records (docs/design.md §4)"),
 		SubnetIds:           &subnetIDs,
 		SecurityGroupIds:    &[]interface{}{cacheSG.SecurityGroupId()},
+		// RBAC: only the functions' users, each signing in with IAM.
+		UserGroupId: userGroup.Ref(),
 		// Serverless scales without bound unless told: the limits turn a
 		// runaway client into errors instead of a bill.
 		CacheUsageLimits: &awselasticache.CfnServerlessCache_CacheUsageLimitsProperty{

@@ -111,7 +111,7 @@ func TestNoWildcardActions(t *testing.T) {
 func TestFunctionRolesExactActions(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	base := []string{"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments",
+	base := []string{"elasticache:Connect", "logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments",
 		"ec2:AssignPrivateIpAddresses", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface",
 		"ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:UnassignPrivateIpAddresses"}
 	with := func(more ...string) []string {

@@ -270,10 +270,20 @@ func (a *appStack) newStack(scope constructs.Construct) {
 	}
 }
 
-// placement puts a function in the VPC's private subnets, in the
-// functions' security group.
-func (a *appStack) placement() *vpcPlacement {
-	return &vpcPlacement{vpc: a.d.vpc, sg: a.d.fnSG}
+// placement puts a function in the VPC's private subnets, in its own
+// security group.
+func (a *appStack) placement(fn string) *vpcPlacement {
+	return &vpcPlacement{vpc: a.d.vpc, sg: a.d.fnSGs[fn]}
+}
+
+// allowValkey makes fn sign in to the cache as its own user with IAM
+// (pkg/record/valkey/valkeyiam): elasticache:Connect on the cache and that
+// user alone.
+func (a *appStack) allowValkey(fn awslambda.Function, name string) {
+	fn.AddEnvironment(jsii.String("VALKEY_AUTH"), jsii.String("iam"), nil)
+	fn.AddEnvironment(jsii.String("VALKEY_USER"), a.d.valkeyUsers[name], nil)
+	fn.AddEnvironment(jsii.String("VALKEY_CACHE_NAME"), a.d.cache.Ref(), nil)
+	allow(fn, "ValkeyConnect", []string{"elasticache:Connect"}, a.d.valkeyConnectARNs(name)...)
 }
 
 // addDemoAgents adds the demo specialists (DemoAgents): A2A endpoints on a
@@ -294,10 +304,11 @@ func (a *appStack) addDemoAgents() {
 		Retention:     retentionDays[a.p.LogRetentionDays],
 		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
-	a.demo = newFunction(a.stack, a.p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, a.placement(), demoLogs)
+	a.demo = newFunction(a.stack, a.p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, a.placement(FnDemoAgents), demoLogs)
 	// PUBLIC_URL stays empty: the function takes its base URL from each
 	// request's Host, since its own URL in its environment would be a cycle.
 	a.demo.AddEnvironment(jsii.String("VALKEY_URL"), a.d.valkeyURL, nil)
+	a.allowValkey(a.demo, FnDemoAgents)
 	if a.p.TracingOn() {
 		// The agents join a turn's trace through the A2A request's traceparent.
 		a.demo.AddEnvironment(jsii.String("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), xrayOTLPEndpoint(), nil)
@@ -363,15 +374,15 @@ func (a *appStack) addFunctions() {
 		}))
 		env["CLIENTAGENT_WORKFLOWS_DIR"] = jsii.String("/opt")
 	}
-	place := a.placement()
 	for _, spec := range platformFunctions {
-		fn := newFunction(a.stack, a.p, spec, place, a.d.fnLogs[spec.name])
+		fn := newFunction(a.stack, a.p, spec, a.placement(spec.name), a.d.fnLogs[spec.name])
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			if k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" && spec.name == FnEvents {
 				continue // it streams events and makes no spans
 			}
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
 		}
+		a.allowValkey(fn, spec.name)
 		if a.p.TracingOn() && spec.name != FnEvents {
 			allowXRayOTLP(fn)
 		}

@@ -743,19 +743,34 @@ func TestValkey(t *testing.T) {
 	if len(cacheSG) != 1 {
 		t.Fatalf("cache security groups = %v, want one", cacheSG)
 	}
-	_, api := s.function(t, FnAPI)
-	fnSG := refsIn(api["VpcConfig"].(map[string]any)["SecurityGroupIds"])
-	if len(fnSG) != 1 {
-		t.Fatalf("api security groups = %v, want one", fnSG)
+	// A security group per function, each admitted to the cache alone.
+	fnSGs := map[string]string{}
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		_, fn := s.function(t, name)
+		sgs := refsIn(fn["VpcConfig"].(map[string]any)["SecurityGroupIds"])
+		if len(sgs) != 1 {
+			t.Fatalf("%s security groups = %v, want one", name, sgs)
+		}
+		for other, sg := range fnSGs {
+			if sg == sgs[0] {
+				t.Errorf("%s and %s share the security group %s, want one each", name, other, sg)
+			}
+		}
+		fnSGs[name] = sgs[0]
 	}
 	ingress := s.resources("AWS::EC2::SecurityGroupIngress")
-	var rules []string
+	var rules, want []string
 	for _, r := range ingress {
 		if slices.Contains(refsIn(r["GroupId"]), cacheSG[0]) {
 			rules = append(rules, fmt.Sprintf("%v %v-%v from %v", r["IpProtocol"], r["FromPort"], r["ToPort"], refsIn(r["SourceSecurityGroupId"])))
 		}
 	}
-	if diff := cmp.Diff([]string{fmt.Sprintf("tcp 6379-6380 from [%s]", fnSG[0])}, rules); diff != "" {
+	for _, sg := range fnSGs {
+		want = append(want, fmt.Sprintf("tcp 6379-6380 from [%s]", sg))
+	}
+	slices.Sort(rules)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, rules); diff != "" {
 		t.Errorf("ingress to the cache (-want +got):\n%s", diff)
 	}
 	wantURL := map[string]any{"Fn::Join": []any{"", []any{"rediss://", map[string]any{"Fn::GetAtt": []any{cacheID, "Endpoint.Address"}}, ":6379?cluster=true"}}}
@@ -765,9 +780,6 @@ func TestValkey(t *testing.T) {
 			t.Errorf("%s VALKEY_URL (-want +got):\n%s", name, diff)
 		}
 		vpc, _ := fn["VpcConfig"].(map[string]any)
-		if diff := cmp.Diff(fnSG, refsIn(vpc["SecurityGroupIds"])); diff != "" {
-			t.Errorf("%s security groups (-want +got):\n%s", name, diff)
-		}
 		for _, id := range refsIn(vpc["SubnetIds"]) {
 			if subnets[id]["MapPublicIpOnLaunch"] != false {
 				t.Errorf("%s subnet %s is public, want private", name, id)
