@@ -175,7 +175,7 @@ func synth(t *testing.T, config string) *synthesized {
 // synthesize defines a deployment of props in a new app writing to outdir
 // and reads its templates. The caller holds synthMu.
 func synthesize(props StackProps, outdir string) (*synthesized, error) {
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir)})
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir), Context: featureFlags()})
 	p := props
 	dep := NewDeployment(app, &p)
 	appTpl := *assertions.Template_FromStack(dep.App, nil).ToJSON()
@@ -196,6 +196,22 @@ func synthesize(props StackProps, outdir string) (*synthesized, error) {
 		props: props.withDefaults(), tpl: assertions.Template_FromJSON(&merged, nil), json: merged,
 		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(), warnings: warnings,
 	}, nil
+}
+
+// featureFlags are the CDK feature flags of the repository's cdk.json, so
+// that the tests synthesize what `make synth` and the CDK CLI do.
+func featureFlags() *map[string]any {
+	ctx, err := ReadCDKJSONContext(filepath.Join("..", "cdk.json"))
+	if err != nil {
+		panic(err)
+	}
+	flags := map[string]any{}
+	for k, v := range ctx {
+		if strings.HasPrefix(k, "@") {
+			flags[k] = v
+		}
+	}
+	return &flags
 }
 
 // mergeTemplates returns the resources and outputs of both templates as
@@ -220,6 +236,15 @@ func mergeTemplates(data, app map[string]any) (map[string]any, error) {
 			if name, ok := x["Fn::ImportValue"].(string); ok && len(x) == 1 {
 				if val, ok := exports[name]; ok {
 					return val
+				}
+				missing = append(missing, name)
+			}
+			// A weak reference (the default of cdk.json's feature flags):
+			// the data stack's output, read at deploy time.
+			if ref, ok := x["Fn::GetStackOutput"].(map[string]any); ok && len(x) == 1 {
+				name, _ := ref["OutputName"].(string)
+				if o, ok := asMap(data["Outputs"])[name]; ok {
+					return asMap(o)["Value"]
 				}
 				missing = append(missing, name)
 			}
