@@ -57,6 +57,8 @@ const (
 	CtxGuardrailVersion    = "guardrailVersion"
 	CtxTracing             = "tracing"
 	CtxBedrockRegions      = "bedrockRegions"
+	CtxCognitoMFA          = "cognitoMfa"
+	CtxCognitoThreat       = "cognitoThreatProtection"
 )
 
 // StackProps configures one environment's stack. The zero value of an
@@ -87,6 +89,14 @@ type StackProps struct {
 	// Model is CLIENTAGENT_MODEL (bedrock default DefaultBedrockModel);
 	// ModelSmall and ModelLarge the optional other flavours.
 	Model, ModelSmall, ModelLarge string
+	// CognitoMFA is the created user pool's MFA: off, optional (default)
+	// or required; a second factor is a TOTP app (no SMS).
+	CognitoMFA string
+	// CognitoThreatProtection is the created user pool's threat protection
+	// (compromised credentials, risky sign-ins): off (default), audit or
+	// enforced. Anything but off puts the pool on the Plus feature plan,
+	// billed per monthly active user.
+	CognitoThreatProtection string
 	// BedrockRegions are the regions llmstep may call the Bedrock models
 	// in (bedrock.go): empty, a model id in the stack's region, and an
 	// inference profile's model wherever the profile routes it.
@@ -266,6 +276,14 @@ func (p StackProps) withDefaults() StackProps {
 	if p.ValkeySnapshotRetentionDays > 0 && p.ValkeySnapshotTime == "" {
 		p.ValkeySnapshotTime = "03:00"
 	}
+	p.CognitoMFA = strings.ToLower(p.CognitoMFA)
+	if p.CognitoMFA == "" {
+		p.CognitoMFA = "optional"
+	}
+	p.CognitoThreatProtection = strings.ToLower(p.CognitoThreatProtection)
+	if p.CognitoThreatProtection == "" {
+		p.CognitoThreatProtection = "off"
+	}
 	if p.LambdaAccountConcurrency == 0 {
 		p.LambdaAccountConcurrency = 1000
 	}
@@ -320,6 +338,10 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("alarmEmail and alarmTopicArn: set one (subscribe the address to your topic yourself)")
 	case p.NeedsAlarmDestination() && p.AlarmEmail == "" && p.AlarmTopicArn == "":
 		return fmt.Errorf("env %s: alarms would reach nobody: set alarmEmail (-c alarmEmail=ops@example.com) or alarmTopicArn (an existing SNS topic)", p.EnvName)
+	case !slices.Contains([]string{"off", "optional", "required"}, p.CognitoMFA):
+		return fmt.Errorf("cognitoMfa %q: want off, optional or required", p.CognitoMFA)
+	case !slices.Contains([]string{"off", "audit", "enforced"}, p.CognitoThreatProtection):
+		return fmt.Errorf("cognitoThreatProtection %q: want off, audit or enforced", p.CognitoThreatProtection)
 	case p.LambdaAccountConcurrency < 10:
 		return fmt.Errorf("lambdaAccountConcurrency %d: want the account's Lambda concurrency quota (1000 by default)", p.LambdaAccountConcurrency)
 	case p.APIThrottleRateLimit < 1 || p.APIThrottleRateLimit > 10000:
@@ -484,30 +506,32 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		return b, nil
 	}
 	p := &StackProps{
-		EnvName:              envName,
-		BinDir:               str(CtxBinDir),
-		ASLFile:              str(CtxASLFile),
-		JWTIssuer:            str(CtxJWTIssuer),
-		JWTAudience:          list(CtxJWTAudience),
-		WebOrigins:           list(CtxWebOrigins),
-		LLM:                  strings.ToLower(str(CtxLLM)),
-		Model:                str(CtxModel),
-		ModelSmall:           str(CtxModelSmall),
-		ModelLarge:           str(CtxModelLarge),
-		OpenAIBaseURL:        str(CtxOpenAIBaseURL),
-		OpenAIKeySecretName:  str(CtxOpenAIKeySecretName),
-		Agents:               list(CtxAgents),
-		BedrockRegions:       list(CtxBedrockRegions),
-		AwaitTimeout:         str(CtxAwaitTimeout),
-		WorkflowsDir:         str(CtxWorkflowsDir),
-		LogLevel:             str(CtxLogLevel),
-		SystemLogLevel:       str(CtxSystemLogLevel),
-		StateMachineLogLevel: str(CtxStateMachineLog),
-		ValkeySnapshotTime:   str(CtxValkeySnapshotTime),
-		AlarmEmail:           str(CtxAlarmEmail),
-		AlarmTopicArn:        str(CtxAlarmTopicArn),
-		GuardrailID:          str(CtxGuardrailID),
-		GuardrailVersion:     str(CtxGuardrailVersion),
+		EnvName:                 envName,
+		BinDir:                  str(CtxBinDir),
+		ASLFile:                 str(CtxASLFile),
+		JWTIssuer:               str(CtxJWTIssuer),
+		JWTAudience:             list(CtxJWTAudience),
+		WebOrigins:              list(CtxWebOrigins),
+		LLM:                     strings.ToLower(str(CtxLLM)),
+		Model:                   str(CtxModel),
+		ModelSmall:              str(CtxModelSmall),
+		ModelLarge:              str(CtxModelLarge),
+		OpenAIBaseURL:           str(CtxOpenAIBaseURL),
+		OpenAIKeySecretName:     str(CtxOpenAIKeySecretName),
+		Agents:                  list(CtxAgents),
+		BedrockRegions:          list(CtxBedrockRegions),
+		AwaitTimeout:            str(CtxAwaitTimeout),
+		WorkflowsDir:            str(CtxWorkflowsDir),
+		LogLevel:                str(CtxLogLevel),
+		SystemLogLevel:          str(CtxSystemLogLevel),
+		StateMachineLogLevel:    str(CtxStateMachineLog),
+		ValkeySnapshotTime:      str(CtxValkeySnapshotTime),
+		AlarmEmail:              str(CtxAlarmEmail),
+		AlarmTopicArn:           str(CtxAlarmTopicArn),
+		CognitoMFA:              str(CtxCognitoMFA),
+		CognitoThreatProtection: str(CtxCognitoThreat),
+		GuardrailID:             str(CtxGuardrailID),
+		GuardrailVersion:        str(CtxGuardrailVersion),
 	}
 	var err error
 	if p.MCPServers, err = parseMCPServers(lookup(CtxMCPServers)); err != nil {

@@ -55,6 +55,8 @@ func TestValidate(t *testing.T) {
 		}, "not an ARN"},
 		{"bedrock inference profile", func(p *StackProps) { p.Model, p.ModelSmall = "eu.amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0" }, ""},
 		{"bedrock regions", func(p *StackProps) { p.BedrockRegions = []string{"eu-west-1", "Europe"} }, "bedrockRegions"},
+		{"cognito MFA", func(p *StackProps) { p.CognitoMFA = "sms" }, "cognitoMfa"},
+		{"cognito threat protection", func(p *StackProps) { p.CognitoThreatProtection = "on" }, "cognitoThreatProtection"},
 		{"account concurrency", func(p *StackProps) { p.LambdaAccountConcurrency = 5 }, "lambdaAccountConcurrency"},
 		{"API rate above the account's", func(p *StackProps) { p.APIThrottleRateLimit = 20000 }, "apiThrottleRateLimit"},
 		{"API burst above the account's", func(p *StackProps) { p.APIThrottleBurstLimit = 6000 }, "apiThrottleBurstLimit"},
@@ -103,6 +105,7 @@ func TestPropsFromContext(t *testing.T) {
 		LogLevel: "WARN", SystemLogLevel: "INFO", StateMachineLogLevel: "ALL", LogRetentionDays: 30,
 		ValkeyMaxStorageGB: 1, ValkeyMaxECPUPerSecond: 5000, RetainData: true, AlarmEmail: "ops@example.com",
 		APIThrottleRateLimit: 20, APIThrottleBurstLimit: 100, Tracing: new(bool), LambdaAccountConcurrency: 3000,
+		CognitoMFA: "optional", CognitoThreatProtection: "off",
 	}
 	if diff := cmp.Diff(want, got, ignoreCDKProps); diff != "" {
 		t.Errorf("PropsFromContext() (-want +got):\n%s", diff)

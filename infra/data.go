@@ -178,22 +178,37 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 
 	// Who may call, without an issuer of one's own: a Cognito user pool.
 	if p.JWTIssuer == "" {
-		d.pool = awscognito.NewUserPool(stack, jsii.String("Users"), &awscognito.UserPoolProps{
+		poolProps := &awscognito.UserPoolProps{
 			UserPoolName: suffixed(stack, prefix+"-users"),
 			// Users are created by an administrator (docs/deploy.md).
 			SelfSignUpEnabled: jsii.Bool(false),
 			SignInAliases:     &awscognito.SignInAliases{Email: jsii.Bool(true)},
 			AutoVerify:        &awscognito.AutoVerifiedAttrs{Email: jsii.Bool(true)},
 			AccountRecovery:   awscognito.AccountRecovery_EMAIL_ONLY,
-			PasswordPolicy:    &awscognito.PasswordPolicy{MinLength: jsii.Number(12)},
-			RemovalPolicy:     removal,
-		})
+			PasswordPolicy: &awscognito.PasswordPolicy{MinLength: jsii.Number(12), RequireLowercase: jsii.Bool(true),
+				RequireUppercase: jsii.Bool(true), RequireDigits: jsii.Bool(true), RequireSymbols: jsii.Bool(true)},
+			// A second factor from an authenticator app (TOTP): no SMS, so no
+			// SNS role and no per-message cost.
+			Mfa:             map[string]awscognito.Mfa{"off": awscognito.Mfa_OFF, "optional": awscognito.Mfa_OPTIONAL, "required": awscognito.Mfa_REQUIRED}[p.CognitoMFA],
+			MfaSecondFactor: &awscognito.MfaSecondFactor{Otp: jsii.Bool(true), Sms: jsii.Bool(false)},
+			RemovalPolicy:   removal,
+		}
+		if p.CognitoThreatProtection != "off" {
+			// Threat protection needs the Plus plan (per monthly active user).
+			poolProps.FeaturePlan = awscognito.FeaturePlan_PLUS
+			poolProps.StandardThreatProtectionMode = awscognito.StandardThreatProtectionMode_AUDIT_ONLY
+			if p.CognitoThreatProtection == "enforced" {
+				poolProps.StandardThreatProtectionMode = awscognito.StandardThreatProtectionMode_FULL_FUNCTION
+			}
+		}
+		d.pool = awscognito.NewUserPool(stack, jsii.String("Users"), poolProps)
 		d.client = d.pool.AddClient(jsii.String("Client"), &awscognito.UserPoolClientOptions{
 			UserPoolClientName: jsii.String(prefix + "-web-cli"),
 			// A public client (the web page, `clientagent chat`): no secret,
-			// no hosted UI; tokens by password (SRP or plain over TLS).
+			// no hosted UI; tokens by SRP only, so the password never leaves
+			// the client (no USER_PASSWORD_AUTH).
 			GenerateSecret:             jsii.Bool(false),
-			AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true), UserPassword: jsii.Bool(true)},
+			AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true)},
 			DisableOAuth:               jsii.Bool(true),
 			PreventUserExistenceErrors: jsii.Bool(true),
 		})

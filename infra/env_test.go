@@ -133,8 +133,9 @@ func TestCognitoWhenNoIssuer(t *testing.T) {
 		"UserPoolId":        client["UserPoolId"],
 	}
 	wantClient := map[string]any{
-		"GenerateSecret":    false,
-		"ExplicitAuthFlows": []any{"ALLOW_USER_PASSWORD_AUTH", "ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"},
+		"GenerateSecret": false,
+		// SRP only: no plain password flow.
+		"ExplicitAuthFlows": []any{"ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"},
 		"AllowedOAuthFlows": nil,
 		"UserPoolId":        map[string]any{"Ref": poolID},
 	}
@@ -623,7 +624,9 @@ const testAlarmTopicArn = "arn:aws:sns:eu-west-1:123456789012:ops-pager"
 
 func init() {
 	// prod from cdk.json sending its alarms to an existing topic.
-	configs["alarmtopic"] = fromCDKJSON("prod", map[string]any{CtxAlarmEmail: "", CtxAlarmTopicArn: testAlarmTopicArn})
+	// It also requires MFA and enforces threat protection (TestCognitoSecurity).
+	configs["alarmtopic"] = fromCDKJSON("prod", map[string]any{CtxAlarmEmail: "", CtxAlarmTopicArn: testAlarmTopicArn,
+		CtxCognitoMFA: "required", CtxCognitoThreat: "enforced"})
 }
 
 // The stack's alarm topic admits publishers over TLS only; an existing
@@ -680,6 +683,29 @@ func TestNoSpecialistsWarning(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: a no-specialists warning = %v, want %v (warnings %q)", config, got, want, s.warnings)
+		}
+	}
+}
+
+// The user pool's MFA (a TOTP app, no SMS) and threat protection are
+// settings: optional MFA and no threat protection by default, required MFA
+// and enforced protection (the Plus plan) when asked for.
+func TestCognitoSecurity(t *testing.T) {
+	t.Parallel()
+	type security struct{ MFA, Factors, Tier, Mode any }
+	for config, want := range map[string]security{
+		"dev":        {"OPTIONAL", []any{"SOFTWARE_TOKEN_MFA"}, nil, nil},
+		"alarmtopic": {"ON", []any{"SOFTWARE_TOKEN_MFA"}, "PLUS", "ENFORCED"},
+	} {
+		s := synth(t, config)
+		_, pool := s.one(t, "AWS::Cognito::UserPool")
+		got := security{pool["MfaConfiguration"], pool["EnabledMfas"], pool["UserPoolTier"], asMap(pool["UserPoolAddOns"])["AdvancedSecurityMode"]}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s user pool security (-want +got):\n%s", config, diff)
+		}
+		pp := asMap(asMap(pool["Policies"])["PasswordPolicy"])
+		if pp["MinimumLength"] != float64(12) || pp["RequireSymbols"] != true || pp["RequireUppercase"] != true || pp["RequireNumbers"] != true {
+			t.Errorf("%s password policy = %s, want 12 characters of every class", config, mustJSON(pp))
 		}
 	}
 }
