@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -226,6 +227,16 @@ var (
 	guardrailVersionRE = regexp.MustCompile(`^([1-9][0-9]{0,7}|DRAFT)$`)
 )
 
+// ExecutionTimeout is the turn state machine's TimeoutSeconds: a backstop
+// for an execution nothing ends, beyond any turn's waits for the user.
+const ExecutionTimeout = 7 * 24 * time.Hour
+
+// awaitFits reports whether one wait for the user fits in an execution.
+func awaitFits(s string) bool {
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0 && d < ExecutionTimeout
+}
+
 // withDefaults returns a copy of p with the documented defaults filled in.
 func (p StackProps) withDefaults() StackProps {
 	if p.EnvName == "" {
@@ -342,6 +353,8 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("cognitoMfa %q: want off, optional or required", p.CognitoMFA)
 	case !slices.Contains([]string{"off", "audit", "enforced"}, p.CognitoThreatProtection):
 		return fmt.Errorf("cognitoThreatProtection %q: want off, audit or enforced", p.CognitoThreatProtection)
+	case p.AwaitTimeout != "" && !awaitFits(p.AwaitTimeout):
+		return fmt.Errorf("awaitTimeout %q: want a Go duration below the execution's timeout (%v, statemachine/turn.asl.json TimeoutSeconds)", p.AwaitTimeout, ExecutionTimeout)
 	case p.LambdaAccountConcurrency < 10:
 		return fmt.Errorf("lambdaAccountConcurrency %d: want the account's Lambda concurrency quota (1000 by default)", p.LambdaAccountConcurrency)
 	case p.APIThrottleRateLimit < 1 || p.APIThrottleRateLimit > 10000:

@@ -55,6 +55,8 @@ func TestValidate(t *testing.T) {
 		}, "not an ARN"},
 		{"bedrock inference profile", func(p *StackProps) { p.Model, p.ModelSmall = "eu.amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0" }, ""},
 		{"bedrock regions", func(p *StackProps) { p.BedrockRegions = []string{"eu-west-1", "Europe"} }, "bedrockRegions"},
+		{"await beyond the execution's timeout", func(p *StackProps) { p.AwaitTimeout = "200h" }, "awaitTimeout"},
+		{"await within it", func(p *StackProps) { p.AwaitTimeout = "48h" }, ""},
 		{"cognito MFA", func(p *StackProps) { p.CognitoMFA = "sms" }, "cognitoMfa"},
 		{"cognito threat protection", func(p *StackProps) { p.CognitoThreatProtection = "on" }, "cognitoThreatProtection"},
 		{"account concurrency", func(p *StackProps) { p.LambdaAccountConcurrency = 5 }, "lambdaAccountConcurrency"},
