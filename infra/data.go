@@ -82,6 +82,8 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 			"S3": {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
 		},
 	})
+	suppress(d.vpc, "AwsSolutions-VPC7", "the VPC carries the functions' egress and their Valkey connections only; "+
+		"each function logs its calls, the API logs every request, and a flow log would bill per GB for no question it answers")
 	privateSubnets := d.vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS})
 	cacheSG := awsec2.NewSecurityGroup(stack, jsii.String("ValkeySecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              d.vpc,
@@ -165,6 +167,8 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		RemovalPolicy: removal,
 	})
 
+	suppress(d.artifacts, "AwsSolutions-S1", "objects are written by api and invoke alone and read through short-lived presigned URLs that api hands "+
+		"out per request, each in the API's access log; S3 access logs would need a bucket of their own to say less")
 	// The audit log (docs/design.md §8, pkg/audit): what users approved or rejected
 	// and what ran. Versioned, never expires; kept with the stack's data.
 	d.audit = awss3.NewBucket(stack, jsii.String("Audit"), &awss3.BucketProps{
@@ -175,6 +179,8 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		RemovalPolicy:     removal,
 	})
+	suppress(d.audit, "AwsSolutions-S1", "the bucket is itself the audit log: written (PutObject only) by the functions that record decisions, "+
+		"versioned, never expiring, read by nobody in the stacks")
 
 	// Who may call, without an issuer of one's own: a Cognito user pool.
 	if p.JWTIssuer == "" {
@@ -202,6 +208,12 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 			}
 		}
 		d.pool = awscognito.NewUserPool(stack, jsii.String("Users"), poolProps)
+		if p.CognitoThreatProtection == "off" {
+			suppress(d.pool, "AwsSolutions-COG8", "threat protection (the Plus plan, billed per monthly active user) is the setting cognitoThreatProtection, off by default")
+		}
+		if p.CognitoMFA != "required" {
+			suppress(d.pool, "AwsSolutions-COG2", "MFA is the setting cognitoMfa: optional (TOTP) by default, required on request")
+		}
 		d.client = d.pool.AddClient(jsii.String("Client"), &awscognito.UserPoolClientOptions{
 			UserPoolClientName: jsii.String(prefix + "-web-cli"),
 			// A public client (the web page, `clientagent chat`): no secret,
@@ -222,6 +234,7 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 			Description:   jsii.String("clientagent " + p.EnvName + ": the OpenAI-compatible API key (put-secret-value; read at each cold start)"),
 			RemovalPolicy: removal,
 		})
+		suppress(d.openAIKey, "AwsSolutions-SMG4", "an external provider's API key: no rotation function can mint one; the operator replaces it (docs/deploy.md)")
 	}
 
 	// Logs are data too: every platform function's, the state machine's and

@@ -513,6 +513,15 @@ func (a *appStack) addStateMachine() {
 	for _, key := range slices.Sorted(maps.Keys(StepFunctionKeys)) {
 		a.fns[StepFunctionKeys[key]].GrantInvoke(a.sm.Role())
 	}
+	suppress(a.sm.Role(), "AwsSolutions-IAM5", "GrantInvoke names each step function's ARN and its versions (<arn>:*); "+
+		"Resource * is Step Functions' own log delivery and X-Ray, whose actions take no resource", `/^Resource::<Fn[A-Za-z]+[0-9A-F]{8}\.Arn>:\*$/`, `/^Resource::\*$/`)
+	if !p.TracingOn() {
+		suppress(a.sm, "AwsSolutions-SF2", "tracing is the environment's setting (tracing: on in dev, staging and prod); off here on purpose")
+	}
+	if p.StateMachineLogLevel != "ALL" {
+		suppress(a.sm, "AwsSolutions-SF1", "the log level is the environment's stateMachineLogLevel: ALL in dev, ERROR elsewhere "+
+			"(every execution's full history stays in Step Functions for 90 days; a turn's own record is in Valkey)")
+	}
 }
 
 // addTurnEndedRule ends, in its record, a turn whose execution failed,
@@ -544,6 +553,7 @@ func (a *appStack) addTurnEndedRule() {
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 	})
+	suppress(a.turnEndedDLQ, "AwsSolutions-SQS3", "it is the dead-letter queue: of the turn-ended rule's target and of llmstep's asynchronous invocations (an alarm watches it)")
 	turnEnded.AddTarget(awseventstargets.NewLambdaFunction(llmFn, &awseventstargets.LambdaFunctionProps{
 		RetryAttempts:   jsii.Number(8),
 		MaxEventAge:     awscdk.Duration_Hours(jsii.Number(6)),
@@ -573,6 +583,8 @@ func (a *appStack) allowTurnControl() {
 	// request. Its resource is "*", for this action alone
 	// (TestWildcardResourcesOnlyWhereRequired).
 	allow(api, "AnswerTaskTokens", TaskTokenActions, jsii.String("*"))
+	suppress(api.Role(), "AwsSolutions-IAM5", "DescribeExecution and StopExecution on the executions of the turn state machine alone (execution:<machine>:*)",
+		`/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.*:\*$/`)
 }
 
 // addAuth sets who may call: the given issuer, or the data stack's
@@ -757,5 +769,7 @@ func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpc
 		props.VpcSubnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}
 		props.SecurityGroups = &[]awsec2.ISecurityGroup{place.sg}
 	}
-	return awslambda.NewFunction(stack, jsii.String(id), props)
+	fn := awslambda.NewFunction(stack, jsii.String(id), props)
+	suppress(role, "AwsSolutions-IAM5", functionRoleWildcardReason, functionRoleWildcards...)
+	return fn
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -79,6 +80,9 @@ type synthesized struct {
 	assembly      string // cloud assembly directory (cdk.out)
 	// warnings are both stacks' warning annotations (id: message).
 	warnings []string
+	// nagErrors are cdk-nag's AwsSolutions findings of error level that no
+	// suppression covers (TestCDKNag).
+	nagErrors []string
 }
 
 func baseProps() StackProps {
@@ -178,6 +182,8 @@ func synthesize(props StackProps, outdir string) (*synthesized, error) {
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir), Context: featureFlags()})
 	p := props
 	dep := NewDeployment(app, &p)
+	// cdk-nag's AwsSolutions pack checks every resource at synthesis.
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Reports: jsii.Bool(false)}), nil)
 	appTpl := *assertions.Template_FromStack(dep.App, nil).ToJSON()
 	dataTpl := *assertions.Template_FromStack(dep.Data, nil).ToJSON()
 	asm := app.Synth(nil)
@@ -186,15 +192,19 @@ func synthesize(props StackProps, outdir string) (*synthesized, error) {
 		return nil, err
 	}
 	protected := dep.Data.TerminationProtection() != nil && *dep.Data.TerminationProtection()
-	var warnings []string
+	var warnings, nagErrors []string
 	for _, st := range []awscdk.Stack{dep.Data, dep.App} {
-		for _, m := range *assertions.Annotations_FromStack(st).FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+		a := assertions.Annotations_FromStack(st)
+		for _, m := range *a.FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
 			warnings = append(warnings, fmt.Sprint(m.Entry.Data))
+		}
+		for _, m := range *a.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))) {
+			nagErrors = append(nagErrors, *m.Id+": "+fmt.Sprint(m.Entry.Data))
 		}
 	}
 	return &synthesized{
 		props: props.withDefaults(), tpl: assertions.Template_FromJSON(&merged, nil), json: merged,
-		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(), warnings: warnings,
+		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(), warnings: warnings, nagErrors: nagErrors,
 	}, nil
 }
 
