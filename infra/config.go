@@ -59,6 +59,11 @@ const (
 	CtxTracing             = "tracing"
 	CtxBedrockRegions      = "bedrockRegions"
 	CtxCognitoMFA          = "cognitoMfa"
+	CtxConversationQuota   = "conversationQuota"
+	CtxMaxFileSize         = "maxFileSize"
+	CtxFileTimeout         = "fileTimeout"
+	CtxFileMinRate         = "fileMinRate"
+	CtxFileRateWindow      = "fileRateWindow"
 	CtxCognitoThreat       = "cognitoThreatProtection"
 )
 
@@ -90,6 +95,13 @@ type StackProps struct {
 	// Model is CLIENTAGENT_MODEL (bedrock default DefaultBedrockModel);
 	// ModelSmall and ModelLarge the optional other flavours.
 	Model, ModelSmall, ModelLarge string
+	// ConversationQuota, MaxFileSize, FileTimeout, FileMinRate and
+	// FileRateWindow are the platform's file bounds
+	// (CLIENTAGENT_CONVERSATION_QUOTA, CLIENTAGENT_MAX_FILE_SIZE,
+	// CLIENTAGENT_FILE_TIMEOUT, CLIENTAGENT_FILE_MIN_RATE,
+	// CLIENTAGENT_FILE_RATE_WINDOW; pkg/platform FilesFromEnv): sizes such as
+	// 1GiB or 512MiB, durations such as 2m. Empty: the platform's default.
+	ConversationQuota, MaxFileSize, FileTimeout, FileMinRate, FileRateWindow string
 	// CognitoMFA is the created user pool's MFA: off, optional (default)
 	// or required; a second factor is a TOTP app (no SMS).
 	CognitoMFA string
@@ -220,8 +232,10 @@ var (
 var (
 	envNameRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
 	snapshotTimeRE = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
-	regionRE       = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$`)
-	snsTopicArnRE  = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
+	// A size as pkg/platform's ParseBytes reads it.
+	byteSizeRE    = regexp.MustCompile(`^[0-9]+ *([KMGkmg](i?[Bb])?)?$`)
+	regionRE      = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$`)
+	snsTopicArnRE = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	// A guardrail's id (not its ARN: the stack builds the ARN it grants on).
 	guardrailIDRE      = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
 	guardrailVersionRE = regexp.MustCompile(`^([1-9][0-9]{0,7}|DRAFT)$`)
@@ -367,6 +381,16 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("guardrailId %q: want the guardrail's id (lowercase letters and digits), not its ARN", p.GuardrailID)
 	case p.GuardrailVersion != "" && !guardrailVersionRE.MatchString(p.GuardrailVersion):
 		return fmt.Errorf("guardrailVersion %q: want a version number or DRAFT", p.GuardrailVersion)
+	}
+	for _, b := range []struct{ key, v string }{{CtxConversationQuota, p.ConversationQuota}, {CtxMaxFileSize, p.MaxFileSize}, {CtxFileMinRate, p.FileMinRate}} {
+		if b.v != "" && !byteSizeRE.MatchString(b.v) {
+			return fmt.Errorf("%s %q: want a size in bytes, e.g. 1048576, 512KiB, 100MiB or 1GiB", b.key, b.v)
+		}
+	}
+	for _, b := range []struct{ key, v string }{{CtxFileTimeout, p.FileTimeout}, {CtxFileRateWindow, p.FileRateWindow}} {
+		if d, err := time.ParseDuration(b.v); b.v != "" && (err != nil || d <= 0) {
+			return fmt.Errorf("%s %q: want a positive Go duration, e.g. 30s or 2m", b.key, b.v)
+		}
 	}
 	if p.LLM == LLMBedrock {
 		for _, m := range bedrockModels(p) {

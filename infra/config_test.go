@@ -57,6 +57,12 @@ func TestValidate(t *testing.T) {
 		{"bedrock regions", func(p *StackProps) { p.BedrockRegions = []string{"eu-west-1", "Europe"} }, "bedrockRegions"},
 		{"await beyond the execution's timeout", func(p *StackProps) { p.AwaitTimeout = "200h" }, "awaitTimeout"},
 		{"await within it", func(p *StackProps) { p.AwaitTimeout = "48h" }, ""},
+		{"conversation quota", func(p *StackProps) { p.ConversationQuota = "lots" }, "conversationQuota"},
+		{"file size", func(p *StackProps) { p.MaxFileSize = "1TB" }, "maxFileSize"},
+		{"file timeout", func(p *StackProps) { p.FileTimeout = "2" }, "fileTimeout"},
+		{"file bounds", func(p *StackProps) {
+			p.ConversationQuota, p.MaxFileSize, p.FileMinRate, p.FileTimeout, p.FileRateWindow = "0", "512MiB", "8KiB", "2m", "10s"
+		}, ""},
 		{"cognito MFA", func(p *StackProps) { p.CognitoMFA = "sms" }, "cognitoMfa"},
 		{"cognito threat protection", func(p *StackProps) { p.CognitoThreatProtection = "on" }, "cognitoThreatProtection"},
 		{"account concurrency", func(p *StackProps) { p.LambdaAccountConcurrency = 5 }, "lambdaAccountConcurrency"},

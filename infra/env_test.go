@@ -709,3 +709,27 @@ func TestCognitoSecurity(t *testing.T) {
 		}
 	}
 }
+
+// The file bounds of the configuration reach every platform function as
+// pkg/platform's FilesFromEnv reads them; unset, the functions keep the
+// platform's defaults (no variable).
+func TestFileBoundsEnvironment(t *testing.T) {
+	t.Parallel()
+	want := map[string]any{"CLIENTAGENT_CONVERSATION_QUOTA": "500MiB", "CLIENTAGENT_MAX_FILE_SIZE": "64MiB",
+		"CLIENTAGENT_FILE_TIMEOUT": "90s", "CLIENTAGENT_FILE_MIN_RATE": "16KiB", "CLIENTAGENT_FILE_RATE_WINDOW": "20s"}
+	for config, set := range map[string]bool{"openai": true, "bedrock": false} {
+		s := synth(t, config)
+		for _, name := range functionNames() {
+			_, fn := s.function(t, name)
+			env := envOf(fn)
+			for k, v := range want {
+				if set && env[k] != v {
+					t.Errorf("%s: %s %s = %v, want %v", config, name, k, env[k], v)
+				}
+				if _, ok := env[k]; !set && ok {
+					t.Errorf("%s: %s %s = %v, want unset (the default)", config, name, k, env[k])
+				}
+			}
+		}
+	}
+}

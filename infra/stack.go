@@ -350,6 +350,12 @@ func (a *appStack) functionEnv() map[string]*string {
 		"CLIENTAGENT_MODEL_LARGE":   p.ModelLarge,
 		"OPENAI_BASE_URL":           p.OpenAIBaseURL,
 		"CLIENTAGENT_AWAIT_TIMEOUT": p.AwaitTimeout,
+		// The file bounds (pkg/platform FilesFromEnv).
+		"CLIENTAGENT_CONVERSATION_QUOTA": p.ConversationQuota,
+		"CLIENTAGENT_MAX_FILE_SIZE":      p.MaxFileSize,
+		"CLIENTAGENT_FILE_TIMEOUT":       p.FileTimeout,
+		"CLIENTAGENT_FILE_MIN_RATE":      p.FileMinRate,
+		"CLIENTAGENT_FILE_RATE_WINDOW":   p.FileRateWindow,
 	} {
 		if v != "" {
 			env[k] = jsii.String(v)

@@ -110,6 +110,7 @@ var configs = map[string]func() StackProps{
 		p.DemoAgents = false
 		p.Agents = []string{"https://a.example.com/agents/x", "https://b.example.com"}
 		p.WorkflowsDir = filepath.Join("..", "testdata", "workflows")
+		p.ConversationQuota, p.MaxFileSize, p.FileTimeout, p.FileMinRate, p.FileRateWindow = "500MiB", "64MiB", "90s", "16KiB", "20s"
 		return p
 	},
 }
