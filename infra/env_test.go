@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -730,6 +733,31 @@ func TestFileBoundsEnvironment(t *testing.T) {
 					t.Errorf("%s: %s %s = %v, want unset (the default)", config, name, k, env[k])
 				}
 			}
+		}
+	}
+}
+
+// docs/deploy.md states how many alarms a deployment has, with and
+// without the demo specialists: the templates have that many.
+func TestAlarmCountInDocs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\((\d+) with the demo specialists, (\d+) without`).FindStringSubmatch(string(b))
+	cost := regexp.MustCompile(`CloudWatch alarms, \$0\.10 each \| \$[0-9.]+ \((\d+)\) \| \$[0-9.]+ \((\d+), no demo specialists\)`).FindStringSubmatch(string(b))
+	if m == nil || cost == nil {
+		t.Fatalf("docs/deploy.md: no alarm counts found (want \"(N with the demo specialists, M without\" and the cost table's row)")
+	}
+	for i, config := range []string{"bedrock", "prod"} {
+		s := synth(t, config)
+		if s.props.DemoAgents != (i == 0) {
+			t.Fatalf("%s: demo specialists %v, want %v", config, s.props.DemoAgents, i == 0)
+		}
+		n := strconv.Itoa(len(s.resources("AWS::CloudWatch::Alarm")))
+		if m[i+1] != n || cost[i+1] != n {
+			t.Errorf("%s has %s alarms; docs/deploy.md says %s (watch list) and %s (cost table)", config, n, m[i+1], cost[i+1])
 		}
 	}
 }
