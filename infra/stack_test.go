@@ -193,20 +193,49 @@ func synthesize(props StackProps, outdir string) (*synthesized, error) {
 		return nil, err
 	}
 	protected := dep.Data.TerminationProtection() != nil && *dep.Data.TerminationProtection()
-	var warnings, nagErrors []string
-	for _, st := range []awscdk.Stack{dep.Data, dep.App} {
-		a := assertions.Annotations_FromStack(st)
-		for _, m := range *a.FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
-			warnings = append(warnings, fmt.Sprint(m.Entry.Data))
-		}
-		for _, m := range *a.FindError(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*"))) {
-			nagErrors = append(nagErrors, *m.Id+": "+fmt.Sprint(m.Entry.Data))
-		}
+	warnings, nagErrors, err := assemblyMessages(*asm.Directory())
+	if err != nil {
+		return nil, err
 	}
 	return &synthesized{
 		props: props.withDefaults(), tpl: assertions.Template_FromJSON(&merged, nil), json: merged,
 		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(), warnings: warnings, nagErrors: nagErrors,
 	}, nil
+}
+
+// assemblyMessages reads the warnings of every stack in a cloud assembly
+// and its errors of cdk-nag's AwsSolutions pack, from the stacks'
+// <stack>.metadata.json (construct path → entries).
+func assemblyMessages(dir string) (warnings, nagErrors []string, err error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.metadata.json"))
+	if err != nil || len(files) == 0 {
+		return nil, nil, fmt.Errorf("no stack metadata in %s (%v)", dir, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		var meta map[string][]struct {
+			Type string `json:"type"`
+			Data any    `json:"data"`
+		}
+		if err := json.Unmarshal(b, &meta); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for path, entries := range meta {
+			for _, e := range entries {
+				msg := fmt.Sprint(e.Data)
+				switch {
+				case e.Type == "aws:cdk:warning":
+					warnings = append(warnings, msg)
+				case e.Type == "aws:cdk:error" && strings.HasPrefix(msg, "AwsSolutions-"):
+					nagErrors = append(nagErrors, path+": "+msg)
+				}
+			}
+		}
+	}
+	return warnings, nagErrors, nil
 }
 
 // featureFlags are the CDK feature flags of the repository's cdk.json, so
