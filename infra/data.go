@@ -82,8 +82,20 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 			"S3": {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
 		},
 	})
-	suppress(d.vpc, "AwsSolutions-VPC7", "the VPC carries the functions' egress and their Valkey connections only; "+
-		"each function logs its calls, the API logs every request, and a flow log would bill per GB for no question it answers")
+	// A flow log of the rejected traffic only: what a security group
+	// refused (a function that lost its way to the cache, a probe) is the
+	// question it answers, at a fraction of logging all traffic.
+	flowLogs := awslogs.NewLogGroup(stack, jsii.String("VpcFlowLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  suffixed(stack, "/"+prefix+"/vpc-flow-rejected"),
+		Retention:     retentionDays[p.LogRetentionDays],
+		RemovalPolicy: removal,
+	})
+	flow := d.vpc.AddFlowLog(jsii.String("RejectedTraffic"), &awsec2.FlowLogOptions{
+		Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(flowLogs, nil),
+		TrafficType: awsec2.FlowLogTrafficType_REJECT,
+	})
+	suppress(flow, "AwsSolutions-IAM5", "the flow log's role writes log streams of its one log group (<group arn>:*), as VPC Flow Logs needs",
+		`/^Resource::<VpcFlowLogs[0-9A-F]{8}\.Arn>(:\*)?$/`, `/^Resource::\*$/`)
 	privateSubnets := d.vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS})
 	cacheSG := awsec2.NewSecurityGroup(stack, jsii.String("ValkeySecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              d.vpc,
