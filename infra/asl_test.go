@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"slices"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -174,4 +176,69 @@ func nextsOf(st map[string]any) []any {
 		}
 	}
 	return out
+}
+
+// retryBudget is the longest a retrier keeps retrying: the sum of its
+// waits, each its interval times BackoffRate^n capped at MaxDelaySeconds
+// (with FULL jitter a wait is drawn below that, so the expected sum is
+// half of it).
+func retryBudget(r map[string]any) time.Duration {
+	interval, _ := r["IntervalSeconds"].(float64)
+	if interval == 0 {
+		interval = 1
+	}
+	rate, _ := r["BackoffRate"].(float64)
+	if rate == 0 {
+		rate = 2
+	}
+	maxDelay, _ := r["MaxDelaySeconds"].(float64)
+	attempts, _ := r["MaxAttempts"].(float64)
+	var sum float64
+	for i := 0; i < int(attempts); i++ {
+		w := interval * math.Pow(rate, float64(i))
+		if maxDelay > 0 {
+			w = math.Min(w, maxDelay)
+		}
+		sum += w
+	}
+	if r["JitterStrategy"] == "FULL" {
+		sum /= 2
+	}
+	return time.Duration(sum * float64(time.Second))
+}
+
+// Every Task rides out a 2-minute store outage (TransientError) and 2
+// minutes of the account's Lambda throttling (TooManyRequestsException,
+// with its own retrier: the other service errors need not wait that long),
+// and the execution as a whole has a timeout beyond any turn's waits.
+func TestTaskRetryBudgets(t *testing.T) {
+	t.Parallel()
+	def := readASL(t)
+	for name, st := range aslStates(def) {
+		if st["Type"] != "Task" || name == "FailTurn" {
+			continue // FailTurn records the failure of a turn that already failed
+		}
+		budgets := map[string]time.Duration{}
+		for _, r := range asList(st["Retry"]) {
+			for _, e := range asList(asMap(r)["ErrorEquals"]) {
+				if s, ok := e.(string); ok {
+					budgets[s] = retryBudget(asMap(r))
+				}
+			}
+		}
+		for _, e := range []string{"TransientError", "Lambda.TooManyRequestsException"} {
+			if budgets[e] < 2*time.Minute {
+				t.Errorf("%s retries %s for %v, want at least 2m", name, e, budgets[e])
+			}
+		}
+	}
+	// pkg/turn's default wait for the user is 24 h per pause.
+	const awaitDefault = 24 * time.Hour
+	timeout, _ := def["TimeoutSeconds"].(float64)
+	if time.Duration(timeout)*time.Second != ExecutionTimeout {
+		t.Errorf("execution TimeoutSeconds = %v, want ExecutionTimeout %v (which awaitTimeout must stay below)", timeout, ExecutionTimeout)
+	}
+	if time.Duration(timeout)*time.Second < 2*awaitDefault {
+		t.Errorf("execution TimeoutSeconds = %v, want at least two of the default waits for the user (%v)", timeout, awaitDefault)
+	}
 }

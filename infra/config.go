@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -48,12 +49,22 @@ const (
 	CtxValkeySnapshotTime  = "valkeySnapshotTime"
 	CtxRetainData          = "retainData"
 	CtxAlarmEmail          = "alarmEmail"
+	CtxAlarmTopicArn       = "alarmTopicArn"
+	CtxAccountConcurrency  = "lambdaAccountConcurrency"
 	CtxWorkflowsDir        = "workflowsDir"
 	CtxAPIThrottleRate     = "apiThrottleRateLimit"
 	CtxAPIThrottleBurst    = "apiThrottleBurstLimit"
 	CtxGuardrailID         = "guardrailId"
 	CtxGuardrailVersion    = "guardrailVersion"
 	CtxTracing             = "tracing"
+	CtxBedrockRegions      = "bedrockRegions"
+	CtxCognitoMFA          = "cognitoMfa"
+	CtxConversationQuota   = "conversationQuota"
+	CtxMaxFileSize         = "maxFileSize"
+	CtxFileTimeout         = "fileTimeout"
+	CtxFileMinRate         = "fileMinRate"
+	CtxFileRateWindow      = "fileRateWindow"
+	CtxCognitoThreat       = "cognitoThreatProtection"
 )
 
 // StackProps configures one environment's stack. The zero value of an
@@ -84,6 +95,25 @@ type StackProps struct {
 	// Model is CLIENTAGENT_MODEL (bedrock default DefaultBedrockModel);
 	// ModelSmall and ModelLarge the optional other flavours.
 	Model, ModelSmall, ModelLarge string
+	// ConversationQuota, MaxFileSize, FileTimeout, FileMinRate and
+	// FileRateWindow are the platform's file bounds
+	// (CLIENTAGENT_CONVERSATION_QUOTA, CLIENTAGENT_MAX_FILE_SIZE,
+	// CLIENTAGENT_FILE_TIMEOUT, CLIENTAGENT_FILE_MIN_RATE,
+	// CLIENTAGENT_FILE_RATE_WINDOW; pkg/platform FilesFromEnv): sizes such as
+	// 1GiB or 512MiB, durations such as 2m. Empty: the platform's default.
+	ConversationQuota, MaxFileSize, FileTimeout, FileMinRate, FileRateWindow string
+	// CognitoMFA is the created user pool's MFA: off, optional (default)
+	// or required; a second factor is a TOTP app (no SMS).
+	CognitoMFA string
+	// CognitoThreatProtection is the created user pool's threat protection
+	// (compromised credentials, risky sign-ins): off (default), audit or
+	// enforced. Anything but off puts the pool on the Plus feature plan,
+	// billed per monthly active user.
+	CognitoThreatProtection string
+	// BedrockRegions are the regions llmstep may call the Bedrock models
+	// in (bedrock.go): empty, a model id in the stack's region, and an
+	// inference profile's model wherever the profile routes it.
+	BedrockRegions []string
 	// OpenAIBaseURL is OPENAI_BASE_URL (empty: api.openai.com).
 	OpenAIBaseURL string
 	// OpenAIKeySecretName names an existing Secrets Manager secret holding the
@@ -141,6 +171,15 @@ type StackProps struct {
 	RetainData bool
 	// AlarmEmail, when set, subscribes this address to the alarm topic.
 	AlarmEmail string
+	// AlarmTopicArn, when set, is an existing SNS topic the alarms go to
+	// instead of one the stack creates (a pager's, a chat integration's).
+	// An environment that needs an alarm destination (NeedsAlarmDestination)
+	// must set it or AlarmEmail.
+	AlarmTopicArn string
+	// LambdaAccountConcurrency is the account's Lambda concurrency quota
+	// in the region (default 1000, Lambda's default): the account
+	// concurrency alarm fires at 80% of it.
+	LambdaAccountConcurrency int
 
 	// APIThrottleRateLimit and APIThrottleBurstLimit are the HTTP API
 	// stage's default route throttling: steady requests per second and the
@@ -173,6 +212,13 @@ type StackProps struct {
 	Tracing *bool
 }
 
+// NeedsAlarmDestination reports whether the environment may not deploy
+// without someone to tell: staging, prod, and any environment that retains
+// its data.
+func (p StackProps) NeedsAlarmDestination() bool {
+	return p.EnvName == "staging" || p.EnvName == "prod" || p.RetainData
+}
+
 // TracingOn reports whether the environment traces (Tracing, default on).
 func (p StackProps) TracingOn() bool { return p.Tracing == nil || *p.Tracing }
 
@@ -186,10 +232,24 @@ var (
 var (
 	envNameRE      = regexp.MustCompile(`^[a-z][a-z0-9-]{0,19}$`)
 	snapshotTimeRE = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+	// A size as pkg/platform's ParseBytes reads it.
+	byteSizeRE    = regexp.MustCompile(`^[0-9]+ *([KMGkmg](i?[Bb])?)?$`)
+	regionRE      = regexp.MustCompile(`^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]$`)
+	snsTopicArnRE = regexp.MustCompile(`^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$`)
 	// A guardrail's id (not its ARN: the stack builds the ARN it grants on).
 	guardrailIDRE      = regexp.MustCompile(`^[a-z0-9]{1,64}$`)
 	guardrailVersionRE = regexp.MustCompile(`^([1-9][0-9]{0,7}|DRAFT)$`)
 )
+
+// ExecutionTimeout is the turn state machine's TimeoutSeconds: a backstop
+// for an execution nothing ends, beyond any turn's waits for the user.
+const ExecutionTimeout = 7 * 24 * time.Hour
+
+// awaitFits reports whether one wait for the user fits in an execution.
+func awaitFits(s string) bool {
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0 && d < ExecutionTimeout
+}
 
 // withDefaults returns a copy of p with the documented defaults filled in.
 func (p StackProps) withDefaults() StackProps {
@@ -241,6 +301,17 @@ func (p StackProps) withDefaults() StackProps {
 	if p.ValkeySnapshotRetentionDays > 0 && p.ValkeySnapshotTime == "" {
 		p.ValkeySnapshotTime = "03:00"
 	}
+	p.CognitoMFA = strings.ToLower(p.CognitoMFA)
+	if p.CognitoMFA == "" {
+		p.CognitoMFA = "optional"
+	}
+	p.CognitoThreatProtection = strings.ToLower(p.CognitoThreatProtection)
+	if p.CognitoThreatProtection == "" {
+		p.CognitoThreatProtection = "off"
+	}
+	if p.LambdaAccountConcurrency == 0 {
+		p.LambdaAccountConcurrency = 1000
+	}
 	if p.APIThrottleRateLimit == 0 {
 		p.APIThrottleRateLimit = 50
 	}
@@ -286,6 +357,20 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("valkeySnapshotTime %q: want HH:MM (UTC)", p.ValkeySnapshotTime)
 	case p.AlarmEmail != "" && !strings.Contains(p.AlarmEmail, "@"):
 		return fmt.Errorf("alarmEmail %q: want an email address", p.AlarmEmail)
+	case p.AlarmTopicArn != "" && !snsTopicArnRE.MatchString(p.AlarmTopicArn):
+		return fmt.Errorf("alarmTopicArn %q: want an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)", p.AlarmTopicArn)
+	case p.AlarmEmail != "" && p.AlarmTopicArn != "":
+		return fmt.Errorf("alarmEmail and alarmTopicArn: set one (subscribe the address to your topic yourself)")
+	case p.NeedsAlarmDestination() && p.AlarmEmail == "" && p.AlarmTopicArn == "":
+		return fmt.Errorf("env %s: alarms would reach nobody: set alarmEmail (-c alarmEmail=ops@example.com) or alarmTopicArn (an existing SNS topic)", p.EnvName)
+	case !slices.Contains([]string{"off", "optional", "required"}, p.CognitoMFA):
+		return fmt.Errorf("cognitoMfa %q: want off, optional or required", p.CognitoMFA)
+	case !slices.Contains([]string{"off", "audit", "enforced"}, p.CognitoThreatProtection):
+		return fmt.Errorf("cognitoThreatProtection %q: want off, audit or enforced", p.CognitoThreatProtection)
+	case p.AwaitTimeout != "" && !awaitFits(p.AwaitTimeout):
+		return fmt.Errorf("awaitTimeout %q: want a Go duration below the execution's timeout (%v, statemachine/turn.asl.json TimeoutSeconds)", p.AwaitTimeout, ExecutionTimeout)
+	case p.LambdaAccountConcurrency < 10:
+		return fmt.Errorf("lambdaAccountConcurrency %d: want the account's Lambda concurrency quota (1000 by default)", p.LambdaAccountConcurrency)
 	case p.APIThrottleRateLimit < 1 || p.APIThrottleRateLimit > 10000:
 		return fmt.Errorf("apiThrottleRateLimit %d: want 1 to 10000 requests per second (the account's limit)", p.APIThrottleRateLimit)
 	case p.APIThrottleBurstLimit < 1 || p.APIThrottleBurstLimit > 5000:
@@ -296,6 +381,28 @@ func (p StackProps) Validate() error {
 		return fmt.Errorf("guardrailId %q: want the guardrail's id (lowercase letters and digits), not its ARN", p.GuardrailID)
 	case p.GuardrailVersion != "" && !guardrailVersionRE.MatchString(p.GuardrailVersion):
 		return fmt.Errorf("guardrailVersion %q: want a version number or DRAFT", p.GuardrailVersion)
+	}
+	for _, b := range []struct{ key, v string }{{CtxConversationQuota, p.ConversationQuota}, {CtxMaxFileSize, p.MaxFileSize}, {CtxFileMinRate, p.FileMinRate}} {
+		if b.v != "" && !byteSizeRE.MatchString(b.v) {
+			return fmt.Errorf("%s %q: want a size in bytes, e.g. 1048576, 512KiB, 100MiB or 1GiB", b.key, b.v)
+		}
+	}
+	for _, b := range []struct{ key, v string }{{CtxFileTimeout, p.FileTimeout}, {CtxFileRateWindow, p.FileRateWindow}} {
+		if d, err := time.ParseDuration(b.v); b.v != "" && (err != nil || d <= 0) {
+			return fmt.Errorf("%s %q: want a positive Go duration, e.g. 30s or 2m", b.key, b.v)
+		}
+	}
+	if p.LLM == LLMBedrock {
+		for _, m := range bedrockModels(p) {
+			if !bedrockModelRE.MatchString(m) {
+				return fmt.Errorf("model %q: want a Bedrock model id (amazon.nova-pro-v1:0) or an inference profile id (us.amazon.nova-pro-v1:0), not an ARN", m)
+			}
+		}
+		for _, r := range p.BedrockRegions {
+			if !regionRE.MatchString(r) {
+				return fmt.Errorf("bedrockRegions %q: want region names such as us-east-1", r)
+			}
+		}
 	}
 	if err := checkMCPServers(p.MCPServers); err != nil {
 		return err
@@ -436,28 +543,32 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		return b, nil
 	}
 	p := &StackProps{
-		EnvName:              envName,
-		BinDir:               str(CtxBinDir),
-		ASLFile:              str(CtxASLFile),
-		JWTIssuer:            str(CtxJWTIssuer),
-		JWTAudience:          list(CtxJWTAudience),
-		WebOrigins:           list(CtxWebOrigins),
-		LLM:                  strings.ToLower(str(CtxLLM)),
-		Model:                str(CtxModel),
-		ModelSmall:           str(CtxModelSmall),
-		ModelLarge:           str(CtxModelLarge),
-		OpenAIBaseURL:        str(CtxOpenAIBaseURL),
-		OpenAIKeySecretName:  str(CtxOpenAIKeySecretName),
-		Agents:               list(CtxAgents),
-		AwaitTimeout:         str(CtxAwaitTimeout),
-		WorkflowsDir:         str(CtxWorkflowsDir),
-		LogLevel:             str(CtxLogLevel),
-		SystemLogLevel:       str(CtxSystemLogLevel),
-		StateMachineLogLevel: str(CtxStateMachineLog),
-		ValkeySnapshotTime:   str(CtxValkeySnapshotTime),
-		AlarmEmail:           str(CtxAlarmEmail),
-		GuardrailID:          str(CtxGuardrailID),
-		GuardrailVersion:     str(CtxGuardrailVersion),
+		EnvName:                 envName,
+		BinDir:                  str(CtxBinDir),
+		ASLFile:                 str(CtxASLFile),
+		JWTIssuer:               str(CtxJWTIssuer),
+		JWTAudience:             list(CtxJWTAudience),
+		WebOrigins:              list(CtxWebOrigins),
+		LLM:                     strings.ToLower(str(CtxLLM)),
+		Model:                   str(CtxModel),
+		ModelSmall:              str(CtxModelSmall),
+		ModelLarge:              str(CtxModelLarge),
+		OpenAIBaseURL:           str(CtxOpenAIBaseURL),
+		OpenAIKeySecretName:     str(CtxOpenAIKeySecretName),
+		Agents:                  list(CtxAgents),
+		BedrockRegions:          list(CtxBedrockRegions),
+		AwaitTimeout:            str(CtxAwaitTimeout),
+		WorkflowsDir:            str(CtxWorkflowsDir),
+		LogLevel:                str(CtxLogLevel),
+		SystemLogLevel:          str(CtxSystemLogLevel),
+		StateMachineLogLevel:    str(CtxStateMachineLog),
+		ValkeySnapshotTime:      str(CtxValkeySnapshotTime),
+		AlarmEmail:              str(CtxAlarmEmail),
+		AlarmTopicArn:           str(CtxAlarmTopicArn),
+		CognitoMFA:              str(CtxCognitoMFA),
+		CognitoThreatProtection: str(CtxCognitoThreat),
+		GuardrailID:             str(CtxGuardrailID),
+		GuardrailVersion:        str(CtxGuardrailVersion),
 	}
 	var err error
 	if p.MCPServers, err = parseMCPServers(lookup(CtxMCPServers)); err != nil {
@@ -487,6 +598,7 @@ func PropsFromContext(get func(key string) any) (*StackProps, error) {
 		{CtxValkeySnapshotDays, &p.ValkeySnapshotRetentionDays, true},
 		{CtxAPIThrottleRate, &p.APIThrottleRateLimit, false},
 		{CtxAPIThrottleBurst, &p.APIThrottleBurstLimit, false},
+		{CtxAccountConcurrency, &p.LambdaAccountConcurrency, false},
 	} {
 		if *n.dst, err = num(n.key, n.zeroOK); err != nil {
 			return nil, err

@@ -41,6 +41,31 @@ func TestValidate(t *testing.T) {
 		{"snapshot retention", func(p *StackProps) { p.ValkeySnapshotRetentionDays = 36 }, "valkeySnapshotRetentionDays"},
 		{"snapshot time", func(p *StackProps) { p.ValkeySnapshotRetentionDays, p.ValkeySnapshotTime = 1, "25:00" }, "valkeySnapshotTime"},
 		{"alarm email", func(p *StackProps) { p.AlarmEmail = "ops" }, "alarmEmail"},
+		{"alarm topic not an ARN", func(p *StackProps) { p.AlarmTopicArn = "ops-alarms" }, "alarmTopicArn"},
+		{"alarm email and topic", func(p *StackProps) {
+			p.AlarmEmail, p.AlarmTopicArn = "ops@example.com", "arn:aws:sns:eu-west-1:123456789012:ops"
+		}, "set one"},
+		{"prod without an alarm destination", func(p *StackProps) { p.EnvName = "prod" }, "alarms would reach nobody"},
+		{"staging without an alarm destination", func(p *StackProps) { p.EnvName = "staging" }, "alarms would reach nobody"},
+		{"retained data without an alarm destination", func(p *StackProps) { p.RetainData = true }, "alarms would reach nobody"},
+		{"prod with an alarm email", func(p *StackProps) { p.EnvName, p.AlarmEmail = "prod", "ops@example.com" }, ""},
+		{"prod with an alarm topic", func(p *StackProps) { p.EnvName, p.AlarmTopicArn = "prod", "arn:aws:sns:eu-west-1:123456789012:ops" }, ""},
+		{"bedrock model as an ARN", func(p *StackProps) {
+			p.Model = "arn:aws:bedrock:us-east-1::foundation-model/amazon.nova-pro-v1:0"
+		}, "not an ARN"},
+		{"bedrock inference profile", func(p *StackProps) { p.Model, p.ModelSmall = "eu.amazon.nova-pro-v1:0", "amazon.nova-lite-v1:0" }, ""},
+		{"bedrock regions", func(p *StackProps) { p.BedrockRegions = []string{"eu-west-1", "Europe"} }, "bedrockRegions"},
+		{"await beyond the execution's timeout", func(p *StackProps) { p.AwaitTimeout = "200h" }, "awaitTimeout"},
+		{"await within it", func(p *StackProps) { p.AwaitTimeout = "48h" }, ""},
+		{"conversation quota", func(p *StackProps) { p.ConversationQuota = "lots" }, "conversationQuota"},
+		{"file size", func(p *StackProps) { p.MaxFileSize = "1TB" }, "maxFileSize"},
+		{"file timeout", func(p *StackProps) { p.FileTimeout = "2" }, "fileTimeout"},
+		{"file bounds", func(p *StackProps) {
+			p.ConversationQuota, p.MaxFileSize, p.FileMinRate, p.FileTimeout, p.FileRateWindow = "0", "512MiB", "8KiB", "2m", "10s"
+		}, ""},
+		{"cognito MFA", func(p *StackProps) { p.CognitoMFA = "sms" }, "cognitoMfa"},
+		{"cognito threat protection", func(p *StackProps) { p.CognitoThreatProtection = "on" }, "cognitoThreatProtection"},
+		{"account concurrency", func(p *StackProps) { p.LambdaAccountConcurrency = 5 }, "lambdaAccountConcurrency"},
 		{"API rate above the account's", func(p *StackProps) { p.APIThrottleRateLimit = 20000 }, "apiThrottleRateLimit"},
 		{"API burst above the account's", func(p *StackProps) { p.APIThrottleBurstLimit = 6000 }, "apiThrottleBurstLimit"},
 	}
@@ -73,7 +98,7 @@ func TestPropsFromContext(t *testing.T) {
 		CtxDemoAgents: "false", CtxArtifactExpiryDays: "7", CtxNATGateways: float64(2),
 		CtxAgents: "https://x.example/a,https://y.example", CtxLogLevel: "warn",
 		CtxValkeySnapshotDays: "0", CtxRetainData: true, CtxAlarmEmail: "ops@example.com",
-		CtxAPIThrottleRate: float64(20), CtxTracing: false,
+		CtxAPIThrottleRate: float64(20), CtxTracing: false, CtxAccountConcurrency: "3000",
 	}
 	got, err := PropsFromContext(func(k string) any { return ctx[k] })
 	if err != nil {
@@ -87,7 +112,8 @@ func TestPropsFromContext(t *testing.T) {
 		DemoAgents: false, ArtifactExpiryDays: 7, NATGateways: 2,
 		LogLevel: "WARN", SystemLogLevel: "INFO", StateMachineLogLevel: "ALL", LogRetentionDays: 30,
 		ValkeyMaxStorageGB: 1, ValkeyMaxECPUPerSecond: 5000, RetainData: true, AlarmEmail: "ops@example.com",
-		APIThrottleRateLimit: 20, APIThrottleBurstLimit: 100, Tracing: new(bool),
+		APIThrottleRateLimit: 20, APIThrottleBurstLimit: 100, Tracing: new(bool), LambdaAccountConcurrency: 3000,
+		CognitoMFA: "optional", CognitoThreatProtection: "off",
 	}
 	if diff := cmp.Diff(want, got, ignoreCDKProps); diff != "" {
 		t.Errorf("PropsFromContext() (-want +got):\n%s", diff)
@@ -149,7 +175,8 @@ func TestPropsFromContextEnvironments(t *testing.T) {
 }
 
 // The repository's cdk.json configures dev, staging and prod; each is valid
-// without jwtIssuer (Cognito) and webOrigins, i.e. on a fresh clone.
+// without jwtIssuer (Cognito) and webOrigins, i.e. on a fresh clone, given
+// an alarm destination where one is required (staging and prod).
 func TestCDKJSONEnvironments(t *testing.T) {
 	t.Parallel()
 	ctx, err := ReadCDKJSONContext(filepath.Join("..", "cdk.json"))
@@ -180,8 +207,18 @@ func TestCDKJSONEnvironments(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: PropsFromContext() error = %v", env, err)
 		}
-		if err := p.Validate(); err != nil {
+		err = p.Validate()
+		if env == "dev" && err != nil {
 			t.Errorf("%s: Validate() = %v, want nil", env, err)
+		}
+		if env != "dev" {
+			if err == nil || !strings.Contains(err.Error(), "alarms would reach nobody") {
+				t.Errorf("%s without an alarm destination: Validate() = %v, want alarms would reach nobody", env, err)
+			}
+			p.AlarmEmail = "ops@example.com"
+			if err := p.Validate(); err != nil {
+				t.Errorf("%s with alarmEmail: Validate() = %v, want nil", env, err)
+			}
 		}
 		got := settings{p.LogLevel, p.StateMachineLogLevel, p.LogRetentionDays, p.RetainData, p.ValkeySnapshotRetentionDays,
 			p.APIThrottleRateLimit, p.APIThrottleBurstLimit}

@@ -23,12 +23,15 @@ import (
 type dataStack struct {
 	stack awscdk.Stack
 	vpc   awsec2.Vpc
-	// fnSG is the Lambdas' security group, the only one the cache admits.
-	fnSG      awsec2.SecurityGroup
-	cache     awselasticache.CfnServerlessCache
-	valkeyURL *string
-	artifacts awss3.Bucket
-	audit     awss3.Bucket
+	// fnSGs are the functions' security groups, one per function (by
+	// name): the only ones the cache admits.
+	fnSGs map[string]awsec2.SecurityGroup
+	cache awselasticache.CfnServerlessCache
+	// valkeyUsers are the functions' ElastiCache user ids (valkeyacl.go).
+	valkeyUsers map[string]*string
+	valkeyURL   *string
+	artifacts   awss3.Bucket
+	audit       awss3.Bucket
 	// pool and client exist only without a jwtIssuer.
 	pool   awscognito.UserPool
 	client awscognito.UserPoolClient
@@ -79,19 +82,40 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 			"S3": {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
 		},
 	})
-	privateSubnets := d.vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS})
-	d.fnSG = awsec2.NewSecurityGroup(stack, jsii.String("FunctionsSecurityGroup"), &awsec2.SecurityGroupProps{
-		Vpc:              d.vpc,
-		Description:      jsii.String(prefix + " Lambdas (egress to Valkey, the LLM, specialists, AWS APIs)"),
-		AllowAllOutbound: jsii.Bool(true),
+	// A flow log of the rejected traffic only: what a security group
+	// refused (a function that lost its way to the cache, a probe) is the
+	// question it answers, at a fraction of logging all traffic.
+	flowLogs := awslogs.NewLogGroup(stack, jsii.String("VpcFlowLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  suffixed(stack, "/"+prefix+"/vpc-flow-rejected"),
+		Retention:     retentionDays[p.LogRetentionDays],
+		RemovalPolicy: removal,
 	})
+	flow := d.vpc.AddFlowLog(jsii.String("RejectedTraffic"), &awsec2.FlowLogOptions{
+		Destination: awsec2.FlowLogDestination_ToCloudWatchLogs(flowLogs, nil),
+		TrafficType: awsec2.FlowLogTrafficType_REJECT,
+	})
+	suppress(flow, "AwsSolutions-IAM5", "the flow log's role writes log streams of its one log group (<group arn>:*), as VPC Flow Logs needs",
+		`/^Resource::<VpcFlowLogs[0-9A-F]{8}\.Arn>(:\*)?$/`, `/^Resource::\*$/`)
+	privateSubnets := d.vpc.SelectSubnets(&awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS})
 	cacheSG := awsec2.NewSecurityGroup(stack, jsii.String("ValkeySecurityGroup"), &awsec2.SecurityGroupProps{
 		Vpc:              d.vpc,
 		Description:      jsii.String(prefix + " ElastiCache Serverless Valkey"),
 		AllowAllOutbound: jsii.Bool(false),
 	})
-	cacheSG.AddIngressRule(d.fnSG, awsec2.Port_TcpRange(jsii.Number(valkeyPort), jsii.Number(valkeyReaderPort)),
-		jsii.String("Valkey from the clientagent Lambdas"), nil)
+	// A security group per function: what may reach the cache is named
+	// one by one, and a function's network role can change alone.
+	d.fnSGs = map[string]awsec2.SecurityGroup{}
+	for _, fn := range valkeyFunctions(p) {
+		sg := awsec2.NewSecurityGroup(stack, jsii.String("Fn"+functionID(fn)+"SecurityGroup"), &awsec2.SecurityGroupProps{
+			Vpc:              d.vpc,
+			Description:      jsii.String(prefix + "-" + fn + " (egress to Valkey, the LLM, specialists, AWS APIs)"),
+			AllowAllOutbound: jsii.Bool(true),
+		})
+		cacheSG.AddIngressRule(sg, awsec2.Port_TcpRange(jsii.Number(valkeyPort), jsii.Number(valkeyReaderPort)),
+			jsii.String("Valkey from "+prefix+"-"+fn), nil)
+		d.fnSGs[fn] = sg
+	}
+	userGroup := d.addValkeyUsers(p, prefix)
 
 	subnetIDs := []interface{}{}
 	for _, s := range *privateSubnets.SubnetIds {
@@ -104,6 +128,8 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		Description:         jsii.String("clientagent conversation records (docs/design.md §4)"),
 		SubnetIds:           &subnetIDs,
 		SecurityGroupIds:    &[]interface{}{cacheSG.SecurityGroupId()},
+		// RBAC: only the functions' users, each signing in with IAM.
+		UserGroupId: userGroup.Ref(),
 		// Serverless scales without bound unless told: the limits turn a
 		// runaway client into errors instead of a bill.
 		CacheUsageLimits: &awselasticache.CfnServerlessCache_CacheUsageLimitsProperty{
@@ -153,6 +179,8 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		RemovalPolicy: removal,
 	})
 
+	suppress(d.artifacts, "AwsSolutions-S1", "objects are written by api and invoke alone and read through short-lived presigned URLs that api hands "+
+		"out per request, each in the API's access log; S3 access logs would need a bucket of their own to say less")
 	// The audit log (docs/design.md §8, pkg/audit): what users approved or rejected
 	// and what ran. Versioned, never expires; kept with the stack's data.
 	d.audit = awss3.NewBucket(stack, jsii.String("Audit"), &awss3.BucketProps{
@@ -163,25 +191,48 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
 		RemovalPolicy:     removal,
 	})
+	suppress(d.audit, "AwsSolutions-S1", "the bucket is itself the audit log: written (PutObject only) by the functions that record decisions, "+
+		"versioned, never expiring, read by nobody in the stacks")
 
 	// Who may call, without an issuer of one's own: a Cognito user pool.
 	if p.JWTIssuer == "" {
-		d.pool = awscognito.NewUserPool(stack, jsii.String("Users"), &awscognito.UserPoolProps{
+		poolProps := &awscognito.UserPoolProps{
 			UserPoolName: suffixed(stack, prefix+"-users"),
 			// Users are created by an administrator (docs/deploy.md).
 			SelfSignUpEnabled: jsii.Bool(false),
 			SignInAliases:     &awscognito.SignInAliases{Email: jsii.Bool(true)},
 			AutoVerify:        &awscognito.AutoVerifiedAttrs{Email: jsii.Bool(true)},
 			AccountRecovery:   awscognito.AccountRecovery_EMAIL_ONLY,
-			PasswordPolicy:    &awscognito.PasswordPolicy{MinLength: jsii.Number(12)},
-			RemovalPolicy:     removal,
-		})
+			PasswordPolicy: &awscognito.PasswordPolicy{MinLength: jsii.Number(12), RequireLowercase: jsii.Bool(true),
+				RequireUppercase: jsii.Bool(true), RequireDigits: jsii.Bool(true), RequireSymbols: jsii.Bool(true)},
+			// A second factor from an authenticator app (TOTP): no SMS, so no
+			// SNS role and no per-message cost.
+			Mfa:             map[string]awscognito.Mfa{"off": awscognito.Mfa_OFF, "optional": awscognito.Mfa_OPTIONAL, "required": awscognito.Mfa_REQUIRED}[p.CognitoMFA],
+			MfaSecondFactor: &awscognito.MfaSecondFactor{Otp: jsii.Bool(true), Sms: jsii.Bool(false)},
+			RemovalPolicy:   removal,
+		}
+		if p.CognitoThreatProtection != "off" {
+			// Threat protection needs the Plus plan (per monthly active user).
+			poolProps.FeaturePlan = awscognito.FeaturePlan_PLUS
+			poolProps.StandardThreatProtectionMode = awscognito.StandardThreatProtectionMode_AUDIT_ONLY
+			if p.CognitoThreatProtection == "enforced" {
+				poolProps.StandardThreatProtectionMode = awscognito.StandardThreatProtectionMode_FULL_FUNCTION
+			}
+		}
+		d.pool = awscognito.NewUserPool(stack, jsii.String("Users"), poolProps)
+		if p.CognitoThreatProtection == "off" {
+			suppress(d.pool, "AwsSolutions-COG8", "threat protection (the Plus plan, billed per monthly active user) is the setting cognitoThreatProtection, off by default")
+		}
+		if p.CognitoMFA != "required" {
+			suppress(d.pool, "AwsSolutions-COG2", "MFA is the setting cognitoMfa: optional (TOTP) by default, required on request")
+		}
 		d.client = d.pool.AddClient(jsii.String("Client"), &awscognito.UserPoolClientOptions{
 			UserPoolClientName: jsii.String(prefix + "-web-cli"),
 			// A public client (the web page, `clientagent chat`): no secret,
-			// no hosted UI; tokens by password (SRP or plain over TLS).
+			// no hosted UI; tokens by SRP only, so the password never leaves
+			// the client (no USER_PASSWORD_AUTH).
 			GenerateSecret:             jsii.Bool(false),
-			AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true), UserPassword: jsii.Bool(true)},
+			AuthFlows:                  &awscognito.AuthFlow{UserSrp: jsii.Bool(true)},
 			DisableOAuth:               jsii.Bool(true),
 			PreventUserExistenceErrors: jsii.Bool(true),
 		})
@@ -195,6 +246,7 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 			Description:   jsii.String("clientagent " + p.EnvName + ": the OpenAI-compatible API key (put-secret-value; read at each cold start)"),
 			RemovalPolicy: removal,
 		})
+		suppress(d.openAIKey, "AwsSolutions-SMG4", "an external provider's API key: no rotation function can mint one; the operator replaces it (docs/deploy.md)")
 	}
 
 	// Logs are data too: every platform function's, the state machine's and

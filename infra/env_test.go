@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,8 +136,9 @@ func TestCognitoWhenNoIssuer(t *testing.T) {
 		"UserPoolId":        client["UserPoolId"],
 	}
 	wantClient := map[string]any{
-		"GenerateSecret":    false,
-		"ExplicitAuthFlows": []any{"ALLOW_USER_PASSWORD_AUTH", "ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"},
+		"GenerateSecret": false,
+		// SRP only: no plain password flow.
+		"ExplicitAuthFlows": []any{"ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"},
 		"AllowedOAuthFlows": nil,
 		"UserPoolId":        map[string]any{"Ref": poolID},
 	}
@@ -233,6 +237,9 @@ func TestAlarms(t *testing.T) {
 		dlqID, _ := s.one(t, "AWS::SQS::Queue")
 		var got []string
 		for id, a := range s.resources("AWS::CloudWatch::Alarm") {
+			if limitAlarms[strings.TrimPrefix(a["AlarmName"].(string), "clientagent-"+s.props.EnvName+"-")] {
+				continue // TestLimitAlarms
+			}
 			if diff := cmp.Diff([]any{map[string]any{"Ref": topicID}}, a["AlarmActions"]); diff != "" {
 				t.Errorf("%s: alarm %s actions (-want +got):\n%s", config, id, diff)
 			}
@@ -320,6 +327,70 @@ func TestAlarms(t *testing.T) {
 		}
 		if diff := cmp.Diff(wantEmails, emails); diff != "" {
 			t.Errorf("%s alarm subscriptions (-want +got):\n%s", config, diff)
+		}
+	}
+}
+
+// limitAlarms are the alarms that watch a limit rather than count faults
+// (addLimitAlarms), by name without the environment's prefix.
+var limitAlarms = map[string]bool{"turns-throttled": true, "api-5xx": true, "account-concurrency": true, "store-storage": true, "store-ecpu": true}
+
+// The limits' alarms: throttled executions, the API's 5xx, the account's
+// Lambda concurrency at 80% of its quota, and the cache at 75% of its
+// storage and ECPU caps, each with its threshold from the configuration.
+func TestLimitAlarms(t *testing.T) {
+	t.Parallel()
+	for _, config := range []string{"bedrock", "prod"} {
+		s := synth(t, config)
+		p := s.props
+		topicID, _ := s.one(t, "AWS::SNS::Topic")
+		smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+		apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api")
+		cacheID, _ := s.one(t, "AWS::ElastiCache::ServerlessCache")
+		type alarm struct {
+			Metric, Target string
+			Threshold      float64
+			Periods        float64
+			Expression     string
+		}
+		got := map[string]alarm{}
+		for _, a := range s.resources("AWS::CloudWatch::Alarm") {
+			name := strings.TrimPrefix(a["AlarmName"].(string), "clientagent-"+p.EnvName+"-")
+			if !limitAlarms[name] {
+				continue
+			}
+			if diff := cmp.Diff([]any{map[string]any{"Ref": topicID}}, a["AlarmActions"]); diff != "" {
+				t.Errorf("%s: alarm %s actions (-want +got):\n%s", config, name, diff)
+			}
+			if a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+				t.Errorf("%s: alarm %s compares %v", config, name, a["ComparisonOperator"])
+			}
+			al := alarm{Threshold: a["Threshold"].(float64), Periods: a["EvaluationPeriods"].(float64)}
+			metric := a
+			ms, _ := a["Metrics"].([]any)
+			for _, m := range ms {
+				mm := m.(map[string]any)
+				if e, ok := mm["Expression"].(string); ok {
+					al.Expression = e
+					continue
+				}
+				metric = mm["MetricStat"].(map[string]any)["Metric"].(map[string]any)
+			}
+			al.Metric = fmt.Sprintf("%v/%v", metric["Namespace"], metric["MetricName"])
+			for _, ref := range refsIn(metric["Dimensions"]) {
+				al.Target = ref
+			}
+			got[name] = al
+		}
+		want := map[string]alarm{
+			"turns-throttled":     {"AWS/States/ExecutionThrottled", smID, 1, 1, ""},
+			"api-5xx":             {"AWS/ApiGateway/5xx", apiID, API5xxThreshold, 1, ""},
+			"account-concurrency": {"AWS/Lambda/ClaimedAccountConcurrency", "", 0.8 * float64(p.LambdaAccountConcurrency), 3, ""},
+			"store-storage":       {"AWS/ElastiCache/BytesUsedForCache", cacheID, 0.75 * float64(p.ValkeyMaxStorageGB) * 1e9, 1, ""},
+			"store-ecpu":          {"AWS/ElastiCache/ElastiCacheProcessingUnits", cacheID, 0.75 * float64(p.ValkeyMaxECPUPerSecond), 5, "ecpu / 60"},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s limit alarms (-want +got):\n%s", config, diff)
 		}
 	}
 }
@@ -548,6 +619,145 @@ func TestHTTPAPIStageLogsAndThrottles(t *testing.T) {
 			if line[key] != v {
 				t.Errorf("%s: access log %s = %q, want %q", config, key, line[key], v)
 			}
+		}
+	}
+}
+
+const testAlarmTopicArn = "arn:aws:sns:eu-west-1:123456789012:ops-pager"
+
+func init() {
+	// prod from cdk.json sending its alarms to an existing topic.
+	// It also requires MFA and enforces threat protection (TestCognitoSecurity).
+	configs["alarmtopic"] = fromCDKJSON("prod", map[string]any{CtxAlarmEmail: "", CtxAlarmTopicArn: testAlarmTopicArn,
+		CtxCognitoMFA: "required", CtxCognitoThreat: "enforced"})
+}
+
+// The stack's alarm topic admits publishers over TLS only; an existing
+// topic (alarmTopicArn) replaces it, and every alarm goes there.
+func TestAlarmTopic(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	topicID, _ := s.one(t, "AWS::SNS::Topic")
+	_, policy := s.one(t, "AWS::SNS::TopicPolicy")
+	if diff := cmp.Diff([]any{map[string]any{"Ref": topicID}}, policy["Topics"]); diff != "" {
+		t.Errorf("topic policy topics (-want +got):\n%s", diff)
+	}
+	var denied bool
+	for _, st := range asList(asMap(policy["PolicyDocument"])["Statement"]) {
+		st := asMap(st)
+		cond := mustJSON(st["Condition"])
+		if st["Effect"] == "Deny" && slices.Contains(actionsOf(st), "sns:Publish") && cond == `{"Bool":{"aws:SecureTransport":"false"}}` {
+			denied = true
+		}
+	}
+	if !denied {
+		t.Errorf("topic policy = %s, want a Deny of sns:Publish without aws:SecureTransport", mustJSON(policy))
+	}
+
+	e := synth(t, "alarmtopic")
+	if n := len(e.resources("AWS::SNS::Topic")); n != 0 {
+		t.Errorf("with alarmTopicArn: %d SNS topics, want none", n)
+	}
+	alarms := e.resources("AWS::CloudWatch::Alarm")
+	if len(alarms) == 0 {
+		t.Fatal("with alarmTopicArn: no alarms")
+	}
+	for id, a := range alarms {
+		if diff := cmp.Diff([]any{testAlarmTopicArn}, a["AlarmActions"]); diff != "" {
+			t.Errorf("alarm %s actions (-want +got):\n%s", id, diff)
+		}
+	}
+	if got := asMap(asMap(e.json["Outputs"])["AlarmTopicArn"])["Value"]; got != testAlarmTopicArn {
+		t.Errorf("AlarmTopicArn output = %v, want %s", got, testAlarmTopicArn)
+	}
+}
+
+// Synth warns of an environment whose model would have no tools: no demo
+// specialists, no agents, no MCP servers (prod as cdk.json has it).
+func TestNoSpecialistsWarning(t *testing.T) {
+	t.Parallel()
+	for config, want := range map[string]bool{"prod": true, "bedrock": false, "openai": false, "mcp": false} {
+		s := synth(t, config)
+		var got bool
+		for _, w := range s.warnings {
+			if strings.Contains(w, "no specialists") {
+				got = true
+			}
+		}
+		if got != want {
+			t.Errorf("%s: a no-specialists warning = %v, want %v (warnings %q)", config, got, want, s.warnings)
+		}
+	}
+}
+
+// The user pool's MFA (a TOTP app, no SMS) and threat protection are
+// settings: optional MFA and no threat protection by default, required MFA
+// and enforced protection (the Plus plan) when asked for.
+func TestCognitoSecurity(t *testing.T) {
+	t.Parallel()
+	type security struct{ MFA, Factors, Tier, Mode any }
+	for config, want := range map[string]security{
+		"dev":        {"OPTIONAL", []any{"SOFTWARE_TOKEN_MFA"}, nil, nil},
+		"alarmtopic": {"ON", []any{"SOFTWARE_TOKEN_MFA"}, "PLUS", "ENFORCED"},
+	} {
+		s := synth(t, config)
+		_, pool := s.one(t, "AWS::Cognito::UserPool")
+		got := security{pool["MfaConfiguration"], pool["EnabledMfas"], pool["UserPoolTier"], asMap(pool["UserPoolAddOns"])["AdvancedSecurityMode"]}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s user pool security (-want +got):\n%s", config, diff)
+		}
+		pp := asMap(asMap(pool["Policies"])["PasswordPolicy"])
+		if pp["MinimumLength"] != float64(12) || pp["RequireSymbols"] != true || pp["RequireUppercase"] != true || pp["RequireNumbers"] != true {
+			t.Errorf("%s password policy = %s, want 12 characters of every class", config, mustJSON(pp))
+		}
+	}
+}
+
+// The file bounds of the configuration reach every platform function as
+// pkg/platform's FilesFromEnv reads them; unset, the functions keep the
+// platform's defaults (no variable).
+func TestFileBoundsEnvironment(t *testing.T) {
+	t.Parallel()
+	want := map[string]any{"CLIENTAGENT_CONVERSATION_QUOTA": "500MiB", "CLIENTAGENT_MAX_FILE_SIZE": "64MiB",
+		"CLIENTAGENT_FILE_TIMEOUT": "90s", "CLIENTAGENT_FILE_MIN_RATE": "16KiB", "CLIENTAGENT_FILE_RATE_WINDOW": "20s"}
+	for config, set := range map[string]bool{"openai": true, "bedrock": false} {
+		s := synth(t, config)
+		for _, name := range functionNames() {
+			_, fn := s.function(t, name)
+			env := envOf(fn)
+			for k, v := range want {
+				if set && env[k] != v {
+					t.Errorf("%s: %s %s = %v, want %v", config, name, k, env[k], v)
+				}
+				if _, ok := env[k]; !set && ok {
+					t.Errorf("%s: %s %s = %v, want unset (the default)", config, name, k, env[k])
+				}
+			}
+		}
+	}
+}
+
+// docs/deploy.md states how many alarms a deployment has, with and
+// without the demo specialists: the templates have that many.
+func TestAlarmCountInDocs(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`\((\d+) with the demo specialists, (\d+) without`).FindStringSubmatch(string(b))
+	cost := regexp.MustCompile(`CloudWatch alarms, \$0\.10 each \| \$[0-9.]+ \((\d+)\) \| \$[0-9.]+ \((\d+), no demo specialists\)`).FindStringSubmatch(string(b))
+	if m == nil || cost == nil {
+		t.Fatalf("docs/deploy.md: no alarm counts found (want \"(N with the demo specialists, M without\" and the cost table's row)")
+	}
+	for i, config := range []string{"bedrock", "prod"} {
+		s := synth(t, config)
+		if s.props.DemoAgents != (i == 0) {
+			t.Fatalf("%s: demo specialists %v, want %v", config, s.props.DemoAgents, i == 0)
+		}
+		n := strconv.Itoa(len(s.resources("AWS::CloudWatch::Alarm")))
+		if m[i+1] != n || cost[i+1] != n {
+			t.Errorf("%s has %s alarms; docs/deploy.md says %s (watch list) and %s (cost table)", config, n, m[i+1], cost[i+1])
 		}
 	}
 }

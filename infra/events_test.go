@@ -84,13 +84,17 @@ func TestEventsFunctionURL(t *testing.T) {
 			t.Errorf("%s: events CLIENTAGENT_JWT_AUDIENCE = %s, want the authorizer's audiences %s", config, got, want)
 		}
 
-		// Beside api: the same Valkey, subnets and security group.
+		// Beside api: the same Valkey and subnets, a security group of its own.
 		_, api := s.function(t, FnAPI)
 		if got, want := mustJSON(env["VALKEY_URL"]), mustJSON(envOf(api)["VALKEY_URL"]); got != want {
 			t.Errorf("%s: events VALKEY_URL = %s, want api's %s", config, got, want)
 		}
-		if got, want := mustJSON(fn["VpcConfig"]), mustJSON(api["VpcConfig"]); got != want || fn["VpcConfig"] == nil {
-			t.Errorf("%s: events VpcConfig = %s, want api's %s", config, got, want)
+		vpc, apiVPC := asMap(fn["VpcConfig"]), asMap(api["VpcConfig"])
+		if got, want := mustJSON(vpc["SubnetIds"]), mustJSON(apiVPC["SubnetIds"]); got != want || vpc == nil {
+			t.Errorf("%s: events subnets = %s, want api's %s", config, got, want)
+		}
+		if got, apis := mustJSON(vpc["SecurityGroupIds"]), mustJSON(apiVPC["SecurityGroupIds"]); got == apis {
+			t.Errorf("%s: events security groups = %s, api's: want one of its own", config, got)
 		}
 
 		// The output the web page's config.eventsBase takes: the URL's host
@@ -103,9 +107,9 @@ func TestEventsFunctionURL(t *testing.T) {
 	}
 }
 
-// The events function reads Valkey (over the network: its security group is
-// the one the cache admits; ElastiCache needs no IAM action) and holds no
-// other privilege: no Step Functions, no S3, no other function.
+// The events function reads Valkey (through its own security group, as its
+// own read-only ElastiCache user: elasticache:Connect) and holds no other
+// privilege: no Step Functions, no S3, no other function.
 func TestEventsRoleLeastPrivilege(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
@@ -119,7 +123,7 @@ func TestEventsRoleLeastPrivilege(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{"ec2:AssignPrivateIpAddresses", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface",
-		"ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:UnassignPrivateIpAddresses",
+		"ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:UnassignPrivateIpAddresses", "elasticache:Connect",
 		"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("events role actions (-want +got):\n%s", diff)

@@ -2,7 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -107,7 +111,7 @@ func TestNoWildcardActions(t *testing.T) {
 func TestFunctionRolesExactActions(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	base := []string{"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments",
+	base := []string{"elasticache:Connect", "logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments",
 		"ec2:AssignPrivateIpAddresses", "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface",
 		"ec2:DescribeNetworkInterfaces", "ec2:DescribeSubnets", "ec2:UnassignPrivateIpAddresses"}
 	with := func(more ...string) []string {
@@ -120,7 +124,7 @@ func TestFunctionRolesExactActions(t *testing.T) {
 	demoURL := []string{"lambda:InvokeFunction", "lambda:InvokeFunctionUrl"}
 	want := map[string][]string{
 		FnAPI: with(append(demoURL, "s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
-			"states:DescribeExecution", "states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess",
+			"states:DescribeExecution", "states:SendTaskSuccess",
 			"states:StartExecution", "states:StopExecution")...),
 		// sqs: a turn-ended event it failed to handle goes to the dead-letter queue.
 		FnLLMStep: with(append(demoURL, "bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "s3:PutObject",
@@ -171,8 +175,10 @@ func TestTaskTokenAnsweredOnlyByAPI(t *testing.T) {
 			_, fn := s.function(t, name)
 			stmts := s.roleStatements(t, fn, "Role")
 			for _, action := range []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"} {
-				if got := len(allowed(stmts, action)) > 0; got != (name == FnAPI) {
-					t.Errorf("%s: %s may %s: %v, want %v", config, name, action, got, name == FnAPI)
+				// Nothing sends a failure or a heartbeat (TaskTokenActions).
+				want := name == FnAPI && action == "states:SendTaskSuccess"
+				if got := len(allowed(stmts, action)) > 0; got != want {
+					t.Errorf("%s: %s may %s: %v, want %v", config, name, action, got, want)
 				}
 			}
 		}
@@ -211,9 +217,7 @@ var wildcardResourceExceptions = map[string]string{
 	"logs:DescribeResourcePolicies": "state machine logging",
 	"logs:DescribeLogGroups":        "state machine logging",
 	// Issue 14: a task token is not a resource; api answers the pauses.
-	"states:SendTaskSuccess":   "task tokens (api only: TestTaskTokenAnsweredOnlyByAPI)",
-	"states:SendTaskFailure":   "task tokens (api only: TestTaskTokenAnsweredOnlyByAPI)",
-	"states:SendTaskHeartbeat": "task tokens (api only: TestTaskTokenAnsweredOnlyByAPI)",
+	"states:SendTaskSuccess": "task tokens (api only: TestTaskTokenAnsweredOnlyByAPI)",
 }
 
 // wildcardResourceActions lists "<policy>: <action>" for every action an
@@ -264,5 +268,30 @@ func TestWildcardResourcesOnlyWhereRequired(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"P: ec2:DescribeSubnets", "P: s3:GetObject"}, wildcardResourceActions(tpl)); diff != "" {
 		t.Errorf("wildcardResourceActions() (-want +got):\n%s", diff)
+	}
+}
+
+// The task-token actions api may call are the ones the repository's code
+// calls (the Step Functions client's SendTask… methods), no more.
+func TestTaskTokenActionsAreWhatAPICalls(t *testing.T) {
+	t.Parallel()
+	called := map[string]bool{}
+	call := regexp.MustCompile(`\.(SendTask(?:Success|Failure|Heartbeat))\(`)
+	err := filepath.WalkDir(filepath.Join("..", "pkg"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			strings.Contains(path, "sfnlocal") { // the local engine serves these calls; it makes none
+			return err
+		}
+		b, err := os.ReadFile(path)
+		for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+			called["states:"+m[1]] = true
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(called)), slices.Sorted(slices.Values(TaskTokenActions))); diff != "" {
+		t.Errorf("task-token actions called (-) and granted (+):\n%s", diff)
 	}
 }

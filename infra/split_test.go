@@ -215,3 +215,23 @@ func resourcesIn(tpl map[string]any, typ string) map[string]map[string]any {
 	}
 	return out
 }
+
+// The VPC logs the traffic its security groups reject, to a log group of
+// the data stack with the environment's retention.
+func TestVPCFlowLogRejected(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "prod")
+	_, flow := s.one(t, "AWS::EC2::FlowLog")
+	vpcID, _ := s.one(t, "AWS::EC2::VPC")
+	groupID, group := s.named(t, "AWS::Logs::LogGroup", "VpcFlowLogs")
+	if flow["TrafficType"] != "REJECT" || flow["LogDestinationType"] != "cloud-watch-logs" ||
+		mustJSON(flow["ResourceId"]) != mustJSON(map[string]any{"Ref": vpcID}) || mustJSON(flow["LogGroupName"]) != mustJSON(map[string]any{"Ref": groupID}) {
+		t.Errorf("flow log = %s, want the VPC's rejected traffic to %s", mustJSON(flow), groupID)
+	}
+	if group["RetentionInDays"] != float64(s.props.LogRetentionDays) {
+		t.Errorf("flow log group retention = %v, want %d", group["RetentionInDays"], s.props.LogRetentionDays)
+	}
+	if _, ok := asMap(s.data["Resources"])[groupID]; !ok {
+		t.Errorf("flow log group %s is not in the data stack", groupID)
+	}
+}

@@ -22,8 +22,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -34,7 +32,6 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsstepfunctions"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -121,8 +118,11 @@ var GuardianFunctions = []string{FnLLMStep, FnValidate, FnAppend}
 // Status dimension of the TurnEnded metric on the dashboard.
 var TurnStatuses = []string{"succeeded", "failed", "blocked", "cancelled", "expired", "superseded"}
 
-// TaskTokenActions answer a paused execution's task token (api only).
-var TaskTokenActions = []string{"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"}
+// TaskTokenActions answer a paused execution's task token (api only):
+// what pkg/api calls, nothing more (TestTaskTokenActionsAreWhatAPICalls).
+// A pause never fails through its token or beats: a rejected or expired
+// question is an answer too.
+var TaskTokenActions = []string{"states:SendTaskSuccess"}
 
 // AccessLogFormat is the HTTP API's access log line: JSON, one object per
 // request, with the caller's subject but no header or body.
@@ -189,61 +189,150 @@ func NewDeployment(scope constructs.Construct, props *StackProps) Deployment {
 // the HTTP API, the rules, alarms and dashboard. It retains nothing, and
 // what it names is deleted with it, so it can be deleted and deployed again
 // at any time; the data it uses lives in the data stack d.
+//
+// Each step below adds one part and records on the appStack what later
+// steps use. The order is the template's: CloudFormation output follows the
+// order in which constructs are added, so a reordering changes the template.
 func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.Stack {
-	sprops := p.StackProps
+	a := &appStack{p: p, d: d, prefix: "clientagent-" + p.EnvName, fns: map[string]awslambda.Function{}}
+	a.newStack(scope)
+	a.addDemoAgents()
+	a.addFunctions()
+	a.allowAgentCalls()
+	a.allowBuckets()
+	a.addGuardian()
+	addMCPServers(a.stack, p, a.fns)
+	a.addModel()
+	a.addStateMachine()
+	a.addTurnEndedRule()
+	a.allowTurnControl()
+	a.addAuth()
+	a.addHTTPAPI()
+	a.addLiveEvents()
+	a.addAlarms()
+	newDashboard(a.stack, a.prefix, a.namespace(), a.sm, a.fns, a.alarmed, a.continuations, d.cache.Ref())
+	a.addOutputs()
+	return a.stack
+}
+
+// appStack is the app stack while it is being defined: its settings, the
+// data stack it uses, and what each step adds for the later ones.
+type appStack struct {
+	p      StackProps
+	d      *dataStack
+	stack  awscdk.Stack
+	prefix string // clientagent-<env>: the start of every name
+
+	// fns are the functions by name (FnAPI …), the demo specialists'
+	// (FnDemoAgents) from addAlarms on.
+	fns map[string]awslambda.Function
+	// demo and demoURL exist only with DemoAgents.
+	demo    awslambda.Function
+	demoURL awslambda.FunctionUrl
+	// agentURLs are the specialists' A2A URLs (CLIENTAGENT_AGENTS).
+	agentURLs []string
+
+	sm           awsstepfunctions.StateMachine
+	turnEndedDLQ awssqs.Queue
+	// issuer and audience are what the JWT authorizer and the events
+	// function accept.
+	issuer   *string
+	audience *[]*string
+	httpAPI  awsapigatewayv2.HttpApi
+
+	topic         awssns.ITopic
+	continuations awslogs.MetricFilter
+	// alarmed are the functions with errors and throttles alarms (and
+	// dashboard graphs): the platform's and the demo specialists'.
+	alarmed []functionSpec
+}
+
+// namespace is the CloudWatch namespace of the functions' own metrics
+// (pkg/metrics, CLIENTAGENT_METRICS_NAMESPACE).
+func (a *appStack) namespace() string { return "clientagent/" + a.p.EnvName }
+
+// newStack creates the stack itself, tagged, and warns of a deployment no
+// browser may use or that has no specialists.
+func (a *appStack) newStack(scope constructs.Construct) {
+	sprops := a.p.StackProps
 	if sprops.Description == nil {
-		sprops.Description = jsii.String("clientagent (" + p.EnvName + "): LLM tool-calling orchestrator")
+		sprops.Description = jsii.String("clientagent (" + a.p.EnvName + "): LLM tool-calling orchestrator")
 	}
-	stack := awscdk.NewStack(scope, jsii.String(AppStackName(p.EnvName)), &sprops)
-	tag(stack, p)
-	prefix := "clientagent-" + p.EnvName
-	if len(p.WebOrigins) == 0 {
-		awscdk.Annotations_Of(stack).AddWarningV2(jsii.String("clientagent:noWebOrigins"),
+	a.stack = awscdk.NewStack(scope, jsii.String(AppStackName(a.p.EnvName)), &sprops)
+	tag(a.stack, a.p)
+	if len(a.p.WebOrigins) == 0 {
+		awscdk.Annotations_Of(a.stack).AddWarningV2(jsii.String("clientagent:noWebOrigins"),
 			jsii.String("webOrigins is empty: no browser origin may call the API (CLI only); set -c webOrigins=https://… for the web page"), nil)
 	}
-	bucket, auditBucket := d.artifacts, d.audit
-
-	place := &vpcPlacement{vpc: d.vpc, sg: d.fnSG}
-	// Demo specialists: A2A endpoints on a Function URL with IAM auth (only
-	// the functions granted below may call it, each request signed with
-	// SigV4), in the VPC, so their tasks and publication ledger live in
-	// Valkey: an input-required answer may reach another instance than the
-	// question, and a retried publish must not publish twice. They fetch
-	// inputs by presigned URL.
-	agentURLs := slices.Clone(p.Agents)
-	var demo awslambda.Function
-	var demoURL awslambda.FunctionUrl
-	if p.DemoAgents {
-		// Their logs are not data the deployment keeps: they go with the app.
-		demoLogs := awslogs.NewLogGroup(stack, jsii.String("FnDemoagentsLogs"), &awslogs.LogGroupProps{
-			LogGroupName:  jsii.String("/aws/lambda/" + prefix + "-" + FnDemoAgents),
-			Retention:     retentionDays[p.LogRetentionDays],
-			RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
-		})
-		demo = newFunction(stack, p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, place, demoLogs)
-		// PUBLIC_URL stays empty: the function takes its base URL from each
-		// request's Host, since its own URL in its environment would be a cycle.
-		demo.AddEnvironment(jsii.String("VALKEY_URL"), d.valkeyURL, nil)
-		if p.TracingOn() {
-			// The agents join a turn's trace through the A2A request's traceparent.
-			demo.AddEnvironment(jsii.String("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), xrayOTLPEndpoint(), nil)
-			allowXRayOTLP(demo)
-		}
-		demoURL = demo.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM})
-		for _, path := range []string{"agents/svg", "agents/png", "agents/flange", "agents/publish"} {
-			// The URL attribute ends with "/".
-			agentURLs = append(agentURLs, *demoURL.Url()+path)
-		}
+	if !a.p.DemoAgents && len(a.p.Agents) == 0 && len(a.p.MCPServers) == 0 {
+		awscdk.Annotations_Of(a.stack).AddWarningV2(jsii.String("clientagent:noSpecialists"),
+			jsii.String("no specialists: demoAgents is off and neither agents nor mcpServers is set, so the model has no tools and no workflow template can run; set -c agents=https://… (A2A) or mcpServers"), nil)
 	}
+}
 
+// placement puts a function in the VPC's private subnets, in its own
+// security group.
+func (a *appStack) placement(fn string) *vpcPlacement {
+	return &vpcPlacement{vpc: a.d.vpc, sg: a.d.fnSGs[fn]}
+}
+
+// allowValkey makes fn sign in to the cache as its own user with IAM
+// (pkg/record/valkey/valkeyiam): elasticache:Connect on the cache and that
+// user alone.
+func (a *appStack) allowValkey(fn awslambda.Function, name string) {
+	fn.AddEnvironment(jsii.String("VALKEY_AUTH"), jsii.String("iam"), nil)
+	fn.AddEnvironment(jsii.String("VALKEY_USER"), a.d.valkeyUsers[name], nil)
+	fn.AddEnvironment(jsii.String("VALKEY_CACHE_NAME"), a.d.cache.Ref(), nil)
+	allow(fn, "ValkeyConnect", []string{"elasticache:Connect"}, a.d.valkeyConnectARNs(name)...)
+}
+
+// addDemoAgents adds the demo specialists (DemoAgents): A2A endpoints on a
+// Function URL with IAM auth (only the functions granted in
+// allowAgentCalls may call it, each request signed with SigV4), in the
+// VPC, so their tasks and publication ledger live in Valkey: an
+// input-required answer may reach another instance than the question, and
+// a retried publish must not publish twice. They fetch inputs by presigned
+// URL.
+func (a *appStack) addDemoAgents() {
+	a.agentURLs = slices.Clone(a.p.Agents)
+	if !a.p.DemoAgents {
+		return
+	}
+	// Their logs are not data the deployment keeps: they go with the app.
+	demoLogs := awslogs.NewLogGroup(a.stack, jsii.String("FnDemoagentsLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String("/aws/lambda/" + a.prefix + "-" + FnDemoAgents),
+		Retention:     retentionDays[a.p.LogRetentionDays],
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	a.demo = newFunction(a.stack, a.p, functionSpec{FnDemoAgents, 512, 120, "demo A2A specialists"}, a.placement(FnDemoAgents), demoLogs)
+	// PUBLIC_URL stays empty: the function takes its base URL from each
+	// request's Host, since its own URL in its environment would be a cycle.
+	a.demo.AddEnvironment(jsii.String("VALKEY_URL"), a.d.valkeyURL, nil)
+	a.allowValkey(a.demo, FnDemoAgents)
+	if a.p.TracingOn() {
+		// The agents join a turn's trace through the A2A request's traceparent.
+		a.demo.AddEnvironment(jsii.String("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), xrayOTLPEndpoint(), nil)
+		allowXRayOTLP(a.demo)
+	}
+	a.demoURL = a.demo.AddFunctionUrl(&awslambda.FunctionUrlOptions{AuthType: awslambda.FunctionUrlAuthType_AWS_IAM})
+	for _, path := range []string{"agents/svg", "agents/png", "agents/flange", "agents/publish"} {
+		// The URL attribute ends with "/".
+		a.agentURLs = append(a.agentURLs, *a.demoURL.Url()+path)
+	}
+}
+
+// functionEnv is the environment every platform function gets: the
+// store, the buckets, the model and the specialists.
+func (a *appStack) functionEnv() map[string]*string {
+	p := a.p
 	env := map[string]*string{
 		"CLIENTAGENT_ENV": jsii.String(p.EnvName),
-		"VALKEY_URL":      d.valkeyURL,
-		"ARTIFACT_BUCKET": bucket.BucketName(),
-		"AUDIT_BUCKET":    auditBucket.BucketName(),
+		"VALKEY_URL":      a.d.valkeyURL,
+		"ARTIFACT_BUCKET": a.d.artifacts.BucketName(),
+		"AUDIT_BUCKET":    a.d.audit.BucketName(),
 		"CLIENTAGENT_LLM": jsii.String(p.LLM),
 		// pkg/metrics writes its Embedded Metric Format lines to this namespace.
-		"CLIENTAGENT_METRICS_NAMESPACE": jsii.String("clientagent/" + p.EnvName),
+		"CLIENTAGENT_METRICS_NAMESPACE": jsii.String(a.namespace()),
 	}
 	if p.TracingOn() {
 		// One trace per turn (pkg/telemetry): each function exports its
@@ -251,9 +340,9 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		// (pkg/platform/lambdatrace), at the end of each invocation.
 		env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = xrayOTLPEndpoint()
 	}
-	if len(agentURLs) > 0 {
+	if len(a.agentURLs) > 0 {
 		// Tokens inside a Go string (the demo URL) resolve to an Fn::Join.
-		env["CLIENTAGENT_AGENTS"] = jsii.String(strings.Join(agentURLs, ","))
+		env["CLIENTAGENT_AGENTS"] = jsii.String(strings.Join(a.agentURLs, ","))
 	}
 	for k, v := range map[string]string{
 		"CLIENTAGENT_MODEL":         p.Model,
@@ -261,64 +350,87 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		"CLIENTAGENT_MODEL_LARGE":   p.ModelLarge,
 		"OPENAI_BASE_URL":           p.OpenAIBaseURL,
 		"CLIENTAGENT_AWAIT_TIMEOUT": p.AwaitTimeout,
+		// The file bounds (pkg/platform FilesFromEnv).
+		"CLIENTAGENT_CONVERSATION_QUOTA": p.ConversationQuota,
+		"CLIENTAGENT_MAX_FILE_SIZE":      p.MaxFileSize,
+		"CLIENTAGENT_FILE_TIMEOUT":       p.FileTimeout,
+		"CLIENTAGENT_FILE_MIN_RATE":      p.FileMinRate,
+		"CLIENTAGENT_FILE_RATE_WINDOW":   p.FileRateWindow,
 	} {
 		if v != "" {
 			env[k] = jsii.String(v)
 		}
 	}
-	// Workflow templates of the deployment's own, as a layer under /opt:
-	// code, not data, so it goes with the app stack.
+	return env
+}
+
+// addFunctions adds the platform functions (platformFunctions), each with
+// the common environment, and the deployment's workflow templates as a
+// layer under /opt: code, not data, so it goes with the app stack.
+func (a *appStack) addFunctions() {
+	env := a.functionEnv()
 	var layers []awslambda.ILayerVersion
-	if p.WorkflowsDir != "" {
-		layers = append(layers, awslambda.NewLayerVersion(stack, jsii.String("Workflows"), &awslambda.LayerVersionProps{
-			Code:                    awslambda.Code_FromAsset(jsii.String(p.WorkflowsDir), nil),
+	if a.p.WorkflowsDir != "" {
+		layers = append(layers, awslambda.NewLayerVersion(a.stack, jsii.String("Workflows"), &awslambda.LayerVersionProps{
+			Code:                    awslambda.Code_FromAsset(jsii.String(a.p.WorkflowsDir), nil),
 			CompatibleArchitectures: &[]awslambda.Architecture{awslambda.Architecture_ARM_64()},
 			CompatibleRuntimes:      &[]awslambda.Runtime{awslambda.Runtime_PROVIDED_AL2023()},
-			Description:             jsii.String(prefix + " workflow templates (docs/workflows.md)"),
+			Description:             jsii.String(a.prefix + " workflow templates (docs/workflows.md)"),
 			RemovalPolicy:           awscdk.RemovalPolicy_DESTROY,
 		}))
 		env["CLIENTAGENT_WORKFLOWS_DIR"] = jsii.String("/opt")
 	}
-	fns := map[string]awslambda.Function{}
 	for _, spec := range platformFunctions {
-		fn := newFunction(stack, p, spec, place, d.fnLogs[spec.name])
+		fn := newFunction(a.stack, a.p, spec, a.placement(spec.name), a.d.fnLogs[spec.name])
 		for _, k := range slices.Sorted(maps.Keys(env)) {
 			if k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" && spec.name == FnEvents {
 				continue // it streams events and makes no spans
 			}
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
 		}
-		if p.TracingOn() && spec.name != FnEvents {
+		a.allowValkey(fn, spec.name)
+		if a.p.TracingOn() && spec.name != FnEvents {
 			allowXRayOTLP(fn)
 		}
 		if len(layers) > 0 {
 			fn.AddLayers(layers...)
 		}
-		fns[spec.name] = fn
+		a.fns[spec.name] = fn
 	}
-	// The functions that build the tool catalogue fetch the agent cards, and
-	// invoke calls the skills: with the demo specialists behind IAM auth they
-	// sign their requests (pkg/agents, CLIENTAGENT_AGENT_AUTH) and may call
-	// that URL. await never reads the catalogue.
-	if demoURL != nil {
-		for _, name := range AgentCallers {
-			fns[name].AddEnvironment(jsii.String("CLIENTAGENT_AGENT_AUTH"), jsii.String("sigv4"), nil)
-			// lambda:InvokeFunctionUrl for an AWS_IAM URL, and, as Lambda
-			// requires of URLs created since October 2025, lambda:InvokeFunction
-			// when invoked through a URL (lambda:InvokedViaFunctionUrl).
-			demoURL.GrantInvokeUrl(fns[name])
-		}
+}
+
+// allowAgentCalls lets the functions that build the tool catalogue fetch
+// the agent cards, and invoke call the skills: with the demo specialists
+// behind IAM auth they sign their requests (pkg/agents,
+// CLIENTAGENT_AGENT_AUTH) and may call that URL. await never reads the
+// catalogue.
+func (a *appStack) allowAgentCalls() {
+	if a.demoURL == nil {
+		return
 	}
-	// Explicit S3 actions rather than the CDK's grants, whose action lists
-	// hold wildcards (s3:GetObject*, s3:List*, s3:Abort*). Only these two
-	// touch artifact bytes: api (uploads, presigned downloads, deleting a
-	// conversation's artifacts) and invoke (specialists' inputs and outputs).
-	// ListBucket makes a missing key a 404 rather than a 403.
+	for _, name := range AgentCallers {
+		a.fns[name].AddEnvironment(jsii.String("CLIENTAGENT_AGENT_AUTH"), jsii.String("sigv4"), nil)
+		// lambda:InvokeFunctionUrl for an AWS_IAM URL, and, as Lambda
+		// requires of URLs created since October 2025, lambda:InvokeFunction
+		// when invoked through a URL (lambda:InvokedViaFunctionUrl).
+		a.demoURL.GrantInvokeUrl(a.fns[name])
+	}
+}
+
+// allowBuckets grants the buckets' actions, explicitly rather than by the
+// CDK's grants, whose action lists hold wildcards (s3:GetObject*, s3:List*,
+// s3:Abort*).
+func (a *appStack) allowBuckets() {
+	bucket, auditBucket := a.d.artifacts, a.d.audit
+	// Only these two touch artifact bytes: api (uploads, presigned
+	// downloads, deleting a conversation's artifacts) and invoke
+	// (specialists' inputs and outputs). ListBucket makes a missing key a
+	// 404 rather than a 403.
 	objects := func(b awss3.Bucket) *string { return b.ArnForObjects(jsii.String("*")) }
-	allow(fns[FnAPI], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, objects(bucket))
-	allow(fns[FnAPI], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
-	allow(fns[FnInvoke], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject"}, objects(bucket))
-	allow(fns[FnInvoke], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
+	allow(a.fns[FnAPI], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject", "s3:DeleteObject"}, objects(bucket))
+	allow(a.fns[FnAPI], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
+	allow(a.fns[FnInvoke], "ArtifactObjects", []string{"s3:GetObject", "s3:PutObject"}, objects(bucket))
+	allow(a.fns[FnInvoke], "ArtifactList", []string{"s3:ListBucket"}, bucket.BucketArn())
 	// Only the handlers that record decisions and calls write the audit
 	// log, and none may read or delete it: validate (approvals, edits,
 	// rejections, superseded and expired batches), invoke (executed calls:
@@ -326,78 +438,78 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	// unrun calls) and api (it records the failure of a dead execution the
 	// same way, turn.RecordFailure).
 	for _, name := range []string{FnValidate, FnInvoke, FnLLMStep, FnAPI} {
-		allow(fns[name], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
+		allow(a.fns[name], "AuditPut", []string{"s3:PutObject"}, objects(auditBucket))
 	}
+}
 
-	// The guardian: a Bedrock guardrail of the environment's (cdk.json
-	// guardrailId, guardrailVersion), applied by the functions that check,
-	// each allowed to apply that guardrail and no other.
-	if p.GuardrailID != "" {
-		guardrail := jsii.String("arn:" + *awscdk.Aws_PARTITION() + ":bedrock:" + *awscdk.Aws_REGION() + ":" + *awscdk.Aws_ACCOUNT_ID() + ":guardrail/" + p.GuardrailID)
-		for _, name := range GuardianFunctions {
-			fns[name].AddEnvironment(jsii.String("CLIENTAGENT_GUARDIAN"), jsii.String("bedrock:"+p.GuardrailID+":"+p.GuardrailVersion), nil)
-			allow(fns[name], "BedrockApplyGuardrail", []string{"bedrock:ApplyGuardrail"}, guardrail)
-		}
+// addGuardian wires the guardian: a Bedrock guardrail of the
+// environment's (cdk.json guardrailId, guardrailVersion), applied by the
+// functions that check, each allowed to apply that guardrail and no other.
+func (a *appStack) addGuardian() {
+	if a.p.GuardrailID == "" {
+		return
 	}
+	guardrail := jsii.String("arn:" + *awscdk.Aws_PARTITION() + ":bedrock:" + *awscdk.Aws_REGION() + ":" + *awscdk.Aws_ACCOUNT_ID() + ":guardrail/" + a.p.GuardrailID)
+	for _, name := range GuardianFunctions {
+		a.fns[name].AddEnvironment(jsii.String("CLIENTAGENT_GUARDIAN"), jsii.String("bedrock:"+a.p.GuardrailID+":"+a.p.GuardrailVersion), nil)
+		allow(a.fns[name], "BedrockApplyGuardrail", []string{"bedrock:ApplyGuardrail"}, guardrail)
+	}
+}
 
-	// MCP servers whose tools are skills (cdk.json mcpServers): the
-	// functions that list or call their tools, each allowed to read exactly
-	// the secrets of their headers.
-	addMCPServers(stack, p, fns)
-
-	// The model: only llmstep calls it (pkg/turn's LLMStep).
-	llmFn := fns[FnLLMStep]
-	switch p.LLM {
+// addModel lets the one function that calls the model, llmstep (pkg/turn's
+// LLMStep), reach it: Bedrock's Converse, or the OpenAI-compatible key.
+func (a *appStack) addModel() {
+	llmFn := a.fns[FnLLMStep]
+	switch a.p.LLM {
 	case LLMBedrock:
-		// Cross-region inference profiles route to foundation models in
-		// other regions, hence the region wildcard on foundation models.
-		allow(llmFn, "BedrockConverse", []string{"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"},
-			jsii.String("arn:"+*awscdk.Aws_PARTITION()+":bedrock:*::foundation-model/*"),
-			jsii.String("arn:"+*awscdk.Aws_PARTITION()+":bedrock:"+*awscdk.Aws_REGION()+":"+*awscdk.Aws_ACCOUNT_ID()+":inference-profile/*"),
-		)
+		allowBedrockModels(llmFn, a.p) // bedrock.go
 	case LLMOpenAI:
 		// The key stays in Secrets Manager: llmstep gets the secret's id and
 		// reads the value at cold start (pkg/llm/llmconfig), so neither the
 		// template nor the function's configuration ever holds it.
 		var secret awssecretsmanager.ISecret
-		secretID := jsii.String(p.OpenAIKeySecretName)
-		if d.openAIKey != nil {
-			secret, secretID = d.openAIKey, d.openAIKey.SecretArn()
-			awscdk.NewCfnOutput(stack, jsii.String("OpenAIKeySecretArn"), &awscdk.CfnOutputProps{
+		secretID := jsii.String(a.p.OpenAIKeySecretName)
+		if a.d.openAIKey != nil {
+			secret, secretID = a.d.openAIKey, a.d.openAIKey.SecretArn()
+			awscdk.NewCfnOutput(a.stack, jsii.String("OpenAIKeySecretArn"), &awscdk.CfnOutputProps{
 				Value: secretID, Description: jsii.String("the created secret of the OpenAI-compatible key: put the real key in it"),
 			})
 		} else {
-			secret = awssecretsmanager.Secret_FromSecretNameV2(stack, jsii.String("OpenAIKey"), secretID)
+			secret = awssecretsmanager.Secret_FromSecretNameV2(a.stack, jsii.String("OpenAIKey"), secretID)
 		}
 		// GrantRead gives exactly GetSecretValue and DescribeSecret, on the
 		// secret's ARN (with the random suffix matched for a secret by name).
 		secret.GrantRead(llmFn, nil)
 		llmFn.AddEnvironment(jsii.String("OPENAI_API_KEY_SECRET_ARN"), secretID, nil)
 	}
+}
 
-	// The turn state machine: the repository's ASL file as it is, with the
-	// step functions' ARNs substituted by CloudFormation.
+// addStateMachine adds the turn state machine: the repository's ASL file
+// as it is, with the step functions' ARNs substituted by CloudFormation,
+// and lets it invoke exactly those functions.
+func (a *appStack) addStateMachine() {
+	p := a.p
 	aslBytes, err := os.ReadFile(p.ASLFile)
 	if err != nil {
 		panic(fmt.Sprintf("read state machine definition: %v", err))
 	}
 	subs := map[string]*string{}
 	for key, name := range StepFunctionKeys {
-		subs[key] = fns[name].FunctionArn()
+		subs[key] = a.fns[name].FunctionArn()
 	}
 	for _, key := range ASLPlaceholders(string(aslBytes)) {
 		if _, ok := subs[key]; !ok {
 			panic(fmt.Sprintf("%s uses ${%s}, which the stack does not provide", p.ASLFile, key))
 		}
 	}
-	sm := awsstepfunctions.NewStateMachine(stack, jsii.String("TurnStateMachine"), &awsstepfunctions.StateMachineProps{
-		StateMachineName:        jsii.String(prefix + "-turn"),
+	a.sm = awsstepfunctions.NewStateMachine(a.stack, jsii.String("TurnStateMachine"), &awsstepfunctions.StateMachineProps{
+		StateMachineName:        jsii.String(a.prefix + "-turn"),
 		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
 		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(aslBytes))),
 		DefinitionSubstitutions: &subs,
 		TracingEnabled:          jsii.Bool(p.TracingOn()),
 		Logs: &awsstepfunctions.LogOptions{
-			Destination: d.turnLogs,
+			Destination: a.d.turnLogs,
 			Level:       awsstepfunctions.LogLevel(p.StateMachineLogLevel),
 			// Payloads carry ids, but a form's answers pass through too.
 			IncludeExecutionData: jsii.Bool(false),
@@ -405,23 +517,35 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	})
 	// Sorted, like every map iteration here, so that the template is stable.
 	for _, key := range slices.Sorted(maps.Keys(StepFunctionKeys)) {
-		fns[StepFunctionKeys[key]].GrantInvoke(sm.Role())
+		a.fns[StepFunctionKeys[key]].GrantInvoke(a.sm.Role())
 	}
+	suppress(a.sm.Role(), "AwsSolutions-IAM5", "GrantInvoke names each step function's ARN and its versions (<arn>:*); "+
+		"Resource * is Step Functions' own log delivery and X-Ray, whose actions take no resource", `/^Resource::<Fn[A-Za-z]+[0-9A-F]{8}\.Arn>:\*$/`, `/^Resource::\*$/`)
+	if !p.TracingOn() {
+		suppress(a.sm, "AwsSolutions-SF2", "tracing is the environment's setting (tracing: on in dev, staging and prod); off here on purpose")
+	}
+	if p.StateMachineLogLevel != "ALL" {
+		suppress(a.sm, "AwsSolutions-SF1", "the log level is the environment's stateMachineLogLevel: ALL in dev, ERROR elsewhere "+
+			"(every execution's full history stays in Step Functions for 90 days; a turn's own record is in Valkey)")
+	}
+}
 
-	// A turn whose execution failed, timed out or was stopped without a
-	// step recording it (FailTurn could not reach Valkey, an operator
-	// stopped it) is ended in its record by llmstep (turn.ExecutionEnded),
-	// which EventBridge invokes asynchronously; a turn already ended is
-	// left as it is. (A turn a limit ended is not among them: its execution
-	// succeeds, the turn reading failed with its message.)
-	turnEnded := awsevents.NewRule(stack, jsii.String("TurnEnded"), &awsevents.RuleProps{
-		RuleName:    jsii.String(prefix + "-turn-ended"),
+// addTurnEndedRule ends, in its record, a turn whose execution failed,
+// timed out or was stopped without a step recording it (FailTurn could not
+// reach Valkey, an operator stopped it): llmstep does it
+// (turn.ExecutionEnded), which EventBridge invokes asynchronously; a turn
+// already ended is left as it is. (A turn a limit ended is not among them:
+// its execution succeeds, the turn reading failed with its message.)
+func (a *appStack) addTurnEndedRule() {
+	llmFn := a.fns[FnLLMStep]
+	turnEnded := awsevents.NewRule(a.stack, jsii.String("TurnEnded"), &awsevents.RuleProps{
+		RuleName:    jsii.String(a.prefix + "-turn-ended"),
 		Description: jsii.String("a turn's execution ended abnormally: llmstep records it on the turn"),
 		EventPattern: &awsevents.EventPattern{
 			Source:     jsii.Strings("aws.states"),
 			DetailType: jsii.Strings("Step Functions Execution Status Change"),
 			Detail: &map[string]interface{}{
-				"stateMachineArn": []interface{}{sm.StateMachineArn()},
+				"stateMachineArn": []interface{}{a.sm.StateMachineArn()},
 				"status":          []interface{}{"FAILED", "TIMED_OUT", "ABORTED"},
 			},
 		},
@@ -430,57 +554,71 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	// handling failed (Lambda's asynchronous retries spent) lands in one
 	// queue, which an alarm watches, instead of vanishing: the turn it
 	// names may still read as running, and the message says which.
-	turnEndedDLQ := awssqs.NewQueue(stack, jsii.String("TurnEndedDLQ"), &awssqs.QueueProps{
+	a.turnEndedDLQ = awssqs.NewQueue(a.stack, jsii.String("TurnEndedDLQ"), &awssqs.QueueProps{
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
 	})
+	suppress(a.turnEndedDLQ, "AwsSolutions-SQS3", "it is the dead-letter queue: of the turn-ended rule's target and of llmstep's asynchronous invocations (an alarm watches it)")
 	turnEnded.AddTarget(awseventstargets.NewLambdaFunction(llmFn, &awseventstargets.LambdaFunctionProps{
 		RetryAttempts:   jsii.Number(8),
 		MaxEventAge:     awscdk.Duration_Hours(jsii.Number(6)),
-		DeadLetterQueue: turnEndedDLQ,
+		DeadLetterQueue: a.turnEndedDLQ,
 	}))
 	// Only EventBridge invokes llmstep asynchronously (the state machine
 	// waits for it), so this applies to the turn-ended events alone.
 	llmFn.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{
 		RetryAttempts: jsii.Number(2),
 		MaxEventAge:   awscdk.Duration_Hours(jsii.Number(6)),
-		OnFailure:     awslambdadestinations.NewSqsDestination(turnEndedDLQ),
+		OnFailure:     awslambdadestinations.NewSqsDestination(a.turnEndedDLQ),
 	})
+}
 
-	// api starts and inspects turns and answers their task tokens; the state
-	// machine never references api, so the template has no cycle. await, which
-	// the pause invokes, stores the token and cannot answer it (docs/design.md §7).
-	api := fns[FnAPI]
-	api.AddEnvironment(jsii.String("STATE_MACHINE_ARN"), sm.StateMachineArn(), nil)
-	sm.GrantStartExecution(api)
-	sm.GrantExecution(api, jsii.String("states:DescribeExecution"), jsii.String("states:StopExecution"))
+// allowTurnControl lets api start and inspect turns and answer their task
+// tokens; the state machine never references api, so the template has no
+// cycle. await, which the pause invokes, stores the token and cannot answer
+// it (docs/design.md §7).
+func (a *appStack) allowTurnControl() {
+	api := a.fns[FnAPI]
+	api.AddEnvironment(jsii.String("STATE_MACHINE_ARN"), a.sm.StateMachineArn(), nil)
+	a.sm.GrantStartExecution(api)
+	a.sm.GrantExecution(api, jsii.String("states:DescribeExecution"), jsii.String("states:StopExecution"))
 	// A task token names its execution, not a resource IAM could match: the
 	// service authorization reference lists no resource type for
-	// SendTaskSuccess, SendTaskFailure and SendTaskHeartbeat, so a statement
-	// naming the state machine matches no request. Their resource is "*",
-	// for these three actions alone (TestWildcardResourcesOnlyWhereRequired).
+	// SendTaskSuccess, so a statement naming the state machine matches no
+	// request. Its resource is "*", for this action alone
+	// (TestWildcardResourcesOnlyWhereRequired).
 	allow(api, "AnswerTaskTokens", TaskTokenActions, jsii.String("*"))
+	suppress(api.Role(), "AwsSolutions-IAM5", "DescribeExecution and StopExecution on the executions of the turn state machine alone (execution:<machine>:*)",
+		`/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:.*:\*$/`)
+}
 
-	// Who may call: the given issuer, or the data stack's Cognito user pool.
-	issuer, audience := jsii.String(p.JWTIssuer), jsii.Strings(p.JWTAudience...)
-	if d.pool != nil {
-		// API Gateway checks a Cognito access token's client_id (it has no
-		// aud) and an ID token's aud against the audience: both work.
-		// The issuer as Cognito writes it into tokens (ProviderURL lacks https://).
-		issuer = awscdk.Fn_Join(jsii.String(""), &[]*string{
-			jsii.String("https://cognito-idp."), awscdk.Aws_REGION(), jsii.String("."), awscdk.Aws_URL_SUFFIX(), jsii.String("/"), d.pool.UserPoolId(),
-		})
-		audience = &[]*string{d.client.UserPoolClientId()}
-		awscdk.NewCfnOutput(stack, jsii.String("UserPoolId"), &awscdk.CfnOutputProps{
-			Value: d.pool.UserPoolId(), Description: jsii.String("the Cognito user pool (create users here)"),
-		})
-		awscdk.NewCfnOutput(stack, jsii.String("UserPoolClientId"), &awscdk.CfnOutputProps{
-			Value: d.client.UserPoolClientId(), Description: jsii.String("the app client of the web page and the CLI (the JWT audience)"),
-		})
+// addAuth sets who may call: the given issuer, or the data stack's
+// Cognito user pool.
+func (a *appStack) addAuth() {
+	a.issuer, a.audience = jsii.String(a.p.JWTIssuer), jsii.Strings(a.p.JWTAudience...)
+	if a.d.pool == nil {
+		return
 	}
+	// API Gateway checks a Cognito access token's client_id (it has no
+	// aud) and an ID token's aud against the audience: both work.
+	// The issuer as Cognito writes it into tokens (ProviderURL lacks https://).
+	a.issuer = awscdk.Fn_Join(jsii.String(""), &[]*string{
+		jsii.String("https://cognito-idp."), awscdk.Aws_REGION(), jsii.String("."), awscdk.Aws_URL_SUFFIX(), jsii.String("/"), a.d.pool.UserPoolId(),
+	})
+	a.audience = &[]*string{a.d.client.UserPoolClientId()}
+	awscdk.NewCfnOutput(a.stack, jsii.String("UserPoolId"), &awscdk.CfnOutputProps{
+		Value: a.d.pool.UserPoolId(), Description: jsii.String("the Cognito user pool (create users here)"),
+	})
+	awscdk.NewCfnOutput(a.stack, jsii.String("UserPoolClientId"), &awscdk.CfnOutputProps{
+		Value: a.d.client.UserPoolClientId(), Description: jsii.String("the app client of the web page and the CLI (the JWT audience)"),
+	})
+}
 
-	// HTTP API: every /v1 route through the JWT authorizer to api.
+// addHTTPAPI adds the HTTP API: every /v1 route through the JWT authorizer
+// to api.
+func (a *appStack) addHTTPAPI() {
+	p := a.p
 	var cors *awsapigatewayv2.CorsPreflightOptions
 	if len(p.WebOrigins) > 0 {
 		cors = &awsapigatewayv2.CorsPreflightOptions{
@@ -495,143 +633,64 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 			MaxAge:        awscdk.Duration_Hours(jsii.Number(1)),
 		}
 	}
-	httpAPI := awsapigatewayv2.NewHttpApi(stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
-		ApiName:       jsii.String(prefix),
+	a.httpAPI = awsapigatewayv2.NewHttpApi(a.stack, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
+		ApiName:       jsii.String(a.prefix),
 		Description:   jsii.String("clientagent HTTP API (docs/api/openapi.yaml)"),
 		CorsPreflight: cors,
 	})
 	// The $default stage: the environment's default throttling for every
 	// route, and a JSON access log line per request in the data stack's log
 	// group (API Gateway delivers it through its service-linked role).
-	stage := httpAPI.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	stage := a.httpAPI.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
 	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
 		ThrottlingRateLimit:  jsii.Number(float64(p.APIThrottleRateLimit)),
 		ThrottlingBurstLimit: jsii.Number(float64(p.APIThrottleBurstLimit)),
 	})
 	stage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
-		DestinationArn: d.accessLogs.LogGroupArn(),
+		DestinationArn: a.d.accessLogs.LogGroupArn(),
 		Format:         jsii.String(AccessLogFormat),
 	})
-	// The events stream: its own streaming Function URL, checking the same JWT (events.go).
-	addEventsURL(stack, p, fns[FnEvents], issuer, audience)
-	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), issuer,
+	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), a.issuer,
 		&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
-			AuthorizerName: jsii.String(prefix + "-jwt"),
-			JwtAudience:    audience,
+			AuthorizerName: jsii.String(a.prefix + "-jwt"),
+			JwtAudience:    a.audience,
 		})
 	// Named methods rather than ANY, so that CORS preflights (OPTIONS) are
 	// answered by API Gateway and never meet the authorizer.
-	httpAPI.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+	a.httpAPI.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 		Path: jsii.String("/v1/{proxy+}"),
 		Methods: &[]awsapigatewayv2.HttpMethod{
 			awsapigatewayv2.HttpMethod_GET, awsapigatewayv2.HttpMethod_POST, awsapigatewayv2.HttpMethod_PUT,
 			awsapigatewayv2.HttpMethod_PATCH, awsapigatewayv2.HttpMethod_DELETE,
 		},
-		Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Api"), api, nil),
+		Integration: awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Api"), a.fns[FnAPI], nil),
 		Authorizer:  authorizer,
 	})
+}
 
-	// Alarms: a failed or timed-out execution (a fault: a turn a limit ended
-	// succeeds), any function's errors or throttles, and an undelivered
-	// turn-ended event, to one SNS topic (subscribe to it, or set alarmEmail).
-	topic := awssns.NewTopic(stack, jsii.String("Alarms"), &awssns.TopicProps{
-		TopicName:   jsii.String(prefix + "-alarms"),
-		DisplayName: jsii.String("clientagent " + p.EnvName + " alarms"),
-	})
-	if p.AlarmEmail != "" {
-		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
-	}
-	alarmAction := awscloudwatchactions.NewSnsAction(topic)
-	// A long workflow continues in a new invoke invocation by returning
-	// WorkflowContinuesError (pkg/turn), which Lambda counts as an error;
-	// the invoke step logs each one ("status":"continues"), and invoke's
-	// errors alarm subtracts them, so only real failures page anyone.
-	continuations := awslogs.NewMetricFilter(stack, jsii.String("InvokeContinuations"), &awslogs.MetricFilterProps{
-		LogGroup:        fns[FnInvoke].LogGroup(),
-		FilterPattern:   awslogs.FilterPattern_StringValue(jsii.String("$.status"), jsii.String("="), jsii.String("continues")),
-		MetricNamespace: jsii.String("clientagent/" + p.EnvName),
-		MetricName:      jsii.String("WorkflowContinuations"),
-		MetricValue:     jsii.String("1"),
-		DefaultValue:    jsii.Number(0),
-	})
-	alarm := func(id, name, desc string, metric awscloudwatch.IMetric) {
-		// ≥ 1 in a period: a failed execution, a function error, a message
-		// in the dead-letter queue each deserve a look.
-		a := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String(prefix + "-" + name),
-			AlarmDescription:   jsii.String(desc),
-			Metric:             metric,
-			Threshold:          jsii.Number(1),
-			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		a.AddAlarmAction(alarmAction)
-	}
-	fiveMinutes := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
-	alarm("AlarmTurnsFailed", "turns-failed", "a turn's execution failed: a fault (a step's error, FailTurn), not a limit", sm.MetricFailed(fiveMinutes))
-	alarm("AlarmTurnsTimedOut", "turns-timed-out", "a turn's execution timed out", sm.MetricTimedOut(fiveMinutes))
-	// A full Valkey refuses writes (reads keep working): pkg/metrics counts
-	// each refusal from the functions' logs (Embedded Metric Format).
-	alarm("AlarmStoreFull", "store-full", "Valkey refused a write for lack of memory (maxmemory): raise the cache's limit", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-		Namespace: jsii.String("clientagent/" + p.EnvName), MetricName: jsii.String("StoreFull"),
-		Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum"),
-	}))
-	alarmed := slices.Clone(platformFunctions)
-	if demo != nil {
-		alarmed = append(alarmed, functionSpec{name: FnDemoAgents})
-		fns[FnDemoAgents] = demo
-	}
-	for _, spec := range alarmed {
-		fn, id := fns[spec.name], functionID(spec.name)
-		var errs awscloudwatch.IMetric = fn.MetricErrors(fiveMinutes)
-		if spec.name == FnInvoke {
-			errs = awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-				Expression: jsii.String("errors - continuations"),
-				UsingMetrics: &map[string]awscloudwatch.IMetric{
-					"errors":        errs,
-					"continuations": continuations.Metric(fiveMinutes),
-				},
-				Label:  jsii.String("invoke errors that are not workflow continuations"),
-				Period: awscdk.Duration_Minutes(jsii.Number(5)),
-			})
-		}
-		alarm("Alarm"+id+"Errors", spec.name+"-errors", spec.name+" returned errors", errs)
-		alarm("Alarm"+id+"Throttles", spec.name+"-throttles", spec.name+" was throttled", fn.MetricThrottles(fiveMinutes))
-	}
-	alarm("AlarmTurnEndedDLQ", "turn-ended-dlq", "a turn-ended event was not handled: its turn may still read as running (messages in the dead-letter queue)",
-		turnEndedDLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
-			Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Maximum"),
-		}))
-	newDashboard(stack, prefix, "clientagent/"+p.EnvName, sm, fns, alarmed, continuations, d.cache.Ref())
+// addLiveEvents adds the delivery of a conversation's live events, which
+// the HTTP API cannot stream: a streaming Function URL of the events
+// function, checking the same JWT (events.go).
+func (a *appStack) addLiveEvents() {
+	addEventsURL(a.stack, a.p, a.fns[FnEvents], a.issuer, a.audience)
+}
 
-	awscdk.NewCfnOutput(stack, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{
-		Value: httpAPI.ApiEndpoint(), Description: jsii.String("base URL of the HTTP API (append /v1/…)"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("JwtIssuer"), &awscdk.CfnOutputProps{
-		Value: issuer, Description: jsii.String("the issuer the JWT authorizer accepts"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("StateMachineArn"), &awscdk.CfnOutputProps{
-		Value: sm.StateMachineArn(), Description: jsii.String("the turn state machine"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("ArtifactBucketName"), &awscdk.CfnOutputProps{
-		Value: bucket.BucketName(), Description: jsii.String("the artifact bucket"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("AuditBucketName"), &awscdk.CfnOutputProps{
-		Value: auditBucket.BucketName(), Description: jsii.String("the audit log of approvals and executed calls"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("ValkeyEndpoint"), &awscdk.CfnOutputProps{
-		Value: d.cache.AttrEndpointAddress(), Description: jsii.String("ElastiCache Serverless Valkey (TLS, port 6379)"),
-	})
-	awscdk.NewCfnOutput(stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{
-		Value: topic.TopicArn(), Description: jsii.String("SNS topic of the alarms (subscribe to be told)"),
-	})
-	if demoURL != nil {
-		awscdk.NewCfnOutput(stack, jsii.String("DemoAgentsUrl"), &awscdk.CfnOutputProps{
-			Value: demoURL.Url(), Description: jsii.String("the demo A2A specialists (agents/svg, agents/png, …; IAM auth, SigV4-signed requests only)"),
-		})
+// addOutputs adds the stack's outputs: what an operator, the web page and
+// the CLI need to reach the deployment.
+func (a *appStack) addOutputs() {
+	output := func(id string, value *string, desc string) {
+		awscdk.NewCfnOutput(a.stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(desc)})
 	}
-	return stack
+	output("ApiUrl", a.httpAPI.ApiEndpoint(), "base URL of the HTTP API (append /v1/…)")
+	output("JwtIssuer", a.issuer, "the issuer the JWT authorizer accepts")
+	output("StateMachineArn", a.sm.StateMachineArn(), "the turn state machine")
+	output("ArtifactBucketName", a.d.artifacts.BucketName(), "the artifact bucket")
+	output("AuditBucketName", a.d.audit.BucketName(), "the audit log of approvals and executed calls")
+	output("ValkeyEndpoint", a.d.cache.AttrEndpointAddress(), "ElastiCache Serverless Valkey (TLS, port 6379)")
+	output("AlarmTopicArn", a.topic.TopicArn(), "SNS topic of the alarms (subscribe to be told)")
+	if a.demoURL != nil {
+		output("DemoAgentsUrl", a.demoURL.Url(), "the demo A2A specialists (agents/svg, agents/png, …; IAM auth, SigV4-signed requests only)")
+	}
 }
 
 // xrayOTLPEndpoint is X-Ray's OTLP traces endpoint in the stack's region.
@@ -716,83 +775,7 @@ func newFunction(stack awscdk.Stack, p StackProps, spec functionSpec, place *vpc
 		props.VpcSubnets = &awsec2.SubnetSelection{SubnetType: awsec2.SubnetType_PRIVATE_WITH_EGRESS}
 		props.SecurityGroups = &[]awsec2.ISecurityGroup{place.sg}
 	}
-	return awslambda.NewFunction(stack, jsii.String(id), props)
-}
-
-// newDashboard is the operators' view of one environment: turns (started,
-// succeeded, failed, their duration), every function's duration, errors
-// and throttles, the workflow continuations, and the cache's load.
-func newDashboard(stack awscdk.Stack, prefix, namespace string, sm awsstepfunctions.StateMachine, fns map[string]awslambda.Function, specs []functionSpec,
-	continuations awslogs.MetricFilter, cacheName *string) {
-	period := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")}
-	p99 := &awscloudwatch.MetricOptions{Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("p99")}
-	graph := func(title string, metrics ...awscloudwatch.IMetric) awscloudwatch.IWidget {
-		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
-			Title: jsii.String(title), Left: &metrics, Width: jsii.Number(12), Height: jsii.Number(6),
-		})
-	}
-	var durations, errs, throttles []awscloudwatch.IMetric
-	for _, spec := range specs {
-		fn := fns[spec.name]
-		label := &awscloudwatch.MetricOptions{Label: jsii.String(spec.name)}
-		durations = append(durations, fn.MetricDuration(p99).With(label))
-		errs = append(errs, fn.MetricErrors(period).With(label))
-		throttles = append(throttles, fn.MetricThrottles(period).With(label))
-	}
-	cacheMetric := func(name, stat string) awscloudwatch.IMetric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace:     jsii.String("AWS/ElastiCache"),
-			MetricName:    jsii.String(name),
-			DimensionsMap: &map[string]*string{"clusterId": cacheName},
-			Statistic:     jsii.String(stat),
-			Period:        awscdk.Duration_Minutes(jsii.Number(5)),
-		})
-	}
-	// The per-turn metrics the functions log as EMF when a turn ends
-	// (pkg/metrics, pkg/turn): totals, and turns by status.
-	turnMetric := func(name, stat string, dims map[string]*string, label string) awscloudwatch.IMetric {
-		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-			Namespace: jsii.String(namespace), MetricName: jsii.String(name), DimensionsMap: &dims,
-			Statistic: jsii.String(stat), Period: awscdk.Duration_Minutes(jsii.Number(5)), Label: jsii.String(label),
-		})
-	}
-	var byStatus []awscloudwatch.IMetric
-	for _, status := range TurnStatuses {
-		byStatus = append(byStatus, turnMetric("TurnEnded", "Sum", map[string]*string{"Status": jsii.String(status)}, status))
-	}
-	awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
-		DashboardName: jsii.String(prefix),
-		Widgets: &[]*[]awscloudwatch.IWidget{
-			{
-				graph("Turns", sm.MetricStarted(period), sm.MetricSucceeded(period), sm.MetricFailed(period), sm.MetricTimedOut(period)),
-				graph("Turn duration (p99, ms)", sm.MetricTime(p99)),
-			},
-			{
-				graph("Function duration (p99, ms)", durations...),
-				graph("Function errors", errs...),
-			},
-			{
-				graph("Function throttles", throttles...),
-				graph("Workflow continuations", continuations.Metric(period)),
-			},
-			{
-				graph("Valkey processing units (ECPU)", cacheMetric("ElastiCacheProcessingUnits", "Sum")),
-				graph("Valkey data (bytes)", cacheMetric("BytesUsedForCache", "Maximum")),
-			},
-			{
-				graph("Turns ended, by status", byStatus...),
-				graph("Model cost (USD)", turnMetric("TurnCostUSD", "Sum", nil, "total"), turnMetric("TurnCostUSD", "p99", nil, "p99 per turn")),
-			},
-			{
-				graph("Tokens per turn", turnMetric("TurnTokens", "Average", nil, "average"), turnMetric("TurnTokens", "p99", nil, "p99"),
-					turnMetric("TurnCachedTokens", "Average", nil, "cached (average)")),
-				graph("LLM calls and steps per turn", turnMetric("TurnLLMCalls", "Average", nil, "LLM calls (average)"), turnMetric("TurnLLMCalls", "Maximum", nil, "LLM calls (max)"),
-					turnMetric("TurnSteps", "Average", nil, "steps (average)")),
-			},
-			{
-				graph("Turn duration from the turns' own figures (ms)", turnMetric("TurnDuration", "p50", nil, "p50"), turnMetric("TurnDuration", "p99", nil, "p99"),
-					turnMetric("TurnUserWait", "p99", nil, "waiting for the user (p99)")),
-			},
-		},
-	})
+	fn := awslambda.NewFunction(stack, jsii.String(id), props)
+	suppress(role, "AwsSolutions-IAM5", functionRoleWildcardReason, functionRoleWildcards...)
+	return fn
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -77,6 +78,11 @@ type synthesized struct {
 	// dataProtected is the data stack's termination protection.
 	dataProtected bool
 	assembly      string // cloud assembly directory (cdk.out)
+	// warnings are both stacks' warning annotations (id: message).
+	warnings []string
+	// nagErrors are cdk-nag's AwsSolutions findings of error level that no
+	// suppression covers (TestCDKNag).
+	nagErrors []string
 }
 
 func baseProps() StackProps {
@@ -104,6 +110,7 @@ var configs = map[string]func() StackProps{
 		p.DemoAgents = false
 		p.Agents = []string{"https://a.example.com/agents/x", "https://b.example.com"}
 		p.WorkflowsDir = filepath.Join("..", "testdata", "workflows")
+		p.ConversationQuota, p.MaxFileSize, p.FileTimeout, p.FileMinRate, p.FileRateWindow = "500MiB", "64MiB", "90s", "16KiB", "20s"
 		return p
 	},
 }
@@ -117,6 +124,10 @@ func fromCDKJSON(env string, extra map[string]any) func() StackProps {
 			panic(err)
 		}
 		ctx[CtxEnv], ctx[CtxBinDir], ctx[CtxASLFile] = env, testBinDir, aslPath
+		if env != "dev" {
+			// As every real staging or prod deployment must (Validate).
+			ctx[CtxAlarmEmail] = "ops@example.com"
+		}
 		maps.Copy(ctx, extra)
 		p, err := PropsFromContext(func(k string) any { return ctx[k] })
 		if err != nil {
@@ -169,9 +180,11 @@ func synth(t *testing.T, config string) *synthesized {
 // synthesize defines a deployment of props in a new app writing to outdir
 // and reads its templates. The caller holds synthMu.
 func synthesize(props StackProps, outdir string) (*synthesized, error) {
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir)})
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(outdir), Context: featureFlags()})
 	p := props
 	dep := NewDeployment(app, &p)
+	// cdk-nag's AwsSolutions pack checks every resource at synthesis.
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Reports: jsii.Bool(false)}), nil)
 	appTpl := *assertions.Template_FromStack(dep.App, nil).ToJSON()
 	dataTpl := *assertions.Template_FromStack(dep.Data, nil).ToJSON()
 	asm := app.Synth(nil)
@@ -180,10 +193,65 @@ func synthesize(props StackProps, outdir string) (*synthesized, error) {
 		return nil, err
 	}
 	protected := dep.Data.TerminationProtection() != nil && *dep.Data.TerminationProtection()
+	warnings, nagErrors, err := assemblyMessages(*asm.Directory())
+	if err != nil {
+		return nil, err
+	}
 	return &synthesized{
 		props: props.withDefaults(), tpl: assertions.Template_FromJSON(&merged, nil), json: merged,
-		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(),
+		app: appTpl, data: dataTpl, dataProtected: protected, assembly: *asm.Directory(), warnings: warnings, nagErrors: nagErrors,
 	}, nil
+}
+
+// assemblyMessages reads the warnings of every stack in a cloud assembly
+// and its errors of cdk-nag's AwsSolutions pack, from the stacks'
+// <stack>.metadata.json (construct path → entries).
+func assemblyMessages(dir string) (warnings, nagErrors []string, err error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.metadata.json"))
+	if err != nil || len(files) == 0 {
+		return nil, nil, fmt.Errorf("no stack metadata in %s (%v)", dir, err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, nil, err
+		}
+		var meta map[string][]struct {
+			Type string `json:"type"`
+			Data any    `json:"data"`
+		}
+		if err := json.Unmarshal(b, &meta); err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for path, entries := range meta {
+			for _, e := range entries {
+				msg := fmt.Sprint(e.Data)
+				switch {
+				case e.Type == "aws:cdk:warning":
+					warnings = append(warnings, msg)
+				case e.Type == "aws:cdk:error" && strings.HasPrefix(msg, "AwsSolutions-"):
+					nagErrors = append(nagErrors, path+": "+msg)
+				}
+			}
+		}
+	}
+	return warnings, nagErrors, nil
+}
+
+// featureFlags are the CDK feature flags of the repository's cdk.json, so
+// that the tests synthesize what `make synth` and the CDK CLI do.
+func featureFlags() *map[string]any {
+	ctx, err := ReadCDKJSONContext(filepath.Join("..", "cdk.json"))
+	if err != nil {
+		panic(err)
+	}
+	flags := map[string]any{}
+	for k, v := range ctx {
+		if strings.HasPrefix(k, "@") {
+			flags[k] = v
+		}
+	}
+	return &flags
 }
 
 // mergeTemplates returns the resources and outputs of both templates as
@@ -208,6 +276,15 @@ func mergeTemplates(data, app map[string]any) (map[string]any, error) {
 			if name, ok := x["Fn::ImportValue"].(string); ok && len(x) == 1 {
 				if val, ok := exports[name]; ok {
 					return val
+				}
+				missing = append(missing, name)
+			}
+			// A weak reference (the default of cdk.json's feature flags):
+			// the data stack's output, read at deploy time.
+			if ref, ok := x["Fn::GetStackOutput"].(map[string]any); ok && len(x) == 1 {
+				name, _ := ref["OutputName"].(string)
+				if o, ok := asMap(data["Outputs"])[name]; ok {
+					return asMap(o)["Value"]
 				}
 				missing = append(missing, name)
 			}
@@ -731,19 +808,34 @@ func TestValkey(t *testing.T) {
 	if len(cacheSG) != 1 {
 		t.Fatalf("cache security groups = %v, want one", cacheSG)
 	}
-	_, api := s.function(t, FnAPI)
-	fnSG := refsIn(api["VpcConfig"].(map[string]any)["SecurityGroupIds"])
-	if len(fnSG) != 1 {
-		t.Fatalf("api security groups = %v, want one", fnSG)
+	// A security group per function, each admitted to the cache alone.
+	fnSGs := map[string]string{}
+	for _, name := range append(functionNames(), FnDemoAgents) {
+		_, fn := s.function(t, name)
+		sgs := refsIn(fn["VpcConfig"].(map[string]any)["SecurityGroupIds"])
+		if len(sgs) != 1 {
+			t.Fatalf("%s security groups = %v, want one", name, sgs)
+		}
+		for other, sg := range fnSGs {
+			if sg == sgs[0] {
+				t.Errorf("%s and %s share the security group %s, want one each", name, other, sg)
+			}
+		}
+		fnSGs[name] = sgs[0]
 	}
 	ingress := s.resources("AWS::EC2::SecurityGroupIngress")
-	var rules []string
+	var rules, want []string
 	for _, r := range ingress {
 		if slices.Contains(refsIn(r["GroupId"]), cacheSG[0]) {
 			rules = append(rules, fmt.Sprintf("%v %v-%v from %v", r["IpProtocol"], r["FromPort"], r["ToPort"], refsIn(r["SourceSecurityGroupId"])))
 		}
 	}
-	if diff := cmp.Diff([]string{fmt.Sprintf("tcp 6379-6380 from [%s]", fnSG[0])}, rules); diff != "" {
+	for _, sg := range fnSGs {
+		want = append(want, fmt.Sprintf("tcp 6379-6380 from [%s]", sg))
+	}
+	slices.Sort(rules)
+	slices.Sort(want)
+	if diff := cmp.Diff(want, rules); diff != "" {
 		t.Errorf("ingress to the cache (-want +got):\n%s", diff)
 	}
 	wantURL := map[string]any{"Fn::Join": []any{"", []any{"rediss://", map[string]any{"Fn::GetAtt": []any{cacheID, "Endpoint.Address"}}, ":6379?cluster=true"}}}
@@ -753,9 +845,6 @@ func TestValkey(t *testing.T) {
 			t.Errorf("%s VALKEY_URL (-want +got):\n%s", name, diff)
 		}
 		vpc, _ := fn["VpcConfig"].(map[string]any)
-		if diff := cmp.Diff(fnSG, refsIn(vpc["SecurityGroupIds"])); diff != "" {
-			t.Errorf("%s security groups (-want +got):\n%s", name, diff)
-		}
 		for _, id := range refsIn(vpc["SubnetIds"]) {
 			if subnets[id]["MapPublicIpOnLaunch"] != false {
 				t.Errorf("%s subnet %s is public, want private", name, id)

@@ -4,6 +4,7 @@
 // Environment:
 //
 //	PUBLIC_URL              external base URL of this function (agent card URLs); empty: taken from each request's Host
+//	VALKEY_AUTH=iam, VALKEY_USER, VALKEY_CACHE_NAME  sign in to ElastiCache with IAM auth tokens (pkg/record/valkey/valkeyiam)
 //	VALKEY_URL              optional redis:// or rediss:// URL (cluster=true for a cluster); when set, A2A tasks
 //	                        and the publish ledger live in Valkey, so an input-required task may be continued on
 //	                        any instance and a call id publishes once across instances
@@ -30,6 +31,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
 	"github.com/clientagent/clientagent/pkg/platform/lambdatrace"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/record/valkey/valkeyiam"
 )
 
 func main() {
@@ -67,7 +69,12 @@ func main() {
 	var rdb redis.UniversalClient
 	if u := os.Getenv("VALKEY_URL"); u != "" {
 		// The client lives as long as the Lambda instance; it is never closed.
-		c, _, err := valkey.Open(context.Background(), u)
+		opts, err := valkeyiam.FromEnv(context.Background(), os.Getenv)
+		if err != nil {
+			logger.Error("valkey auth", "error", err)
+			os.Exit(1)
+		}
+		c, _, err := valkey.Open(context.Background(), u, opts...)
 		if err != nil {
 			logger.Error("open valkey", "error", err)
 			os.Exit(1)

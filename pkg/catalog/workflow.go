@@ -107,6 +107,17 @@ func inputType(t string) string {
 // take.
 var ErrInvalidWorkflow = errors.New("invalid workflow template")
 
+// MissingSkillError is Compile's error for a step whose skill no
+// specialist offers: the template is sound, the deployment lacks the skill
+// (a specialist down or not configured). It is an ErrInvalidWorkflow.
+type MissingSkillError struct {
+	Workflow, Skill string
+	msg             string
+}
+
+func (e *MissingSkillError) Error() string { return e.msg }
+func (e *MissingSkillError) Unwrap() error { return ErrInvalidWorkflow }
+
 // LoadWorkflows reads every *.json file in dir of fsys, each one Workflow,
 // in file-name order, and checks what can be checked without the skills:
 // an id, unique ids, at least one step, known input types, and bindings
@@ -273,7 +284,8 @@ func Compile(w Workflow, skills map[string]Entry) (Workflow, error) {
 	for i, s := range w.Steps {
 		e, ok := skills[s.Skill]
 		if !ok {
-			return w, bad("%s: unknown skill %q (skills: %s)", w.StepLabel(i), s.Skill, strings.Join(slices.Sorted(maps.Keys(skills)), ", "))
+			return w, &MissingSkillError{Workflow: w.ID, Skill: s.Skill,
+				msg: bad("%s: unknown skill %q (skills: %s)", w.StepLabel(i), s.Skill, strings.Join(slices.Sorted(maps.Keys(skills)), ", ")).Error()}
 		}
 		for _, name := range slices.Sorted(maps.Keys(s.Arguments)) {
 			p, ok := e.Param(name)

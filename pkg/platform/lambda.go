@@ -20,6 +20,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
 	"github.com/clientagent/clientagent/pkg/platform/lambdatrace"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/record/valkey/valkeyiam"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -34,6 +35,7 @@ const InvokeTimeout = 5 * time.Minute
 // step's turn.Handlers get only the fields its handler reaches. It reads:
 //
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
+//	VALKEY_AUTH=iam, VALKEY_USER, VALKEY_CACHE_NAME  sign in with IAM auth tokens (valkeyiam.FromEnv)
 //	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated (the tool catalogue)
 //	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agentauth.ClientFromEnv)
 //	CLIENTAGENT_MCP                MCP servers whose tools are skills (mcp.LoadConfig; streamable HTTP only:
@@ -85,7 +87,13 @@ func (e *Env) Valkey() (redis.UniversalClient, error) {
 	if u == "" {
 		return nil, fmt.Errorf("VALKEY_URL must be set")
 	}
-	rdb, err := valkey.NewClient(u)
+	// On AWS the stack sets VALKEY_AUTH=iam: each connection signs in as
+	// the function's own ElastiCache user with an IAM token.
+	opts, err := valkeyiam.FromEnv(context.Background(), e.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	rdb, err := valkey.NewClient(u, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -2,8 +2,10 @@ package tool
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,8 +61,9 @@ type Catalogs struct {
 	Workflows []catalog.Workflow
 	// TTL is how long a built catalog is reused (default DefaultCatalogTTL).
 	TTL time.Duration
-	// Logger gets an error line for each workflow template that does not
-	// compile against the skills, whenever that set of errors changes.
+	// Logger hears of the workflow templates that do not compile against
+	// the skills whenever that set changes: one WARN naming the skills no
+	// source offers, an ERROR for each template broken otherwise.
 	Logger *slog.Logger
 
 	mu       sync.Mutex
@@ -100,10 +103,26 @@ func (c *Catalogs) Catalog(ctx context.Context) (*catalog.Catalog, error) {
 	c.built, c.at = catalog.New(caps, c.Workflows), time.Now()
 	errs := c.built.WorkflowErrors()
 	if s := fmt.Sprint(errs); s != c.rejected && c.Logger != nil {
-		for _, err := range errs {
-			c.Logger.ErrorContext(ctx, "workflow template left out", "error", err)
-		}
+		logWorkflowErrors(ctx, c.Logger, errs)
 	}
 	c.rejected = fmt.Sprint(errs)
 	return c.built, nil
+}
+
+// logWorkflowErrors reports the workflow templates a catalog left out: the
+// ones whose skills no source offers in one WARN line naming each missing
+// skill (a deployment without those specialists is configured, not
+// broken), any other error as an ERROR of its own.
+func logWorkflowErrors(ctx context.Context, log *slog.Logger, errs []error) {
+	var missing []string
+	for _, err := range errs {
+		if m, ok := errors.AsType[*catalog.MissingSkillError](err); ok {
+			missing = append(missing, m.Workflow+" needs "+m.Skill)
+			continue
+		}
+		log.ErrorContext(ctx, "workflow template left out", "error", err)
+	}
+	if len(missing) > 0 {
+		log.WarnContext(ctx, "workflow templates left out: no specialist offers their skills", "missing", strings.Join(missing, ", "))
+	}
 }

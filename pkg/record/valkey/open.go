@@ -49,8 +49,8 @@ var ErrNoURL = errors.New("open valkey: no URL (the embedded server is pkg/recor
 // Open connects to the Valkey/Redis at rawURL (see NewClient) and returns
 // the client and a function that closes it; the server is pinged before
 // Open returns.
-func Open(ctx context.Context, rawURL string) (redis.UniversalClient, func(), error) {
-	c, err := NewClient(rawURL)
+func Open(ctx context.Context, rawURL string, opts ...ClientOption) (redis.UniversalClient, func(), error) {
+	c, err := NewClient(rawURL, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -73,7 +73,14 @@ func Open(ctx context.Context, rawURL string) (redis.UniversalClient, func(), er
 // function builds its client with NewClient at cold start, so a store that
 // is down then is a step's TransientError (retried by the state machine)
 // rather than a function that cannot start.
-func NewClient(rawURL string) (redis.UniversalClient, error) {
+//
+// WithCredentials replaces the URL's user and password with ones asked for
+// at each new connection (an IAM auth token: pkg/record/valkey/valkeyiam).
+func NewClient(rawURL string, opts ...ClientOption) (redis.UniversalClient, error) {
+	var cfg clientConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if rawURL == "" {
 		return nil, ErrNoURL
 	}
@@ -91,6 +98,7 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 			return nil, fmt.Errorf("open valkey: %w", err)
 		}
 		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
+		o.CredentialsProviderContext = cfg.credentials
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(u.String())
@@ -98,7 +106,22 @@ func NewClient(rawURL string) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("open valkey: %w", err)
 	}
 	timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
+	o.CredentialsProviderContext = cfg.credentials
 	return redis.NewClient(o), nil
+}
+
+// ClientOption changes how NewClient and Open connect.
+type ClientOption func(*clientConfig)
+
+type clientConfig struct {
+	credentials func(ctx context.Context) (username, password string, err error)
+}
+
+// WithCredentials makes every new connection authenticate with what creds
+// returns then, instead of the URL's user and password: a short-lived
+// token is asked for when a connection is made, not when the client is.
+func WithCredentials(creds func(ctx context.Context) (username, password string, err error)) ClientOption {
+	return func(c *clientConfig) { c.credentials = creds }
 }
 
 // redactedURL is rawURL without its password, for errors and logs.
