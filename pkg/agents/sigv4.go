@@ -76,6 +76,12 @@ func authClientFromEnv(ctx context.Context, getenv func(string) string) (*http.C
 // requests to specialists go through it; files agents return are fetched
 // with another client, so credentials never sign a URL an agent chose.
 func SigV4Client(base *http.Client, creds aws.CredentialsProvider, region string) *http.Client {
+	return SigV4ServiceClient(base, creds, region, SigV4Service)
+}
+
+// SigV4ServiceClient is SigV4Client for another service's signing name,
+// e.g. "appsync" for an AppSync Events API's HTTP publish (pkg/livepub).
+func SigV4ServiceClient(base *http.Client, creds aws.CredentialsProvider, region, service string) *http.Client {
 	var c http.Client
 	if base != nil {
 		c = *base
@@ -84,7 +90,7 @@ func SigV4Client(base *http.Client, creds aws.CredentialsProvider, region string
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	c.Transport = &sigV4Transport{base: rt, creds: creds, region: region, signer: v4.NewSigner(), now: time.Now}
+	c.Transport = &sigV4Transport{base: rt, creds: creds, region: region, service: service, signer: v4.NewSigner(), now: time.Now}
 	return &c
 }
 
@@ -93,11 +99,12 @@ func SigV4Client(base *http.Client, creds aws.CredentialsProvider, region string
 type sigV4Transport struct {
 	base http.RoundTripper
 	// only, when set, names the hosts to sign; others pass unsigned.
-	only   func(host string) bool
-	creds  aws.CredentialsProvider
-	region string
-	signer *v4.Signer
-	now    func() time.Time
+	only    func(host string) bool
+	creds   aws.CredentialsProvider
+	region  string
+	service string
+	signer  *v4.Signer
+	now     func() time.Time
 }
 
 func (t *sigV4Transport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -132,7 +139,7 @@ func (t *sigV4Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
 	}
 	r.Header.Set("X-Amz-Content-Sha256", hash)
-	if err := t.signer.SignHTTP(req.Context(), creds, r, hash, SigV4Service, t.region, t.now().UTC()); err != nil {
+	if err := t.signer.SignHTTP(req.Context(), creds, r, hash, t.service, t.region, t.now().UTC()); err != nil {
 		return nil, fmt.Errorf("sigv4: sign: %w", err)
 	}
 	return t.base.RoundTrip(r)

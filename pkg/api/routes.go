@@ -456,6 +456,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		t.Events = []record.Event{{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": typed}}}
 	}
 	err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
+	if err == nil && s.Live != nil && len(t.Events) > 0 {
+		s.Live.Publish(ctx, conv.Meta.ID, t.Events...)
+	}
 	t.Events = nil
 	if err != nil {
 		return fmt.Errorf("store turn: %w", err)

@@ -102,6 +102,10 @@ type Handlers struct {
 	Audit audit.Log
 	// Events is the conversations' live event log (nil: none).
 	Events record.EventLog
+	// Live gets each event the log gets, once it is written, for a
+	// deployment's push delivery (pkg/livepub: AppSync Events); nil: the
+	// log only. It must not block.
+	Live LivePublisher
 	// Guardian checks requests, the model's output, calls and results (nil: none; guard.go).
 	Guardian *guardian.Checker
 	Limits   Limits
@@ -350,6 +354,9 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
 	}
 	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
+	if err == nil && h.Live != nil && len(t.Events) > 0 {
+		h.Live.Publish(ctx, r.ConversationID, t.Events...)
+	}
 	t.Events = nil
 	if errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
