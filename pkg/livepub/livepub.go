@@ -47,17 +47,30 @@ const DefaultNamespace = "live"
 var segment = regexp.MustCompile(`^[A-Za-z0-9-]{1,50}$`)
 
 // Channel is the channel of the live events of conversation cid, owned by
-// owner: /<namespace>/<owner>/<cid>. Its user segment is the owner's JWT
-// sub itself, so the namespace's onSubscribe handler can refuse anyone
-// whose sub differs without a lookup. ok is false when owner or cid is not
-// a valid segment (1-50 of A-Z, a-z, 0-9 and '-'; Cognito's subs are UUIDs,
-// the local stack's user names are checked by the API): such a
-// conversation has no channel, and its events are only in the log.
+// owner: /<namespace>/<owner>/<cid segment>. Its user segment is the
+// owner's JWT sub itself, so the namespace's onSubscribe handler can refuse
+// anyone whose sub differs without a lookup. ok is false when owner is not
+// a valid segment (1-50 of A-Z, a-z, 0-9 and '-'; Cognito's subs are
+// UUIDs) or cid has no segment (ConversationSegment): such a conversation
+// has no channel, and its events are only in the log.
 func Channel(namespace, owner, cid string) (string, bool) {
-	if !segment.MatchString(owner) || !segment.MatchString(cid) || !segment.MatchString(namespace) {
+	c, ok := ConversationSegment(cid)
+	if !ok || !segment.MatchString(owner) || !segment.MatchString(namespace) {
 		return "", false
 	}
-	return "/" + namespace + "/" + owner + "/" + cid, true
+	return "/" + namespace + "/" + owner + "/" + c, true
+}
+
+// ConversationSegment is cid as a channel segment: its '_' become '-'
+// (conversation ids are c_<hex>, and a segment allows no '_'). An id that
+// already has a '-' has none, so the mapping stays one to one. Clients
+// apply the same rule (web/api.js).
+func ConversationSegment(cid string) (string, bool) {
+	if strings.Contains(cid, "-") {
+		return "", false
+	}
+	c := strings.ReplaceAll(cid, "_", "-")
+	return c, segment.MatchString(c)
 }
 
 // Owners finds a conversation's owner (the valkey store's Owner).
@@ -123,7 +136,8 @@ func (p *Publisher) Start(ctx context.Context) *Publisher {
 }
 
 // Publish queues evs for cid's channel and returns at once. It never
-// blocks: a full queue drops the events (counted and logged).
+// blocks: a full queue drops the events (counted; logged at the first drop
+// and every 100th).
 func (p *Publisher) Publish(ctx context.Context, cid string, evs ...record.Event) {
 	if p == nil || p.queue == nil {
 		return
@@ -134,8 +148,10 @@ func (p *Publisher) Publish(ctx context.Context, cid string, evs ...record.Event
 		case p.queue <- item{cid, e}:
 		default:
 			p.pending.Done()
-			p.dropped.Add(1)
-			p.log().WarnContext(ctx, "live event dropped: queue full", append([]any{"conversation", cid, "type", e.Type}, metrics.Count(metrics.LivePublishFailed)...)...)
+			// Logged at the first drop and every 100th, not per event.
+			if n := p.dropped.Add(1); n == 1 || n%100 == 0 {
+				p.log().WarnContext(ctx, "live events dropped: queue full", append([]any{"conversation", cid, "dropped", n}, metrics.Count(metrics.LivePublishFailed)...)...)
+			}
 		}
 	}
 }

@@ -133,6 +133,9 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
 	if put.Stored {
+		if h.Live != nil && len(o.Events) > 0 {
+			h.Live.Publish(ctx, in.ConversationID, o.Events...) // as the log got them, with the first write
+		}
 		if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
 			return InvokeOutput{}, err
 		}

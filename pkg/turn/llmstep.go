@@ -147,6 +147,9 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	} else if err != nil {
 		return StepOutput{}, &TransientError{Err: fmt.Errorf("record spend of turn %s: %w", t.ID, err)}
 	}
+	if h.Live != nil && len(spend.Events) > 0 {
+		h.Live.Publish(ctx, in.ConversationID, spend.Events...)
+	}
 	t.LLMCalls++
 	t.Tokens += spend.Tokens
 	t.CachedTokens += spend.CachedTokens
