@@ -304,6 +304,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Failures:        p.Handlers,
 		Cancels:         p.Handlers,
 		Events:          p.Store,
+		Streams:         p.Store,
 		Tracing:         cfg.Tracing,
 		Info:            &api.Info{Store: api.StoreInfo{Kind: info.Kind, Persistent: info.Persistent, Description: info.Description()}},
 		Logger:          log,
