@@ -76,6 +76,7 @@ func TestBrowser(t *testing.T) {
 	// machine is shared.
 	for _, sc := range []script{
 		{file: "popelnase.mjs"},            // docs/design.md §1/§2: svg → png chain, PNG shown inline
+		{file: "svg-script.mjs"},           // issue 27: an SVG carrying script runs none of it (img, downloads, its blob: document)
 		{file: "approval.mjs"},             // docs/design.md §3.3: approval shows the exact arguments, Approve resumes
 		{file: "form.mjs"},                 // docs/design.md §3.3/§3.4: typed form for a user-input field, empty/invalid answers refused inline
 		{file: "reject.mjs"},               // docs/design.md §3.3: Reject with a note runs nothing, the reply says so

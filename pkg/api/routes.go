@@ -325,7 +325,8 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string
 		mime = meta.MimeType
 	}
 	w.Header().Set("Content-Type", mime)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", meta.Name))
+	// An active type (SVG, HTML …) downloads; only passive ones show inline.
+	w.Header().Set("Content-Disposition", artifact.Disposition(meta.Name, mime))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// An artifact is data, never a page of this origin: no scripts, no
 	// requests, whatever its type claims.
