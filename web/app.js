@@ -511,7 +511,7 @@ function subscribe(cid) {
       let events = 0;
       let err = null;
       try {
-        await api.streamEvents(cid, {
+        const opts = {
           lastEventId: sub.lastId,
           signal: sub.abort.signal,
           onOpen: () => setLive(sub, true),
@@ -521,7 +521,20 @@ function subscribe(cid) {
             if (ev.id) sub.lastId = ev.id;
             onStreamEvent(ev.data);
           },
-        });
+        };
+        const delivery = await api.delivery();
+        if (delivery.delivery === "appsync") {
+          // No resume on AppSync: once subscribed, every followed turn is
+          // read again, so nothing published meanwhile is missed.
+          const open = opts.onOpen;
+          opts.onOpen = () => {
+            open();
+            for (const view of state.views.values()) if (!TERMINAL.has(view.status)) pollTurn(view);
+          };
+          await api.streamAppSync(cid, delivery, opts);
+        } else {
+          await api.streamEvents(cid, opts);
+        }
       } catch (e) {
         err = e;
       }
