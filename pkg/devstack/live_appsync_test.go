@@ -7,10 +7,12 @@ package devstack
 // cannot subscribe to that channel.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/clientagent/clientagent/pkg/api"
+	"github.com/clientagent/clientagent/pkg/chatcli"
 	"github.com/clientagent/clientagent/pkg/livepub"
 	"github.com/clientagent/clientagent/pkg/livepub/livepubtest"
 )
@@ -105,4 +108,40 @@ func jsonEqual(a, b any) bool {
 	x, _ := json.Marshal(a)
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
+}
+
+// The CLI follows a turn over the AppSync Events WebSocket when GET
+// /v1/info names one: a form asked at the prompt, the reply shown, and
+// every turn subscribed on the owner's channel.
+func TestChatCLIOverAppSyncEvents(t *testing.T) {
+	t.Parallel()
+	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
+	var st *Stack
+	fake := livepubtest.New(t, func(tok string) (string, error) {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return st.auth.Subject(r)
+	}, creds)
+	st, c := stack(t, nil, func(cfg *Config) {
+		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
+	})
+	in := strings.NewReader("Create a PNG image with the word Popelnase\nDesign a valve flange with 4 holes\nbrass\n/quit\n")
+	var out bytes.Buffer
+	if err := chatcli.Run(t.Context(), chatcli.Options{BaseURL: c.base, Token: c.token, In: in, Out: &out, OutDir: t.TempDir(), PollInterval: time.Hour}); err != nil {
+		t.Fatalf("Run() = %v\n%s", err, out.String())
+	}
+	for _, want := range []string{"create_svg_artifact succeeded", "convert_svg_to_png succeeded", "material", "design_valve"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	subs := fake.Subscribed()
+	if len(subs) < 2 {
+		t.Fatalf("subscriptions %v, want one per turn at least", subs)
+	}
+	for _, ch := range subs {
+		if !strings.HasPrefix(ch, "/live/dev/c-") {
+			t.Errorf("subscribed to %s, want the owner's channel", ch)
+		}
+	}
 }

@@ -41,10 +41,11 @@ type Fake struct {
 
 	srv *httptest.Server
 
-	mu        sync.Mutex
-	subs      map[*sub]bool
-	published []Published
-	refused   []string
+	mu         sync.Mutex
+	subs       map[*sub]bool
+	published  []Published
+	refused    []string
+	subscribed []string
 }
 
 // Published is one event the fake took, on its channel.
@@ -80,6 +81,13 @@ func (f *Fake) Published() []Published {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Published(nil), f.published...)
+}
+
+// Subscribed returns the channels subscribed to so far.
+func (f *Fake) Subscribed() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.subscribed...)
 }
 
 // Refused returns why each refused subscription or publish was refused.
@@ -284,6 +292,7 @@ func (f *Fake) realtime(w http.ResponseWriter, r *http.Request) {
 			f.mu.Lock()
 			mine[m.ID] = s
 			f.subs[s] = true
+			f.subscribed = append(f.subscribed, m.Channel)
 			f.mu.Unlock()
 			_ = send(message{Type: "subscribe_success", ID: m.ID})
 		case "unsubscribe":
