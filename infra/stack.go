@@ -95,8 +95,8 @@ type functionSpec struct {
 // platformFunctions are the Lambdas that build pkg/platform from their
 // environment (VALKEY_URL, ARTIFACT_BUCKET, the model) and run in the VPC.
 // invoke is the longest step: one specialist call may take 5 minutes
-// (platform.InvokeTimeout) plus the artifact transfers around it. events
-// holds a stream open for up to its timeout (events.go).
+// (platform.InvokeTimeout) plus the artifact transfers around it. Live
+// events need no function: AppSync Events holds the connections (events.go).
 var platformFunctions = []functionSpec{
 	{FnAPI, 512, 29, "HTTP API (docs/api/openapi.yaml); answers task tokens"},
 	{FnLLMStep, 512, 120, "turn step: one LLM call with every tool"},
@@ -104,7 +104,6 @@ var platformFunctions = []functionSpec{
 	{FnInvoke, 1024, 360, "turn step: one specialist (A2A) call"},
 	{FnAppend, 256, 60, "turn step: results into the transcript"},
 	{FnAwait, 256, 30, "turn step: stores the task token of a pause"},
-	eventsFunction, // events.go
 }
 
 // AgentCallers are the functions that talk to specialists: api, llmstep,
@@ -283,12 +282,9 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 	for _, spec := range platformFunctions {
 		fn := newFunction(stack, p, spec, place, d.fnLogs[spec.name])
 		for _, k := range slices.Sorted(maps.Keys(env)) {
-			if k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" && spec.name == FnEvents {
-				continue // it streams events and makes no spans
-			}
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
 		}
-		if p.TracingOn() && spec.name != FnEvents {
+		if p.TracingOn() {
 			allowXRayOTLP(fn)
 		}
 		if len(layers) > 0 {
@@ -512,8 +508,8 @@ func newAppStack(scope constructs.Construct, p StackProps, d *dataStack) awscdk.
 		DestinationArn: d.accessLogs.LogGroupArn(),
 		Format:         jsii.String(AccessLogFormat),
 	})
-	// The events stream: its own streaming Function URL, checking the same JWT (events.go).
-	addEventsURL(stack, p, fns[FnEvents], issuer, audience)
+	// Live events: an AppSync Events API with the same JWT (events.go).
+	addLiveEvents(stack, p, d, fns, issuer)
 	authorizer := awsapigatewayv2authorizers.NewHttpJwtAuthorizer(jsii.String("Jwt"), issuer,
 		&awsapigatewayv2authorizers.HttpJwtAuthorizerProps{
 			AuthorizerName: jsii.String(prefix + "-jwt"),
