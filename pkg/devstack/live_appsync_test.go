@@ -23,6 +23,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/chatcli"
 	"github.com/clientagent/clientagent/pkg/livepub"
 	"github.com/clientagent/clientagent/pkg/livepub/livepubtest"
+	"github.com/clientagent/clientagent/pkg/smoke"
 )
 
 func TestLiveEventsThroughAppSyncEvents(t *testing.T) {
@@ -143,5 +144,30 @@ func TestChatCLIOverAppSyncEvents(t *testing.T) {
 		if !strings.HasPrefix(ch, "/live/dev/c-") {
 			t.Errorf("subscribed to %s, want the owner's channel", ch)
 		}
+	}
+}
+
+// `make smoke` checks the delivery the deployment names: against a stack
+// that publishes to the AppSync Events fake, its live-events step reads
+// the turn over the WebSocket.
+func TestSmokeChecksAppSyncDelivery(t *testing.T) {
+	t.Parallel()
+	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
+	var st *Stack
+	fake := livepubtest.New(t, func(tok string) (string, error) {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return st.auth.Subject(r)
+	}, creds)
+	st, c := stack(t, nil, func(cfg *Config) {
+		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
+	})
+	var out bytes.Buffer
+	res, err := smoke.Run(t.Context(), smoke.Config{URL: st.URL(), Token: c.token, Out: &out, TurnTimeout: 30 * time.Second})
+	if err != nil || res.Failed != 0 || !strings.Contains(out.String(), "over AppSync Events "+fake.Config().RealtimeURL()) {
+		t.Fatalf("smoke = %+v, %v, want the live step over AppSync Events:\n%s", res, err, out.String())
+	}
+	if len(fake.Subscribed()) == 0 {
+		t.Errorf("smoke never subscribed")
 	}
 }
