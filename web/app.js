@@ -94,8 +94,9 @@ const state = {
   skew: null, // ms the API's clock is ahead of the page's (from the events' times), for running bars
 };
 
-// The event stream may live elsewhere (on AWS a Lambda Function URL of its
-// own): config.eventsBase, else apiBase.
+// An SSE event stream on another origin (a deployment serving
+// functions/events without a VPC): config.eventsBase, else apiBase. A
+// deployment with AppSync Events says so in GET /v1/info instead.
 const api = new API(config.apiBase || "", () => state.token, config.eventsBase || "");
 
 marked.setOptions({ gfm: true, breaks: true });

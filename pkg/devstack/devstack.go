@@ -137,6 +137,9 @@ type Config struct {
 	// Tracing exports one trace per turn (telemetry.FromEnv: any OTLP
 	// receiver; nil: none). The caller shuts it down.
 	Tracing *telemetry.Tracing
+	// MaxStreams caps the event streams one user holds open (zero:
+	// api.DefaultMaxStreams).
+	MaxStreams int
 	// Live, when set, publishes every live event to an AppSync Events API
 	// as a deployment does (tests: livepubtest's fake), and GET /v1/info
 	// tells clients to subscribe there; the SSE endpoint stays.
@@ -305,6 +308,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Cancels:         p.Handlers,
 		Events:          p.Store,
 		Streams:         p.Store,
+		MaxStreams:      cfg.MaxStreams,
 		Tracing:         cfg.Tracing,
 		Info:            &api.Info{Store: api.StoreInfo{Kind: info.Kind, Persistent: info.Persistent, Description: info.Description()}},
 		Logger:          log,

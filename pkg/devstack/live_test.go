@@ -370,9 +370,9 @@ func TestCancelEndedAndWaitingTurns(t *testing.T) {
 // sees the turn end.
 func TestManyEventStreams(t *testing.T) {
 	t.Parallel()
-	st, c := stack(t, nil)
-	cid := c.newConversation()
 	const pages = 40
+	st, c := stack(t, nil, func(cfg *Config) { cfg.MaxStreams = pages }) // one user's 40 pages: past the default cap
+	cid := c.newConversation()
 	streams := make([]<-chan sseEvent, pages)
 	for i := range streams {
 		streams[i], _ = c.events(cid, "", "")
