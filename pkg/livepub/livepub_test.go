@@ -160,3 +160,26 @@ func TestChannelRefusesUnsafeSegments(t *testing.T) {
 		}
 	}
 }
+
+// An event larger than AppSync takes (240 KB) is published as a resync
+// naming its turn, so the client re-reads the turn instead of missing it.
+func TestTooLargeEventBecomesResync(t *testing.T) {
+	t.Parallel()
+	f := livepubtest.New(t, verify, creds)
+	ch, _ := livepub.Channel(livepub.DefaultNamespace, "alice", "c1")
+	s, err := subscribe(t, f, "alice", ch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := publisher(t, f, creds, owners{"c1": "alice"})
+	p.Publish(t.Context(), "c1", record.Event{Type: record.EventLLMDelta, TurnID: "t7", At: time.Now(), Data: map[string]any{"text": strings.Repeat("x", livepub.MaxEventSize)}})
+	select {
+	case raw := <-s.Events:
+		var e record.Event
+		if err := json.Unmarshal(raw, &e); err != nil || e.Type != livepub.EventResync || e.TurnID != "t7" || len(raw) > 1024 {
+			t.Fatalf("event = %.200s (%v), want a small resync of t7", raw, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event")
+	}
+}
