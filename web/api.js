@@ -135,6 +135,8 @@ export class API {
         (info) => (info && info.events) || { delivery: "sse" },
         (err) => {
           this._delivery = null;
+          // An API without the route has only its own event stream.
+          if (err instanceof APIError && err.status === 404) return { delivery: "sse" };
           throw err;
         },
       );
