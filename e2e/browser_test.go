@@ -8,7 +8,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +22,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+
 	"github.com/clientagent/clientagent/pkg/devstack"
+	"github.com/clientagent/clientagent/pkg/livepub/livepubtest"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -55,6 +64,7 @@ type script struct {
 	file   string
 	expiry bool // run against the stack whose pauses expire after 2 s
 	slow   bool // run against the stack whose model streams its answer slowly
+	live   bool // run against the stack that publishes to an AppSync Events fake
 }
 
 func TestBrowser(t *testing.T) {
@@ -72,10 +82,17 @@ func TestBrowser(t *testing.T) {
 	// turn can be stopped while it runs.
 	slow := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), ChunkDelay: 100 * time.Millisecond})
 
+	// A fourth that publishes its live events to an in-process AppSync
+	// Events fake, as a deployment does; its GET /v1/info sends the page
+	// there.
+	live := startLiveStack(t)
+
 	// Sequential on purpose: each script starts its own Chromium, and the
 	// machine is shared.
 	for _, sc := range []script{
 		{file: "popelnase.mjs"},            // docs/design.md §1/§2: svg → png chain, PNG shown inline
+		{file: "appsync.mjs", live: true},  // issue 27: live events over an AppSync Events WebSocket when the deployment says so
+		{file: "svg-script.mjs"},           // issue 27: an SVG carrying script runs none of it (img, downloads, its blob: document)
 		{file: "approval.mjs"},             // docs/design.md §3.3: approval shows the exact arguments, Approve resumes
 		{file: "form.mjs"},                 // docs/design.md §3.3/§3.4: typed form for a user-input field, empty/invalid answers refused inline
 		{file: "reject.mjs"},               // docs/design.md §3.3: Reject with a note runs nothing, the reply says so
@@ -101,6 +118,8 @@ func TestBrowser(t *testing.T) {
 				st = expiring
 			case sc.slow:
 				st = slow
+			case sc.live:
+				st = live
 			}
 			ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 			defer cancel()
@@ -185,6 +204,43 @@ func startFakeAPI(t *testing.T, node, root string) runningStack {
 		t.Fatalf("fake-api.mjs printed no CLIENTAGENT_URL and CLIENTAGENT_TOKEN (%v)", sc.Err())
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return st
+}
+
+// startLiveStack starts a stack whose model streams slowly and which
+// publishes to a livepubtest fake. The fake takes a token the stack's API
+// accepts (GET /v1/info answers 200 with it) and reads its sub.
+func startLiveStack(t *testing.T) runningStack {
+	t.Helper()
+	creds := aws.Credentials{AccessKeyID: "AKIDBROWSER", SecretAccessKey: "browser-secret"}
+	var base string
+	fake := livepubtest.New(t, func(tok string) (string, error) {
+		req, _ := http.NewRequest("GET", base+"/v1/info", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return "", err
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("token refused by the API: %d", resp.StatusCode)
+		}
+		parts := strings.Split(tok, ".")
+		if len(parts) != 3 {
+			return "", errors.New("not a JWT")
+		}
+		b, err := base64.RawURLEncoding.DecodeString(parts[1])
+		var claims struct {
+			Sub string `json:"sub"`
+		}
+		if err != nil || json.Unmarshal(b, &claims) != nil || claims.Sub == "" {
+			return "", errors.New("no sub")
+		}
+		return claims.Sub, nil
+	}, creds)
+	st := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), ChunkDelay: 100 * time.Millisecond,
+		Live: &devstack.Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}})
+	base = st.url
 	return st
 }
 

@@ -97,9 +97,9 @@ func TestNoWildcardActions(t *testing.T) {
 			}
 		}
 		// Our functions are the only ones: no CDK singleton Lambdas.
-		want := 7 // the platform's, events included
+		want := 6 // the platform's (live events need none: events.go)
 		if s.props.DemoAgents {
-			want = 8
+			want = 7
 		}
 		assertTemplate(t, config+" functions", func() {
 			s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(float64(want)))
@@ -123,16 +123,17 @@ func TestFunctionRolesExactActions(t *testing.T) {
 	// agent cards or call skills.
 	demoURL := []string{"lambda:InvokeFunction", "lambda:InvokeFunctionUrl"}
 	want := map[string][]string{
-		FnAPI: with(append(demoURL, "s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
+		// appsync:EventPublish: every writer of the event log publishes live events.
+		FnAPI: with(append(demoURL, "appsync:EventPublish", "s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject",
 			"states:DescribeExecution", "states:SendTaskSuccess",
 			"states:StartExecution", "states:StopExecution")...),
 		// sqs: a turn-ended event it failed to handle goes to the dead-letter queue.
-		FnLLMStep: with(append(demoURL, "bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "s3:PutObject",
+		FnLLMStep: with(append(demoURL, "appsync:EventPublish", "bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream", "s3:PutObject",
 			"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage")...),
-		FnValidate:   with(append(demoURL, "s3:PutObject")...),
-		FnInvoke:     with(append(demoURL, "s3:GetObject", "s3:ListBucket", "s3:PutObject")...),
-		FnAppend:     with(demoURL...),
-		FnAwait:      with(),
+		FnValidate:   with(append(demoURL, "appsync:EventPublish", "s3:PutObject")...),
+		FnInvoke:     with(append(demoURL, "appsync:EventPublish", "s3:GetObject", "s3:ListBucket", "s3:PutObject")...),
+		FnAppend:     with(append(demoURL, "appsync:EventPublish")...),
+		FnAwait:      with("appsync:EventPublish"),
 		FnDemoAgents: with(),
 	}
 	for name, w := range want {

@@ -92,8 +92,8 @@ type functionSpec struct {
 // platformFunctions are the Lambdas that build pkg/platform from their
 // environment (VALKEY_URL, ARTIFACT_BUCKET, the model) and run in the VPC.
 // invoke is the longest step: one specialist call may take 5 minutes
-// (platform.InvokeTimeout) plus the artifact transfers around it. events
-// holds a stream open for up to its timeout (events.go).
+// (platform.InvokeTimeout) plus the artifact transfers around it. Live
+// events need no function: AppSync Events holds the connections (events.go).
 var platformFunctions = []functionSpec{
 	{FnAPI, 512, 29, "HTTP API (docs/api/openapi.yaml); answers task tokens"},
 	{FnLLMStep, 512, 120, "turn step: one LLM call with every tool"},
@@ -101,7 +101,6 @@ var platformFunctions = []functionSpec{
 	{FnInvoke, 1024, 360, "turn step: one specialist (A2A) call"},
 	{FnAppend, 256, 60, "turn step: results into the transcript"},
 	{FnAwait, 256, 30, "turn step: stores the task token of a pause"},
-	eventsFunction, // events.go
 }
 
 // AgentCallers are the functions that talk to specialists: api, llmstep,
@@ -383,13 +382,10 @@ func (a *appStack) addFunctions() {
 	for _, spec := range platformFunctions {
 		fn := newFunction(a.stack, a.p, spec, a.placement(spec.name), a.d.fnLogs[spec.name])
 		for _, k := range slices.Sorted(maps.Keys(env)) {
-			if k == "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" && spec.name == FnEvents {
-				continue // it streams events and makes no spans
-			}
 			fn.AddEnvironment(jsii.String(k), env[k], nil)
 		}
 		a.allowValkey(fn, spec.name)
-		if a.p.TracingOn() && spec.name != FnEvents {
+		if a.p.TracingOn() {
 			allowXRayOTLP(fn)
 		}
 		if len(layers) > 0 {
@@ -669,10 +665,11 @@ func (a *appStack) addHTTPAPI() {
 }
 
 // addLiveEvents adds the delivery of a conversation's live events, which
-// the HTTP API cannot stream: a streaming Function URL of the events
-// function, checking the same JWT (events.go).
+// the HTTP API cannot stream: an AppSync Events API whose channels the page
+// and the CLI subscribe to with the same JWT, and the steps publish to
+// (events.go).
 func (a *appStack) addLiveEvents() {
-	addEventsURL(a.stack, a.p, a.fns[FnEvents], a.issuer, a.audience)
+	addLiveEvents(a.stack, a.p, a.d, a.fns, a.issuer)
 }
 
 // addOutputs adds the stack's outputs: what an operator, the web page and

@@ -518,7 +518,7 @@ func TestLambdaFunctions(t *testing.T) {
 	s := synth(t, "bedrock")
 	assertTemplate(t, "function count", func() {
 		s.tpl.ResourcePropertiesCountIs(jsii.String("AWS::Lambda::Function"),
-			map[string]any{"Runtime": "provided.al2023"}, jsii.Number(8)) // events included (events_test.go)
+			map[string]any{"Runtime": "provided.al2023"}, jsii.Number(7)) // the platform's six and the demo specialists
 	})
 	tests := []struct {
 		name    string
@@ -999,10 +999,10 @@ func TestLLMOpenAI(t *testing.T) {
 			t.Errorf("%s may %v on the secret, want nothing", name, got)
 		}
 	}
-	// Without demo specialists: seven functions, and events' Function URL alone.
+	// Without demo specialists: six functions, and no Function URL.
 	assertTemplate(t, "no demo", func() {
-		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(7))
-		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Url"), jsii.Number(1))
+		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(6))
+		s.tpl.ResourceCountIs(jsii.String("AWS::Lambda::Url"), jsii.Number(0))
 	})
 }
 

@@ -13,24 +13,22 @@ import (
 //   - the platform functions: conversations and their users' indexes
 //     (conv:{…}, user:{…}, pkg/record/valkey), the agent-card and MCP tool
 //     caches (capcache:{…}), api's A2A contexts (a2a:{…}, pkg/a2aserver);
-//   - events: the same conversations, read only;
 //   - the demo specialists: their A2A tasks (a2atask:, pkg/a2astore) and
 //     publication ledger (demoagents:) alone — no conversation key.
 //
-// -@dangerous keeps administrative commands (CONFIG, FLUSHALL, KEYS, …)
+// The platform functions may also PUBLISH and SUBSCRIBE on channels named
+// after the event logs' keys (&conv:*): a write that appends events wakes
+// the streams waiting on its log (pkg/record/valkey, wake.go). -@dangerous keeps administrative commands (CONFIG, FLUSHALL, KEYS, …)
 // from every role. TestValkeyACLs applies these strings on a real server.
 const (
 	platformKeys  = "~conv:* ~user:* ~capcache:* ~a2a:*"
-	platformACL   = "on " + platformKeys + " +@all -@dangerous"
-	eventsACL     = "on ~conv:* +@all -@write -@dangerous"
+	platformACL   = "on " + platformKeys + " &conv:* +@all -@dangerous"
 	demoAgentsACL = "on ~a2atask:* ~demoagents:* +@all -@dangerous"
 )
 
 // ValkeyACL returns the access string of a function's user.
 func ValkeyACL(fn string) string {
 	switch fn {
-	case FnEvents:
-		return eventsACL
 	case FnDemoAgents:
 		return demoAgentsACL
 	}

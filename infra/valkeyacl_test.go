@@ -98,7 +98,7 @@ func TestValkeyACLs(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	for _, fn := range []string{FnAPI, FnEvents, FnDemoAgents} {
+	for _, fn := range []string{FnAPI, FnDemoAgents} {
 		if got := cli(append([]string{"ACL", "SETUSER", fn, "nopass"}, strings.Fields(ValkeyACL(fn))...)...); got != "OK" {
 			t.Fatalf("ACL SETUSER %s %s: %s", fn, ValkeyACL(fn), got)
 		}
@@ -118,11 +118,11 @@ func TestValkeyACLs(t *testing.T) {
 		{FnAPI, []string{"FLUSHALL"}, false},
 		{FnAPI, []string{"KEYS", "*"}, false},
 		{FnAPI, []string{"CONFIG", "GET", "maxmemory"}, false},
-		{FnEvents, []string{"XREAD", "COUNT", "1", "STREAMS", "conv:{c1}:events", "0"}, true},
-		{FnEvents, []string{"HGET", "conv:{c1}", "meta"}, true},
-		{FnEvents, []string{"HSET", "conv:{c1}", "meta", "x"}, false},
-		{FnEvents, []string{"GET", "user:{u}:convs"}, false},
+		{FnAPI, []string{"PUBLISH", "conv:{c1}:events", ""}, true},
+		{FnAPI, []string{"SUBSCRIBE", "conv:{c1}:events"}, true},
+		{FnAPI, []string{"PUBLISH", "other", ""}, false},
 		{FnDemoAgents, []string{"SET", "a2atask:t1", "x"}, true},
+		{FnDemoAgents, []string{"PUBLISH", "conv:{c1}:events", ""}, false},
 		{FnDemoAgents, []string{"HSETNX", "demoagents:publications", "publication:1", "x"}, true},
 		{FnDemoAgents, []string{"HGETALL", "conv:{c1}"}, false},
 		{FnDemoAgents, []string{"ZRANGE", "user:{u}:convs", "0", "-1"}, false},

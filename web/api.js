@@ -122,6 +122,113 @@ export class API {
   getInfo() {
     return this.request("GET", "/v1/info");
   }
+
+  /**
+   * delivery is how this deployment delivers live events (GET /v1/info's
+   * events, read once): {delivery: "sse"} (GET …/events) or {delivery:
+   * "appsync", realtime_url, host, channel_prefix} (an AppSync Events
+   * WebSocket). A deployment that does not say is "sse".
+   */
+  delivery() {
+    if (!this._delivery) {
+      this._delivery = this.getInfo().then(
+        (info) => (info && info.events) || { delivery: "sse" },
+        (err) => {
+          this._delivery = null;
+          // An API without the route has only its own event stream.
+          if (err instanceof APIError && err.status === 404) return { delivery: "sse" };
+          throw err;
+        },
+      );
+    }
+    return this._delivery;
+  }
+
+  /**
+   * streamAppSync follows the conversation's AppSync Events channel
+   * (channel_prefix + the conversation id with "_" as "-") over the
+   * WebSocket protocol of AppSync Events: subprotocols aws-appsync-event-ws
+   * and header-<base64url {host, Authorization}>, connection_init →
+   * connection_ack, subscribe → subscribe_success, then data and ka. Its
+   * contract is streamEvents': onOpen once subscribed, onEvent({data}) per
+   * event (no id: a resubscription re-reads the turns instead), true when
+   * the connection ends (no keep-alive in time, or closed by the server),
+   * an APIError when refused.
+   */
+  streamAppSync(cid, ev, { signal, onOpen, onEvent }) {
+    const auth = { host: ev.host, Authorization: this.token() };
+    const header = btoa(JSON.stringify(auth)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const channel = ev.channel_prefix + cid.replace(/_/g, "-");
+    return new Promise((resolve, reject) => {
+      let ws;
+      try {
+        ws = new WebSocket(ev.realtime_url, ["aws-appsync-event-ws", `header-${header}`]);
+      } catch (err) {
+        reject(new APIError(0, "network", `Cannot open the live events WebSocket: ${err.message}`));
+        return;
+      }
+      let timer = 0;
+      let timeoutMs = 300000;
+      let done = false;
+      const finish = (err) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        try {
+          ws.close();
+        } catch {
+          // Already closed.
+        }
+        if (err) reject(err);
+        else resolve(true);
+      };
+      const alive = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => finish(null), timeoutMs);
+      };
+      signal?.addEventListener("abort", () => finish(null));
+      ws.onopen = () => {
+        alive();
+        ws.send(JSON.stringify({ type: "connection_init" }));
+      };
+      ws.onerror = () => finish(new APIError(0, "network", "The live events WebSocket failed."));
+      ws.onclose = () => finish(null);
+      ws.onmessage = (m) => {
+        let msg;
+        try {
+          msg = JSON.parse(m.data);
+        } catch {
+          return;
+        }
+        alive();
+        switch (msg.type) {
+          case "connection_ack":
+            if (msg.connectionTimeoutMs > 0) timeoutMs = msg.connectionTimeoutMs;
+            alive();
+            ws.send(JSON.stringify({ type: "subscribe", id: `s${Date.now().toString(36)}`, channel, authorization: auth }));
+            break;
+          case "subscribe_success":
+            onOpen?.();
+            break;
+          case "data":
+            try {
+              onEvent({ id: "", data: JSON.parse(msg.event) });
+            } catch {
+              // Not an event this page reads.
+            }
+            break;
+          case "connection_error":
+          case "subscribe_error":
+          case "error": {
+            const why = (msg.errors && msg.errors[0]) || {};
+            const status = why.errorType === "UnauthorizedException" ? 401 : 0;
+            finish(new APIError(status, msg.type, `Live events refused: ${why.message || msg.type}`));
+            break;
+          }
+        }
+      };
+    });
+  }
   getTurn(cid, tid) {
     return this.request("GET", `/v1/conversations/${enc(cid)}/turns/${enc(tid)}`);
   }

@@ -16,6 +16,11 @@ import DOMPurify from "./vendor/purify.es.js";
 const TERMINAL = new Set(["succeeded", "failed", "expired", "superseded", "cancelled", "blocked"]);
 const WAITING = new Set(["awaiting_input", "awaiting_approval"]);
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/jpg", "image/svg+xml", "image/gif", "image/webp"]);
+// PASSIVE_TYPES may be opened in a tab: a raster image or plain text runs
+// nothing. Anything else (an SVG, HTML, XML …) could run script in this
+// origin if opened as a document, so it is shown only through <img> (SVG)
+// and its links download bytes typed application/octet-stream.
+const PASSIVE_TYPES = new Set(["image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp", "text/plain"]);
 const STEP_ICONS = {
   running: "⏳",
   succeeded: "✓",
@@ -89,8 +94,9 @@ const state = {
   skew: null, // ms the API's clock is ahead of the page's (from the events' times), for running bars
 };
 
-// The event stream may live elsewhere (on AWS a Lambda Function URL of its
-// own): config.eventsBase, else apiBase.
+// An SSE event stream on another origin (a deployment serving
+// functions/events without a VPC): config.eventsBase, else apiBase. A
+// deployment with AppSync Events says so in GET /v1/info instead.
 const api = new API(config.apiBase || "", () => state.token, config.eventsBase || "");
 
 marked.setOptions({ gfm: true, breaks: true });
@@ -506,7 +512,7 @@ function subscribe(cid) {
       let events = 0;
       let err = null;
       try {
-        await api.streamEvents(cid, {
+        const opts = {
           lastEventId: sub.lastId,
           signal: sub.abort.signal,
           onOpen: () => setLive(sub, true),
@@ -516,7 +522,20 @@ function subscribe(cid) {
             if (ev.id) sub.lastId = ev.id;
             onStreamEvent(ev.data);
           },
-        });
+        };
+        const delivery = await api.delivery();
+        if (delivery.delivery === "appsync") {
+          // No resume on AppSync: once subscribed, every followed turn is
+          // read again, so nothing published meanwhile is missed.
+          const open = opts.onOpen;
+          opts.onOpen = () => {
+            open();
+            for (const view of state.views.values()) if (!TERMINAL.has(view.status)) pollTurn(view);
+          };
+          await api.streamAppSync(cid, delivery, opts);
+        } else {
+          await api.streamEvents(cid, opts);
+        }
       } catch (e) {
         err = e;
       }
@@ -1587,10 +1606,10 @@ class TurnView {
     );
     this.artifactEls.set(a.artifact_id, fig);
     this.artifactsEl.append(fig);
-    artifactURL(cid, a).then(
-      (url) => {
+    Promise.all([artifactURL(cid, a), linkURL(cid, a)]).then(
+      ([url, href]) => {
         if (img) img.src = url;
-        link.href = url;
+        link.href = href;
         link.removeAttribute("aria-disabled");
       },
       (err) => {
@@ -1707,18 +1726,19 @@ function linkArtifactText(text) {
 function artifactRef(aid) {
   const a = state.artifacts.get(aid) || { artifact_id: aid, name: "artifact", mime_type: "" };
   const isImage = IMAGE_TYPES.has((a.mime_type || "").toLowerCase());
+  const opens = PASSIVE_TYPES.has((a.mime_type || "").toLowerCase());
   const thumb = isImage ? h("img", { class: "artifact-thumb", alt: "", "data-testid": "artifact-thumb" }) : null;
   const link = h(
     "a",
-    { class: "artifact-ref", "data-testid": "artifact-ref", "data-artifact-id": aid, title: a.description || a.name, download: isImage ? null : a.name, target: isImage ? "_blank" : null, rel: "noopener" },
+    { class: "artifact-ref", "data-testid": "artifact-ref", "data-artifact-id": aid, title: a.description || a.name, download: opens ? null : a.name, target: opens ? "_blank" : null, rel: "noopener" },
     thumb,
     h("span", {}, isImage ? a.name : `📎 ${a.name}`),
   );
   const cid = state.cid;
   if (cid) {
-    artifactURL(cid, a).then(
-      (url) => {
-        link.href = url;
+    Promise.all([artifactURL(cid, a), linkURL(cid, a)]).then(
+      ([url, href]) => {
+        link.href = href;
         if (thumb) thumb.src = url;
       },
       () => link.classList.add("broken"),
@@ -1808,11 +1828,45 @@ function canonicalJSON(v) {
   return JSON.stringify(v);
 }
 
-/** artifactURL fetches an artifact once (with the token) and returns a blob: URL for it. */
+/**
+ * artifactURL fetches an artifact once (with the token) and returns the URL
+ * an <img> shows it from: a blob: URL for a passive type, and for an active
+ * one (an SVG) a data: URL, whose document, should anyone open it, has an
+ * origin of its own: a blob: URL of this page opened in a tab is a
+ * document of this origin, and its script would run here.
+ */
 function artifactURL(cid, a) {
   const key = `${cid}/${a.artifact_id}`;
   if (!state.blobs.has(key)) {
-    const p = api.artifactBlob(cid, a.artifact_id, a.mime_type).then((b) => URL.createObjectURL(b));
+    const bytes = api.artifactBlob(cid, a.artifact_id, a.mime_type);
+    const p = PASSIVE_TYPES.has((a.mime_type || "").toLowerCase()) ? bytes.then((b) => URL.createObjectURL(b)) : bytes.then(dataURL);
+    p.catch(() => state.blobs.delete(key));
+    state.blobs.set(key, p);
+  }
+  return state.blobs.get(key);
+}
+
+/** dataURL reads a blob as a data: URL of its type. */
+function dataURL(blob) {
+  return new Promise((resolve, reject) => {
+    const r = new FileReader();
+    r.onload = () => resolve(r.result);
+    r.onerror = () => reject(r.error || new Error("cannot read the artifact"));
+    r.readAsDataURL(blob);
+  });
+}
+
+/**
+ * linkURL is the blob: URL a link to the artifact points at: the artifact
+ * itself for a passive type, else its bytes as application/octet-stream,
+ * so that following the link downloads and never renders an active
+ * document (an SVG's or HTML's script) in this origin.
+ */
+function linkURL(cid, a) {
+  if (PASSIVE_TYPES.has((a.mime_type || "").toLowerCase())) return artifactURL(cid, a);
+  const key = `${cid}/${a.artifact_id}#download`;
+  if (!state.blobs.has(key)) {
+    const p = api.artifactBlob(cid, a.artifact_id, a.mime_type).then((b) => URL.createObjectURL(new Blob([b], { type: "application/octet-stream" })));
     p.catch(() => state.blobs.delete(key));
     state.blobs.set(key, p);
   }

@@ -7,10 +7,11 @@ export const config = {
   apiBase: "",
   // eventsBase is prepended to the event stream's path
   // ("/v1/conversations/{cid}/events"). Empty means apiBase, which is right
-  // for the local stack; on AWS the stream is served by a Lambda Function
-  // URL of its own: set it to the app stack's EventsUrl output
-  // (docs/deploy.md, "Live events on AWS"). Its CORS must allow the page's
-  // origin and the Authorization and Last-Event-ID headers.
+  // for the local stack. The AWS stack delivers live events through AppSync
+  // Events instead, which GET /v1/info names (docs/deploy.md, "Live events
+  // on AWS"): leave it empty there. Set it only for an SSE stream served on
+  // another origin, whose CORS allows the page's origin and the
+  // Authorization and Last-Event-ID headers.
   eventsBase: "",
   // pollIntervalMs is how often a running turn is polled when the event
   // stream is unavailable.

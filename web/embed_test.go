@@ -129,3 +129,32 @@ func TestVendored(t *testing.T) {
 
 // FS is the page's embedded files.
 func FS() fs.FS { return files }
+
+// Issue 27, point 8: the page runs only its own files. index.html carries
+// the policy (a static host serves it as is), the local server sends it as
+// a header too, and no script or style is inline.
+func TestPageCSP(t *testing.T) {
+	b, err := fs.ReadFile(FS(), "index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	if !strings.Contains(page, `<meta http-equiv="Content-Security-Policy" content="`+PageCSP+`">`) {
+		t.Errorf("index.html does not carry PageCSP as its meta policy")
+	}
+	for _, bad := range []string{"<script>", "<script type=\"module\">", " onload=", " onclick=", "<style", " style=\"", "javascript:"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("index.html has inline %q", bad)
+		}
+	}
+	for _, d := range []string{"script-src 'self'", "object-src 'none'", "base-uri 'none'"} {
+		if !strings.Contains(PageCSP, d) || strings.Contains(PageCSP, "unsafe-") {
+			t.Errorf("PageCSP %q: want %q and nothing unsafe", PageCSP, d)
+		}
+	}
+	rec := httptest.NewRecorder()
+	Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if got := rec.Header().Get("Content-Security-Policy"); got != PageCSP+"; frame-ancestors 'none'" {
+		t.Errorf("Content-Security-Policy header = %q", got)
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/auth"
 	"github.com/clientagent/clientagent/pkg/lambdahttp"
+	"github.com/clientagent/clientagent/pkg/livepub"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
@@ -64,8 +65,18 @@ func main() {
 			Failures:          h,
 			Cancels:           h,
 			Events:            h.Events,
+			Live:              h.Live,
 			Tracing:           env.Tracing,
 			Logger:            env.Logger,
+		}
+		// Where clients subscribe when the stack has an AppSync Events API
+		// (GET /v1/info; docs/deploy.md "Live events on AWS").
+		if lc, ok, err := livepub.ConfigFromEnv(env.Getenv); err != nil {
+			return nil, err
+		} else if ok {
+			info := api.DefaultInfo
+			info.Events = &api.EventsInfo{Delivery: "appsync", RealtimeURL: lc.RealtimeURL(), Host: lc.Host(), Namespace: lc.Namespace}
+			server.Info = &info
 		}
 		rdb, err := env.Valkey()
 		if err != nil {

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/auth"
@@ -23,6 +24,10 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
+		store, ok := h.Store.(api.Streams)
+		if !ok {
+			return nil, fmt.Errorf("the store %T cannot count streams", h.Store)
+		}
 		jwks, err := auth.JWKSFromEnv(env.Getenv)
 		if err != nil {
 			return nil, err
@@ -31,9 +36,12 @@ func main() {
 		server := &api.Server{
 			Store:  h.Store,
 			Events: h.Events,
-			Auth:   jwks,
-			Limits: h.Limits,
-			Logger: env.Logger,
+			// At most api.DefaultMaxStreams open streams per user, counted
+			// in Valkey across instances (429 past it).
+			Streams: store,
+			Auth:    jwks,
+			Limits:  h.Limits,
+			Logger:  env.Logger,
 		}
 		return platform.StreamingURL(server.EventsHandler()), nil
 	})

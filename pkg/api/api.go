@@ -74,6 +74,13 @@ type Server struct {
 	Cancels Cancels
 	// Events is the conversations' live event log (nil: no event stream).
 	Events record.EventLog
+	// Live gets turn.started beside the event log (nil: the log only), as
+	// turn.Handlers.Live gets the steps' events.
+	Live turn.LivePublisher
+	// Streams caps the event streams each user holds open (nil: no cap);
+	// past MaxStreams (zero: DefaultMaxStreams) a stream is a 429.
+	Streams    Streams
+	MaxStreams int
 	// EventsFor bounds one event stream (zero: DefaultEventsFor).
 	EventsFor time.Duration
 	// Tracing starts each turn's trace (nil: none; pkg/telemetry).

@@ -6,6 +6,26 @@ import "net/http"
 // shows its user, such as where conversations are kept.
 type Info struct {
 	Store StoreInfo `json:"store"`
+	// Events says how this deployment delivers live events (nil: the
+	// event stream of this API, "sse").
+	Events *EventsInfo `json:"events,omitempty"`
+}
+
+// EventsInfo is how a client follows a conversation's live events.
+type EventsInfo struct {
+	// Delivery is "sse" (GET …/events on this API, or on the page's
+	// eventsBase) or "appsync" (an AppSync Events API's WebSocket).
+	Delivery string `json:"delivery"`
+	// RealtimeURL is the WebSocket endpoint (appsync only).
+	RealtimeURL string `json:"realtime_url,omitempty"`
+	// Host is the Event API's HTTP host, which a subscriber names beside
+	// its token in the authorization it sends (appsync only).
+	Host string `json:"host,omitempty"`
+	// Namespace is the channel namespace (appsync only). The caller's
+	// channel for conversation cid is ChannelPrefix + cid.
+	Namespace string `json:"namespace,omitempty"`
+	// ChannelPrefix is filled per caller: /<namespace>/<sub>/.
+	ChannelPrefix string `json:"channel_prefix,omitempty"`
 }
 
 // StoreInfo says where conversations are kept.
@@ -27,6 +47,13 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, user string) er
 	info := DefaultInfo
 	if s.Info != nil {
 		info = *s.Info
+	}
+	if info.Events == nil {
+		info.Events = &EventsInfo{Delivery: "sse"}
+	} else if info.Events.Delivery == "appsync" {
+		ev := *info.Events
+		ev.ChannelPrefix = "/" + ev.Namespace + "/" + user + "/"
+		info.Events = &ev
 	}
 	writeJSON(w, http.StatusOK, info)
 	return nil

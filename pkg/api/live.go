@@ -32,6 +32,21 @@ const (
 	DefaultEventsFor = 5 * time.Minute
 )
 
+// Streams hands out each user's event-stream slots (valkey.Store): a cap
+// on the streams one user holds open at once, across every process that
+// serves them.
+type Streams interface {
+	AcquireStream(ctx context.Context, user, id string, until time.Time, max int) (bool, error)
+	ReleaseStream(ctx context.Context, user, id string) error
+}
+
+// DefaultMaxStreams is Server.MaxStreams's default: a few tabs of one user.
+const DefaultMaxStreams = 5
+
+// streamsRetryAfter is the Retry-After of a 429 past the cap: a closed
+// tab's stream gives its slot back at once, a lost one at its end.
+const streamsRetryAfter = 10 * time.Second
+
 // getEvents streams the conversation's events as Server-Sent Events
 // (issue 15, docs/api/openapi.yaml): each event with its log id, type and JSON data. It
 // resumes after Last-Event-ID (header, or last_event_id in the query);
@@ -79,6 +94,28 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		return errorf(http.StatusNotImplemented, "not_implemented", "this server cannot stream; poll GET …/turns/{tid}")
+	}
+	if s.Streams != nil {
+		max := s.MaxStreams
+		if max <= 0 {
+			max = DefaultMaxStreams
+		}
+		id := newID("s_")
+		// The slot outlives the stream's bound a little, so a process that
+		// dies mid-stream frees it soon after.
+		got, err := s.Streams.AcquireStream(ctx, user, id, s.now().Add(lasts+30*time.Second), max)
+		if err != nil {
+			return err
+		}
+		if !got {
+			return &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams", RetryAfter: streamsRetryAfter,
+				Message: fmt.Sprintf("you have %d event streams open, the most one user may; close one (another tab) or retry later", max)}
+		}
+		defer func() {
+			if err := s.Streams.ReleaseStream(context.WithoutCancel(ctx), user, id); err != nil {
+				s.log().WarnContext(ctx, "release event stream", "error", err.Error())
+			}
+		}()
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")

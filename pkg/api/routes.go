@@ -323,7 +323,8 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string
 		mime = meta.MimeType
 	}
 	w.Header().Set("Content-Type", mime)
-	w.Header().Set("Content-Disposition", fmt.Sprintf("inline; filename=%q", meta.Name))
+	// An active type (SVG, HTML …) downloads; only passive ones show inline.
+	w.Header().Set("Content-Disposition", artifact.Disposition(meta.Name, mime))
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	// An artifact is data, never a page of this origin: no scripts, no
 	// requests, whatever its type claims.
@@ -377,6 +378,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	t := s.newTurn(msg, files, traceparent)
 	span.SetAttributes(attribute.String("gen_ai.conversation.id", conv.Meta.ID), attribute.String("clientagent.turn.id", t.ID))
 	err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
+	if err == nil && s.Live != nil && len(t.Events) > 0 {
+		s.Live.Publish(ctx, conv.Meta.ID, t.Events...)
+	}
 	t.Events = nil
 	if err != nil {
 		return fmt.Errorf("store turn: %w", err)
@@ -507,6 +511,7 @@ func (s *Server) newTurn(msg message, files []artifact.Artifact, traceparent str
 		t.History = []record.HistoryEntry{{Role: "user", Kind: "message", Content: shown, Artifacts: refs(files), At: now}}
 	}
 	if s.Events != nil {
+		// turn.started goes to the event log with the turn's first write.
 		t.Events = []record.Event{{Type: record.EventTurnStarted, TurnID: t.ID, At: now, Data: map[string]any{"text": msg.typed}}}
 	}
 	return t

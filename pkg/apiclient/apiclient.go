@@ -237,7 +237,13 @@ const streamIdle = 45 * time.Second
 // few minutes; the caller reconnects with the last event's ID), fn's error
 // when fn returns one, and an error when the stream cannot be read (an
 // *APIError when the server refused it).
+//
+// On a deployment whose GET /v1/info names an AppSync Events API the
+// events come from its WebSocket instead (appsyncEvents).
 func (c *Client) Events(ctx context.Context, cid, tid, lastID string, fn func(wire.Event) error) error {
+	if d := c.delivery(ctx); d.Delivery == "appsync" {
+		return c.appsyncEvents(ctx, d, cid, tid, fn)
+	}
 	path := "/v1/conversations/" + url.PathEscape(cid) + "/events?turn=" + url.QueryEscape(tid)
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)

@@ -10,6 +10,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
+	"strings"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/wire"
@@ -52,4 +54,30 @@ type Store interface {
 	Delete(ctx context.Context, cid, id string) error
 	// DeleteConversation removes every object of cid.
 	DeleteConversation(ctx context.Context, cid string) error
+}
+
+// Passive reports whether a file of type mimeType runs nothing when a
+// browser opens it as a document (a raster image, plain text). Anything
+// else (SVG, HTML, XML, PDF …) is served as an attachment, so it never
+// becomes a page of the origin that serves it (issue 27).
+func Passive(mimeType string) bool {
+	t, _, _ := strings.Cut(strings.ToLower(strings.TrimSpace(mimeType)), ";")
+	switch strings.TrimSpace(t) {
+	case "image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp", "text/plain":
+		return true
+	}
+	return false
+}
+
+// Disposition is the Content-Disposition of a download of a file called
+// name: inline for a passive type, else attachment.
+func Disposition(name, mimeType string) string {
+	kind := "attachment"
+	if Passive(mimeType) {
+		kind = "inline"
+	}
+	if d := mime.FormatMediaType(kind, map[string]string{"filename": name}); d != "" {
+		return d
+	}
+	return kind // a name mime cannot quote: the client names the file
 }

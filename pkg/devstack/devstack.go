@@ -36,8 +36,10 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact/localstore"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/auth"
+	"github.com/clientagent/clientagent/pkg/awssign"
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/guardian"
+	"github.com/clientagent/clientagent/pkg/livepub"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
 	"github.com/clientagent/clientagent/pkg/mcp"
@@ -137,7 +139,22 @@ type Config struct {
 	// Tracing exports one trace per turn (telemetry.FromEnv: any OTLP
 	// receiver; nil: none). The caller shuts it down.
 	Tracing *telemetry.Tracing
-	Logger  *slog.Logger
+	// MaxStreams caps the event streams one user holds open (zero:
+	// api.DefaultMaxStreams).
+	MaxStreams int
+	// Live, when set, publishes every live event to an AppSync Events API
+	// as a deployment does (tests: livepubtest's fake), and GET /v1/info
+	// tells clients to subscribe there; the SSE endpoint stays.
+	Live   *Live
+	Logger *slog.Logger
+}
+
+// Live is an AppSync Events API the stack publishes to, signing with
+// Credentials for Region (default us-east-1).
+type Live struct {
+	livepub.Config
+	Credentials aws.CredentialsProvider
+	Region      string
 }
 
 // Stack is a running local stack.
@@ -151,6 +168,7 @@ type Stack struct {
 	store     StoreInfo
 	guardian  string // the banner's description of the guardian, "" if none
 	closeOnce sync.Once
+	stopLive  context.CancelFunc
 	// Platform is the wired object graph (tests inspect its store).
 	Platform *platform.Platform
 	// Engine is the local Step Functions engine (tests read histories).
@@ -292,9 +310,21 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		Failures:        p.Handlers,
 		Cancels:         p.Handlers,
 		Events:          p.Store,
+		Streams:         p.Store,
+		MaxStreams:      cfg.MaxStreams,
 		Tracing:         cfg.Tracing,
 		Info:            &api.Info{Store: api.StoreInfo{Kind: info.Kind, Persistent: info.Persistent, Description: info.Description()}},
 		Logger:          log,
+	}
+	if cfg.Live != nil {
+		region := cmp.Or(cfg.Live.Region, "us-east-1")
+		lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		st.stopLive = stop
+		pub := (&livepub.Publisher{Endpoint: cfg.Live.PublishURL(), Namespace: cfg.Live.Namespace, Owners: p.Store, Logger: log,
+			Client: awssign.Client(nil, cfg.Live.Credentials, region, livepub.SigV4Service)}).Start(lctx)
+		p.Handlers.Live, server.Live = pub, pub
+		server.Info.Events = &api.EventsInfo{Delivery: "appsync", RealtimeURL: cfg.Live.RealtimeURL(), Host: cfg.Live.Host(),
+			Namespace: cmp.Or(cfg.Live.Namespace, livepub.DefaultNamespace)}
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", server.Handler())
@@ -426,6 +456,9 @@ func (s *Stack) close() {
 	}
 	if s.stopMCP != nil {
 		s.stopMCP()
+	}
+	if s.stopLive != nil {
+		s.stopLive()
 	}
 	if s.closeRDB != nil {
 		s.closeRDB()

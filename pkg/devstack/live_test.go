@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/api"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
@@ -370,9 +371,9 @@ func TestCancelEndedAndWaitingTurns(t *testing.T) {
 // sees the turn end.
 func TestManyEventStreams(t *testing.T) {
 	t.Parallel()
-	st, c := stack(t, nil)
-	cid := c.newConversation()
 	const pages = 40
+	st, c := stack(t, nil, func(cfg *Config) { cfg.MaxStreams = pages }) // one user's 40 pages: past the default cap
+	cid := c.newConversation()
 	streams := make([]<-chan sseEvent, pages)
 	for i := range streams {
 		streams[i], _ = c.events(cid, "", "")
@@ -455,5 +456,67 @@ func TestCancelDuringTheLLMCall(t *testing.T) {
 		if contains(h.Content, "a late answer") {
 			t.Errorf("the cancelled turn's late answer was stored: %+v", h)
 		}
+	}
+}
+
+// Issue 27, point 6: one user holds at most api.DefaultMaxStreams event
+// streams open; the next is a 429 with Retry-After, and a closed stream
+// gives its slot back. Another user's cap is their own.
+func TestEventStreamsAreCappedPerUser(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, nil)
+	cid := c.newConversation()
+	open := func(c *client, cids ...string) *http.Response {
+		id := cid
+		if len(cids) > 0 {
+			id = cids[0]
+		}
+		req, _ := http.NewRequest("GET", c.base+"/v1/conversations/"+id+"/events", nil)
+		req.Header.Set("Authorization", "Bearer "+c.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("GET events: %v", err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	var streams []*http.Response
+	for i := range api.DefaultMaxStreams {
+		resp := open(c)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("stream %d = %d, want 200", i+1, resp.StatusCode)
+		}
+		streams = append(streams, resp)
+	}
+	resp := open(c)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("stream past the cap = %d (Retry-After %q), want 429 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	if body.Error.Code != "too_many_streams" {
+		t.Errorf("429 code = %q, want too_many_streams", body.Error.Code)
+	}
+	// Another user's streams are counted apart.
+	other := c.as("mallory", st)
+	if r := open(other, other.newConversation()); r.StatusCode != http.StatusOK {
+		t.Errorf("another user's stream = %d, want 200", r.StatusCode)
+	}
+	// A closed stream's slot comes back once the server sees it gone (at
+	// its next heartbeat at the latest).
+	streams[0].Body.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := open(c)
+		if r.StatusCode == http.StatusOK {
+			break
+		}
+		r.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("stream after closing one = %d for 30 s, want 200", r.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

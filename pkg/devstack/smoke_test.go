@@ -16,10 +16,13 @@ func TestSmokeAgainstTheLocalStack(t *testing.T) {
 	st, c := stack(t, nil)
 	var out bytes.Buffer
 	res, err := smoke.Run(t.Context(), smoke.Config{URL: st.URL(), Token: c.token, Out: &out, TurnTimeout: 30 * time.Second})
-	if err != nil || res.Passed != 7 || res.Failed != 0 {
+	if err != nil || res.Passed != 8 || res.Failed != 0 {
 		t.Fatalf("smoke = %+v, %v:\n%s", res, err, out.String())
 	}
-	for _, step := range []string{"popelnase turn", "form", "approve", "reject", "download artifact", "delete conversation"} {
+	if !strings.Contains(out.String(), "over Server-Sent Events") {
+		t.Errorf("smoke did not check the local stack's Server-Sent Events:\n%s", out.String())
+	}
+	for _, step := range []string{"live events", "popelnase turn", "form", "approve", "reject", "download artifact", "delete conversation"} {
 		if !strings.Contains(out.String(), "ok   "+step) {
 			t.Errorf("smoke output lacks a passing %q line:\n%s", step, out.String())
 		}

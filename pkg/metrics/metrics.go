@@ -43,6 +43,10 @@ const (
 	StoreUnavailable = "StoreUnavailable"
 )
 
+// LivePublishFailed counts live events that were not published to the
+// AppSync Events API (pkg/livepub): a failed post or a full queue.
+const LivePublishFailed = "LivePublishFailed"
+
 // Metric is one value of an EMF line (Values).
 type Metric struct {
 	Name  string

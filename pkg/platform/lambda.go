@@ -15,6 +15,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/agentauth"
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/livepub"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
@@ -25,6 +26,27 @@ import (
 	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
+
+// flushLive posts the live events an invocation queued before it returns:
+// a function is frozen between invocations, and its queue with it.
+type flushLive struct {
+	next lambda.Handler
+	live *livepub.Publisher
+}
+
+// liveFlushTimeout bounds that wait; what is left is posted at the next
+// invocation (or lost with the instance: clients re-read the turn).
+const liveFlushTimeout = 2 * time.Second
+
+func (f flushLive) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	out, err := f.next.Invoke(ctx, payload)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), liveFlushTimeout)
+	defer cancel()
+	if ferr := f.live.Flush(fctx); ferr != nil {
+		slog.Default().WarnContext(ctx, "live events not flushed", "error", ferr.Error())
+	}
+	return out, err
+}
 
 // InvokeTimeout bounds one specialist call of a Lambda function (the
 // invoke function's own timeout is longer: infra/).
@@ -68,6 +90,7 @@ type Env struct {
 	agentAuth   bool // agentClient was made
 	mcpServers  []mcp.ServerConfig
 	mcpLoaded   bool
+	live        *livepub.Publisher // CLIENTAGENT_LIVE_*: nil without an Event API
 }
 
 // NewEnv is the Env of the environment getenv reads.
@@ -120,10 +143,23 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 	if cfg.Prices, err = llm.LoadPrices(e.Getenv("CLIENTAGENT_PRICES")); err != nil {
 		return nil, fmt.Errorf("CLIENTAGENT_PRICES: %w", err)
 	}
-	h := newHandlers(cfg, valkey.New(rdb, valkey.Options{}))
+	store := valkey.New(rdb, valkey.Options{})
+	h := newHandlers(cfg, store)
 	h.Tracing = e.Tracing
+	if e.live == nil {
+		if e.live, err = livepub.FromEnv(context.Background(), e.Getenv, store, e.Logger); err != nil {
+			return nil, err
+		}
+	}
+	if e.live != nil {
+		h.Live = e.live
+	}
 	return h, nil
 }
+
+// Live is the publisher of live events to the deployment's AppSync Events
+// API (livepub.FromEnv; nil without one), made by Handlers.
+func (e *Env) Live() *livepub.Publisher { return e.live }
 
 // Catalogs is the tool catalogue: the agent cards of CLIENTAGENT_AGENTS
 // (cached in Valkey, fetched when stale) and the workflow templates.
@@ -224,6 +260,9 @@ func Start(build func(ctx context.Context, env *Env) (any, error)) {
 	}
 	if _, streaming := h.(func(context.Context, *events.LambdaFunctionURLRequest) (*events.LambdaFunctionURLStreamingResponse, error)); !streaming {
 		h = lambdatrace.FlushEach(h, env.Tracing)
+		if env.live != nil {
+			h = flushLive{next: lambda.NewHandler(h), live: env.live}
+		}
 	}
 	lambda.Start(h)
 }

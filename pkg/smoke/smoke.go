@@ -1,6 +1,7 @@
 // Package smoke checks a deployment of clientagent end to end through its
 // public HTTP API (docs/api/openapi.yaml), as a user would after `make deploy`: a
-// conversation, the Popelnase turn, a form, an approval and a rejection, an
+// conversation, its live events (through the delivery GET /v1/info names:
+// AppSync Events or Server-Sent Events), the Popelnase turn, a form, an approval and a rejection, an
 // artifact downloaded as the web page does (a JSON link fetched without the
 // token, from the page's origin), and the conversation's deletion. It
 // prints one pass/fail line per step. It speaks only HTTP (its vocabulary
@@ -71,6 +72,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if !step("create conversation", s.create) {
 		return res, errors.New("smoke: the API refused to create a conversation")
 	}
+	step("live events", s.live)
 	step("popelnase turn", s.popelnase)
 	step("form", s.form)
 	step("approve", func(ctx context.Context) (string, error) { return s.approval(ctx, "approve") })

@@ -21,6 +21,16 @@ func (h *Handlers) emit(ctx context.Context, cid string, evs ...record.Event) {
 	if err := h.Events.Emit(ctx, cid, evs...); err != nil {
 		h.log().WarnContext(ctx, "events not written", "conversation", cid, "events", len(evs), "error", err.Error())
 	}
+	if h.Live != nil {
+		h.Live.Publish(ctx, cid, evs...)
+	}
+}
+
+// LivePublisher pushes a conversation's events to its live subscribers
+// (livepub.Publisher). Publish queues and returns: it never blocks a step,
+// and what it fails to deliver a client reads from the turn.
+type LivePublisher interface {
+	Publish(ctx context.Context, cid string, evs ...record.Event)
 }
 
 func (h *Handlers) live(typ, turnID string, data map[string]any) record.Event {

@@ -95,6 +95,9 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s: the turn was cancelled before it started", pc.CallID))
 			return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 		}
+		if h.Live != nil && len(evs) > 0 {
+			h.Live.Publish(ctx, in.ConversationID, evs...) // as the log got them, with StartCall
+		}
 		var cont *WorkflowContinuesError
 		o, cont, err = h.run(ctx, in.Ref, conv, t, pc, outcomes)
 		if err != nil {
@@ -137,6 +140,9 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
 	if put.Stored {
+		if h.Live != nil && len(o.Events) > 0 {
+			h.Live.Publish(ctx, in.ConversationID, o.Events...) // as the log got them, with the first write
+		}
 		if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
 			return InvokeOutput{}, err
 		}

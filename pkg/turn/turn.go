@@ -127,6 +127,10 @@ type Handlers struct {
 	Audit audit.Log
 	// Events is the conversations' live event log (nil: none).
 	Events record.EventLog
+	// Live gets each event the log gets, once it is written, for a
+	// deployment's push delivery (pkg/livepub: AppSync Events); nil: the
+	// log only. It must not block.
+	Live LivePublisher
 	// Guardian checks requests, the model's output, calls and results
 	// (nil: none; guard.go).
 	Guardian Guardian
@@ -408,6 +412,15 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
 	}
 	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
+	if err == nil && h.Live != nil {
+		var evs []record.Event
+		if t.Spend != nil {
+			evs = append(evs, t.Spend.Events...) // first, as the write appends them
+		}
+		if evs = append(evs, t.Events...); len(evs) > 0 {
+			h.Live.Publish(ctx, r.ConversationID, evs...)
+		}
+	}
 	t.Events = nil
 	if sp := t.Spend; sp != nil {
 		t.Spend = nil

@@ -213,6 +213,9 @@ func (s *Store) Handler() http.Handler {
 		h.Set("Content-Type", mt)
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; sandbox")
+		if !artifact.Passive(mt) {
+			h.Set("Content-Disposition", "attachment")
+		}
 		h.Set("Cache-Control", "private, max-age=60")
 		if f, ok := body.(*os.File); ok {
 			if st, err := f.Stat(); err == nil {

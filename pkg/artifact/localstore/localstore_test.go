@@ -107,6 +107,9 @@ func TestSignedURLs(t *testing.T) {
 			if !strings.Contains(resp.Header.Get("Content-Security-Policy"), "sandbox") {
 				t.Errorf("%s: no sandboxing CSP on served artifact", tt.name)
 			}
+			if resp.Header.Get("Content-Disposition") != "attachment" {
+				t.Errorf("%s: Content-Disposition = %q, want an SVG served as an attachment", tt.name, resp.Header.Get("Content-Disposition"))
+			}
 		}
 	}
 }

@@ -137,7 +137,12 @@ func (s *Store) URL(ctx context.Context, cid, id string, ttl time.Duration) (str
 	if err := artifact.CheckNames(cid, id); err != nil {
 		return "", err
 	}
-	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: ptr(s.key(cid, id))},
+	// The link downloads bytes, whatever the object's type: S3 cannot send
+	// a sandboxing CSP, so an SVG or HTML object opened from the link must
+	// not render as a page of the bucket's origin. The page re-types what
+	// it fetches from the catalog's type to show an image.
+	req, err := s.presign.PresignGetObject(ctx, &s3.GetObjectInput{Bucket: &s.bucket, Key: ptr(s.key(cid, id)),
+		ResponseContentDisposition: ptr("attachment"), ResponseContentType: ptr("application/octet-stream")},
 		s3.WithPresignExpires(ttl))
 	if err != nil {
 		return "", fmt.Errorf("presign artifact %s/%s: %w", cid, id, err)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -13,6 +15,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/artifact/artifacttest"
 )
 
@@ -90,5 +93,38 @@ func TestKeysAndPaging(t *testing.T) {
 			keys = append(keys, *o.Key)
 		}
 		t.Errorf("keys after DeleteConversation(c1) = %v, want [p/c10/a00]", keys)
+	}
+}
+
+// Issue 27, point 8: a presigned link downloads bytes whatever the
+// object's type, since S3 cannot send a sandboxing CSP: an SVG opened from
+// it must not render as a page.
+func TestPresignedLinksDownload(t *testing.T) {
+	t.Parallel()
+	client := s3.New(s3.Options{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")})
+	s := NewWithAPI(client, s3.NewPresignClient(client), "b", "p/")
+	link, err := s.URL(t.Context(), "c1", "a1", 5*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(link)
+	q := u.Query()
+	if q.Get("response-content-disposition") != "attachment" || q.Get("response-content-type") != "application/octet-stream" {
+		t.Errorf("link %s: want response-content-disposition=attachment and response-content-type=application/octet-stream", link)
+	}
+	if !strings.Contains(q.Get("X-Amz-SignedHeaders"), "host") || q.Get("X-Amz-Signature") == "" {
+		t.Errorf("link %s is not signed", link)
+	}
+}
+
+func TestPassiveTypes(t *testing.T) {
+	for mt, want := range map[string]bool{"image/png": true, "IMAGE/JPEG": true, "text/plain; charset=utf-8": true,
+		"image/svg+xml": false, "text/html": false, "application/xhtml+xml": false, "application/pdf": false, "": false} {
+		if got := artifact.Passive(mt); got != want {
+			t.Errorf("Passive(%q) = %v, want %v", mt, got, want)
+		}
+	}
+	if d := artifact.Disposition("a.svg", "image/svg+xml"); d != `attachment; filename=a.svg` {
+		t.Errorf("Disposition(svg) = %q", d)
 	}
 }
