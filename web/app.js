@@ -446,10 +446,13 @@ function renderConversation(conv) {
       // A plan's text repeats the approval's calls as JSON: the approval
       // card is their only rendering.
       if (e.kind === "followup_questions" && e.content) view.addNote(e.content);
-      if (e.kind === "plan_approved") view.showAnswer("Approved");
     }
     view.update(turn);
-    if (TERMINAL.has(turn.status) && (turn.steps || []).some((s) => s.status === "rejected") && !view.answerEl.childElementCount) view.showAnswer("Rejected");
+    if (!(turn.answers && turn.answers.length)) {
+      // A turn recorded before turns kept their answers: what its history says.
+      if (entries.some((e) => e.kind === "plan_approved")) view.showAnswer("Approved");
+      else if (TERMINAL.has(turn.status) && (turn.steps || []).some((s) => s.status === "rejected")) view.showAnswer("Rejected");
+    }
     // Waiting turns are followed too: they can expire or be answered elsewhere.
     if (!TERMINAL.has(turn.status)) pollTurn(view);
   };
@@ -990,6 +993,10 @@ class TurnView {
     this.stream = { call: 0, text: "" }; // the reply as it streams in (llm.delta)
     this.streamFrame = 0;
     this.replyKey = "";
+    this.answers = []; // Turn.answers as last read
+    this.answersRead = 0;
+    this.answersKey = "";
+    this.pendingAnswer = null; // {text, after}: sent, not read back yet
 
     this.statusEl = h("span", { class: "status-badge", "data-testid": "turn-status" }, "");
     this.llmEl = h("span", { class: "llm-calls", "data-testid": "llm-calls" }, "");
@@ -1028,9 +1035,32 @@ class TurnView {
     this.notesEl.append(h("div", { class: "bubble assistant note markdown", "data-testid": "note" }, renderMarkdown(text)));
   }
 
-  /** showAnswer shows what the user answered a form or an approval with, as their message. */
+  /**
+   * showAnswer shows what the user just answered a form or an approval
+   * with, as their message, until the turn's read lists the answer itself.
+   */
   showAnswer(text) {
-    this.answerEl.append(h("div", { class: "bubble user answer", "data-testid": "user-answer" }, text));
+    this.pendingAnswer = { text, after: this.answersRead };
+    this.renderAnswers();
+  }
+
+  /**
+   * renderAnswers shows the turn's answers as the record keeps them
+   * (Turn.answers, so a reload or another tab shows them too), then the one
+   * just sent that the record does not list yet.
+   */
+  renderAnswers(turn) {
+    if (turn && Array.isArray(turn.answers)) {
+      this.answers = turn.answers;
+      this.answersRead = turn.answers.length;
+    }
+    const list = (this.answers || []).map(answerText);
+    if (this.pendingAnswer && this.answersRead > this.pendingAnswer.after) this.pendingAnswer = null;
+    if (this.pendingAnswer) list.push(this.pendingAnswer.text);
+    const key = JSON.stringify(list);
+    if (key === this.answersKey) return;
+    this.answersKey = key;
+    this.answerEl.replaceChildren(...list.map((text) => h("div", { class: "bubble user answer", "data-testid": "user-answer" }, text)));
   }
 
   update(turn) {
@@ -1059,6 +1089,7 @@ class TurnView {
     }
     this.setUsage(turn);
     for (const a of turn.artifacts || []) this.addArtifact(a);
+    this.renderAnswers(turn);
     this.renderInteraction(turn);
     this.renderReply(turn);
   }
@@ -1624,6 +1655,25 @@ class TurnView {
     if (el) this.replyEl.replaceChildren(el);
     else this.replyEl.replaceChildren();
   }
+}
+
+/**
+ * answerText is one of Turn.answers as the user's message: a form's values
+ * ("material: steel, holes: 4") or an approval's decision, whether the
+ * arguments were edited, and the note.
+ */
+function answerText(a) {
+  if (a.kind === "form") {
+    const parts = [];
+    for (const values of Object.values(a.values || {})) {
+      for (const [k, v] of Object.entries(values || {})) parts.push(`${k}: ${typeof v === "boolean" ? (v ? "yes" : "no") : v}`);
+    }
+    return parts.length ? parts.join(", ") : "(no answers)";
+  }
+  let said = a.decision === "approve" ? "Approved" : "Rejected";
+  if (a.edited && a.edited.length) said += " with edited arguments";
+  if (a.note) said += `: ${a.note}`;
+  return said;
 }
 
 /** formAnswerText is a form's answers as the user's message: "material: steel, holes: 4". */

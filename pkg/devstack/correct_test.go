@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -377,6 +378,9 @@ func TestApprovalIDAndEdit(t *testing.T) {
 	}
 	if v := c.wait(cid, tid); v.Status != "succeeded" {
 		t.Fatalf("turn = %s %q, want succeeded", v.Status, v.Reply)
+	} else if len(v.Answers) != 1 || v.Answers[0].Decision != "approve" || !slices.Equal(v.Answers[0].Edited, []string{callID}) {
+		// Issue 28: that the user edited the arguments is the turn's, for a reload.
+		t.Errorf("answers = %+v, want one approve that edited %s", v.Answers, callID)
 	}
 	pubs := st.Publications.List()
 	if len(pubs) != 1 || pubs[0].Channel != "archive" {

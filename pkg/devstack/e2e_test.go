@@ -199,6 +199,10 @@ func TestFormRoundTrip(t *testing.T) {
 	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "brass"}}}); code != http.StatusConflict {
 		t.Errorf("second answer = %d, want 409", code)
 	}
+	// Issue 28: the turn keeps what the user answered, for a reload.
+	if len(v.Answers) != 1 || v.Answers[0].Kind != "form" || v.Answers[0].Values[f.CallID]["material"] != "steel" {
+		t.Errorf("answers = %+v, want the one form answer material: steel", v.Answers)
+	}
 	// docs/design.md §3.5: the result tells the model the user supplied material.
 	r := toolResults(m.requests()[1])["f1"]
 	if src, _ := r["input_sources"].(map[string]any); src["material"] != "user" {
@@ -241,12 +245,17 @@ func TestApproval(t *testing.T) {
 			if code := c.as("mallory", st).input(cid, tid, map[string]any{"approval": map[string]any{"id": v.Approval.ID, "decision": "approve"}}); code != http.StatusNotFound {
 				t.Errorf("another user's approval = %d, want 404", code)
 			}
-			if code := c.decide(cid, tid, decision, nil); code != http.StatusAccepted {
+			note := "checked by " + decision
+			if code := c.decide(cid, tid, decision, map[string]any{"note": note}); code != http.StatusAccepted {
 				t.Fatalf("decision = %d, want 202", code)
 			}
 			v = c.wait(cid, tid)
 			if v.Status != "succeeded" {
 				t.Fatalf("status = %s (%s), want succeeded", v.Status, v.Reply)
+			}
+			// Issue 28: the decision and its note are the turn's, for a reload.
+			if len(v.Answers) != 1 || v.Answers[0].Kind != "approval" || v.Answers[0].Decision != decision || v.Answers[0].Note != note || len(v.Answers[0].Edited) != 0 {
+				t.Errorf("answers = %+v, want one %s with note %q and no edit", v.Answers, decision, note)
 			}
 			want, wantReply := 1, "publish: succeeded"
 			if decision == "reject" {

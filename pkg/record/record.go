@@ -191,6 +191,9 @@ type Turn struct {
 	WaitingSince time.Time     `json:"waiting_since,omitzero"`
 	// Produced lists the artifact ids this turn produced.
 	Produced []string `json:"produced,omitempty"`
+	// Answers are the user's replies to the turn's pauses, as applied, in
+	// order: what a page shows as the user's answers after a reload.
+	Answers []Answer `json:"answers,omitempty"`
 
 	// TaskToken is the Step Functions token of the open pause; set by the
 	// await handler together with the waiting status, cleared on resume.
@@ -206,6 +209,28 @@ type Turn struct {
 	// finishes (turn.Handlers.finishCancel).
 	CancelRequested bool `json:"-"`
 }
+
+// Answer is one reply of the user to a pause of a turn (a form or an
+// approval), as the execution applied it.
+type Answer struct {
+	At   time.Time `json:"at"`
+	Kind string    `json:"kind"` // form | approval
+	// Values are a form's answers by call id (the calls they applied to).
+	Values map[string]map[string]any `json:"values,omitempty"`
+	// Decision (approve | reject) and Note answer an approval; Edited
+	// names the calls whose arguments the user edited before approving.
+	Decision string   `json:"decision,omitempty"`
+	Note     string   `json:"note,omitempty"`
+	Edited   []string `json:"edited,omitempty"`
+	// Files are the uploads the user sent with the reply (artifact ids).
+	Files []string `json:"files,omitempty"`
+}
+
+// Answer kinds.
+const (
+	AnswerForm     = "form"
+	AnswerApproval = "approval"
+)
 
 // Repeat is the no-progress state of one call (tool + arguments): the
 // hash of its newest result and how many calls in a row returned it.

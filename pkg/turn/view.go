@@ -33,6 +33,8 @@ type View struct {
 	ExpiresAt    string  `json:"expires_at,omitempty"`
 	// EndedAt is when the turn ended (its last write), once it has.
 	EndedAt string `json:"ended_at,omitempty"`
+	// Answers are the user's replies to the turn's forms and approvals.
+	Answers []record.Answer `json:"answers,omitempty"`
 }
 
 // FormView is the open form of a turn awaiting input.
@@ -80,6 +82,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		CostUSD:      float64(t.CostMicros) / 1e6,
 		Steps:        append([]record.Step{}, t.Steps...),
 		Artifacts:    []artifact.Ref{},
+		Answers:      t.Answers,
 	}
 	switch t.Status {
 	case record.StatusSucceeded:
