@@ -24,6 +24,7 @@ const STEP_ICONS = {
   not_executed: "–",
   answered: "✎",
   blocked: "⛔",
+  stopped: "■",
 };
 // STALE_APPROVAL is shown when the server refused an answer because the
 // approval changed since the page showed it (409 stale_approval).
@@ -1150,7 +1151,12 @@ class TurnView {
 
   /** onEvent applies one event of the turn's stream (contract: docs/api/openapi.yaml, GET …/events). */
   onEvent(ev) {
-    if (TERMINAL.has(this.status)) return; // the turn's read is final
+    if (TERMINAL.has(this.status)) {
+      // The turn's read is final, but for the spend of an LLM call the user
+      // stopped: it arrives when the provider answers, after the cancel.
+      if (this.status === "cancelled" && ev.type === "step.ended" && ev.tool === "llm") pollTurn(this);
+      return;
+    }
     switch (ev.type) {
       case "turn.started":
         if (!this.startedAt && ev.at) this.startedAt = ev.at;
@@ -1633,7 +1639,7 @@ class TurnView {
   renderReply(turn) {
     const s = turn.status;
     if (s === "running") return; // the streamed text (if any) stays until the turn ends
-    const key = `${s}:${turn.reply || ""}`;
+    const key = `${s}:${turn.reply || ""}:${turn.partial_reply || ""}`;
     if (key === this.replyKey) return;
     this.replyKey = key;
     let el = null;
@@ -1649,6 +1655,15 @@ class TurnView {
       el = error("superseded", "Superseded.", turn.reply || "A newer message replaced this turn; its waiting calls were not executed.", false);
     } else if (s === "cancelled") {
       el = error("cancelled", "Stopped.", turn.reply || "You stopped this turn.", false);
+      if (turn.partial_reply) {
+        // The answer as far as it had streamed, kept and marked stopped.
+        el = h(
+          "div",
+          { class: "stopped-reply" },
+          h("div", { class: "bubble assistant markdown stopped", "data-testid": "reply", "data-stopped": "true" }, renderMarkdown(turn.partial_reply)),
+          el,
+        );
+      }
     } else if (s === "blocked") {
       el = error("blocked", "Blocked by policy.", turn.reply || "The request was blocked.");
     }

@@ -456,3 +456,87 @@ func TestCancelDuringTheLLMCall(t *testing.T) {
 		}
 	}
 }
+
+// Issue 28: Stop keeps the partial answer. A cancel while the model
+// streams keeps the text shown so far as the cancelled turn's partial
+// reply, with a stopped LLM step that gets the call's tokens once the
+// provider answers (the turn counts the call), and the model's next window
+// has it as an assistant message marked interrupted.
+func TestStopKeepsThePartialAnswer(t *testing.T) {
+	t.Parallel()
+	const shown = "The first half of an answer"
+	release := make(chan struct{})
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if strings.Contains(lastUser(req), "again") {
+			return answer("the second answer")
+		}
+		req.OnText("The first half ")
+		req.OnText("of an answer")
+		<-release
+		return answer(shown + ", and the rest nobody saw.")
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	ch, _ := c.events(cid, "", "")
+	tid := c.send(cid, "think slowly")
+	var text strings.Builder
+	for deadline := time.After(30 * time.Second); text.String() != shown; {
+		select {
+		case ev := <-ch:
+			if ev.Type == "llm.delta" {
+				text.WriteString(ev.Data["text"].(string))
+			}
+		case <-deadline:
+			t.Fatalf("streamed %q within 30s, want %q", text.String(), shown)
+		}
+	}
+	var v turn.View
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted || v.Status != "cancelled" {
+		t.Fatalf("cancel = %d %s, want 202 cancelled", code, v.Status)
+	}
+	if v.PartialReply != shown {
+		t.Errorf("partial reply = %q, want %q", v.PartialReply, shown)
+	}
+	close(release)
+	// The call's spend joins the stopped step when the model has answered.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v = c.turn(cid, tid)
+		var llmSteps []record.Step
+		for _, s := range v.Steps {
+			if s.Tool == "llm" {
+				llmSteps = append(llmSteps, s)
+			}
+		}
+		if len(llmSteps) != 1 || llmSteps[0].Status != "stopped" {
+			t.Fatalf("LLM steps = %+v, want one stopped", llmSteps)
+		}
+		if llmSteps[0].Tokens == 110 && v.LLMCalls == 1 && v.Tokens == 110 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stopped step %+v, turn llm_calls %d tokens %d; want the call's 110 tokens counted once", llmSteps[0], v.LLMCalls, v.Tokens)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v.Status != "cancelled" || v.PartialReply != shown {
+		t.Errorf("turn = %s, partial %q; want cancelled keeping %q", v.Status, v.PartialReply, shown)
+	}
+	next := c.send(cid, "go on again")
+	if v := c.wait(cid, next); v.Status != "succeeded" {
+		t.Fatalf("next turn = %s %q", v.Status, v.Reply)
+	}
+	reqs := m.requests()
+	found := false
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		if msg.Role == llm.RoleAssistant && msg.Content == shown+turn.InterruptedMark {
+			found = true
+		}
+		if contains(msg.Content, "nobody saw") {
+			t.Errorf("the next window has the text nobody was shown: %q", msg.Content)
+		}
+	}
+	if !found {
+		t.Errorf("the next window %+v lacks the stopped answer marked interrupted", reqs[len(reqs)-1].Messages)
+	}
+}

@@ -159,6 +159,9 @@ type Turn struct {
 
 	FinalReport string `json:"final_report,omitempty"`
 	Error       string `json:"error,omitempty"` // failed / expired message
+	// Partial is the text the model had streamed when the user stopped
+	// the turn (kept, marked interrupted, in Messages too).
+	Partial string `json:"partial,omitempty"`
 	// BlockedHash is the hash (TextHash) of the message the guardian
 	// blocked, which is not kept (ForgetBlocked).
 	BlockedHash string `json:"blocked_hash,omitempty"`
@@ -247,7 +250,7 @@ func (t *Turn) Answered() bool { return t.TaskToken != "" && t.AnsweredToken == 
 type Step struct {
 	Tool      string    `json:"tool"`
 	CallID    string    `json:"call_id,omitempty"`
-	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered
+	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered, stopped
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// Tokens and CachedTokens are an LLM step's usage; CostMicros its cost.
@@ -259,6 +262,9 @@ type Step struct {
 	Arguments map[string]any  `json:"arguments,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 }
+
+// StepStopped is the status of the LLM call a cancel interrupted.
+const StepStopped = "stopped"
 
 // MarshalJSON writes a step as the API shows every time: RFC 3339 with
 // milliseconds, and the step's duration_ms once it has ended.

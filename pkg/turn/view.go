@@ -16,15 +16,18 @@ type View struct {
 	Text   string        `json:"text"`
 	// BlockedHash is the hash of the message the guardian blocked, which is
 	// not kept (Text is record.BlockedText then).
-	BlockedHash string         `json:"blocked_hash,omitempty"`
-	StartedAt   string         `json:"started_at"`
-	Reply       string         `json:"reply,omitempty"`
-	Form        *FormView      `json:"form,omitempty"`
-	Approval    *ApprovalView  `json:"approval,omitempty"`
-	Artifacts   []artifact.Ref `json:"artifacts"`
-	Steps       []record.Step  `json:"steps"`
-	LLMCalls    int            `json:"llm_calls"`
-	Tokens      int            `json:"tokens"`
+	BlockedHash string `json:"blocked_hash,omitempty"`
+	StartedAt   string `json:"started_at"`
+	Reply       string `json:"reply,omitempty"`
+	// PartialReply is the answer the model had streamed when the user
+	// stopped the turn (only for a cancelled turn).
+	PartialReply string         `json:"partial_reply,omitempty"`
+	Form         *FormView      `json:"form,omitempty"`
+	Approval     *ApprovalView  `json:"approval,omitempty"`
+	Artifacts    []artifact.Ref `json:"artifacts"`
+	Steps        []record.Step  `json:"steps"`
+	LLMCalls     int            `json:"llm_calls"`
+	Tokens       int            `json:"tokens"`
 	// CachedTokens are the input tokens (part of Tokens) the provider
 	// served from its prompt cache; CostUSD prices every call at its
 	// model's rates, cached input at the cached rate.
@@ -90,6 +93,9 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 	case record.StatusFailed, record.StatusExpired, record.StatusSuperseded, record.StatusCancelled, record.StatusBlocked:
 		v.Reply = t.Error
 	}
+	if t.Status == record.StatusCancelled {
+		v.PartialReply = t.Partial
+	}
 	if t.Status.Final() {
 		v.EndedAt = t.UpdatedAt.UTC().Format(timeLayout)
 	}
@@ -140,6 +146,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		v.Artifacts = append(v.Artifacts, a.Ref())
 	}
 	stepDetails(t, v.Steps)
+	stoppedSpend(&v)
 	return v
 }
 
