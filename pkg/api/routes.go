@@ -817,10 +817,14 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 func notWaiting(t *record.Turn) *Error {
 	var why string
 	switch {
-	case t.Status.Final():
-		why = fmt.Sprintf("the turn has ended (%s)", t.Status)
 	case t.Answered():
 		why = "it was already answered and the turn is running again"
+	case len(t.Answers) > 0 && (t.Status == record.StatusRunning || t.Status == record.StatusSucceeded || t.Status == record.StatusFailed):
+		// A second submit (another tab, a double click) after the first
+		// was applied.
+		why = fmt.Sprintf("it was already answered (the turn is %s now)", t.Status)
+	case t.Status.Final():
+		why = fmt.Sprintf("the turn has ended (%s)", t.Status)
 	case t.Status == record.StatusRunning:
 		why = "the turn is running and has asked nothing"
 	case t.Status == record.StatusAwaitingInput:
@@ -926,7 +930,17 @@ func (s *Server) sendReply(ctx context.Context, cid string, t *record.Turn, repl
 		}
 		return fmt.Errorf("send task success for turn %s: %w", t.ID, err)
 	}
-	return errorf(http.StatusConflict, "not_waiting", "this turn is no longer waiting for that input (it expired, was superseded or was cancelled meanwhile)")
+	// Closed meanwhile: say why, as the turn tells it now (most often
+	// another answer that won the race: "already answered").
+	if conv, _, lerr := s.Store.Load(ctx, cid, ""); lerr == nil {
+		if now, ok := conv.Turn(t.ID); ok {
+			if now.Answered() || len(now.Answers) > len(t.Answers) {
+				return errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input: it was already answered (another answer arrived first)")
+			}
+			return notWaiting(now)
+		}
+	}
+	return errorf(http.StatusConflict, "not_waiting", "this turn is no longer waiting for that input (it was already answered, expired, was superseded or was cancelled meanwhile)")
 }
 
 // isTokenClosed reports whether Step Functions refused a token because its

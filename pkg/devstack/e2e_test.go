@@ -196,8 +196,12 @@ func TestFormRoundTrip(t *testing.T) {
 	if v.Status != "succeeded" || len(v.Artifacts) == 0 {
 		t.Fatalf("turn = %s %q, artifacts %v; want succeeded with a drawing", v.Status, v.Reply, v.Artifacts)
 	}
-	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "brass"}}}); code != http.StatusConflict {
-		t.Errorf("second answer = %d, want 409", code)
+	// Issue 28: the second answer is told it came second, in those words.
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/input", map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "brass"}}}, &e); code != http.StatusConflict || !strings.Contains(e.Error.Message, "already answered") {
+		t.Errorf("second answer = %d %+v, want 409 saying already answered", code, e)
 	}
 	// Issue 28: the turn keeps what the user answered, for a reload.
 	if len(v.Answers) != 1 || v.Answers[0].Kind != "form" || v.Answers[0].Values[f.CallID]["material"] != "steel" {
@@ -553,4 +557,42 @@ func auditEvents(t *testing.T, dataDir, tool string) []string {
 	})
 	sort.Strings(out)
 	return out
+}
+
+// Issue 28: of two answers sent at once (two tabs, a double click), one
+// runs and the other is told the turn was already answered.
+func TestDoubleSubmitSaysAlreadyAnswered(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, publishModel())
+	cid := c.newConversation()
+	tid := c.send(cid, "Make a Hello SVG and publish it to web")
+	v := c.wait(cid, tid)
+	if v.Approval == nil {
+		t.Fatalf("turn = %+v, want an approval", v)
+	}
+	body := map[string]any{"approval": map[string]any{"id": v.Approval.ID, "decision": "approve"}}
+	type result struct {
+		code int
+		msg  string
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			var e struct {
+				Error struct{ Message string } `json:"error"`
+			}
+			code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/input", body, &e)
+			results <- result{code, e.Error.Message}
+		}()
+	}
+	a, b := <-results, <-results
+	if a.code == http.StatusConflict {
+		a, b = b, a
+	}
+	if a.code != http.StatusAccepted || b.code != http.StatusConflict || !strings.Contains(b.msg, "already answered") {
+		t.Errorf("answers = %+v and %+v, want one 202 and one 409 saying already answered", a, b)
+	}
+	if v := c.wait(cid, tid); v.Status != "succeeded" || len(st.Publications.List()) != 1 {
+		t.Errorf("turn = %s with %d publications, want succeeded with one", v.Status, len(st.Publications.List()))
+	}
 }
