@@ -1506,6 +1506,7 @@ class TurnView {
         { class: "approval-call", "data-testid": "approval-call", "data-call-id": c.call_id },
         h("div", { class: "approval-call-head" }, h("span", { class: "approval-tool" }, c.tool), toggle),
         pre,
+        approvalArtifacts(c.arguments),
         c.steps && c.steps.length
           ? h(
               "ol",
@@ -1689,6 +1690,24 @@ function answerText(a) {
   if (a.edited && a.edited.length) said += " with edited arguments";
   if (a.note) said += `: ${a.note}`;
   return said;
+}
+
+/**
+ * approvalArtifacts shows the artifacts a call's arguments name (an
+ * artifact_id, a list of them) by name, with a thumbnail for an image, so
+ * an approval is not decided on a raw art_… id.
+ */
+function approvalArtifacts(args) {
+  const ids = [];
+  const walk = (v) => {
+    if (typeof v === "string") {
+      if ((state.artifacts.has(v) || /^art_[A-Za-z0-9_-]+$/.test(v)) && !ids.includes(v)) ids.push(v);
+    } else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === "object") Object.values(v).forEach(walk);
+  };
+  walk(args);
+  if (!ids.length) return null;
+  return h("div", { class: "approval-artifacts", "data-testid": "approval-artifacts" }, ids.map((id) => artifactRef(id)));
 }
 
 /** formAnswerText is a form's answers as the user's message: "material: steel, holes: 4". */

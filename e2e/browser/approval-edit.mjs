@@ -61,6 +61,8 @@ await main("approval-edit", async (page) => {
   );
   const serverMsg = (await errorEl.innerText()).trim();
   if (/failed with HTTP/.test(serverMsg)) throw new Error(`inline error "${serverMsg}" is not the server's reason`);
+  // Issue 28: worded for the person, not the model.
+  if (/call \w+ again|invalid arguments for/i.test(serverMsg) || !/channel/.test(serverMsg)) throw new Error(`inline error "${serverMsg}" is worded for the model, or does not name the channel`);
   if (inputBodies.length !== 1) throw new Error(`want 1 input request after the refused edit, got ${inputBodies.length}`);
   if (!(await area.isVisible()) || JSON.parse(await area.inputValue()).channel !== "radio") throw new Error("the edit was lost after the server refused it");
   if ((await turn.getByTestId("turn-status").getAttribute("data-status")) !== "awaiting_approval") throw new Error("turn left awaiting_approval after refused arguments");
