@@ -17,15 +17,41 @@ const TERMINAL = new Set(["succeeded", "failed", "expired", "superseded", "cance
 const WAITING = new Set(["awaiting_input", "awaiting_approval"]);
 const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/jpg", "image/svg+xml", "image/gif", "image/webp"]);
 const STEP_ICONS = {
-  running: "⏳",
   succeeded: "✓",
   failed: "✗",
   rejected: "⊘",
   not_executed: "–",
   answered: "✎",
-  blocked: "⛔",
   stopped: "■",
 };
+// SVG_ICONS are drawn inline: an emoji such as an hourglass or a no-entry
+// sign is an empty box where no emoji font is installed (Debian's Chromium).
+const SVG_ICONS = {
+  running: ["M6 2h12v5l-4 5 4 5v5H6v-5l4-5-4-5z", "M8 4h8v2.3L12 11 8 6.3z"],
+  blocked: ["M12 2a10 10 0 1 0 0 20 10 10 0 0 0 0-20zm0 2a8 8 0 1 1 0 16 8 8 0 0 1 0-16z", "M6 10.5h12v3H6z"],
+};
+
+/** stepIcon fills el with the icon of a step status: a glyph, or an inline SVG. */
+function stepIcon(el, status) {
+  const paths = SVG_ICONS[status];
+  if (!paths) {
+    el.textContent = STEP_ICONS[status] || "•";
+    return;
+  }
+  const ns = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(ns, "svg");
+  svg.setAttribute("viewBox", "0 0 24 24");
+  svg.setAttribute("class", `icon icon-${status}`);
+  svg.setAttribute("data-icon", status);
+  for (const d of paths) {
+    const p = document.createElementNS(ns, "path");
+    p.setAttribute("d", d);
+    p.setAttribute("fill", "currentColor");
+    p.setAttribute("fill-rule", "evenodd");
+    svg.append(p);
+  }
+  el.replaceChildren(svg);
+}
 // STALE_APPROVAL is shown when the server refused an answer because the
 // approval changed since the page showed it (409 stale_approval).
 const STALE_APPROVAL = "The approval changed; please review it again.";
@@ -72,6 +98,7 @@ const els = {
 
 const state = {
   token: readToken(),
+  maxText: 16000, // the API's limit on a message (GET /v1/info max_text)
   conversations: [],
   listLoaded: false,
   cid: null,
@@ -203,6 +230,18 @@ function setRoute(cid, { replace = false } = {}) {
 
 // Back, forward, an edited address or a shared link: open what it names.
 window.addEventListener("hashchange", () => {
+  if (/(?:^#|&)token=/.test(location.hash)) {
+    // A link with a token pasted into an open tab: use it now.
+    const token = readToken();
+    if (token && token !== state.token) {
+      state.token = token;
+      clearError();
+      // Another token may be another user: what was open is not theirs.
+      newChat({ route: false });
+      start();
+      return;
+    }
+  }
   if (!state.token || els.app.hidden) return;
   const cid = routeCid();
   if (cid === state.cid) return;
@@ -250,7 +289,10 @@ function renderConversations() {
   const typing = els.list.querySelector('[data-testid="rename-input"]');
   const typed = typing ? { value: typing.value, focused: document.activeElement === typing } : null;
   const open = state.conversations.find((c) => c.conversation_id === state.cid);
-  if (open && open.title) els.title.textContent = open.title;
+  if (open && open.title) {
+    els.title.textContent = open.title;
+    els.title.title = open.title;
+  }
   const rows = shownConversations().map((c) => {
     const active = c.conversation_id === state.cid;
     const title = c.title || "Untitled conversation";
@@ -277,7 +319,7 @@ function renderConversations() {
       h(
         "button",
         { type: "button", class: "conversation-open", "aria-current": active ? "true" : null, onclick: () => openConversation(c.conversation_id) },
-        h("span", { class: "conversation-title", "data-testid": "conversation-title" }, title),
+        h("span", { class: "conversation-title", "data-testid": "conversation-title", title }, title),
         h("span", { class: "conversation-meta" }, [c.status ? statusLabel(c.status) : "", formatTime(c.updated_at)].filter(Boolean).join(" · ")),
       ),
       h(
@@ -705,6 +747,12 @@ let sending = false;
 async function send({ confirmed = false } = {}) {
   const text = els.composer.value.trim();
   if (sending || !text) return;
+  const chars = [...text].length;
+  if (chars > state.maxText) {
+    // The API refuses it (413 text_too_long); say so before sending.
+    showError(`This message is ${chars.toLocaleString("en")} characters long; the limit is ${state.maxText.toLocaleString("en")}. Shorten it, or send it as a file.`);
+    return;
+  }
   if (state.pendingFiles.some((f) => f.uploading)) {
     showError("Wait until the uploads have finished.");
     return;
@@ -770,6 +818,7 @@ async function loadInfo() {
   const el = $("store-status");
   try {
     const info = await api.getInfo();
+    if (info && info.max_text > 0) state.maxText = info.max_text;
     const store = info && info.store;
     if (!store || !store.description) return;
     el.textContent = store.description;
@@ -905,7 +954,11 @@ async function pollTurn(view) {
       if (seq !== view.seq) continue;
       const was = view.status;
       view.update(turn);
-      if (turn.status !== was) scrollDown();
+      if (turn.status !== was) {
+        scrollDown();
+        // The list's status follows the turn's (e.g. waiting for input).
+        if (was) refreshConversations();
+      }
       if (WAITING.has(turn.status)) {
         if (view.notesKey !== view.interactionKey) {
           view.notesKey = view.interactionKey;
@@ -1338,7 +1391,10 @@ class TurnView {
     row.li.dataset.tool = s.tool;
     row.li.dataset.status = status;
     if (s.call_id) row.li.dataset.callId = s.call_id;
-    row.icon.textContent = STEP_ICONS[status] || "•";
+    if (row.icon.dataset.status !== status) {
+      row.icon.dataset.status = status;
+      stepIcon(row.icon, status);
+    }
     row.tool.textContent = s.tool === "llm" ? "LLM call" : s.tool;
     row.tool.title = row.tool.textContent;
     row.status.textContent = status.replaceAll("_", " ");

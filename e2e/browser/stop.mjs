@@ -14,6 +14,9 @@ await main("stop", async (page) => {
   const turn = await send(page, "What can you do?");
   const stop = turn.getByTestId("stop");
   await stop.waitFor({ state: "visible", timeout: 60000 });
+  // Issue 28: the running step's icon is an inline SVG, not an emoji that
+  // is an empty box without an emoji font.
+  await turn.locator('[data-testid="step"][data-status="running"] .step-icon svg[data-icon="running"]').first().waitFor({ state: "attached", timeout: 30000 });
   // Stop once the answer has begun to stream.
   await turn.locator('[data-testid="reply"][data-streaming]').waitFor({ state: "visible", timeout: 30000 });
   await stop.click();

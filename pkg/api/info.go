@@ -6,6 +6,9 @@ import "net/http"
 // shows its user, such as where conversations are kept.
 type Info struct {
 	Store StoreInfo `json:"store"`
+	// MaxText is the longest message text the API takes, in characters,
+	// so a page can say so before it sends one.
+	MaxText int `json:"max_text,omitempty"`
 }
 
 // StoreInfo says where conversations are kept.
@@ -28,6 +31,7 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, user string) er
 	if s.Info != nil {
 		info = *s.Info
 	}
+	info.MaxText = s.MaxText
 	writeJSON(w, http.StatusOK, info)
 	return nil
 }

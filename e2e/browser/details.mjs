@@ -1,0 +1,56 @@
+// details.mjs: the smaller defects of issue 28 point 7 on the page.
+//  - a row's title has a tooltip with the whole title;
+//  - a message over the API's limit is refused before it is sent;
+//  - the sidebar says a conversation waits for the user's approval;
+//  - a #token= link pasted into an open tab is used at once.
+//   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/details.mjs
+import { main, send, waitStatus, waitImage, shot, env } from "./lib.mjs";
+
+await main("details", async (page) => {
+  const messages = [];
+  page.on("request", (r) => {
+    if (r.method() === "POST" && /\/messages$/.test(new URL(r.url()).pathname)) messages.push(r.url());
+  });
+  const text = "Create an SVG with the word Tooltip, please, in a calm blue";
+  const first = await send(page, text);
+  await waitStatus(first, ["succeeded"]);
+  await waitImage(first, "image/svg+xml");
+  const row = page.locator('[data-testid="conversation"].active [data-testid="conversation-title"]');
+  await row.waitFor({ state: "visible", timeout: 30000 });
+  const tip = await row.getAttribute("title");
+  if (tip !== text) throw new Error(`the row's tooltip is ${JSON.stringify(tip)}, want the whole title ${JSON.stringify(text)}`);
+
+  // Over the limit: refused on the page, with the limit, and nothing sent.
+  const sent = messages.length;
+  const { url, token } = env();
+  const info = await (await fetch(`${url}/v1/info`, { headers: { Authorization: `Bearer ${token}` } })).json();
+  if (!(info.max_text > 0)) throw new Error(`GET /v1/info says no max_text: ${JSON.stringify(info)}`);
+  await page.getByTestId("composer").fill("x".repeat(info.max_text + 1));
+  await page.getByTestId("composer").press("Enter");
+  const banner = page.getByTestId("error-text");
+  await page.waitForFunction(() => /limit is/.test(document.querySelector("#banner-text")?.textContent || ""), null, { timeout: 10000 });
+  const said = (await banner.innerText()).trim();
+  if (!said.includes(info.max_text.toLocaleString("en"))) throw new Error(`the page says "${said}", want the limit ${info.max_text}`);
+  if (messages.length !== sent) throw new Error("a message over the limit was sent");
+  await page.getByTestId("composer").fill("");
+
+  // Waiting for an approval: the sidebar says so.
+  const turn = await send(page, "Publish it to web");
+  await waitStatus(turn, ["awaiting_approval"]);
+  await page.waitForFunction(
+    () => /Waiting for your approval/.test(document.querySelector('[data-testid="conversation"].active')?.innerText || ""),
+    null,
+    { timeout: 30000 },
+  );
+  console.log(`screenshot: ${await shot(page, "details.png")}`);
+
+  // A pasted #token= link: a wrong token is used at once (the page asks
+  // for a token), the right one brings the conversations back.
+  await page.evaluate(() => (location.hash = "#token=not-a-valid-token"));
+  await page.locator("#token-panel").waitFor({ state: "visible", timeout: 30000 });
+  if (page.url().includes("token=")) throw new Error(`the token stayed in the address: ${page.url()}`);
+  await page.evaluate((t) => (location.hash = `#token=${encodeURIComponent(t)}`), token);
+  await page.locator('[data-testid="conversation"]').first().waitFor({ state: "visible", timeout: 30000 });
+  if (await page.locator("#token-panel").isVisible()) throw new Error("the token panel stayed after a valid token was pasted");
+  console.log(`tooltip "${tip}"; refused: ${said}`);
+});
