@@ -43,7 +43,7 @@ await main("workflow", async (page) => {
   await waitStatus(turn, ["succeeded"]);
   const { naturalWidth } = await waitImage(turn, "image/png");
   const reply = (await turn.getByTestId("reply").innerText()).trim();
-  if (!reply.includes("word_to_png finished")) throw new Error(`reply "${reply}" does not report the workflow`);
+  if (!reply.includes("Word to PNG finished")) throw new Error(`reply "${reply}" does not report the workflow`);
   console.log(`form answered, PNG naturalWidth ${naturalWidth}; reply: ${reply}`);
   console.log(`screenshot: ${await shot(page, "workflow.png")}`);
 

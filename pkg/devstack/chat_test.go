@@ -39,7 +39,7 @@ func TestChatCLIAgainstStack(t *testing.T) {
 		t.Fatalf("Run() = %v\n%s", err, out.String())
 	}
 	for _, want := range []string{"create_svg_artifact succeeded", "convert_svg_to_png succeeded", "material", "Approve publish_artifact", "publish_artifact succeeded",
-		"word_to_png — Word to PNG", "    word (string) The word to render.", "workflow_word_to_png succeeded", "word_to_png finished",
+		"word_to_png — Word to PNG", "    word (string) The word to render.", "workflow_word_to_png succeeded", "Word to PNG finished",
 		"workflow_publish_word step 3 Publish: publish_artifact", "workflow_publish_word succeeded"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

@@ -186,11 +186,22 @@ func (st *demoState) workflow() *llm.Response {
 			for _, a := range c.result.Artifacts {
 				names = append(names, describe(a))
 			}
-			out := fmt.Sprintf("The workflow %s finished. %s", strings.TrimPrefix(c.call.Name, "workflow_"), c.result.Summary)
-			if len(names) > 0 {
-				out = strings.TrimSpace(out) + "\nArtifacts: " + strings.Join(names, ", ") + "."
+			// The workflow's summary says it finished and what each step did;
+			// say it once, and name only the artifacts it does not name.
+			out := strings.TrimSpace(c.result.Summary)
+			if out == "" {
+				out = fmt.Sprintf("The workflow %s finished.", strings.TrimPrefix(c.call.Name, "workflow_"))
 			}
-			return text(strings.TrimSpace(out))
+			var unnamed []string
+			for i, a := range c.result.Artifacts {
+				if a.Name == "" || !strings.Contains(out, a.Name) {
+					unnamed = append(unnamed, names[i])
+				}
+			}
+			if len(unnamed) > 0 {
+				out += "\nArtifacts: " + strings.Join(unnamed, ", ") + "."
+			}
+			return text(out)
 		}
 	}
 	if st.chosen == "" || len(st.calls) > 0 {
@@ -392,13 +403,22 @@ func (st *demoState) valve() *llm.Response {
 // names (PNG/SVG), else the newest in the system prompt's catalog.
 func (st *demoState) publish(what, channel string) *llm.Response {
 	if done := st.find(toolPublish); done != nil {
+		// The specialist's own words say what it did, with the arguments
+		// that ran (an edit on approval may have changed the model's).
+		sum := strings.TrimSpace(done.result.Summary)
+		if strings.HasPrefix(sum, "Published") {
+			return text(sum)
+		}
 		a := args(done.call)
-		return text(fmt.Sprintf("Published %v to %v. %s", a["artifact_id"], a["channel"], done.result.Summary))
+		if in := resultInputs(done.result.Inputs); in != nil {
+			a = in
+		}
+		return text(strings.TrimSpace(fmt.Sprintf("Published %v to %v. %s", a["artifact_id"], a["channel"], sum)))
 	}
 	if !st.tools[toolPublish] {
 		return st.missingTool(toolPublish)
 	}
-	id := chooseArtifact(catalog(st.req), what)
+	id := chooseArtifact(st.req, catalog(st.req), what)
 	if id == "" {
 		return text("There is no artifact in this conversation to publish yet. Create one first, e.g. \"Create a PNG image with the word Hello\".")
 	}
@@ -449,7 +469,9 @@ func catalog(req llm.Request) []resultArtifact {
 	return out
 }
 
-func chooseArtifact(arts []resultArtifact, what string) string {
+// chooseArtifact picks what "publish <what>" names: an artifact by id,
+// else the newest of the kind it names (PNG/SVG), else the newest.
+func chooseArtifact(req llm.Request, arts []resultArtifact, what string) string {
 	for _, a := range arts {
 		if strings.Contains(what, a.ID) {
 			return a.ID
@@ -469,7 +491,22 @@ func chooseArtifact(arts []resultArtifact, what string) string {
 	if len(arts) == 0 {
 		return ""
 	}
-	return arts[len(arts)-1].ID
+	return newest(req, arts)
+}
+
+// newest is the artifact the transcript names last ("it"): the catalog
+// lists first the artifacts the transcript does not name, so its last
+// entry need not be the newest one.
+func newest(req llm.Request, arts []resultArtifact) string {
+	id, at := arts[len(arts)-1].ID, -1
+	for i, m := range req.Messages {
+		for _, a := range arts {
+			if j := strings.LastIndex(m.Content, a.ID); j >= 0 && i<<20+j > at {
+				id, at = a.ID, i<<20+j
+			}
+		}
+	}
+	return id
 }
 
 // recentInputs finds "<tool>" followed by a JSON object in the system
