@@ -39,6 +39,8 @@ type Turn struct {
 	Artifacts []ArtifactRef `json:"artifacts,omitempty"`
 	Steps     []Step        `json:"steps,omitempty"`
 	LLMCalls  int           `json:"llm_calls"`
+	Tokens    int           `json:"tokens"`
+	CostUSD   float64       `json:"cost_usd"`
 }
 
 // Form is the open questions of a turn that waits for input.
