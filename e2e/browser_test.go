@@ -93,6 +93,7 @@ func TestBrowser(t *testing.T) {
 		{file: "fallback.mjs"},             // issue 15: without the event stream the page polls
 		{file: "store.mjs"},                // issue 28: the sidebar says where conversations are kept
 		{file: "details.mjs"},              // issue 28: title tooltips, the text limit checked before sending, the sidebar's waiting status, a pasted #token= link
+		{file: "live-list.mjs"},            // issue 28: the conversation list follows GET /v1/events (created, status, renamed, deleted elsewhere)
 		{file: "waterfall.mjs"},            // issue 16: the turn's steps as a waterfall (timing, status, tokens; arguments and result on demand), the turn's tokens
 	} {
 		t.Run(sc.file, func(t *testing.T) {

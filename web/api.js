@@ -147,7 +147,8 @@ export class API {
    * answer throws an APIError; a broken connection throws too.
    */
   async streamEvents(cid, { lastEventId, signal, onOpen, onEvent }) {
-    const path = `/v1/conversations/${enc(cid)}/events`;
+    // cid null: the user's own stream of their conversation list (GET /v1/events).
+    const path = cid === null ? "/v1/events" : `/v1/conversations/${enc(cid)}/events`;
     const headers = { Authorization: `Bearer ${this.token()}`, Accept: "text/event-stream" };
     if (lastEventId) headers["Last-Event-ID"] = lastEventId;
     let res;

@@ -536,6 +536,49 @@ function addTurnView(tid, text, fileNames) {
 // ---- the event stream ------------------------------------------------------
 
 /**
+ * watchList follows the user's own event stream (GET /v1/events) while the
+ * page has a token: a conversation created, renamed, deleted or whose
+ * status changed anywhere (another tab, the CLI, the API, A2A) re-reads the
+ * list. It reconnects after the last event, backing off while it fails.
+ */
+function watchList() {
+  state.listWatch?.abort();
+  const abort = new AbortController();
+  state.listWatch = abort;
+  let lastId = "";
+  let timer = 0;
+  const changed = (ev) => {
+    const d = ev.data || {};
+    if (d.type === "conversation.deleted" && d.conversation_id === state.cid) newChat({ replace: true });
+    clearTimeout(timer);
+    timer = setTimeout(refreshConversations, 100);
+  };
+  (async () => {
+    let failures = 0;
+    while (!abort.signal.aborted) {
+      const began = Date.now();
+      try {
+        await api.streamEvents(null, {
+          lastEventId: lastId,
+          signal: abort.signal,
+          onEvent: (ev) => {
+            if (ev.id) lastId = ev.id;
+            changed(ev);
+          },
+        });
+        if (Date.now() - began > 5000) failures = 0;
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        // A deployment without the stream: the list is refreshed as before.
+        if (err instanceof APIError && (err.status === 404 || err.status === 501 || err.status === 401)) return;
+      }
+      failures++;
+      await new Promise((r) => setTimeout(r, Math.min(30000, 500 * 2 ** Math.min(failures, 6))));
+    }
+  })();
+}
+
+/**
  * subscribe follows the conversation's event stream until the conversation
  * is closed: it reconnects with Last-Event-ID when the server ends the
  * stream (it does after a few minutes), and while it cannot connect the
@@ -2080,6 +2123,7 @@ async function start() {
   els.app.hidden = false;
   const cid = routeCid();
   const listed = refreshConversations();
+  watchList();
   loadWorkflows();
   loadInfo();
   if (cid) await openConversation(cid, { route: false });

@@ -77,6 +77,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user
 	if err := s.Store.Create(r.Context(), m); err != nil {
 		return fmt.Errorf("create conversation: %w", err)
 	}
+	s.userEvent(r.Context(), user, record.EventConversationCreated, m.ID, map[string]any{"title": m.Title})
 	writeJSON(w, http.StatusCreated, map[string]string{"conversation_id": m.ID})
 	return nil
 }
@@ -169,6 +170,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, user
 	if err := s.Store.Delete(r.Context(), conv.Meta.ID); err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
+	s.userEvent(r.Context(), user, record.EventConversationDeleted, conv.Meta.ID, nil)
 	if err := s.Artifacts.DeleteConversation(r.Context(), conv.Meta.ID); err != nil {
 		s.log().WarnContext(r.Context(), "delete artifacts", "conversation", conv.Meta.ID, "error", err)
 	}
@@ -460,6 +462,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	if err != nil {
 		return fmt.Errorf("store turn: %w", err)
 	}
+	s.userEvent(ctx, user, record.EventConversationStatus, conv.Meta.ID, map[string]any{"status": t.Status, "turn_id": t.ID})
 	if conv.Meta.Title == "" && text == "" && body.Workflow != nil {
 		// A conversation opened by a workflow is titled by its name (the
 		// first message's text titles the others).

@@ -33,7 +33,14 @@ type sseEvent struct {
 // and sends what it reads until the stream ends.
 func (c *client) events(cid, query, lastID string) (<-chan sseEvent, *http.Response) {
 	c.t.Helper()
-	req, _ := http.NewRequest("GET", c.base+"/v1/conversations/"+cid+"/events"+query, nil)
+	return c.stream("/v1/conversations/"+cid+"/events"+query, lastID)
+}
+
+// stream opens an event stream at path (after lastID) and sends what it
+// reads until the stream ends.
+func (c *client) stream(path, lastID string) (<-chan sseEvent, *http.Response) {
+	c.t.Helper()
+	req, _ := http.NewRequest("GET", c.base+path, nil)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {
@@ -538,5 +545,70 @@ func TestStopKeepsThePartialAnswer(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the next window %+v lacks the stopped answer marked interrupted", reqs[len(reqs)-1].Messages)
+	}
+}
+
+// Issue 28: the user's own event stream (GET /v1/events) tells every
+// change of their conversation list, wherever it came from: created,
+// each status of a turn (running, waiting for approval, running again,
+// ended), renamed, deleted. Another user's stream tells none of it.
+func TestUserEventStream(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, publishModel())
+	ch, resp := c.stream("/v1/events", "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/events = %d, want 200", resp.StatusCode)
+	}
+	other, _ := c.as("mallory", st).stream("/v1/events?timeout=30", "")
+	cid := c.newConversation()
+	tid := c.send(cid, "Make a Hello SVG and publish it to web")
+	if v := c.wait(cid, tid); v.Status != "awaiting_approval" {
+		t.Fatalf("turn = %s, want awaiting_approval", v.Status)
+	}
+	if code := c.decide(cid, tid, "approve", nil); code != http.StatusAccepted {
+		t.Fatalf("approve = %d", code)
+	}
+	if v := c.wait(cid, tid); v.Status != "succeeded" {
+		t.Fatalf("turn = %s, want succeeded", v.Status)
+	}
+	if code := c.do("PATCH", "/v1/conversations/"+cid, map[string]any{"title": "Renamed live"}, nil); code != http.StatusOK {
+		t.Fatalf("rename = %d", code)
+	}
+	if code := c.do("DELETE", "/v1/conversations/"+cid, nil, nil); code != http.StatusNoContent {
+		t.Fatalf("delete = %d", code)
+	}
+	want := []string{"conversation.created", "conversation.status running", "conversation.status awaiting_approval",
+		"conversation.status running", "conversation.status succeeded", "conversation.renamed Renamed live", "conversation.deleted"}
+	var got []string
+	for deadline := time.After(30 * time.Second); len(got) < len(want); {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended after %v", got)
+			}
+			if ev.Data["conversation_id"] != cid {
+				t.Errorf("event %+v is not of the conversation %s", ev, cid)
+			}
+			s := ev.Type
+			if v, ok := ev.Data["status"].(string); ok {
+				s += " " + v
+			}
+			if v, ok := ev.Data["title"].(string); ok && ev.Type == "conversation.renamed" {
+				s += " " + v
+			}
+			got = append(got, s)
+		case <-deadline:
+			t.Fatalf("events within 30s = %v, want %v", got, want)
+		}
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+	select {
+	case ev, ok := <-other:
+		if ok {
+			t.Errorf("another user's stream told %+v", ev)
+		}
+	default:
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/agents"
@@ -123,6 +124,11 @@ type Handlers struct {
 	StoreOutage time.Duration
 	Now         func() time.Time
 	Logger      *slog.Logger
+
+	// seen is, per turn a step has read, its owner and the status read
+	// or written last (seenTurn), so a write that changes the status
+	// tells the owner's log (userStatus).
+	seen sync.Map
 }
 
 // DefaultStoreOutage is the store outage a step outlasts in process.
@@ -262,6 +268,9 @@ func (h *Handlers) read(ctx context.Context, r Ref, q record.Query, finish bool)
 	if q.Outcomes && outcomes == nil {
 		outcomes = map[string]record.CallOutcome{}
 	}
+	if h.Events != nil && !t.Status.Final() {
+		h.seen.Store(t.ID, seenTurn{owner: conv.Meta.Owner, status: t.Status})
+	}
 	return conv, t, outcomes, nil
 }
 
@@ -351,6 +360,9 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 	}
 	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
 	t.Events = nil
+	if err == nil {
+		h.userStatus(ctx, r, t)
+	}
 	if errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if errors.Is(err, record.ErrCancelled) {
@@ -447,4 +459,32 @@ func mustJSON(v any) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// seenTurn is what Handlers.seen keeps of a turn.
+type seenTurn struct {
+	owner  string
+	status record.Status
+}
+
+// userStatus tells the owner's log (record.UserLog) that turn t's status
+// changed, so their conversation list follows it live: a pause, its
+// answer, the end. It goes through the same event log as the
+// conversation's events; a turn ended is forgotten.
+func (h *Handlers) userStatus(ctx context.Context, r Ref, t *record.Turn) {
+	v, ok := h.seen.Load(t.ID)
+	if !ok {
+		return
+	}
+	prev := v.(seenTurn)
+	if t.Status.Final() {
+		h.seen.Delete(t.ID)
+	} else {
+		h.seen.Store(t.ID, seenTurn{owner: prev.owner, status: t.Status})
+	}
+	if prev.status == t.Status {
+		return
+	}
+	h.emit(ctx, record.UserLog(prev.owner), record.Event{Type: record.EventConversationStatus, TurnID: t.ID, At: h.now(),
+		Data: map[string]any{"conversation_id": r.ConversationID, "status": t.Status}})
 }
