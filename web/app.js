@@ -889,9 +889,53 @@ async function loadWorkflows() {
       ),
     );
     if (!wfs.length) els.workflowList.append(h("li", { class: "muted" }, "none"));
+    renderTools(cat);
   } catch (err) {
     showError(err);
   }
+}
+
+/**
+ * renderTools lists the catalog in the sidebar's Tools: every skill
+ * (specialists', MCP servers', another clientagent's) and workflow, with
+ * whether it waits for approval, whether it is available now, and on
+ * demand its description and input schema (a workflow's steps).
+ */
+function renderTools(cat) {
+  const list = document.getElementById("tool-list");
+  const badges = (t) => [
+    t.requires_approval ? h("span", { class: "badge approval-badge", "data-testid": "tool-approval" }, "needs approval") : null,
+    t.unavailable ? h("span", { class: "badge unavailable-badge", "data-testid": "tool-unavailable" }, "unavailable") : null,
+  ];
+  const skills = ((cat && cat.skills) || []).map((t) =>
+    h(
+      "li",
+      { class: "tool", "data-testid": "tool", "data-name": t.name, "data-kind": "skill", "data-approval": String(!!t.requires_approval), "data-available": String(!t.unavailable) },
+      h(
+        "details",
+        {},
+        h("summary", { title: t.description || t.name }, h("code", {}, t.name), " ", ...badges(t)),
+        t.description ? h("p", { class: "tool-desc" }, t.description) : null,
+        h("pre", { class: "tool-schema", "data-testid": "tool-schema" }, prettyJSON(t.input_schema ?? {})),
+      ),
+    ),
+  );
+  const wfs = ((cat && cat.workflows) || []).map((w) =>
+    h(
+      "li",
+      { class: "tool", "data-testid": "tool", "data-name": `workflow_${w.id}`, "data-kind": "workflow", "data-approval": String(!!w.requires_approval), "data-available": String(!w.unavailable) },
+      h(
+        "details",
+        {},
+        h("summary", { title: w.description || w.name }, h("code", {}, `workflow_${w.id}`), " ", ...badges(w)),
+        w.description ? h("p", { class: "tool-desc" }, w.description) : null,
+        h("ol", { class: "tool-steps" }, (w.steps || []).map((st) => h("li", {}, `${st.name}: `, h("code", {}, st.skill)))),
+        h("pre", { class: "tool-schema", "data-testid": "tool-schema" }, prettyJSON(w.inputs ?? [])),
+      ),
+    ),
+  );
+  list.replaceChildren(...skills, ...wfs);
+  if (!skills.length && !wfs.length) list.append(h("li", { class: "muted" }, "none"));
 }
 
 /**

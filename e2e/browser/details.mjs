@@ -2,7 +2,8 @@
 //  - a row's title has a tooltip with the whole title;
 //  - a message over the API's limit is refused before it is sent;
 //  - the sidebar says a conversation waits for the user's approval;
-//  - a #token= link pasted into an open tab is used at once.
+//  - a #token= link pasted into an open tab is used at once;
+//  - the Tools list shows the catalog (schema, approval rule, availability).
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/details.mjs
 import { main, send, waitStatus, waitImage, shot, env } from "./lib.mjs";
 
@@ -19,6 +20,27 @@ await main("details", async (page) => {
   await row.waitFor({ state: "visible", timeout: 30000 });
   const tip = await row.getAttribute("title");
   if (tip !== text) throw new Error(`the row's tooltip is ${JSON.stringify(tip)}, want the whole title ${JSON.stringify(text)}`);
+
+  // The tool catalog: every skill and workflow of GET /v1/catalog, with
+  // its approval rule, availability and schema.
+  {
+    const { url, token } = env();
+    const cat = await (await fetch(`${url}/v1/catalog`, { headers: { Authorization: `Bearer ${token}` } })).json();
+    await page.getByTestId("tool-catalog").locator("summary").first().click();
+    const tools = page.getByTestId("tool");
+    await tools.first().waitFor({ state: "visible", timeout: 10000 });
+    const shown = await tools.evaluateAll((els) => els.map((e) => ({ name: e.dataset.name, approval: e.dataset.approval, available: e.dataset.available })));
+    const want = [...cat.skills.map((s) => ({ name: s.name, approval: String(!!s.requires_approval), available: String(!s.unavailable) })),
+      ...cat.workflows.map((w) => ({ name: `workflow_${w.id}`, approval: String(!!w.requires_approval), available: String(!w.unavailable) }))];
+    if (JSON.stringify(shown) !== JSON.stringify(want)) throw new Error(`the Tools list shows ${JSON.stringify(shown)}, want ${JSON.stringify(want)}`);
+    const publish = page.locator('[data-testid="tool"][data-name="publish_artifact"]');
+    if (!(await publish.getByTestId("tool-approval").isVisible())) throw new Error("publish_artifact does not say it needs approval");
+    await publish.locator("summary").click();
+    const schema = await publish.getByTestId("tool-schema").innerText();
+    if (!schema.includes('"channel"')) throw new Error(`publish_artifact's schema shows ${schema}`);
+    console.log(`tools: ${shown.length}; publish_artifact schema shown`);
+    await page.getByTestId("tool-catalog").locator("summary").first().click();
+  }
 
   // Over the limit: refused on the page, with the limit, and nothing sent.
   const sent = messages.length;
