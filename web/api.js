@@ -104,9 +104,10 @@ export class API {
       contentType: file.type || "application/octet-stream",
     });
   }
-  sendMessage(cid, text, files) {
+  sendMessage(cid, text, files, supersedes) {
     const json = { text };
     if (files && files.length) json.files = files;
+    if (supersedes) json.supersedes = supersedes; // edit and resend, or regenerate, the last message
     return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json });
   }
   /** startWorkflow selects a workflow explicitly (docs/design.md §3.4); missing inputs come back as the turn's form. */

@@ -524,6 +524,19 @@ function clearEmpty() {
   els.messages.querySelector(".empty")?.remove();
 }
 
+/**
+ * refreshTurnActions offers Edit and Regenerate on the newest turn only,
+ * once it has ended, and not on one already replaced.
+ */
+function refreshTurnActions() {
+  const views = [...state.views.values()];
+  const last = views[views.length - 1];
+  for (const v of views) {
+    if (!v.actionsEl) continue;
+    v.showActions(v === last && TERMINAL.has(v.status) && !v.supersededBy && !!v.userEl.textContent);
+  }
+}
+
 /** addTurnView appends a new turn's block to the chat. */
 function addTurnView(tid, text, fileNames) {
   const view = new TurnView(tid, text, fileNames);
@@ -1151,10 +1164,23 @@ class TurnView {
     this.artifactsEl = h("div", { class: "artifacts", "data-testid": "artifacts" });
     this.replyEl = h("div", { class: "reply-slot" });
     this.userEl = h("div", { class: "bubble user", "data-testid": "user-message", hidden: !text }, text || "");
+    this.supersededBy = "";
+    this.editing = false;
+    this.editEl = h("div", { class: "edit-slot", hidden: true });
+    this.replacedEl = h("p", { class: "replaced-note muted", "data-testid": "replaced-note", hidden: true }, "Replaced by a newer version of this message below; the model no longer sees this turn.");
+    this.actionsEl = h(
+      "div",
+      { class: "turn-actions", "data-testid": "turn-actions", hidden: true },
+      h("button", { type: "button", class: "link", "data-testid": "edit-resend", onclick: () => this.startEdit() }, "Edit"),
+      h("button", { type: "button", class: "link", "data-testid": "regenerate", onclick: () => this.resend(this.userEl.textContent.trim()) }, "Regenerate"),
+    );
     this.el = h(
       "article",
       { class: "turn", "data-testid": "turn", "data-turn-id": id },
+      this.replacedEl,
       this.userEl,
+      this.editEl,
+      this.actionsEl,
       fileNames && fileNames.length ? h("div", { class: "bubble-files" }, fileNames.map((n) => `📎 ${n}`).join("  ")) : null,
       h(
         "section",
@@ -1168,6 +1194,56 @@ class TurnView {
       this.artifactsEl,
       this.replyEl,
     );
+  }
+
+  /** setSuperseded marks a turn an edited or regenerated message replaced: kept, left out of the model's window. */
+  setSuperseded(by) {
+    if (by) this.supersededBy = by;
+    this.el.classList.toggle("replaced", !!this.supersededBy);
+    this.el.dataset.supersededBy = this.supersededBy || "";
+    this.replacedEl.hidden = !this.supersededBy;
+    refreshTurnActions();
+  }
+
+  /** showActions offers, on the newest ended turn, to edit and resend its message or regenerate its answer. */
+  showActions(on) {
+    this.actionsEl.hidden = !on;
+    if (!on && this.editing) this.cancelEdit();
+  }
+
+  startEdit() {
+    this.editing = true;
+    const area = h("textarea", { class: "edit-message", "data-testid": "edit-message", "aria-label": "Edit your message", rows: 3 });
+    area.value = this.userEl.textContent;
+    const send = h("button", { type: "button", "data-testid": "edit-send", onclick: () => this.resend(area.value.trim()) }, "Send");
+    const cancel = h("button", { type: "button", class: "link", onclick: () => this.cancelEdit() }, "Cancel");
+    this.editEl.replaceChildren(area, h("div", { class: "edit-buttons" }, send, cancel));
+    this.editEl.hidden = false;
+    this.userEl.hidden = true;
+    area.focus();
+  }
+
+  cancelEdit() {
+    this.editing = false;
+    this.editEl.hidden = true;
+    this.editEl.replaceChildren();
+    this.userEl.hidden = !this.userEl.textContent;
+  }
+
+  /** resend sends text as a new turn that replaces this one (POST messages with supersedes). */
+  async resend(text) {
+    if (!text) return;
+    this.actionsEl.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    try {
+      const res = await api.sendMessage(state.cid, text, [], this.id);
+      this.cancelEdit();
+      this.setSuperseded(res.turn_id);
+      followTurn(res, text, []);
+    } catch (err) {
+      showError(err);
+    } finally {
+      this.actionsEl.querySelectorAll("button").forEach((b) => (b.disabled = false));
+    }
   }
 
   addNote(text) {
@@ -1231,6 +1307,7 @@ class TurnView {
     this.setUsage(turn);
     for (const a of turn.artifacts || []) this.addArtifact(a);
     this.renderAnswers(turn);
+    if (turn.superseded_by !== undefined || turn.status) this.setSuperseded(turn.superseded_by || "");
     this.renderInteraction(turn);
     this.renderReply(turn);
   }

@@ -341,6 +341,31 @@ type messageBody struct {
 	Text     string                    `json:"text"`
 	Files    []string                  `json:"files"`
 	Workflow *record.WorkflowSelection `json:"workflow"`
+	// Supersedes names the conversation's newest turn, ended, that this
+	// message replaces (edit and resend, regenerate).
+	Supersedes string `json:"supersedes"`
+}
+
+// checkSupersedes refuses a message that would replace turn tid unless
+// tid is the conversation's newest turn and has ended: only the last
+// message is edited or regenerated, and never under a turn still running
+// or waiting (stop it first).
+func (s *Server) checkSupersedes(ctx context.Context, user, cid, tid string) error {
+	conv, _, err := s.conversation(ctx, user, cid, "")
+	if err != nil {
+		return err
+	}
+	old, ok := conv.Turn(tid)
+	if !ok {
+		return errorf(http.StatusNotFound, "not_found", "supersedes names no turn of this conversation")
+	}
+	if last := conv.Turns[len(conv.Turns)-1]; last.ID != tid {
+		return errorf(http.StatusConflict, "not_last_turn", "only the newest turn can be edited and resent or regenerated; "+tid+" is not it")
+	}
+	if !old.Status.Final() {
+		return errorf(http.StatusConflict, "turn_not_ended", fmt.Sprintf("the turn to replace is still %s; stop it first or wait for its end", old.Status))
+	}
+	return nil
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string) error {
@@ -380,6 +405,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	if err != nil {
 		return err
 	}
+	if body.Supersedes != "" {
+		if err := s.checkSupersedes(ctx, user, conv.Meta.ID, body.Supersedes); err != nil {
+			return err
+		}
+	}
 	if err := s.withArtifacts(ctx, conv, body.Files...); err != nil {
 		return err
 	}
@@ -393,7 +423,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		}
 	}
 	owner := awaitingApproval(conv)
-	if owner != nil && len(files) == 0 && body.Workflow == nil {
+	if owner != nil && len(files) == 0 && body.Workflow == nil && body.Supersedes == "" {
 		if decision, ok := yesNo(text); ok {
 			// The typed reply decides the approval the page shows: the newest
 			// one awaiting a decision, by its id.
@@ -430,6 +460,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		Files:     body.Files,
 		Workflow:  body.Workflow,
 		Trace:     traceparent,
+		// An edited or regenerated message replaces the turn it names in
+		// the model's window (record.Conversation.LLMWindow).
+		Supersedes: body.Supersedes,
 	}
 	span.SetAttributes(attribute.String("gen_ai.conversation.id", conv.Meta.ID), attribute.String("clientagent.turn.id", t.ID))
 	if text != "" {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -594,5 +595,59 @@ func TestDoubleSubmitSaysAlreadyAnswered(t *testing.T) {
 	}
 	if v := c.wait(cid, tid); v.Status != "succeeded" || len(st.Publications.List()) != 1 {
 		t.Errorf("turn = %s with %d publications, want succeeded with one", v.Status, len(st.Publications.List()))
+	}
+}
+
+// Issue 28: edit and resend, or regenerate, the last message. A message
+// with supersedes replaces the newest ended turn in the model's window
+// (the replaced turn is left out, now and later), the history keeps it
+// and its Turn says superseded_by; only the newest ended turn can be
+// replaced.
+func TestSupersedesTheLastTurn(t *testing.T) {
+	t.Parallel()
+	m := &model{decide: func(req llm.Request) *llm.Response { return answer("answer to " + lastUser(req)) }}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	first := c.send(cid, "the first wording")
+	if v := c.wait(cid, first); v.Status != "succeeded" {
+		t.Fatalf("first turn = %s", v.Status)
+	}
+	var res struct {
+		TurnID string `json:"turn_id"`
+	}
+	msgs := "/v1/conversations/" + cid + "/messages"
+	if code := c.do("POST", msgs, map[string]any{"text": "the edited wording", "supersedes": first}, &res); code != http.StatusAccepted {
+		t.Fatalf("resend = %d, want 202", code)
+	}
+	v := c.wait(cid, res.TurnID)
+	if v.Status != "succeeded" || v.Supersedes != first {
+		t.Fatalf("resent turn = %s supersedes %q, want succeeded superseding %s", v.Status, v.Supersedes, first)
+	}
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if code := c.do("POST", msgs, map[string]any{"text": "again", "supersedes": first}, &e); code != http.StatusConflict || e.Error.Code != "not_last_turn" {
+		t.Errorf("superseding an older turn = %d %s, want 409 not_last_turn", code, e.Error.Code)
+	}
+	third := c.send(cid, "a follow-up")
+	c.wait(cid, third)
+	for i, req := range m.requests()[1:] {
+		for _, msg := range req.Messages {
+			if contains(msg.Content, "first wording") {
+				t.Errorf("request %d after the resend still has the replaced turn: %q", i+1, msg.Content)
+			}
+		}
+	}
+	last := m.requests()[len(m.requests())-1]
+	if !slices.ContainsFunc(last.Messages, func(msg llm.Message) bool { return msg.Content == "answer to the edited wording" }) {
+		t.Errorf("the follow-up's window lacks the resent turn: %+v", last.Messages)
+	}
+	var conv struct {
+		History []struct{ Content string } `json:"history"`
+		Turns   []turn.View                `json:"turns"`
+	}
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if len(conv.Turns) != 3 || conv.Turns[0].SupersededBy != res.TurnID || !slices.ContainsFunc(conv.History, func(h struct{ Content string }) bool { return h.Content == "the first wording" }) {
+		t.Errorf("conversation = %+v, want the replaced turn kept, superseded by %s", conv, res.TurnID)
 	}
 }

@@ -140,6 +140,10 @@ type Turn struct {
 	Text      string             `json:"text"`
 	Files     []string           `json:"files,omitempty"` // uploads named for this turn
 	Workflow  *WorkflowSelection `json:"workflow,omitempty"`
+	// Supersedes is the turn this one replaces (an edited and resent, or
+	// regenerated, last message): the model's window leaves that turn out;
+	// the history keeps it.
+	Supersedes string `json:"supersedes,omitempty"`
 	// Trace is the W3C traceparent of the turn's root span (pkg/telemetry),
 	// set by the API when tracing is on: the step or the API call that ends
 	// the turn exports that span.

@@ -38,6 +38,10 @@ type View struct {
 	EndedAt string `json:"ended_at,omitempty"`
 	// Answers are the user's replies to the turn's forms and approvals.
 	Answers []record.Answer `json:"answers,omitempty"`
+	// Supersedes is the turn this one replaced (edit and resend,
+	// regenerate); SupersededBy the turn that replaced this one.
+	Supersedes   string `json:"supersedes,omitempty"`
+	SupersededBy string `json:"superseded_by,omitempty"`
 }
 
 // FormView is the open form of a turn awaiting input.
@@ -86,6 +90,8 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 		Steps:        append([]record.Step{}, t.Steps...),
 		Artifacts:    []artifact.Ref{},
 		Answers:      t.Answers,
+		Supersedes:   t.Supersedes,
+		SupersededBy: conv.Superseded()[t.ID],
 	}
 	switch t.Status {
 	case record.StatusSucceeded:
