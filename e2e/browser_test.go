@@ -95,6 +95,7 @@ func TestBrowser(t *testing.T) {
 		{file: "details.mjs"},              // issue 28: title tooltips, the text limit checked before sending, the sidebar's waiting status, a pasted #token= link
 		{file: "live-list.mjs"},            // issue 28: the conversation list follows GET /v1/events (created, status, renamed, deleted elsewhere)
 		{file: "resend.mjs"},               // issue 28: Regenerate and Edit the last message: a new turn replaces it, the old one kept, marked
+		{file: "search.mjs"},               // issue 28: conversation search by title and text (GET /v1/conversations?q=)
 		{file: "waterfall.mjs"},            // issue 16: the turn's steps as a waterfall (timing, status, tokens; arguments and result on demand), the turn's tokens
 	} {
 		t.Run(sc.file, func(t *testing.T) {

@@ -80,8 +80,8 @@ export class API {
     return text ? JSON.parse(text) : null;
   }
 
-  listConversations() {
-    return this.request("GET", "/v1/conversations");
+  listConversations(q = "") {
+    return this.request("GET", q ? `/v1/conversations?q=${encodeURIComponent(q)}` : "/v1/conversations");
   }
   /** createConversation starts a conversation; without a title the server takes the first message's. */
   createConversation(title) {

@@ -264,9 +264,26 @@ document.addEventListener("keydown", (ev) => {
 
 // ---- conversations ---------------------------------------------------------
 
+// Search: the list shows the conversations whose title or text holds the
+// query (GET /v1/conversations?q=), read again as the user types.
+state.search = "";
+{
+  const input = document.getElementById("conversation-search");
+  let timer = 0;
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      state.search = input.value.trim();
+      refreshConversations();
+    }, 200);
+  });
+}
+
 async function refreshConversations() {
   try {
-    const data = await api.listConversations();
+    const q = state.search;
+    const data = await api.listConversations(q);
+    if (q !== state.search) return; // a newer search is on its way
     state.conversations = (data && data.conversations) || [];
     state.listLoaded = true;
     renderConversations();
@@ -332,7 +349,7 @@ function renderConversations() {
     return li;
   });
   els.list.replaceChildren(...rows);
-  if (!rows.length && state.listLoaded) els.list.append(h("li", { class: "muted list-empty" }, "No conversations yet."));
+  if (!rows.length && state.listLoaded) els.list.append(h("li", { class: "muted list-empty" }, state.search ? `No conversation holds “${state.search}”.` : "No conversations yet."));
   const input = els.list.querySelector('[data-testid="rename-input"]');
   if (input && typed) {
     input.value = typed.value;

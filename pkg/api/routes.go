@@ -94,12 +94,57 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, user 
 	if err != nil {
 		return fmt.Errorf("list conversations: %w", err)
 	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if err := checkText("q", q); err != nil {
+		return err
+	}
 	out := make([]conversationSummary, 0, len(metas))
-	for _, m := range metas {
+	for i, m := range metas {
+		if q != "" {
+			found, err := s.matches(r.Context(), m, q, i < maxSearched)
+			if err != nil {
+				return fmt.Errorf("search conversations: %w", err)
+			}
+			if !found {
+				continue
+			}
+		}
 		out = append(out, summary(m))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"conversations": out})
 	return nil
+}
+
+// maxSearched bounds how many conversations one search reads beyond their
+// titles (the newest first), so a search costs at most that many reads.
+const maxSearched = 200
+
+// matches reports whether conversation m's title, or a text of its turns
+// (the user's messages, the replies, the history's entries), holds q,
+// ignoring case. The title is checked first, without a read; deep false
+// checks only the title.
+func (s *Server) matches(ctx context.Context, m record.Meta, q string, deep bool) (bool, error) {
+	q = strings.ToLower(q)
+	if strings.Contains(strings.ToLower(m.Title), q) || !deep {
+		return strings.Contains(strings.ToLower(m.Title), q), nil
+	}
+	conv, _, err := s.Store.Load(ctx, m.ID, "")
+	if errors.Is(err, record.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	for _, t := range conv.Turns {
+		if strings.Contains(strings.ToLower(t.Text), q) || strings.Contains(strings.ToLower(t.FinalReport), q) {
+			return true, nil
+		}
+		for _, e := range t.History {
+			if strings.Contains(strings.ToLower(e.Content), q) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // summary is a conversation as the list shows it.
