@@ -1568,7 +1568,8 @@ class TurnView {
     const s = row.step;
     const open = this.expanded.has(row.key);
     const status = s.status || "running";
-    row.li.className = `step step-${status}${open ? " expanded" : ""}`;
+    row.li.className = `step step-${status}${open ? " expanded" : ""}${s.parent ? " step-child" : ""}`;
+    if (s.parent) row.li.dataset.parent = s.parent;
     row.li.dataset.tool = s.tool;
     row.li.dataset.status = status;
     if (s.call_id) row.li.dataset.callId = s.call_id;
@@ -2160,7 +2161,18 @@ function stepKeys(steps) {
     const start = parseTime(step.started_at);
     return { key, step, i, start: Number.isFinite(start) ? start : Infinity };
   });
-  return keyed.sort((a, b) => a.start - b.start || a.i - b.i);
+  keyed.sort((a, b) => a.start - b.start || a.i - b.i);
+  // A workflow's steps (parent: its call id) go right after it, nested.
+  const children = new Map();
+  const top = [];
+  for (const k of keyed) {
+    const p = k.step.parent;
+    if (p && keyed.some((o) => o.step.call_id === p && !o.step.parent)) {
+      if (!children.has(p)) children.set(p, []);
+      children.get(p).push(k);
+    } else top.push(k);
+  }
+  return top.flatMap((k) => [k, ...(children.get(k.step.call_id) || [])]);
 }
 
 /** stepDetail is what an open row shows: an LLM call's usage, a tool call's arguments and result (as text, never HTML). */

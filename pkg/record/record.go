@@ -261,6 +261,8 @@ type Step struct {
 	Tokens       int   `json:"tokens,omitempty"`
 	CachedTokens int   `json:"cached_tokens,omitempty"`
 	CostMicros   int64 `json:"cost_micros,omitempty"`
+	// Parent is the call id of the workflow call this step is a step of.
+	Parent string `json:"parent,omitempty"`
 	// Arguments and Result are a tool step's call and what the model read
 	// back; the Turn view fills them in (not stored with the step).
 	Arguments map[string]any  `json:"arguments,omitempty"`
@@ -284,10 +286,11 @@ func (s Step) MarshalJSON() ([]byte, error) {
 		CachedTokens int             `json:"cached_tokens,omitempty"`
 		CostUSD      float64         `json:"cost_usd,omitempty"`
 		CostMicros   int64           `json:"cost_micros,omitempty"`
+		Parent       string          `json:"parent,omitempty"`
 		Arguments    map[string]any  `json:"arguments,omitempty"`
 		Result       json.RawMessage `json:"result,omitempty"`
 	}
-	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
+	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, Parent: s.Parent, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
 		Tokens: s.Tokens, CachedTokens: s.CachedTokens, CostMicros: s.CostMicros, CostUSD: float64(s.CostMicros) / 1e6,
 		Arguments: s.Arguments, Result: s.Result}
 	if !s.EndedAt.IsZero() {

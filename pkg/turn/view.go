@@ -143,7 +143,7 @@ func NewView(conv *record.Conversation, t *record.Turn, outcomes map[string]reco
 				if !done {
 					break
 				}
-				v.Steps = append(v.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: outcomeStatus(so), StartedAt: so.StartedAt, EndedAt: so.EndedAt})
+				v.Steps = append(v.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: outcomeStatus(so), StartedAt: so.StartedAt, EndedAt: so.EndedAt, Parent: pc.CallID})
 			}
 		}
 		v.Steps = append(v.Steps, s)
