@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/devstack"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -61,7 +62,11 @@ func TestBrowser(t *testing.T) {
 	root := repoRoot(t)
 	node := needBrowser(t, root)
 
-	stack := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
+	// Content capture on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
+	// so each LLM call's inspector has what it sent and got.
+	capture := telemetry.Disabled()
+	capture.CaptureContent = true
+	stack := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Tracing: capture})
 	// A second stack whose forms and approvals expire quickly, so the
 	// expiry is seen in the browser without waiting the default 24 h.
 	short := devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Limits: turn.DefaultLimits()}

@@ -1585,7 +1585,7 @@ class TurnView {
     row.detail.hidden = !open;
     if (!open) return;
     // Rebuilt only when what it shows changed: a selection in it survives reads.
-    const key = JSON.stringify([s.status, s.tokens, s.cached_tokens, s.cost_usd, s.arguments, s.result]);
+    const key = JSON.stringify([s.status, s.tokens, s.cached_tokens, s.cost_usd, s.arguments, s.result, !!s.inspect]);
     if (key === row.detailKey) return;
     row.detailKey = key;
     row.detail.replaceChildren(...stepDetail(s));
@@ -2181,7 +2181,26 @@ function stepDetail(s) {
     const facts = [];
     if (s.tokens > 0) facts.push(`${formatCount(s.tokens)} tokens${s.cached_tokens > 0 ? `, ${formatCount(s.cached_tokens)} of them from the prompt cache` : ""}`);
     if (s.cost_usd > 0) facts.push(formatUSD(s.cost_usd));
-    return [h("p", { class: "step-facts", "data-testid": "step-usage" }, facts.length ? facts.join(" · ") : s.status === "running" ? "The model is answering…" : "No usage recorded.")];
+    const out = [h("p", { class: "step-facts", "data-testid": "step-usage" }, facts.length ? facts.join(" · ") : s.status === "running" ? "The model is answering…" : "No usage recorded.")];
+    if (s.status === "running") return out;
+    const inspect = s.inspect;
+    if (!inspect) {
+      out.push(h("p", { class: "muted", "data-testid": "inspect-off" }, "The call's content is not recorded: the operator turns it on with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true."));
+      return out;
+    }
+    // The inspector: what the call sent and what came back (the owner's own turn only).
+    const section = (label, testid, body) => h("details", { class: "inspect", "data-testid": testid }, h("summary", {}, label), h("pre", { class: "step-json" }, body));
+    out.push(
+      h(
+        "div",
+        { class: "inspector", "data-testid": "inspector" },
+        section(`Messages sent (${(inspect.messages || []).length})`, "inspect-messages", prettyJSON(inspect.messages || [])),
+        section(`Tools offered (${(inspect.tools || []).length})`, "inspect-tools", (inspect.tools || []).join("\n")),
+        section("System prompt and context", "inspect-system", `${inspect.system || ""}\n\n${inspect.context || ""}`.trim()),
+        section("Raw response", "inspect-response", prettyJSON(inspect.response || {})),
+      ),
+    );
+    return out;
   }
   const out = [h("p", { class: "step-label" }, "Arguments")];
   out.push(

@@ -3,7 +3,8 @@
 //  - a message over the API's limit is refused before it is sent;
 //  - the sidebar says a conversation waits for the user's approval;
 //  - a #token= link pasted into an open tab is used at once;
-//  - the Tools list shows the catalog (schema, approval rule, availability).
+//  - the Tools list shows the catalog (schema, approval rule, availability);
+//  - an LLM call's inspector shows what it sent and got (capture on).
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/details.mjs
 import { main, send, waitStatus, waitImage, shot, env } from "./lib.mjs";
 
@@ -16,6 +17,21 @@ await main("details", async (page) => {
   const first = await send(page, text);
   await waitStatus(first, ["succeeded"]);
   await waitImage(first, "image/svg+xml");
+  // The LLM call inspector (capture is on for this stack): the messages
+  // sent, the tools offered and the raw response.
+  {
+    const llmRow = first.locator('[data-testid="step"][data-tool="llm"]').first();
+    await llmRow.getByTestId("step-toggle").click();
+    const inspector = llmRow.getByTestId("inspector");
+    await inspector.waitFor({ state: "visible", timeout: 10000 });
+    const sent = await inspector.getByTestId("inspect-messages").locator("pre").textContent();
+    if (!sent.includes(text)) throw new Error(`the inspector's messages lack the user's text: ${sent.slice(0, 300)}`);
+    const tools = await inspector.getByTestId("inspect-tools").locator("pre").textContent();
+    if (!tools.includes("create_svg_artifact")) throw new Error(`the inspector's tools are ${tools}`);
+    const raw = await inspector.getByTestId("inspect-response").locator("pre").textContent();
+    if (!raw.includes("create_svg_artifact") || !raw.includes("usage")) throw new Error(`the inspector's raw response is ${raw}`);
+    await llmRow.getByTestId("step-toggle").click();
+  }
   const row = page.locator('[data-testid="conversation"].active [data-testid="conversation-title"]');
   await row.waitFor({ state: "visible", timeout: 30000 });
   const tip = await row.getAttribute("title");

@@ -20,6 +20,8 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -649,5 +651,41 @@ func TestSupersedesTheLastTurn(t *testing.T) {
 	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
 	if len(conv.Turns) != 3 || conv.Turns[0].SupersededBy != res.TurnID || !slices.ContainsFunc(conv.History, func(h struct{ Content string }) bool { return h.Content == "the first wording" }) {
 		t.Errorf("conversation = %+v, want the replaced turn kept, superseded by %s", conv, res.TurnID)
+	}
+}
+
+// Issue 28: the LLM call inspector. With content capture on (the traces'
+// switch), each LLM step keeps the messages sent, the tools offered and the
+// raw response; with it off, nothing of the kind is kept; another user
+// cannot read the turn at all.
+func TestLLMInspectorFollowsTheCaptureSwitch(t *testing.T) {
+	t.Parallel()
+	for _, capture := range []bool{true, false} {
+		tr := telemetry.Disabled()
+		tr.CaptureContent = capture
+		st, c := stack(t, nil, func(cfg *Config) { cfg.Tracing = tr })
+		cid := c.newConversation()
+		tid := c.send(cid, "Create an SVG with the word Inspect")
+		v := c.wait(cid, tid)
+		var llmSteps []record.Step
+		for _, s := range v.Steps {
+			if s.Tool == "llm" {
+				llmSteps = append(llmSteps, s)
+			}
+		}
+		if len(llmSteps) != 2 {
+			t.Fatalf("capture %v: LLM steps = %+v, want 2", capture, llmSteps)
+		}
+		in := llmSteps[0].Inspect
+		switch {
+		case !capture && in != nil:
+			t.Errorf("capture off: the step kept %+v", in)
+		case capture && (in == nil || !slices.ContainsFunc(in.Messages, func(m llm.Message) bool { return contains(m.Content, "word Inspect") }) ||
+			!slices.Contains(in.Tools, "create_svg_artifact") || len(in.Response.ToolCalls) != 1 || in.Response.Usage.Total() == 0):
+			t.Errorf("capture on: inspect = %+v, want the messages, the tools and the raw response", in)
+		}
+		if code := c.as("mallory", st).do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, nil); code != http.StatusNotFound {
+			t.Errorf("another user's read = %d, want 404", code)
+		}
 	}
 }

@@ -54,6 +54,10 @@ func (t *Turn) ForgetBlocked() string {
 	for i := range t.Pending {
 		t.Pending[i].Arguments = nil
 	}
+	// An LLM call's inspector held the message too.
+	for i := range t.Steps {
+		t.Steps[i].Inspect = nil
+	}
 	// Form answers fill the calls' arguments: they go with them.
 	for i := range t.Answers {
 		t.Answers[i].Values = nil

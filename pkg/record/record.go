@@ -263,10 +263,32 @@ type Step struct {
 	CostMicros   int64 `json:"cost_micros,omitempty"`
 	// Parent is the call id of the workflow call this step is a step of.
 	Parent string `json:"parent,omitempty"`
+	// Inspect is what an LLM step sent and got back, kept only when the
+	// operator turned content capture on.
+	Inspect *LLMInspect `json:"inspect,omitempty"`
 	// Arguments and Result are a tool step's call and what the model read
 	// back; the Turn view fills them in (not stored with the step).
 	Arguments map[string]any  `json:"arguments,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
+}
+
+// LLMInspect is one LLM call as the provider had it: the messages sent
+// (the window, after the system prompt and the step's context), the tools
+// offered, and the response.
+type LLMInspect struct {
+	System   string        `json:"system"`
+	Messages []llm.Message `json:"messages"`
+	Context  string        `json:"context,omitempty"`
+	Tools    []string      `json:"tools"`
+	Response LLMResponse   `json:"response"`
+}
+
+// LLMResponse is an LLM call's raw answer.
+type LLMResponse struct {
+	Model     string         `json:"model,omitempty"`
+	Text      string         `json:"text,omitempty"`
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
+	Usage     llm.Usage      `json:"usage"`
 }
 
 // StepStopped is the status of the LLM call a cancel interrupted.
@@ -287,10 +309,11 @@ func (s Step) MarshalJSON() ([]byte, error) {
 		CostUSD      float64         `json:"cost_usd,omitempty"`
 		CostMicros   int64           `json:"cost_micros,omitempty"`
 		Parent       string          `json:"parent,omitempty"`
+		Inspect      *LLMInspect     `json:"inspect,omitempty"`
 		Arguments    map[string]any  `json:"arguments,omitempty"`
 		Result       json.RawMessage `json:"result,omitempty"`
 	}
-	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, Parent: s.Parent, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
+	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, Parent: s.Parent, Inspect: s.Inspect, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
 		Tokens: s.Tokens, CachedTokens: s.CachedTokens, CostMicros: s.CostMicros, CostUSD: float64(s.CostMicros) / 1e6,
 		Arguments: s.Arguments, Result: s.Result}
 	if !s.EndedAt.IsZero() {
