@@ -81,6 +81,9 @@ type StepView struct {
 	Tool   string `json:"tool"`
 	CallID string `json:"call_id"`
 	Status string `json:"status"`
+	// Parent is set on a step of a workflow call: the workflow ran it,
+	// not the model.
+	Parent string `json:"parent,omitempty"`
 }
 
 // HistoryEntry is a conversation_history entry of GET /v1/conversations/{cid}.
