@@ -27,6 +27,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/devstack"
 	"github.com/clientagent/clientagent/pkg/livepub/livepubtest"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -71,7 +72,11 @@ func TestBrowser(t *testing.T) {
 	root := repoRoot(t)
 	node := needBrowser(t, root)
 
-	stack := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir()})
+	// Content capture on (OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT),
+	// so each LLM call's inspector has what it sent and got.
+	capture := telemetry.Disabled()
+	capture.CaptureContent = true
+	stack := startStack(t, devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Tracing: capture})
 	// A second stack whose forms and approvals expire quickly, so the
 	// expiry is seen in the browser without waiting the default 24 h.
 	short := devstack.Config{Addr: "127.0.0.1:0", DataDir: t.TempDir(), Limits: turn.DefaultLimits()}
@@ -109,6 +114,10 @@ func TestBrowser(t *testing.T) {
 		{file: "narrow.mjs"},               // issue 15: at 390 px the list is a drawer
 		{file: "fallback.mjs"},             // issue 15: without the event stream the page polls
 		{file: "store.mjs"},                // issue 28: the sidebar says where conversations are kept
+		{file: "details.mjs"},              // issue 28: title tooltips, the text limit checked before sending, the sidebar's waiting status, a pasted #token= link
+		{file: "live-list.mjs"},            // issue 28: the conversation list follows GET /v1/events (created, status, renamed, deleted elsewhere)
+		{file: "resend.mjs"},               // issue 28: Regenerate and Edit the last message: a new turn replaces it, the old one kept, marked
+		{file: "search.mjs"},               // issue 28: conversation search by title and text (GET /v1/conversations?q=)
 		{file: "waterfall.mjs"},            // issue 16: the turn's steps as a waterfall (timing, status, tokens; arguments and result on demand), the turn's tokens
 	} {
 		t.Run(sc.file, func(t *testing.T) {

@@ -80,8 +80,8 @@ export class API {
     return text ? JSON.parse(text) : null;
   }
 
-  listConversations() {
-    return this.request("GET", "/v1/conversations");
+  listConversations(q = "") {
+    return this.request("GET", q ? `/v1/conversations?q=${encodeURIComponent(q)}` : "/v1/conversations");
   }
   /** createConversation starts a conversation; without a title the server takes the first message's. */
   createConversation(title) {
@@ -104,9 +104,10 @@ export class API {
       contentType: file.type || "application/octet-stream",
     });
   }
-  sendMessage(cid, text, files) {
+  sendMessage(cid, text, files, supersedes) {
     const json = { text };
     if (files && files.length) json.files = files;
+    if (supersedes) json.supersedes = supersedes; // edit and resend, or regenerate, the last message
     return this.request("POST", `/v1/conversations/${enc(cid)}/messages`, { json });
   }
   /** startWorkflow selects a workflow explicitly (docs/design.md §3.4); missing inputs come back as the turn's form. */
@@ -254,7 +255,8 @@ export class API {
    * answer throws an APIError; a broken connection throws too.
    */
   async streamEvents(cid, { lastEventId, signal, onOpen, onEvent }) {
-    const path = `/v1/conversations/${enc(cid)}/events`;
+    // cid null: the user's own stream of their conversation list (GET /v1/events).
+    const path = cid === null ? "/v1/events" : `/v1/conversations/${enc(cid)}/events`;
     const headers = { Authorization: `Bearer ${this.token()}`, Accept: "text/event-stream" };
     if (lastEventId) headers["Last-Event-ID"] = lastEventId;
     let res;

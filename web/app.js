@@ -22,14 +22,31 @@ const IMAGE_TYPES = new Set(["image/png", "image/jpeg", "image/jpg", "image/svg+
 // and its links download bytes typed application/octet-stream.
 const PASSIVE_TYPES = new Set(["image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp", "text/plain"]);
 const STEP_ICONS = {
-  running: "⏳",
   succeeded: "✓",
   failed: "✗",
   rejected: "⊘",
   not_executed: "–",
   answered: "✎",
-  blocked: "⛔",
+  stopped: "■",
 };
+// SVG_ICONS are drawn inline: an emoji such as an hourglass or a no-entry
+// sign is an empty box where no emoji font is installed (Debian's Chromium).
+const SVG_ICONS = {
+  running: ["M6 2h12v5l-4 5 4 5v5H6v-5l4-5-4-5z", "M8 4h8v2.3L12 11 8 6.3z"],
+  blocked: ["M12 2a10 10 0 1 0 0 20 10 10 0 0 0 0-20zm0 2a8 8 0 1 1 0 16 8 8 0 0 1 0-16z", "M6 10.5h12v3H6z"],
+};
+
+/** stepIcon fills el with the icon of a step status: a glyph, or an inline SVG. */
+function stepIcon(el, status) {
+  const paths = SVG_ICONS[status];
+  if (!paths) {
+    el.textContent = STEP_ICONS[status] || "•";
+    return;
+  }
+  // The HTML parser puts <svg> in the SVG namespace; the markup is this
+  // file's own constants, never data.
+  el.innerHTML = `<svg viewBox="0 0 24 24" class="icon icon-${status}" data-icon="${status}">${paths.map((d) => `<path d="${d}" fill="currentColor" fill-rule="evenodd"/>`).join("")}</svg>`;
+}
 // STALE_APPROVAL is shown when the server refused an answer because the
 // approval changed since the page showed it (409 stale_approval).
 const STALE_APPROVAL = "The approval changed; please review it again.";
@@ -76,6 +93,7 @@ const els = {
 
 const state = {
   token: readToken(),
+  maxText: 16000, // the API's limit on a message (GET /v1/info max_text)
   conversations: [],
   listLoaded: false,
   cid: null,
@@ -208,6 +226,18 @@ function setRoute(cid, { replace = false } = {}) {
 
 // Back, forward, an edited address or a shared link: open what it names.
 window.addEventListener("hashchange", () => {
+  if (/(?:^#|&)token=/.test(location.hash)) {
+    // A link with a token pasted into an open tab: use it now.
+    const token = readToken();
+    if (token && token !== state.token) {
+      state.token = token;
+      clearError();
+      // Another token may be another user: what was open is not theirs.
+      newChat({ route: false });
+      start();
+      return;
+    }
+  }
   if (!state.token || els.app.hidden) return;
   const cid = routeCid();
   if (cid === state.cid) return;
@@ -230,9 +260,26 @@ document.addEventListener("keydown", (ev) => {
 
 // ---- conversations ---------------------------------------------------------
 
+// Search: the list shows the conversations whose title or text holds the
+// query (GET /v1/conversations?q=), read again as the user types.
+state.search = "";
+{
+  const input = document.getElementById("conversation-search");
+  let timer = 0;
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      state.search = input.value.trim();
+      refreshConversations();
+    }, 200);
+  });
+}
+
 async function refreshConversations() {
   try {
-    const data = await api.listConversations();
+    const q = state.search;
+    const data = await api.listConversations(q);
+    if (q !== state.search) return; // a newer search is on its way
     state.conversations = (data && data.conversations) || [];
     state.listLoaded = true;
     renderConversations();
@@ -255,7 +302,10 @@ function renderConversations() {
   const typing = els.list.querySelector('[data-testid="rename-input"]');
   const typed = typing ? { value: typing.value, focused: document.activeElement === typing } : null;
   const open = state.conversations.find((c) => c.conversation_id === state.cid);
-  if (open && open.title) els.title.textContent = open.title;
+  if (open && open.title) {
+    els.title.textContent = open.title;
+    els.title.title = open.title;
+  }
   const rows = shownConversations().map((c) => {
     const active = c.conversation_id === state.cid;
     const title = c.title || "Untitled conversation";
@@ -282,7 +332,7 @@ function renderConversations() {
       h(
         "button",
         { type: "button", class: "conversation-open", "aria-current": active ? "true" : null, onclick: () => openConversation(c.conversation_id) },
-        h("span", { class: "conversation-title", "data-testid": "conversation-title" }, title),
+        h("span", { class: "conversation-title", "data-testid": "conversation-title", title }, title),
         h("span", { class: "conversation-meta" }, [c.status ? statusLabel(c.status) : "", formatTime(c.updated_at)].filter(Boolean).join(" · ")),
       ),
       h(
@@ -295,7 +345,7 @@ function renderConversations() {
     return li;
   });
   els.list.replaceChildren(...rows);
-  if (!rows.length && state.listLoaded) els.list.append(h("li", { class: "muted list-empty" }, "No conversations yet."));
+  if (!rows.length && state.listLoaded) els.list.append(h("li", { class: "muted list-empty" }, state.search ? `No conversation holds “${state.search}”.` : "No conversations yet."));
   const input = els.list.querySelector('[data-testid="rename-input"]');
   if (input && typed) {
     input.value = typed.value;
@@ -452,10 +502,13 @@ function renderConversation(conv) {
       // A plan's text repeats the approval's calls as JSON: the approval
       // card is their only rendering.
       if (e.kind === "followup_questions" && e.content) view.addNote(e.content);
-      if (e.kind === "plan_approved") view.showAnswer("Approved");
     }
     view.update(turn);
-    if (TERMINAL.has(turn.status) && (turn.steps || []).some((s) => s.status === "rejected") && !view.answerEl.childElementCount) view.showAnswer("Rejected");
+    if (!(turn.answers && turn.answers.length)) {
+      // A turn recorded before turns kept their answers: what its history says.
+      if (entries.some((e) => e.kind === "plan_approved")) view.showAnswer("Approved");
+      else if (TERMINAL.has(turn.status) && (turn.steps || []).some((s) => s.status === "rejected")) view.showAnswer("Rejected");
+    }
     // Waiting turns are followed too: they can expire or be answered elsewhere.
     if (!TERMINAL.has(turn.status)) pollTurn(view);
   };
@@ -484,6 +537,19 @@ function clearEmpty() {
   els.messages.querySelector(".empty")?.remove();
 }
 
+/**
+ * refreshTurnActions offers Edit and Regenerate on the newest turn only,
+ * once it has ended, and not on one already replaced.
+ */
+function refreshTurnActions() {
+  const views = [...state.views.values()];
+  const last = views[views.length - 1];
+  for (const v of views) {
+    if (!v.actionsEl) continue;
+    v.showActions(v === last && TERMINAL.has(v.status) && !v.supersededBy && !!v.userEl.textContent);
+  }
+}
+
 /** addTurnView appends a new turn's block to the chat. */
 function addTurnView(tid, text, fileNames) {
   const view = new TurnView(tid, text, fileNames);
@@ -494,6 +560,49 @@ function addTurnView(tid, text, fileNames) {
 }
 
 // ---- the event stream ------------------------------------------------------
+
+/**
+ * watchList follows the user's own event stream (GET /v1/events) while the
+ * page has a token: a conversation created, renamed, deleted or whose
+ * status changed anywhere (another tab, the CLI, the API, A2A) re-reads the
+ * list. It reconnects after the last event, backing off while it fails.
+ */
+function watchList() {
+  state.listWatch?.abort();
+  const abort = new AbortController();
+  state.listWatch = abort;
+  let lastId = "";
+  let timer = 0;
+  const changed = (ev) => {
+    const d = ev.data || {};
+    if (d.type === "conversation.deleted" && d.conversation_id === state.cid) newChat({ replace: true });
+    clearTimeout(timer);
+    timer = setTimeout(refreshConversations, 100);
+  };
+  (async () => {
+    let failures = 0;
+    while (!abort.signal.aborted) {
+      const began = Date.now();
+      try {
+        await api.streamEvents(null, {
+          lastEventId: lastId,
+          signal: abort.signal,
+          onEvent: (ev) => {
+            if (ev.id) lastId = ev.id;
+            changed(ev);
+          },
+        });
+        if (Date.now() - began > 5000) failures = 0;
+      } catch (err) {
+        if (abort.signal.aborted) return;
+        // A deployment without the stream: the list is refreshed as before.
+        if (err instanceof APIError && (err.status === 404 || err.status === 501 || err.status === 401)) return;
+      }
+      failures++;
+      await new Promise((r) => setTimeout(r, Math.min(30000, 500 * 2 ** Math.min(failures, 6))));
+    }
+  })();
+}
 
 /**
  * subscribe follows the conversation's event stream until the conversation
@@ -720,6 +829,12 @@ let sending = false;
 async function send({ confirmed = false } = {}) {
   const text = els.composer.value.trim();
   if (sending || !text) return;
+  const chars = [...text].length;
+  if (chars > state.maxText) {
+    // The API refuses it (413 text_too_long); say so before sending.
+    showError(`This message is ${chars.toLocaleString("en")} characters long; the limit is ${state.maxText.toLocaleString("en")}. Shorten it, or send it as a file.`);
+    return;
+  }
   if (state.pendingFiles.some((f) => f.uploading)) {
     showError("Wait until the uploads have finished.");
     return;
@@ -785,6 +900,7 @@ async function loadInfo() {
   const el = $("store-status");
   try {
     const info = await api.getInfo();
+    if (info && info.max_text > 0) state.maxText = info.max_text;
     const store = info && info.store;
     if (!store || !store.description) return;
     el.textContent = store.description;
@@ -812,9 +928,53 @@ async function loadWorkflows() {
       ),
     );
     if (!wfs.length) els.workflowList.append(h("li", { class: "muted" }, "none"));
+    renderTools(cat);
   } catch (err) {
     showError(err);
   }
+}
+
+/**
+ * renderTools lists the catalog in the sidebar's Tools: every skill
+ * (specialists', MCP servers', another clientagent's) and workflow, with
+ * whether it waits for approval, whether it is available now, and on
+ * demand its description and input schema (a workflow's steps).
+ */
+function renderTools(cat) {
+  const list = document.getElementById("tool-list");
+  const badges = (t) => [
+    t.requires_approval ? h("span", { class: "badge approval-badge", "data-testid": "tool-approval" }, "needs approval") : null,
+    t.unavailable ? h("span", { class: "badge unavailable-badge", "data-testid": "tool-unavailable" }, "unavailable") : null,
+  ];
+  const skills = ((cat && cat.skills) || []).map((t) =>
+    h(
+      "li",
+      { class: "tool", "data-testid": "tool", "data-name": t.name, "data-kind": "skill", "data-approval": String(!!t.requires_approval), "data-available": String(!t.unavailable) },
+      h(
+        "details",
+        {},
+        h("summary", { title: t.description || t.name }, h("code", {}, t.name), " ", ...badges(t)),
+        t.description ? h("p", { class: "tool-desc" }, t.description) : null,
+        h("pre", { class: "tool-schema", "data-testid": "tool-schema" }, prettyJSON(t.input_schema ?? {})),
+      ),
+    ),
+  );
+  const wfs = ((cat && cat.workflows) || []).map((w) =>
+    h(
+      "li",
+      { class: "tool", "data-testid": "tool", "data-name": `workflow_${w.id}`, "data-kind": "workflow", "data-approval": String(!!w.requires_approval), "data-available": String(!w.unavailable) },
+      h(
+        "details",
+        {},
+        h("summary", { title: w.description || w.name }, h("code", {}, `workflow_${w.id}`), " ", ...badges(w)),
+        w.description ? h("p", { class: "tool-desc" }, w.description) : null,
+        h("ol", { class: "tool-steps" }, (w.steps || []).map((st) => h("li", {}, `${st.name}: `, h("code", {}, st.skill)))),
+        h("pre", { class: "tool-schema", "data-testid": "tool-schema" }, prettyJSON(w.inputs ?? [])),
+      ),
+    ),
+  );
+  list.replaceChildren(...skills, ...wfs);
+  if (!skills.length && !wfs.length) list.append(h("li", { class: "muted" }, "none"));
 }
 
 /**
@@ -920,7 +1080,11 @@ async function pollTurn(view) {
       if (seq !== view.seq) continue;
       const was = view.status;
       view.update(turn);
-      if (turn.status !== was) scrollDown();
+      if (turn.status !== was) {
+        scrollDown();
+        // The list's status follows the turn's (e.g. waiting for input).
+        if (was) refreshConversations();
+      }
       if (WAITING.has(turn.status)) {
         if (view.notesKey !== view.interactionKey) {
           view.notesKey = view.interactionKey;
@@ -1009,6 +1173,10 @@ class TurnView {
     this.stream = { call: 0, text: "" }; // the reply as it streams in (llm.delta)
     this.streamFrame = 0;
     this.replyKey = "";
+    this.answers = []; // Turn.answers as last read
+    this.answersRead = 0;
+    this.answersKey = "";
+    this.pendingAnswer = null; // {text, after}: sent, not read back yet
 
     this.statusEl = h("span", { class: "status-badge", "data-testid": "turn-status" }, "");
     this.llmEl = h("span", { class: "llm-calls", "data-testid": "llm-calls" }, "");
@@ -1022,10 +1190,23 @@ class TurnView {
     this.artifactsEl = h("div", { class: "artifacts", "data-testid": "artifacts" });
     this.replyEl = h("div", { class: "reply-slot" });
     this.userEl = h("div", { class: "bubble user", "data-testid": "user-message", hidden: !text }, text || "");
+    this.supersededBy = "";
+    this.editing = false;
+    this.editEl = h("div", { class: "edit-slot", hidden: true });
+    this.replacedEl = h("p", { class: "replaced-note muted", "data-testid": "replaced-note", hidden: true }, "Replaced by a newer version of this message below; the model no longer sees this turn.");
+    this.actionsEl = h(
+      "div",
+      { class: "turn-actions", "data-testid": "turn-actions", hidden: true },
+      h("button", { type: "button", class: "link", "data-testid": "edit-resend", onclick: () => this.startEdit() }, "Edit"),
+      h("button", { type: "button", class: "link", "data-testid": "regenerate", onclick: () => this.resend(this.userEl.textContent.trim()) }, "Regenerate"),
+    );
     this.el = h(
       "article",
       { class: "turn", "data-testid": "turn", "data-turn-id": id },
+      this.replacedEl,
       this.userEl,
+      this.editEl,
+      this.actionsEl,
       fileNames && fileNames.length ? h("div", { class: "bubble-files" }, fileNames.map((n) => `📎 ${n}`).join("  ")) : null,
       h(
         "section",
@@ -1041,15 +1222,88 @@ class TurnView {
     );
   }
 
+  /** setSuperseded marks a turn an edited or regenerated message replaced: kept, left out of the model's window. */
+  setSuperseded(by) {
+    if (by) this.supersededBy = by;
+    this.el.classList.toggle("replaced", !!this.supersededBy);
+    this.el.dataset.supersededBy = this.supersededBy || "";
+    this.replacedEl.hidden = !this.supersededBy;
+    refreshTurnActions();
+  }
+
+  /** showActions offers, on the newest ended turn, to edit and resend its message or regenerate its answer. */
+  showActions(on) {
+    this.actionsEl.hidden = !on;
+    if (!on && this.editing) this.cancelEdit();
+  }
+
+  startEdit() {
+    this.editing = true;
+    const area = h("textarea", { class: "edit-message", "data-testid": "edit-message", "aria-label": "Edit your message", rows: 3 });
+    area.value = this.userEl.textContent;
+    const send = h("button", { type: "button", "data-testid": "edit-send", onclick: () => this.resend(area.value.trim()) }, "Send");
+    const cancel = h("button", { type: "button", class: "link", onclick: () => this.cancelEdit() }, "Cancel");
+    this.editEl.replaceChildren(area, h("div", { class: "edit-buttons" }, send, cancel));
+    this.editEl.hidden = false;
+    this.userEl.hidden = true;
+    area.focus();
+  }
+
+  cancelEdit() {
+    this.editing = false;
+    this.editEl.hidden = true;
+    this.editEl.replaceChildren();
+    this.userEl.hidden = !this.userEl.textContent;
+  }
+
+  /** resend sends text as a new turn that replaces this one (POST messages with supersedes). */
+  async resend(text) {
+    if (!text) return;
+    this.actionsEl.querySelectorAll("button").forEach((b) => (b.disabled = true));
+    try {
+      const res = await api.sendMessage(state.cid, text, [], this.id);
+      this.cancelEdit();
+      this.setSuperseded(res.turn_id);
+      followTurn(res, text, []);
+    } catch (err) {
+      showError(err);
+    } finally {
+      this.actionsEl.querySelectorAll("button").forEach((b) => (b.disabled = false));
+    }
+  }
+
   addNote(text) {
     if (this.notes.has(text)) return;
     this.notes.add(text);
     this.notesEl.append(h("div", { class: "bubble assistant note markdown", "data-testid": "note" }, renderMarkdown(text)));
   }
 
-  /** showAnswer shows what the user answered a form or an approval with, as their message. */
+  /**
+   * showAnswer shows what the user just answered a form or an approval
+   * with, as their message, until the turn's read lists the answer itself.
+   */
   showAnswer(text) {
-    this.answerEl.append(h("div", { class: "bubble user answer", "data-testid": "user-answer" }, text));
+    this.pendingAnswer = { text, after: this.answersRead };
+    this.renderAnswers();
+  }
+
+  /**
+   * renderAnswers shows the turn's answers as the record keeps them
+   * (Turn.answers, so a reload or another tab shows them too), then the one
+   * just sent that the record does not list yet.
+   */
+  renderAnswers(turn) {
+    if (turn && Array.isArray(turn.answers)) {
+      this.answers = turn.answers;
+      this.answersRead = turn.answers.length;
+    }
+    const list = (this.answers || []).map(answerText);
+    if (this.pendingAnswer && this.answersRead > this.pendingAnswer.after) this.pendingAnswer = null;
+    if (this.pendingAnswer) list.push(this.pendingAnswer.text);
+    const key = JSON.stringify(list);
+    if (key === this.answersKey) return;
+    this.answersKey = key;
+    this.answerEl.replaceChildren(...list.map((text) => h("div", { class: "bubble user answer", "data-testid": "user-answer" }, text)));
   }
 
   update(turn) {
@@ -1078,6 +1332,8 @@ class TurnView {
     }
     this.setUsage(turn);
     for (const a of turn.artifacts || []) this.addArtifact(a);
+    this.renderAnswers(turn);
+    if (turn.superseded_by !== undefined || turn.status) this.setSuperseded(turn.superseded_by || "");
     this.renderInteraction(turn);
     this.renderReply(turn);
   }
@@ -1138,7 +1394,12 @@ class TurnView {
 
   /** onEvent applies one event of the turn's stream (contract: docs/api/openapi.yaml, GET …/events). */
   onEvent(ev) {
-    if (TERMINAL.has(this.status)) return; // the turn's read is final
+    if (TERMINAL.has(this.status)) {
+      // The turn's read is final, but for the spend of an LLM call the user
+      // stopped: it arrives when the provider answers, after the cancel.
+      if (this.status === "cancelled" && ev.type === "step.ended" && ev.tool === "llm") pollTurn(this);
+      return;
+    }
     switch (ev.type) {
       case "turn.started":
         if (!this.startedAt && ev.at) this.startedAt = ev.at;
@@ -1316,11 +1577,15 @@ class TurnView {
     const s = row.step;
     const open = this.expanded.has(row.key);
     const status = s.status || "running";
-    row.li.className = `step step-${status}${open ? " expanded" : ""}`;
+    row.li.className = `step step-${status}${open ? " expanded" : ""}${s.parent ? " step-child" : ""}`;
+    if (s.parent) row.li.dataset.parent = s.parent;
     row.li.dataset.tool = s.tool;
     row.li.dataset.status = status;
     if (s.call_id) row.li.dataset.callId = s.call_id;
-    row.icon.textContent = STEP_ICONS[status] || "•";
+    if (row.icon.dataset.status !== status) {
+      row.icon.dataset.status = status;
+      stepIcon(row.icon, status);
+    }
     row.tool.textContent = s.tool === "llm" ? "LLM call" : s.tool;
     row.tool.title = row.tool.textContent;
     row.status.textContent = status.replaceAll("_", " ");
@@ -1329,7 +1594,7 @@ class TurnView {
     row.detail.hidden = !open;
     if (!open) return;
     // Rebuilt only when what it shows changed: a selection in it survives reads.
-    const key = JSON.stringify([s.status, s.tokens, s.cached_tokens, s.cost_usd, s.arguments, s.result]);
+    const key = JSON.stringify([s.status, s.tokens, s.cached_tokens, s.cost_usd, s.arguments, s.result, !!s.inspect]);
     if (key === row.detailKey) return;
     row.detailKey = key;
     row.detail.replaceChildren(...stepDetail(s));
@@ -1488,6 +1753,7 @@ class TurnView {
         { class: "approval-call", "data-testid": "approval-call", "data-call-id": c.call_id },
         h("div", { class: "approval-call-head" }, h("span", { class: "approval-tool" }, c.tool), toggle),
         pre,
+        approvalArtifacts(c.arguments),
         c.steps && c.steps.length
           ? h(
               "ol",
@@ -1621,7 +1887,7 @@ class TurnView {
   renderReply(turn) {
     const s = turn.status;
     if (s === "running") return; // the streamed text (if any) stays until the turn ends
-    const key = `${s}:${turn.reply || ""}`;
+    const key = `${s}:${turn.reply || ""}:${turn.partial_reply || ""}`;
     if (key === this.replyKey) return;
     this.replyKey = key;
     let el = null;
@@ -1637,12 +1903,58 @@ class TurnView {
       el = error("superseded", "Superseded.", turn.reply || "A newer message replaced this turn; its waiting calls were not executed.", false);
     } else if (s === "cancelled") {
       el = error("cancelled", "Stopped.", turn.reply || "You stopped this turn.", false);
+      if (turn.partial_reply) {
+        // The answer as far as it had streamed, kept and marked stopped.
+        el = h(
+          "div",
+          { class: "stopped-reply" },
+          h("div", { class: "bubble assistant markdown stopped", "data-testid": "reply", "data-stopped": "true" }, renderMarkdown(turn.partial_reply)),
+          el,
+        );
+      }
     } else if (s === "blocked") {
       el = error("blocked", "Blocked by policy.", turn.reply || "The request was blocked.");
     }
     if (el) this.replyEl.replaceChildren(el);
     else this.replyEl.replaceChildren();
   }
+}
+
+/**
+ * answerText is one of Turn.answers as the user's message: a form's values
+ * ("material: steel, holes: 4") or an approval's decision, whether the
+ * arguments were edited, and the note.
+ */
+function answerText(a) {
+  if (a.kind === "form") {
+    const parts = [];
+    for (const values of Object.values(a.values || {})) {
+      for (const [k, v] of Object.entries(values || {})) parts.push(`${k}: ${typeof v === "boolean" ? (v ? "yes" : "no") : v}`);
+    }
+    return parts.length ? parts.join(", ") : "(no answers)";
+  }
+  let said = a.decision === "approve" ? "Approved" : "Rejected";
+  if (a.edited && a.edited.length) said += " with edited arguments";
+  if (a.note) said += `: ${a.note}`;
+  return said;
+}
+
+/**
+ * approvalArtifacts shows the artifacts a call's arguments name (an
+ * artifact_id, a list of them) by name, with a thumbnail for an image, so
+ * an approval is not decided on a raw art_… id.
+ */
+function approvalArtifacts(args) {
+  const ids = [];
+  const walk = (v) => {
+    if (typeof v === "string") {
+      if ((state.artifacts.has(v) || /^art_[A-Za-z0-9_-]+$/.test(v)) && !ids.includes(v)) ids.push(v);
+    } else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === "object") Object.values(v).forEach(walk);
+  };
+  walk(args);
+  if (!ids.length) return null;
+  return h("div", { class: "approval-artifacts", "data-testid": "approval-artifacts" }, ids.map((id) => artifactRef(id)));
 }
 
 /** formAnswerText is a form's answers as the user's message: "material: steel, holes: 4". */
@@ -1893,7 +2205,18 @@ function stepKeys(steps) {
     const start = parseTime(step.started_at);
     return { key, step, i, start: Number.isFinite(start) ? start : Infinity };
   });
-  return keyed.sort((a, b) => a.start - b.start || a.i - b.i);
+  keyed.sort((a, b) => a.start - b.start || a.i - b.i);
+  // A workflow's steps (parent: its call id) go right after it, nested.
+  const children = new Map();
+  const top = [];
+  for (const k of keyed) {
+    const p = k.step.parent;
+    if (p && keyed.some((o) => o.step.call_id === p && !o.step.parent)) {
+      if (!children.has(p)) children.set(p, []);
+      children.get(p).push(k);
+    } else top.push(k);
+  }
+  return top.flatMap((k) => [k, ...(children.get(k.step.call_id) || [])]);
 }
 
 /** stepDetail is what an open row shows: an LLM call's usage, a tool call's arguments and result (as text, never HTML). */
@@ -1902,7 +2225,26 @@ function stepDetail(s) {
     const facts = [];
     if (s.tokens > 0) facts.push(`${formatCount(s.tokens)} tokens${s.cached_tokens > 0 ? `, ${formatCount(s.cached_tokens)} of them from the prompt cache` : ""}`);
     if (s.cost_usd > 0) facts.push(formatUSD(s.cost_usd));
-    return [h("p", { class: "step-facts", "data-testid": "step-usage" }, facts.length ? facts.join(" · ") : s.status === "running" ? "The model is answering…" : "No usage recorded.")];
+    const out = [h("p", { class: "step-facts", "data-testid": "step-usage" }, facts.length ? facts.join(" · ") : s.status === "running" ? "The model is answering…" : "No usage recorded.")];
+    if (s.status === "running") return out;
+    const inspect = s.inspect;
+    if (!inspect) {
+      out.push(h("p", { class: "muted", "data-testid": "inspect-off" }, "The call's content is not recorded: the operator turns it on with OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true."));
+      return out;
+    }
+    // The inspector: what the call sent and what came back (the owner's own turn only).
+    const section = (label, testid, body) => h("details", { class: "inspect", "data-testid": testid }, h("summary", {}, label), h("pre", { class: "step-json" }, body));
+    out.push(
+      h(
+        "div",
+        { class: "inspector", "data-testid": "inspector" },
+        section(`Messages sent (${(inspect.messages || []).length})`, "inspect-messages", prettyJSON(inspect.messages || [])),
+        section(`Tools offered (${(inspect.tools || []).length})`, "inspect-tools", (inspect.tools || []).join("\n")),
+        section("System prompt and context", "inspect-system", `${inspect.system || ""}\n\n${inspect.context || ""}`.trim()),
+        section("Raw response", "inspect-response", prettyJSON(inspect.response || {})),
+      ),
+    );
+    return out;
   }
   const out = [h("p", { class: "step-label" }, "Arguments")];
   out.push(
@@ -1994,6 +2336,7 @@ async function start() {
   els.app.hidden = false;
   const cid = routeCid();
   const listed = refreshConversations();
+  watchList();
   loadWorkflows();
   loadInfo();
   if (cid) await openConversation(cid, { route: false });

@@ -5,7 +5,7 @@
 // invalid_arguments inline while keeping the edit, and the turn must run
 // with the edited arguments.
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/approval-edit.mjs
-import { main, send, waitStatus, waitImage, shot } from "./lib.mjs";
+import { main, send, waitStatus, waitImage, shot, answersIn } from "./lib.mjs";
 
 await main("approval-edit", async (page) => {
   const inputBodies = [];
@@ -61,6 +61,8 @@ await main("approval-edit", async (page) => {
   );
   const serverMsg = (await errorEl.innerText()).trim();
   if (/failed with HTTP/.test(serverMsg)) throw new Error(`inline error "${serverMsg}" is not the server's reason`);
+  // Issue 28: worded for the person, not the model.
+  if (/call \w+ again|invalid arguments for/i.test(serverMsg) || !/channel/.test(serverMsg)) throw new Error(`inline error "${serverMsg}" is worded for the model, or does not name the channel`);
   if (inputBodies.length !== 1) throw new Error(`want 1 input request after the refused edit, got ${inputBodies.length}`);
   if (!(await area.isVisible()) || JSON.parse(await area.inputValue()).channel !== "radio") throw new Error("the edit was lost after the server refused it");
   if ((await turn.getByTestId("turn-status").getAttribute("data-status")) !== "awaiting_approval") throw new Error("turn left awaiting_approval after refused arguments");
@@ -85,6 +87,12 @@ await main("approval-edit", async (page) => {
   if (!steps.includes("publish_artifact:succeeded")) throw new Error(`steps ${steps.join(", ")} lack publish_artifact:succeeded`);
   const reply = (await turn.getByTestId("reply").innerText()).trim();
   if (!/archive/i.test(reply)) throw new Error(`reply "${reply}" does not say it was published to archive (the edit)`);
+  // Issue 28: that the arguments were edited is the turn's record.
+  const turnId = await turn.getAttribute("data-turn-id");
+  for (const reload of [false, true]) {
+    const answers = await answersIn(page, turnId, { reload });
+    if (JSON.stringify(answers) !== JSON.stringify(["Approved with edited arguments"])) throw new Error(`${reload ? "after a reload" : "in another tab"} the turn shows answers ${JSON.stringify(answers)}, want ["Approved with edited arguments"]`);
+  }
   console.log(`sent ${JSON.stringify(got)}; steps: ${steps.join(", ")}; reply: ${reply}`);
   console.log(`screenshot: ${await shot(page, "approval-edit.png")}`);
 });

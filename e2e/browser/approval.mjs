@@ -25,6 +25,16 @@ await main("approval", async (page) => {
   if ("artifact_id" in args && !ids.includes(args.artifact_id)) {
     throw new Error(`approval names artifact ${args.artifact_id}, the page shows ${ids.join(", ")}`);
   }
+  // Issue 28: the artifact is shown by its name, with a thumbnail.
+  const ref = panel.getByTestId("approval-artifacts").getByTestId("artifact-ref");
+  await ref.first().waitFor({ state: "visible", timeout: 10000 });
+  const refName = (await ref.first().innerText()).trim();
+  const name = await first.getByTestId("artifact").first().locator(".artifact-name").innerText();
+  if (refName !== name.trim()) throw new Error(`the approval names the artifact "${refName}", want "${name}"`);
+  await page.waitForFunction(() => {
+    const img = document.querySelector('[data-testid="approval-artifacts"] img[data-testid="artifact-thumb"]');
+    return img && img.complete && img.naturalWidth > 0;
+  }, null, { timeout: 30000 });
   const tool = await panel.getByTestId("approval-call").first().innerText();
   if (!tool.includes("publish_artifact")) throw new Error(`approval is for ${tool}, want publish_artifact`);
   console.log(`screenshot: ${await shot(page, "approval-pending.png")}`);

@@ -5,7 +5,7 @@
 // server's 400 shown inline when that check is bypassed), and an answered
 // form resumes the turn to the flange drawing.
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/form.mjs
-import { main, send, waitStatus, waitImage, shot, env } from "./lib.mjs";
+import { main, send, waitStatus, waitImage, shot, env, answersIn } from "./lib.mjs";
 
 await main("form", async (page) => {
   const inputPosts = [];
@@ -87,6 +87,13 @@ await main("form", async (page) => {
   if (!/steel/i.test(reply)) throw new Error(`reply "${reply}" does not mention steel`);
   const steps = await turn.getByTestId("step").evaluateAll((els) => els.map((e) => `${e.dataset.tool}:${e.dataset.status}`));
   if (!steps.includes("design_valve_flange:succeeded")) throw new Error(`steps ${steps.join(", ")} lack design_valve_flange:succeeded`);
+  // Issue 28: the form's values are the turn's record: a reload and
+  // another tab show what the user answered.
+  const turnId = await turn.getAttribute("data-turn-id");
+  for (const reload of [false, true]) {
+    const answers = await answersIn(page, turnId, { reload });
+    if (answers.length !== 1 || !answers[0].includes("material: steel")) throw new Error(`${reload ? "after a reload" : "in another tab"} the turn shows answers ${JSON.stringify(answers)}, want one with "material: steel"`);
+  }
   console.log(`steps: ${steps.join(", ")}; svg naturalWidth ${naturalWidth}; reply: ${reply}`);
   console.log(`screenshot: ${await shot(page, "form.png")}`);
 });

@@ -177,3 +177,23 @@ export async function main(name, check, opts = {}) {
     if (session) await session.close();
   }
 }
+
+/**
+ * answersIn opens the page's conversation in a new tab (reload: true
+ * reloads this one instead) and returns the user's answers turn turnId
+ * shows there, which only the record can tell it.
+ */
+export async function answersIn(page, turnId, { reload = false } = {}) {
+  let tab = page;
+  if (reload) {
+    await page.reload();
+    await page.getByTestId("composer").waitFor({ state: "visible", timeout: 60000 });
+  } else {
+    tab = await newTab(page, new URL(page.url()).hash);
+  }
+  const turn = tab.locator(`[data-testid="turn"][data-turn-id="${turnId}"]`);
+  await turn.getByTestId("user-answer").first().waitFor({ state: "visible", timeout: 60000 });
+  const got = (await turn.getByTestId("user-answer").allInnerTexts()).map((s) => s.trim());
+  if (tab !== page) await tab.close();
+  return got;
+}

@@ -3,7 +3,7 @@
 // call's step reads rejected and the approval panel goes away (docs/design.md §3.3
 // approvals; docs/design.md §8).
 //   CLIENTAGENT_URL=… CLIENTAGENT_TOKEN=… node e2e/browser/reject.mjs
-import { main, send, waitStatus, waitImage, shot } from "./lib.mjs";
+import { main, send, waitStatus, waitImage, shot, answersIn } from "./lib.mjs";
 
 await main("reject", async (page) => {
   const inputBodies = [];
@@ -40,6 +40,14 @@ await main("reject", async (page) => {
   if (!steps.includes("publish_artifact:rejected")) throw new Error(`steps ${steps.join(", ")} lack publish_artifact:rejected`);
   if (steps.includes("publish_artifact:succeeded")) throw new Error(`a rejected publish ran: ${steps.join(", ")}`);
   if (await turn.getByTestId("artifact").count()) throw new Error("the rejected turn shows artifacts");
+  // Issue 28: the rejection and its note are the turn's record, so a
+  // reload and another tab show them as the live page did.
+  const turnId = await turn.getAttribute("data-turn-id");
+  const wantAnswer = `Rejected: ${note}`;
+  for (const reload of [false, true]) {
+    const answers = await answersIn(page, turnId, { reload });
+    if (JSON.stringify(answers) !== JSON.stringify([wantAnswer])) throw new Error(`${reload ? "after a reload" : "in another tab"} the turn shows answers ${JSON.stringify(answers)}, want ["${wantAnswer}"]`);
+  }
   console.log(`steps: ${steps.join(", ")}; reply: ${reply}`);
   console.log(`screenshot: ${await shot(page, "reject.png")}`);
 });

@@ -43,7 +43,14 @@ await main("workflow", async (page) => {
   await waitStatus(turn, ["succeeded"]);
   const { naturalWidth } = await waitImage(turn, "image/png");
   const reply = (await turn.getByTestId("reply").innerText()).trim();
-  if (!reply.includes("word_to_png finished")) throw new Error(`reply "${reply}" does not report the workflow`);
+  if (!reply.includes("Word to PNG finished")) throw new Error(`reply "${reply}" does not report the workflow`);
+  // Issue 28: the workflow's steps are nested under its row in the waterfall.
+  const rows = await turn.getByTestId("step").evaluateAll((els) => els.map((e) => ({ tool: e.dataset.tool, parent: e.dataset.parent || "", call: e.dataset.callId || "" })));
+  const wf = rows.findIndex((r) => r.tool === "workflow_word_to_png");
+  const nested = rows.slice(wf + 1, wf + 3);
+  if (wf < 0 || JSON.stringify(nested.map((r) => r.tool)) !== JSON.stringify(["create_svg_artifact", "convert_svg_to_png"]) || nested.some((r) => r.parent !== rows[wf].call)) {
+    throw new Error(`waterfall rows ${JSON.stringify(rows)}, want the workflow's two steps nested right under it`);
+  }
   console.log(`form answered, PNG naturalWidth ${naturalWidth}; reply: ${reply}`);
   console.log(`screenshot: ${await shot(page, "workflow.png")}`);
 

@@ -201,3 +201,36 @@ func (c *api) settle(cid, tid string) turnView {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Issue 28: the README's two-stack prompt reaches the inner stack with the
+// demo model on both: the outer one hands the text to the inner one's chat
+// skill, whose PNG is copied to the outer turn.
+func TestDemoModelReachesTheInnerStack(t *testing.T) {
+	t.Parallel()
+	inner := startStack(t)
+	innerTok, err := inner.Token("outer-clientagent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	innerURL, _ := url.Parse(inner.URL())
+	outer := startStack(t, func(c *devstack.Config) {
+		c.Agents = []string{inner.URL() + "/a2a"}
+		c.AgentClient = &http.Client{Transport: bearerTransport{host: innerURL.Host, token: innerTok}}
+		c.FileOrigins = []string{inner.URL()}
+	})
+	tok, err := outer.Token("dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &api{t: t, base: outer.URL(), token: tok}
+	cid := c.conversation()
+	tid := c.message(cid, "Ask the inner clientagent: Create a PNG image with the word Nested")
+	v := c.settle(cid, tid)
+	png := false
+	for _, a := range v.Artifacts {
+		png = png || a.MimeType == "image/png"
+	}
+	if v.Status != "succeeded" || !strings.Contains(v.Reply, "chat answered") || !strings.Contains(v.Reply, "Nested") || !png {
+		t.Fatalf("outer turn = %+v, want succeeded with the inner stack's answer and its PNG", v)
+	}
+}

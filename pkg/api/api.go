@@ -150,6 +150,7 @@ var routes = []string{
 	"POST /v1/conversations/{cid}/turns/{tid}/cancel",
 	"GET /v1/catalog",
 	"GET /v1/info",
+	"GET /v1/events",
 }
 
 // Handler returns the routes of docs/api/openapi.yaml.
@@ -169,6 +170,7 @@ func (s *Server) Handler() http.Handler {
 		"POST /v1/conversations/{cid}/turns/{tid}/cancel": s.cancelTurn,
 		"GET /v1/catalog":                                 s.getCatalog,
 		"GET /v1/info":                                    s.getInfo,
+		"GET /v1/events":                                  s.getUserEvents,
 	}
 	mux := http.NewServeMux()
 	for _, pattern := range routes {
@@ -198,15 +200,17 @@ var allowed = func() *http.ServeMux {
 	return m
 }()
 
-// EventsHandler serves only GET /v1/conversations/{cid}/events, with the
+// EventsHandler serves only the event streams (GET /v1/conversations/{cid}/events
+// and the user's GET /v1/events), with the
 // same auth: the streaming function on AWS (a Lambda Function URL in
 // response-streaming mode; docs/deploy.md), where API Gateway's HTTP API
 // cannot stream.
 func (s *Server) EventsHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/conversations/{cid}/events", s.authed(s.getEvents))
+	mux.Handle("GET /v1/events", s.authed(s.getUserEvents))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route (this endpoint serves only GET /v1/conversations/{cid}/events)"))
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route (this endpoint serves only GET /v1/conversations/{cid}/events and GET /v1/events)"))
 	})
 	return mux
 }

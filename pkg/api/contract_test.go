@@ -75,6 +75,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		"GET /v1/conversations/{cid}/artifacts/{aid}",
 		"GET /v1/conversations/{cid}/events",
 		"GET /v1/conversations/{cid}/turns/{tid}",
+		"GET /v1/events",
 		"GET /v1/info",
 		"PATCH /v1/conversations/{cid}",
 		"POST /v1/conversations",

@@ -9,6 +9,9 @@ type Info struct {
 	// Events says how this deployment delivers live events (nil: the
 	// event stream of this API, "sse").
 	Events *EventsInfo `json:"events,omitempty"`
+	// MaxText is the longest message text the API takes, in characters,
+	// so a page can say so before it sends one.
+	MaxText int `json:"max_text,omitempty"`
 }
 
 // EventsInfo is how a client follows a conversation's live events.
@@ -55,6 +58,7 @@ func (s *Server) getInfo(w http.ResponseWriter, r *http.Request, user string) er
 		ev.ChannelPrefix = "/" + ev.Namespace + "/" + user + "/"
 		info.Events = &ev
 	}
+	info.MaxText = s.MaxText
 	writeJSON(w, http.StatusOK, info)
 	return nil
 }

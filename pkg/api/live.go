@@ -279,6 +279,7 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user
 	} else if err != nil {
 		return fmt.Errorf("rename: %w", err)
 	}
+	s.userEvent(ctx, user, record.EventConversationRenamed, conv.Meta.ID, map[string]any{"title": title})
 	// Answer with the conversation as the list shows it.
 	metas, err := s.Store.List(ctx, user)
 	if err != nil {

@@ -79,6 +79,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, user
 	if err := s.Store.Create(r.Context(), m); err != nil {
 		return fmt.Errorf("create conversation: %w", err)
 	}
+	s.userEvent(r.Context(), user, record.EventConversationCreated, m.ID, map[string]any{"title": m.Title})
 	writeJSON(w, http.StatusCreated, map[string]string{"conversation_id": m.ID})
 	return nil
 }
@@ -95,12 +96,57 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request, user 
 	if err != nil {
 		return fmt.Errorf("list conversations: %w", err)
 	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	if err := checkText("q", q); err != nil {
+		return err
+	}
 	out := make([]conversationSummary, 0, len(metas))
-	for _, m := range metas {
+	for i, m := range metas {
+		if q != "" {
+			found, err := s.matches(r.Context(), m, q, i < maxSearched)
+			if err != nil {
+				return fmt.Errorf("search conversations: %w", err)
+			}
+			if !found {
+				continue
+			}
+		}
 		out = append(out, summary(m))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"conversations": out})
 	return nil
+}
+
+// maxSearched bounds how many conversations one search reads beyond their
+// titles (the newest first), so a search costs at most that many reads.
+const maxSearched = 200
+
+// matches reports whether conversation m's title, or a text of its turns
+// (the user's messages, the replies, the history's entries), holds q,
+// ignoring case. The title is checked first, without a read; deep false
+// checks only the title.
+func (s *Server) matches(ctx context.Context, m record.Meta, q string, deep bool) (bool, error) {
+	q = strings.ToLower(q)
+	if strings.Contains(strings.ToLower(m.Title), q) || !deep {
+		return strings.Contains(strings.ToLower(m.Title), q), nil
+	}
+	conv, _, err := s.Store.Load(ctx, m.ID, "")
+	if errors.Is(err, record.ErrNotFound) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	for _, t := range conv.Turns {
+		if strings.Contains(strings.ToLower(t.Text), q) || strings.Contains(strings.ToLower(t.FinalReport), q) {
+			return true, nil
+		}
+		for _, e := range t.History {
+			if strings.Contains(strings.ToLower(e.Content), q) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // summary is a conversation as the list shows it.
@@ -167,6 +213,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, user
 	if err := s.Store.Delete(r.Context(), conv.Meta.ID); err != nil {
 		return fmt.Errorf("delete conversation: %w", err)
 	}
+	s.userEvent(r.Context(), user, record.EventConversationDeleted, conv.Meta.ID, nil)
 	if err := s.Artifacts.DeleteConversation(r.Context(), conv.Meta.ID); err != nil {
 		s.log().WarnContext(r.Context(), "delete artifacts", "conversation", conv.Meta.ID, "error", err)
 	}
@@ -333,6 +380,28 @@ func (s *Server) getArtifact(w http.ResponseWriter, r *http.Request, user string
 	return err
 }
 
+// checkSupersedes refuses a message that would replace turn tid unless
+// tid is the conversation's newest turn and has ended: only the last
+// message is edited or regenerated, and never under a turn still running
+// or waiting (stop it first).
+func (s *Server) checkSupersedes(ctx context.Context, user, cid, tid string) error {
+	conv, _, err := s.conversation(ctx, user, cid, "")
+	if err != nil {
+		return err
+	}
+	old, ok := conv.Turn(tid)
+	if !ok {
+		return errorf(http.StatusNotFound, "not_found", "supersedes names no turn of this conversation")
+	}
+	if last := conv.Turns[len(conv.Turns)-1]; last.ID != tid {
+		return errorf(http.StatusConflict, "not_last_turn", "only the newest turn can be edited and resent or regenerated; "+tid+" is not it")
+	}
+	if !old.Status.Final() {
+		return errorf(http.StatusConflict, "turn_not_ended", fmt.Sprintf("the turn to replace is still %s; stop it first or wait for its end", old.Status))
+	}
+	return nil
+}
+
 // postMessage starts a turn with the user's message (POST …/messages): it
 // reads and checks the message, loads the conversation and its files, lets
 // a typed yes or no decide a waiting approval, supersedes the turns still
@@ -346,6 +415,11 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
 	if err != nil {
 		return err
+	}
+	if msg.Supersedes != "" {
+		if err := s.checkSupersedes(ctx, user, conv.Meta.ID, msg.Supersedes); err != nil {
+			return err
+		}
 	}
 	if err := s.withArtifacts(ctx, conv, msg.Files...); err != nil {
 		return err
@@ -385,6 +459,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	if err != nil {
 		return fmt.Errorf("store turn: %w", err)
 	}
+	s.userEvent(ctx, user, record.EventConversationStatus, conv.Meta.ID, map[string]any{"status": t.Status, "turn_id": t.ID})
 	if conv.Meta.Title == "" && msg.text == "" && msg.Workflow != nil {
 		// A conversation opened by a workflow is titled by its name (the
 		// first message's text titles the others).
@@ -449,7 +524,7 @@ func (s *Server) readMessage(r *http.Request) (message, error) {
 // ok reports that the message was that decision.
 func (s *Server) decideByText(ctx context.Context, conv *record.Conversation, msg message, files []artifact.Artifact) (v wire.Turn, ok bool, err error) {
 	owner := awaitingApproval(conv)
-	if owner == nil || len(files) > 0 || msg.Workflow != nil {
+	if owner == nil || len(files) > 0 || msg.Workflow != nil || msg.Supersedes != "" {
 		return wire.Turn{}, false, nil
 	}
 	decision, ok := yesNo(msg.text)
@@ -488,6 +563,9 @@ func (s *Server) newTurn(msg message, files []artifact.Artifact, traceparent str
 		Files:     msg.Files,
 		Workflow:  msg.Workflow,
 		Trace:     traceparent,
+		// An edited or regenerated message replaces the turn it names in
+		// the model's window (record.Conversation.LLMWindow).
+		Supersedes: msg.Supersedes,
 	}
 	if msg.text != "" {
 		content := catalog.UserMessage(msg.text, files)
@@ -863,10 +941,14 @@ func (s *Server) postInput(w http.ResponseWriter, r *http.Request, user string) 
 func notWaiting(t *record.Turn) *Error {
 	var why string
 	switch {
-	case t.Status.Final():
-		why = fmt.Sprintf("the turn has ended (%s)", t.Status)
 	case t.Answered():
 		why = "it was already answered and the turn is running again"
+	case len(t.Answers) > 0 && (t.Status == record.StatusRunning || t.Status == record.StatusSucceeded || t.Status == record.StatusFailed):
+		// A second submit (another tab, a double click) after the first
+		// was applied.
+		why = fmt.Sprintf("it was already answered (the turn is %s now)", t.Status)
+	case t.Status.Final():
+		why = fmt.Sprintf("the turn has ended (%s)", t.Status)
 	case t.Status == record.StatusRunning:
 		why = "the turn is running and has asked nothing"
 	case t.Status == record.StatusAwaitingInput:
@@ -972,7 +1054,17 @@ func (s *Server) sendReply(ctx context.Context, cid string, t *record.Turn, repl
 		}
 		return fmt.Errorf("send task success for turn %s: %w", t.ID, err)
 	}
-	return errorf(http.StatusConflict, "not_waiting", "this turn is no longer waiting for that input (it expired, was superseded or was cancelled meanwhile)")
+	// Closed meanwhile: say why, as the turn tells it now (most often
+	// another answer that won the race: "already answered").
+	if conv, _, lerr := s.Store.Load(ctx, cid, ""); lerr == nil {
+		if now, ok := conv.Turn(t.ID); ok {
+			if now.Answered() || len(now.Answers) > len(t.Answers) {
+				return errorf(http.StatusConflict, "not_waiting", "this turn is not waiting for that input: it was already answered (another answer arrived first)")
+			}
+			return notWaiting(now)
+		}
+	}
+	return errorf(http.StatusConflict, "not_waiting", "this turn is no longer waiting for that input (it was already answered, expired, was superseded or was cancelled meanwhile)")
 }
 
 // isTokenClosed reports whether Step Functions refused a token because its

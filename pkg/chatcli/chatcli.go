@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,7 @@ func Run(ctx context.Context, opts Options) error {
 		cid:    opts.Conversation,
 		poll:   opts.PollInterval,
 		saved:  map[string]bool{},
+		names:  map[string]string{},
 		lines:  readLines(opts.In),
 		intr:   opts.Interrupt,
 		stream: !opts.NoStream,
@@ -122,8 +124,9 @@ type session struct {
 	outDir  string
 	cid     string
 	poll    time.Duration
-	saved   map[string]bool // artifact ids already written to outDir
-	pending []string        // uploads named in the next message
+	saved   map[string]bool   // artifact ids already written to outDir
+	names   map[string]string // artifact id → name, of the artifacts seen
+	pending []string          // uploads named in the next message
 	lines   <-chan lineOrErr
 	intr    <-chan os.Signal
 	stream  bool // follow turns through the event stream (false: polling only)
@@ -259,7 +262,8 @@ func (s *session) upload(ctx context.Context, path string) error {
 		return fmt.Errorf("upload %s: %w", path, err)
 	}
 	s.pending = append(s.pending, a.ID)
-	s.printf("attached %s (%s) to your next message\n", a.Name, a.ID)
+	s.names[a.ID] = a.Name
+	s.printf("attached %s to your next message\n", a.Name)
 	return nil
 }
 
@@ -484,7 +488,10 @@ func (s *session) answerWaiting(ctx context.Context, f *following) error {
 // with the count of LLM calls, or why it did not succeed; then it saves the
 // artifacts.
 func (s *session) finish(ctx context.Context, f *following, t Turn) {
-	s.printSteps(t.Steps, f.printed)
+	for _, a := range t.Artifacts {
+		s.names[a.ID] = a.Name
+	}
+	s.printSteps(f, t.Steps)
 	switch t.Status {
 	case StatusSucceeded:
 		if f.text != "" && strings.TrimSpace(f.text) == strings.TrimSpace(t.Reply) {
@@ -492,9 +499,8 @@ func (s *session) finish(ctx context.Context, f *following, t Turn) {
 				s.printf("\n")
 			}
 		} else {
-			s.printf("\n%s\n", t.Reply)
+			s.printf("\n%s\n", s.named(t.Reply))
 		}
-		s.printf("(%s)\n", llmCalls(t.LLMCalls))
 	case StatusBlocked:
 		s.printf("\n⛔ blocked by policy: %s\n", firstNonEmpty(t.Reply, "no reason given"))
 	case StatusCancelled:
@@ -502,7 +508,44 @@ func (s *session) finish(ctx context.Context, f *following, t Turn) {
 	default:
 		s.printf("\n✗ turn %s: %s\n", t.Status, firstNonEmpty(t.Reply, "no details"))
 	}
+	s.printf("(%s)\n", usage(t))
 	s.saveArtifacts(ctx, t.Artifacts)
+}
+
+// usage is what a turn spent: "1 LLM call, 1,234 tokens, $0.0012" (the
+// tokens and cost when there are any).
+func usage(t Turn) string {
+	parts := []string{llmCalls(t.LLMCalls)}
+	if t.Tokens > 0 {
+		parts = append(parts, thousands(t.Tokens)+" tokens")
+	}
+	if t.CostUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%.4f", t.CostUSD))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// thousands writes n with commas between thousands.
+func thousands(n int) string {
+	d := strconv.Itoa(n)
+	for i := len(d) - 3; i > 0; i -= 3 {
+		d = d[:i] + "," + d[i:]
+	}
+	return d
+}
+
+// artifactIDs are the ids the platform gives artifacts.
+var artifactIDs = regexp.MustCompile(`\bart_[A-Za-z0-9_-]+`)
+
+// named writes the artifacts' ids in text as their names (the id stays
+// with an artifact this session has not seen).
+func (s *session) named(text string) string {
+	return artifactIDs.ReplaceAllStringFunc(text, func(id string) string {
+		if n, ok := s.names[id]; ok {
+			return n
+		}
+		return id
+	})
 }
 
 // llmCalls is "1 LLM call" or "N LLM calls".
@@ -526,7 +569,7 @@ func firstNonEmpty(s ...string) string {
 // asking the user whenever the turn waits for input or approval. While the
 // service answers 503 it says so once and polls only every Retry-After.
 func (s *session) pollTurn(ctx context.Context, f *following) error {
-	tid, printed := f.tid, f.printed
+	tid := f.tid
 	failures := 0
 	var down time.Time // when the current run of 503s began
 	for {
@@ -566,7 +609,7 @@ func (s *session) pollTurn(ctx context.Context, f *following) error {
 			continue
 		}
 		failures = 0
-		s.printSteps(t.Steps, printed)
+		s.printSteps(f, t.Steps)
 		switch t.Status {
 		case StatusAwaitingInput:
 			if err := s.answerForm(ctx, tid, t.Form); err != nil {
@@ -598,8 +641,7 @@ var stepIcons = map[string]string{
 
 // printSteps prints each tool step when it starts and when it ends. LLM
 // calls are left out of the lines; their count comes with the reply.
-func (s *session) printSteps(steps []Step, printed map[string]string) {
-	f := &following{printed: printed}
+func (s *session) printSteps(f *following, steps []Step) {
 	for i, st := range steps {
 		if st.Tool != "llm" {
 			s.printStep(f, st, i)
@@ -789,14 +831,14 @@ func (s *session) askApproval(ctx context.Context, ap *Approval) (Decision, erro
 	for {
 		for _, c := range ap.Calls {
 			for i, st := range c.Steps {
-				s.printf("  %s step %d %s: %s %s\n", c.Tool, i+1, st.Name, st.Skill, compact(argsJSON(st.Arguments)))
+				s.printf("  %s step %d %s: %s %s\n", c.Tool, i+1, st.Name, st.Skill, s.withNames(argsJSON(st.Arguments)))
 			}
 		}
 		if len(ap.Calls) == 1 {
-			s.printf("Approve %s %s? [y/N/e] ", ap.Calls[0].Tool, compact(argsJSON(ap.Calls[0].Arguments)))
+			s.printf("Approve %s %s? [y/N/e] ", ap.Calls[0].Tool, s.withNames(argsJSON(ap.Calls[0].Arguments)))
 		} else {
 			for _, c := range ap.Calls {
-				s.printf("  %s %s\n", c.Tool, compact(argsJSON(c.Arguments)))
+				s.printf("  %s %s\n", c.Tool, s.withNames(argsJSON(c.Arguments)))
 			}
 			s.printf("Approve these %d calls? [y/N/e] ", len(ap.Calls))
 		}
@@ -881,6 +923,22 @@ func argsJSON(args map[string]any) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// withNames is compact(raw), followed by the names of the artifacts it
+// names by id: "{…"art_1"…} (art_1 is hello.svg)".
+func (s *session) withNames(raw json.RawMessage) string {
+	js := compact(raw)
+	var named []string
+	for _, id := range artifactIDs.FindAllString(js, -1) {
+		if n, ok := s.names[id]; ok && !slices.Contains(named, id+" is "+n) {
+			named = append(named, id+" is "+n)
+		}
+	}
+	if len(named) == 0 {
+		return js
+	}
+	return js + " (" + strings.Join(named, ", ") + ")"
 }
 
 // compact prints JSON on one line as a person reads it: the server's

@@ -500,3 +500,18 @@ func TestSafeName(t *testing.T) {
 		}
 	}
 }
+
+func TestUsage(t *testing.T) {
+	for _, tc := range []struct {
+		t    Turn
+		want string
+	}{
+		{Turn{LLMCalls: 1}, "1 LLM call"},
+		{Turn{LLMCalls: 2, Tokens: 1234567}, "2 LLM calls, 1,234,567 tokens"},
+		{Turn{LLMCalls: 3, Tokens: 999, CostUSD: 0.00125}, "3 LLM calls, 999 tokens, $0.0013"},
+	} {
+		if got := usage(tc.t); got != tc.want {
+			t.Errorf("usage(%+v) = %q, want %q", tc.t, got, tc.want)
+		}
+	}
+}

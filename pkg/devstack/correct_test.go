@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -367,8 +368,8 @@ func TestApprovalIDAndEdit(t *testing.T) {
 		t.Errorf("approval without id = %d %+v, want 400 missing_approval_id", code, e)
 	}
 	bad := map[string]any{callID: map[string]any{"artifact_id": args["artifact_id"], "channel": "carrier pigeon"}}
-	if code := c.do("POST", input, map[string]any{"approval": map[string]any{"id": v.Approval.ID, "decision": "approve", "arguments": bad}}, &e); code != http.StatusBadRequest || e.Error.Code != "invalid_arguments" || !strings.Contains(e.Error.Message, "channel") {
-		t.Errorf("edit outside the enum = %d %+v, want 400 invalid_arguments naming channel", code, e)
+	if code := c.do("POST", input, map[string]any{"approval": map[string]any{"id": v.Approval.ID, "decision": "approve", "arguments": bad}}, &e); code != http.StatusBadRequest || e.Error.Code != "invalid_arguments" || !strings.Contains(e.Error.Message, "channel") || strings.Contains(e.Error.Message, "again") {
+		t.Errorf("edit outside the enum = %d %+v, want 400 invalid_arguments naming channel, worded for a person", code, e)
 	}
 	if now := c.turn(cid, tid); now.Status != "awaiting_approval" || len(st.Publications.List()) != 0 {
 		t.Fatalf("after refused answers: %s with %d publications, want still awaiting_approval and nothing run", now.Status, len(st.Publications.List()))
@@ -379,6 +380,9 @@ func TestApprovalIDAndEdit(t *testing.T) {
 	}
 	if v := c.wait(cid, tid); v.Status != "succeeded" {
 		t.Fatalf("turn = %s %q, want succeeded", v.Status, v.Reply)
+	} else if len(v.Answers) != 1 || v.Answers[0].Decision != "approve" || !slices.Equal(v.Answers[0].Edited, []string{callID}) {
+		// Issue 28: that the user edited the arguments is the turn's, for a reload.
+		t.Errorf("answers = %+v, want one approve that edited %s", v.Answers, callID)
 	}
 	pubs := st.Publications.List()
 	if len(pubs) != 1 || pubs[0].Channel != "archive" {

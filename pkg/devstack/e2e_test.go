@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -19,7 +20,10 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
+	"github.com/clientagent/clientagent/pkg/wire"
 )
 
 // Scenario 1 (docs/design.md §2): "Create a PNG image with the word Popelnase" chains
@@ -196,8 +200,16 @@ func TestFormRoundTrip(t *testing.T) {
 	if v.Status != "succeeded" || len(v.Artifacts) == 0 {
 		t.Fatalf("turn = %s %q, artifacts %v; want succeeded with a drawing", v.Status, v.Reply, v.Artifacts)
 	}
-	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "brass"}}}); code != http.StatusConflict {
-		t.Errorf("second answer = %d, want 409", code)
+	// Issue 28: the second answer is told it came second, in those words.
+	var e struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/input", map[string]any{"answers": map[string]any{f.CallID: map[string]any{"material": "brass"}}}, &e); code != http.StatusConflict || !strings.Contains(e.Error.Message, "already answered") {
+		t.Errorf("second answer = %d %+v, want 409 saying already answered", code, e)
+	}
+	// Issue 28: the turn keeps what the user answered, for a reload.
+	if len(v.Answers) != 1 || v.Answers[0].Kind != "form" || v.Answers[0].Values[f.CallID]["material"] != "steel" {
+		t.Errorf("answers = %+v, want the one form answer material: steel", v.Answers)
 	}
 	// docs/design.md §3.5: the result tells the model the user supplied material.
 	r := toolResults(m.requests()[1])["f1"]
@@ -241,12 +253,17 @@ func TestApproval(t *testing.T) {
 			if code := c.as("mallory", st).input(cid, tid, map[string]any{"approval": map[string]any{"id": v.Approval.ID, "decision": "approve"}}); code != http.StatusNotFound {
 				t.Errorf("another user's approval = %d, want 404", code)
 			}
-			if code := c.decide(cid, tid, decision, nil); code != http.StatusAccepted {
+			note := "checked by " + decision
+			if code := c.decide(cid, tid, decision, map[string]any{"note": note}); code != http.StatusAccepted {
 				t.Fatalf("decision = %d, want 202", code)
 			}
 			v = c.wait(cid, tid)
 			if v.Status != "succeeded" {
 				t.Fatalf("status = %s (%s), want succeeded", v.Status, v.Reply)
+			}
+			// Issue 28: the decision and its note are the turn's, for a reload.
+			if len(v.Answers) != 1 || v.Answers[0].Kind != "approval" || v.Answers[0].Decision != decision || v.Answers[0].Note != note || len(v.Answers[0].Edited) != 0 {
+				t.Errorf("answers = %+v, want one %s with note %q and no edit", v.Answers, decision, note)
 			}
 			want, wantReply := 1, "publish: succeeded"
 			if decision == "reject" {
@@ -544,4 +561,138 @@ func auditEvents(t *testing.T, dataDir, tool string) []string {
 	})
 	sort.Strings(out)
 	return out
+}
+
+// Issue 28: of two answers sent at once (two tabs, a double click), one
+// runs and the other is told the turn was already answered.
+func TestDoubleSubmitSaysAlreadyAnswered(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, publishModel())
+	cid := c.newConversation()
+	tid := c.send(cid, "Make a Hello SVG and publish it to web")
+	v := c.wait(cid, tid)
+	if v.Approval == nil {
+		t.Fatalf("turn = %+v, want an approval", v)
+	}
+	body := map[string]any{"approval": map[string]any{"id": v.Approval.ID, "decision": "approve"}}
+	type result struct {
+		code int
+		msg  string
+	}
+	results := make(chan result, 2)
+	for range 2 {
+		go func() {
+			var e struct {
+				Error struct{ Message string } `json:"error"`
+			}
+			code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/input", body, &e)
+			results <- result{code, e.Error.Message}
+		}()
+	}
+	a, b := <-results, <-results
+	if a.code == http.StatusConflict {
+		a, b = b, a
+	}
+	if a.code != http.StatusAccepted || b.code != http.StatusConflict || !strings.Contains(b.msg, "already answered") {
+		t.Errorf("answers = %+v and %+v, want one 202 and one 409 saying already answered", a, b)
+	}
+	if v := c.wait(cid, tid); v.Status != "succeeded" || len(st.Publications.List()) != 1 {
+		t.Errorf("turn = %s with %d publications, want succeeded with one", v.Status, len(st.Publications.List()))
+	}
+}
+
+// Issue 28: edit and resend, or regenerate, the last message. A message
+// with supersedes replaces the newest ended turn in the model's window
+// (the replaced turn is left out, now and later), the history keeps it
+// and its Turn says superseded_by; only the newest ended turn can be
+// replaced.
+func TestSupersedesTheLastTurn(t *testing.T) {
+	t.Parallel()
+	m := &model{decide: func(req llm.Request) *llm.Response { return answer("answer to " + lastUser(req)) }}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	first := c.send(cid, "the first wording")
+	if v := c.wait(cid, first); v.Status != "succeeded" {
+		t.Fatalf("first turn = %s", v.Status)
+	}
+	var res struct {
+		TurnID string `json:"turn_id"`
+	}
+	msgs := "/v1/conversations/" + cid + "/messages"
+	if code := c.do("POST", msgs, map[string]any{"text": "the edited wording", "supersedes": first}, &res); code != http.StatusAccepted {
+		t.Fatalf("resend = %d, want 202", code)
+	}
+	v := c.wait(cid, res.TurnID)
+	if v.Status != "succeeded" || v.Supersedes != first {
+		t.Fatalf("resent turn = %s supersedes %q, want succeeded superseding %s", v.Status, v.Supersedes, first)
+	}
+	var e struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	if code := c.do("POST", msgs, map[string]any{"text": "again", "supersedes": first}, &e); code != http.StatusConflict || e.Error.Code != "not_last_turn" {
+		t.Errorf("superseding an older turn = %d %s, want 409 not_last_turn", code, e.Error.Code)
+	}
+	third := c.send(cid, "a follow-up")
+	c.wait(cid, third)
+	for i, req := range m.requests()[1:] {
+		for _, msg := range req.Messages {
+			if contains(msg.Content, "first wording") {
+				t.Errorf("request %d after the resend still has the replaced turn: %q", i+1, msg.Content)
+			}
+		}
+	}
+	last := m.requests()[len(m.requests())-1]
+	if !slices.ContainsFunc(last.Messages, func(msg llm.Message) bool { return msg.Content == "answer to the edited wording" }) {
+		t.Errorf("the follow-up's window lacks the resent turn: %+v", last.Messages)
+	}
+	var conv struct {
+		History []struct{ Content string } `json:"history"`
+		Turns   []wire.Turn                `json:"turns"`
+	}
+	c.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if len(conv.Turns) != 3 || conv.Turns[0].SupersededBy != res.TurnID || !slices.ContainsFunc(conv.History, func(h struct{ Content string }) bool { return h.Content == "the first wording" }) {
+		t.Errorf("conversation = %+v, want the replaced turn kept, superseded by %s", conv, res.TurnID)
+	}
+}
+
+// Issue 28: the LLM call inspector. With content capture on (the traces'
+// switch), each LLM step keeps the messages sent, the tools offered and the
+// raw response; with it off, nothing of the kind is kept; another user
+// cannot read the turn at all.
+func TestLLMInspectorFollowsTheCaptureSwitch(t *testing.T) {
+	t.Parallel()
+	for _, capture := range []bool{true, false} {
+		tr := telemetry.Disabled()
+		tr.CaptureContent = capture
+		st, c := stack(t, nil, func(cfg *Config) { cfg.Tracing = tr })
+		cid := c.newConversation()
+		tid := c.send(cid, "Create an SVG with the word Inspect")
+		v := c.wait(cid, tid)
+		var llmSteps []record.Step
+		for _, s := range v.Steps {
+			if s.Tool == "llm" {
+				llmSteps = append(llmSteps, s)
+			}
+		}
+		if len(llmSteps) != 2 {
+			t.Fatalf("capture %v: LLM steps = %+v, want 2", capture, llmSteps)
+		}
+		raw := llmSteps[0].Inspect
+		var in *record.LLMInspect
+		if raw != nil {
+			if err := json.Unmarshal(raw, &in); err != nil {
+				t.Fatalf("inspect %s: %v", raw, err)
+			}
+		}
+		switch {
+		case !capture && in != nil:
+			t.Errorf("capture off: the step kept %+v", in)
+		case capture && (in == nil || !slices.ContainsFunc(in.Messages, func(m llm.Message) bool { return contains(m.Content, "word Inspect") }) ||
+			!slices.Contains(in.Tools, "create_svg_artifact") || len(in.Response.ToolCalls) != 1 || in.Response.Usage.Total() == 0):
+			t.Errorf("capture on: inspect = %+v, want the messages, the tools and the raw response", in)
+		}
+		if code := c.as("mallory", st).do("GET", "/v1/conversations/"+cid+"/turns/"+tid, nil, nil); code != http.StatusNotFound {
+			t.Errorf("another user's read = %d, want 404", code)
+		}
+	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/guardian/rules"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
+	"github.com/clientagent/clientagent/pkg/mcp"
 )
 
 // slowGuardian is a guardian that takes delay before it answers.
@@ -293,5 +294,26 @@ func TestGuardianDownFailsClosed(t *testing.T) {
 	v := c.wait(cid, c.send(cid, "Create a PNG image with the word Hello"))
 	if v.Status != "failed" || !contains(v.Reply, "guardian could not check the request") || contains(v.Reply, "127.0.0.1") || len(v.Artifacts) != 0 {
 		t.Errorf("turn with the guardian down = %s %q (%d artifacts), want failed closed with the reason", v.Status, v.Reply, len(v.Artifacts))
+	}
+}
+
+// allowAll is a guardian that allows everything.
+type allowAll struct{}
+
+func (allowAll) Check(context.Context, guardian.Input) (guardian.Decision, error) {
+	return guardian.Decision{Action: guardian.Allow}, nil
+}
+
+// Issue 28: the start banner says that a guardian and MCP servers are on
+// (and an MCP server that cannot be reached does not stop the stack).
+func TestBannerSaysGuardianAndMCP(t *testing.T) {
+	t.Parallel()
+	st, _ := stack(t, nil, func(cfg *Config) {
+		cfg.Guardian, cfg.GuardianName = guardian.New(allowAll{}, "test", guardian.Policy{}), "rules: test policy"
+		cfg.MCP, cfg.MCPFetchTimeout = []mcp.ServerConfig{{Name: "away", URL: "http://127.0.0.1:1/mcp"}}, time.Second
+	})
+	b := st.Banner("test")
+	if !strings.Contains(b, "guardian:  rules: test policy") || !strings.Contains(b, "MCP:       away (") {
+		t.Errorf("Banner() = %q, want its guardian and MCP lines", b)
 	}
 }

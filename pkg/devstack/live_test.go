@@ -20,6 +20,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/turn"
 	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
@@ -35,7 +36,14 @@ type sseEvent struct {
 // and sends what it reads until the stream ends.
 func (c *client) events(cid, query, lastID string) (<-chan sseEvent, *http.Response) {
 	c.t.Helper()
-	req, _ := http.NewRequest("GET", c.base+"/v1/conversations/"+cid+"/events"+query, nil)
+	return c.stream("/v1/conversations/"+cid+"/events"+query, lastID)
+}
+
+// stream opens an event stream at path (after lastID) and sends what it
+// reads until the stream ends.
+func (c *client) stream(path, lastID string) (<-chan sseEvent, *http.Response) {
+	c.t.Helper()
+	req, _ := http.NewRequest("GET", c.base+path, nil)
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	req.Header.Set("Accept", "text/event-stream")
 	if lastID != "" {
@@ -518,5 +526,154 @@ func TestEventStreamsAreCappedPerUser(t *testing.T) {
 			t.Fatalf("stream after closing one = %d for 30 s, want 200", r.StatusCode)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Issue 28: Stop keeps the partial answer. A cancel while the model
+// streams keeps the text shown so far as the cancelled turn's partial
+// reply, with a stopped LLM step that gets the call's tokens once the
+// provider answers (the turn counts the call), and the model's next window
+// has it as an assistant message marked interrupted.
+func TestStopKeepsThePartialAnswer(t *testing.T) {
+	t.Parallel()
+	const shown = "The first half of an answer"
+	release := make(chan struct{})
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if strings.Contains(lastUser(req), "again") {
+			return answer("the second answer")
+		}
+		req.OnText("The first half ")
+		req.OnText("of an answer")
+		<-release
+		return answer(shown + ", and the rest nobody saw.")
+	}}
+	_, c := stack(t, m)
+	cid := c.newConversation()
+	ch, _ := c.events(cid, "", "")
+	tid := c.send(cid, "think slowly")
+	var text strings.Builder
+	for deadline := time.After(30 * time.Second); text.String() != shown; {
+		select {
+		case ev := <-ch:
+			if ev.Type == "llm.delta" {
+				text.WriteString(ev.Data["text"].(string))
+			}
+		case <-deadline:
+			t.Fatalf("streamed %q within 30s, want %q", text.String(), shown)
+		}
+	}
+	var v wire.Turn
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted || v.Status != "cancelled" {
+		t.Fatalf("cancel = %d %s, want 202 cancelled", code, v.Status)
+	}
+	if v.PartialReply != shown {
+		t.Errorf("partial reply = %q, want %q", v.PartialReply, shown)
+	}
+	close(release)
+	// The call's spend joins the stopped step when the model has answered.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		v = c.turn(cid, tid)
+		var llmSteps []record.Step
+		for _, s := range v.Steps {
+			if s.Tool == "llm" {
+				llmSteps = append(llmSteps, s)
+			}
+		}
+		if len(llmSteps) != 1 || llmSteps[0].Status != "stopped" {
+			t.Fatalf("LLM steps = %+v, want one stopped", llmSteps)
+		}
+		if llmSteps[0].Tokens == 110 && v.LLMCalls == 1 && v.Tokens == 110 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stopped step %+v, turn llm_calls %d tokens %d; want the call's 110 tokens counted once", llmSteps[0], v.LLMCalls, v.Tokens)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if v.Status != "cancelled" || v.PartialReply != shown {
+		t.Errorf("turn = %s, partial %q; want cancelled keeping %q", v.Status, v.PartialReply, shown)
+	}
+	next := c.send(cid, "go on again")
+	if v := c.wait(cid, next); v.Status != "succeeded" {
+		t.Fatalf("next turn = %s %q", v.Status, v.Reply)
+	}
+	reqs := m.requests()
+	found := false
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		if msg.Role == llm.RoleAssistant && msg.Content == shown+turn.InterruptedMark {
+			found = true
+		}
+		if contains(msg.Content, "nobody saw") {
+			t.Errorf("the next window has the text nobody was shown: %q", msg.Content)
+		}
+	}
+	if !found {
+		t.Errorf("the next window %+v lacks the stopped answer marked interrupted", reqs[len(reqs)-1].Messages)
+	}
+}
+
+// Issue 28: the user's own event stream (GET /v1/events) tells every
+// change of their conversation list, wherever it came from: created,
+// each status of a turn (running, waiting for approval, running again,
+// ended), renamed, deleted. Another user's stream tells none of it.
+func TestUserEventStream(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, publishModel())
+	ch, resp := c.stream("/v1/events", "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET /v1/events = %d, want 200", resp.StatusCode)
+	}
+	other, _ := c.as("mallory", st).stream("/v1/events?timeout=30", "")
+	cid := c.newConversation()
+	tid := c.send(cid, "Make a Hello SVG and publish it to web")
+	if v := c.wait(cid, tid); v.Status != "awaiting_approval" {
+		t.Fatalf("turn = %s, want awaiting_approval", v.Status)
+	}
+	if code := c.decide(cid, tid, "approve", nil); code != http.StatusAccepted {
+		t.Fatalf("approve = %d", code)
+	}
+	if v := c.wait(cid, tid); v.Status != "succeeded" {
+		t.Fatalf("turn = %s, want succeeded", v.Status)
+	}
+	if code := c.do("PATCH", "/v1/conversations/"+cid, map[string]any{"title": "Renamed live"}, nil); code != http.StatusOK {
+		t.Fatalf("rename = %d", code)
+	}
+	if code := c.do("DELETE", "/v1/conversations/"+cid, nil, nil); code != http.StatusNoContent {
+		t.Fatalf("delete = %d", code)
+	}
+	want := []string{"conversation.created", "conversation.status running", "conversation.status awaiting_approval",
+		"conversation.status running", "conversation.status succeeded", "conversation.renamed Renamed live", "conversation.deleted"}
+	var got []string
+	for deadline := time.After(30 * time.Second); len(got) < len(want); {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				t.Fatalf("the stream ended after %v", got)
+			}
+			if ev.Data["conversation_id"] != cid {
+				t.Errorf("event %+v is not of the conversation %s", ev, cid)
+			}
+			s := ev.Type
+			if v, ok := ev.Data["status"].(string); ok {
+				s += " " + v
+			}
+			if v, ok := ev.Data["title"].(string); ok && ev.Type == "conversation.renamed" {
+				s += " " + v
+			}
+			got = append(got, s)
+		case <-deadline:
+			t.Fatalf("events within 30s = %v, want %v", got, want)
+		}
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("events = %v, want %v", got, want)
+	}
+	select {
+	case ev, ok := <-other:
+		if ok {
+			t.Errorf("another user's stream told %+v", ev)
+		}
+	default:
 	}
 }

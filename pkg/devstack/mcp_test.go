@@ -120,6 +120,16 @@ func TestMCPServerEverything(t *testing.T) {
 				}
 			})
 
+			// Issue 28: the README's MCP prompt works with the demo model.
+			t.Run("demo model", func(t *testing.T) {
+				_, c := stack(t, nil, withMCP)
+				cid := c.newConversation()
+				v := c.wait(cid, c.send(cid, "Call everything_echo with message hello from the demo"))
+				if v.Status != record.StatusSucceeded || !strings.Contains(v.Reply, "hello from the demo") {
+					t.Fatalf("turn = %s %q, want succeeded with the echo", v.Status, v.Reply)
+				}
+			})
+
 			t.Run("call", func(t *testing.T) {
 				m := oneCall("everything_get-sum", map[string]any{"a": 2, "b": 40})
 				_, c := stack(t, m, withMCP)

@@ -144,7 +144,7 @@ func TestWorkflowFreeTextModelFillsInputs(t *testing.T) {
 	cid := c.newConversation()
 	tid := c.startWorkflow(cid, map[string]any{"text": "/workflow word_to_png please render Hinted"})
 	v := c.wait(cid, tid)
-	if v.Status != "succeeded" || v.LLMCalls != 2 || !strings.Contains(v.Reply, "word_to_png finished") {
+	if v.Status != "succeeded" || v.LLMCalls != 2 || !strings.Contains(v.Reply, "Word to PNG finished") {
 		t.Fatalf("turn = %s %q with %d LLM calls, want succeeded after 2 (fill the inputs, answer)", v.Status, v.Reply, v.LLMCalls)
 	}
 	c.pngOf(cid, v)

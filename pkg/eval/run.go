@@ -290,8 +290,8 @@ func observedCalls(steps []StepView, history []HistoryEntry, tid string, shown m
 	}
 	calls := make([]Call, 0, len(steps))
 	for _, s := range steps {
-		if s.CallID == "" {
-			continue // a model step (tool "llm"), not a call
+		if s.CallID == "" || s.Parent != "" {
+			continue // a model step (tool "llm"), or a workflow's own step: not the model's call
 		}
 		c := Call{Tool: s.Tool, CallID: s.CallID, Status: s.Status}
 		if a, ok := inputs[s.CallID]; ok {

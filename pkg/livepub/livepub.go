@@ -118,6 +118,12 @@ func (p *Publisher) Publish(ctx context.Context, cid string, evs ...record.Event
 	if p == nil || p.queue == nil {
 		return
 	}
+	if strings.HasPrefix(cid, "u_") {
+		// A user's own log (record.UserLog: the conversation list's
+		// changes) has no conversation channel; on AWS the list is read
+		// again as the conversations' events arrive.
+		return
+	}
 	for _, e := range evs {
 		p.pending.Add(1)
 		select {

@@ -20,9 +20,9 @@ func TextHash(text string) string {
 }
 
 // ForgetBlocked replaces what the user sent in turn t — its text, its user
-// messages and history entries, a selected workflow's inputs and the
-// arguments of the calls made from them — by BlockedText, keeping only
-// the text's hash. It returns the text it replaced, so the store can
+// messages and history entries, a selected workflow's inputs, the
+// arguments of the calls made from them and the form answers to them —
+// by BlockedText, keeping only the text's hash. It returns the text it replaced, so the store can
 // forget it where the turn is not the only copy (the title, the event log).
 // A turn already forgotten is left as it is.
 func (t *Turn) ForgetBlocked() string {
@@ -53,6 +53,14 @@ func (t *Turn) ForgetBlocked() string {
 	t.Messages = []llm.Message{{Role: llm.RoleUser, Content: BlockedText}}
 	for i := range t.Pending {
 		t.Pending[i].Arguments = nil
+	}
+	// An LLM call's inspector held the message too.
+	for i := range t.Steps {
+		t.Steps[i].Inspect = nil
+	}
+	// Form answers fill the calls' arguments: they go with them.
+	for i := range t.Answers {
+		t.Answers[i].Values = nil
 	}
 	for i := range t.History {
 		h := &t.History[i]

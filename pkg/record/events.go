@@ -2,6 +2,7 @@ package record
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"time"
 
@@ -20,6 +21,21 @@ const (
 	EventArtifact    = wire.EventArtifact
 	EventTurnEnded   = wire.EventTurnEnded
 )
+
+// Event types of a user's own log (GET /v1/events): what the user's
+// conversation list shows, wherever the change came from (another tab,
+// the CLI, the API, A2A). Data holds conversation_id, and title or status.
+const (
+	EventConversationCreated = "conversation.created"
+	EventConversationRenamed = "conversation.renamed"
+	EventConversationDeleted = "conversation.deleted"
+	EventConversationStatus  = "conversation.status"
+)
+
+// UserLog is the name of owner's own log in an EventLog, beside the
+// conversations' logs (which are named by conversation id, "c_…"); the
+// owner is encoded, so no owner id can name another log.
+func UserLog(owner string) string { return "u_" + base64.RawURLEncoding.EncodeToString([]byte(owner)) }
 
 // Event is one entry of a conversation's event log: what happened in one
 // of its turns, as the steps do it. ID is the log's own id, assigned when

@@ -126,6 +126,10 @@ type Turn struct {
 	Text      string             `json:"text"`
 	Files     []string           `json:"files,omitempty"` // uploads named for this turn
 	Workflow  *WorkflowSelection `json:"workflow,omitempty"`
+	// Supersedes is the turn this one replaces (an edited and resent, or
+	// regenerated, last message): the model's window leaves that turn out;
+	// the history keeps it.
+	Supersedes string `json:"supersedes,omitempty"`
 	// Trace is the W3C traceparent of the turn's root span (pkg/telemetry),
 	// set by the API when tracing is on: the step or the API call that ends
 	// the turn exports that span.
@@ -145,6 +149,9 @@ type Turn struct {
 
 	FinalReport string `json:"final_report,omitempty"`
 	Error       string `json:"error,omitempty"` // failed / expired message
+	// Partial is the text the model had streamed when the user stopped
+	// the turn (kept, marked interrupted, in Messages too).
+	Partial string `json:"partial,omitempty"`
 	// BlockedHash is the hash (TextHash) of the message the guardian
 	// blocked, which is not kept (ForgetBlocked).
 	BlockedHash string `json:"blocked_hash,omitempty"`
@@ -182,6 +189,9 @@ type Turn struct {
 	WaitingSince time.Time     `json:"waiting_since,omitzero"`
 	// Produced lists the artifact ids this turn produced.
 	Produced []string `json:"produced,omitempty"`
+	// Answers are the user's replies to the turn's pauses, as applied, in
+	// order: what a page shows as the user's answers after a reload.
+	Answers []Answer `json:"answers,omitempty"`
 
 	// TaskToken is the Step Functions token of the open pause; set by the
 	// await handler together with the waiting status, cleared on resume.
@@ -198,6 +208,16 @@ type Turn struct {
 	CancelRequested bool `json:"-"`
 }
 
+// Answer is one reply of the user to a pause of a turn (a form or an
+// approval), as applied: what the page shows after a reload.
+type Answer = wire.Answer
+
+// Answer kinds.
+const (
+	AnswerForm     = "form"
+	AnswerApproval = "approval"
+)
+
 // Repeat is the no-progress state of one call (tool + arguments): the
 // hash of its newest result and how many calls in a row returned it.
 type Repeat struct {
@@ -211,6 +231,28 @@ func (t *Turn) Answered() bool { return t.TaskToken != "" && t.AnsweredToken == 
 // Step is one visible step of a turn (docs/api/openapi.yaml Turn.steps): an LLM call
 // (Tool "llm") or a tool call.
 type Step = wire.Step
+
+// LLMInspect is one LLM call as the provider had it: the messages sent
+// (the window, after the system prompt and the step's context), the tools
+// offered, and the response.
+type LLMInspect struct {
+	System   string        `json:"system"`
+	Messages []llm.Message `json:"messages"`
+	Context  string        `json:"context,omitempty"`
+	Tools    []string      `json:"tools"`
+	Response LLMResponse   `json:"response"`
+}
+
+// LLMResponse is an LLM call's raw answer.
+type LLMResponse struct {
+	Model     string         `json:"model,omitempty"`
+	Text      string         `json:"text,omitempty"`
+	ToolCalls []llm.ToolCall `json:"tool_calls,omitempty"`
+	Usage     llm.Usage      `json:"usage"`
+}
+
+// StepStopped is the status of the LLM call a cancel interrupted.
+const StepStopped = wire.StepStopped
 
 // TimeLayout is how the API writes times: RFC 3339 with milliseconds.
 const TimeLayout = wire.TimeLayout

@@ -98,6 +98,18 @@ func Title(text string) string {
 	return string(r[:TitleLimit-1]) + "…"
 }
 
+// Superseded maps each turn another turn replaces (Turn.Supersedes) to
+// the turn that replaces it.
+func (c *Conversation) Superseded() map[string]string {
+	out := map[string]string{}
+	for _, t := range c.Turns {
+		if t.Supersedes != "" {
+			out[t.Supersedes] = t.ID
+		}
+	}
+	return out
+}
+
 // Turn returns the turn with id.
 func (c *Conversation) Turn(id string) (*Turn, bool) {
 	for _, t := range c.Turns {
@@ -152,10 +164,14 @@ func (c *Conversation) LLMView(turnID string, window int) []llm.Message {
 func (c *Conversation) LLMWindow(turnID string, window int) ([]llm.Message, string) {
 	ordered := make([]*Turn, 0, len(c.Turns))
 	var self *Turn
+	replaced := c.Superseded()
 	for _, t := range c.Turns {
 		if t.ID == turnID && self == nil {
 			self = t
 			continue
+		}
+		if replaced[t.ID] != "" {
+			continue // an edited or regenerated message replaced it
 		}
 		ordered = append(ordered, t)
 	}

@@ -81,19 +81,26 @@ func Disabled() *Tracing { return &Tracing{Provider: noop.NewTracerProvider()} }
 // that may be frozen between requests (Lambda) calls Flush after each.
 func FromEnv(ctx context.Context, getenv func(string) string, opts Options) (*Tracing, error) {
 	capture := strings.EqualFold(strings.TrimSpace(getenv(EnvCaptureContent)), "true")
+	// The switch also decides whether the turn record keeps each LLM
+	// call's content for its inspector (Recording), exported or not.
+	off := func() *Tracing {
+		t := Disabled()
+		t.CaptureContent = capture
+		return t
+	}
 	if strings.EqualFold(getenv(EnvSDKDisabled), "true") {
-		return Disabled(), nil
+		return off(), nil
 	}
 	switch exp := strings.TrimSpace(getenv(EnvTracesExporter)); exp {
 	case "", "otlp":
 	case "none":
-		return Disabled(), nil
+		return off(), nil
 	default:
 		return nil, fmt.Errorf("%s=%q: only otlp (http/protobuf) or none", EnvTracesExporter, exp)
 	}
 	endpoint := TracesEndpoint(getenv)
 	if endpoint == "" {
-		return Disabled(), nil
+		return off(), nil
 	}
 	if _, err := url.Parse(endpoint); err != nil {
 		return nil, fmt.Errorf("OTLP traces endpoint %q: %w", endpoint, err)
@@ -168,6 +175,11 @@ var noopTracer = noop.NewTracerProvider().Tracer(ScopeName)
 // Capture reports whether content (messages, arguments, results) may be
 // recorded on spans.
 func (t *Tracing) Capture() bool { return t.Enabled() && t.CaptureContent }
+
+// Recording reports whether the operator turned content capture on
+// (EnvCaptureContent), whether traces are exported or not: then the turn
+// record keeps what each LLM call sent and got, for its owner's inspector.
+func (t *Tracing) Recording() bool { return t != nil && t.CaptureContent }
 
 // Flush exports the spans ended so far and waits for it: Lambda freezes
 // the process after each invocation, and a batch left behind would go out

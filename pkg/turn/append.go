@@ -159,6 +159,16 @@ func (h *Handlers) appendResults(cat *catalog.Catalog, t *record.Turn, outcomes 
 		t.ToolResults[pc.CallID] = raw
 		step.Status = r.Status
 		t.Steps = append(t.Steps, step)
+		if pc.Kind == record.KindWorkflow {
+			// The workflow's own steps stay, nested under it (Step.Parent).
+			for i := 0; ; i++ {
+				so, done := outcomes[record.WorkflowStepID(pc.CallID, i)]
+				if !done {
+					break
+				}
+				t.Steps = append(t.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: so.StepStatus(), StartedAt: so.StartedAt, EndedAt: so.EndedAt, Parent: pc.CallID})
+			}
+		}
 		_, ran := outcomes[pc.CallID]
 		countResult(t, pc.Tool, callKey(pc.Tool, modelArgs[pc.CallID]), r, ran && pc.State == record.CallReady)
 	}

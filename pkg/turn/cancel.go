@@ -82,9 +82,14 @@ func (h *Handlers) finishCancel(ctx context.Context, r Ref, user string, reporte
 			running[id] = true
 		}
 	}
+	stopped, inflight := h.inflightLLM(ctx, r, t)
 	arts, err := h.closeBatch(ctx, conv, t, outcomes, record.StatusCancelled, CancelledMessage, "", running)
 	if err != nil {
 		return nil, nil, err
+	}
+	if inflight {
+		// The answer the user stopped is kept, as far as it was shown.
+		h.keepStopped(t, stopped)
 	}
 	// Calls of a response stored before its batch was validated have no
 	// results; the transcript shows them not executed (record.LLMView's

@@ -324,12 +324,12 @@ func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversa
 				f.Result.Artifacts = all.Result.Artifacts
 				return f, nil
 			}
-			if i < len(wf.Steps)-1 {
-				if o.StartedAt.IsZero() {
-					o.StartedAt, o.EndedAt = stepStart, h.now()
-				}
-				h.storeStep(ctx, r, stepID, st.Skill, o)
+			// Every finished step is stored, the last too: a retry resumes
+			// after it, and the turn shows it nested under its workflow.
+			if o.StartedAt.IsZero() {
+				o.StartedAt, o.EndedAt = stepStart, h.now()
 			}
+			h.storeStep(ctx, r, stepID, st.Skill, o)
 		}
 		var ids []string
 		for _, a := range o.Artifacts {

@@ -150,7 +150,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	t.CachedTokens += spend.CachedTokens
 	t.CostMicros += spend.CostMicros
 	t.Steps = append(t.Steps, record.Step{Tool: "llm", Status: record.ResultSucceeded, StartedAt: started, EndedAt: h.now(),
-		Tokens: spend.Tokens, CachedTokens: spend.CachedTokens, CostMicros: spend.CostMicros})
+		Tokens: spend.Tokens, CachedTokens: spend.CachedTokens, CostMicros: spend.CostMicros, Inspect: h.inspect(req, resp)})
 	h.stepLog(ctx, in.Ref, "llm", "", "succeeded", started, resp.Usage.Total(), nil)
 
 	if len(resp.ToolCalls) == 0 {
@@ -189,6 +189,24 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		return StepOutput{}, err
 	}
 	return StepOutput{Next: NextTools}, nil
+}
+
+// inspect is what the LLM call sent and got, for the step's inspector;
+// nil unless the operator turned content capture on (Tracing.Recording).
+func (h *Handlers) inspect(req llm.Request, resp *llm.Response) json.RawMessage {
+	if !h.Tracing.Recording() {
+		return nil
+	}
+	in := &record.LLMInspect{System: req.System, Messages: req.Messages, Context: req.Context, Tools: []string{},
+		Response: record.LLMResponse{Model: resp.Model, Text: resp.Text, ToolCalls: resp.ToolCalls, Usage: resp.Usage}}
+	for _, t := range req.Tools {
+		in.Tools = append(in.Tools, t.Name)
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil // a message that does not encode would not have been sent
+	}
+	return b
 }
 
 // applyRequestCheck waits for the check of the turn's message that ran

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -110,6 +111,10 @@ type Guardian interface {
 type Tracing interface {
 	Enabled() bool
 	Capture() bool
+	// Recording reports whether the operator turned content capture on,
+	// traces exported or not: the LLM steps then keep what they sent and
+	// got for the owner's inspector.
+	Recording() bool
 	Tracer() trace.Tracer
 	// Remote is ctx as a child of the span of traceparent tp.
 	Remote(ctx context.Context, tp string) context.Context
@@ -153,6 +158,11 @@ type Handlers struct {
 	StoreOutage time.Duration
 	Now         func() time.Time
 	Logger      *slog.Logger
+
+	// seen is, per turn a step has read, its owner and the status read
+	// or written last (seenTurn), so a write that changes the status
+	// tells the owner's log (userStatus).
+	seen sync.Map
 }
 
 // DefaultStoreOutage is the store outage a step outlasts in process.
@@ -263,6 +273,7 @@ type noTracing struct{}
 
 func (noTracing) Enabled() bool                                        { return false }
 func (noTracing) Capture() bool                                        { return false }
+func (noTracing) Recording() bool                                      { return false }
 func (noTracing) Tracer() trace.Tracer                                 { return noop.NewTracerProvider().Tracer("") }
 func (noTracing) Remote(ctx context.Context, _ string) context.Context { return ctx }
 func (noTracing) EndTurn(context.Context, string, time.Time, time.Time, string, ...attribute.KeyValue) {
@@ -323,6 +334,9 @@ func (h *Handlers) read(ctx context.Context, r Ref, q record.Query, finish bool)
 	}
 	if q.Outcomes && outcomes == nil {
 		outcomes = map[string]record.CallOutcome{}
+	}
+	if h.Events != nil && !t.Status.Final() {
+		h.seen.Store(t.ID, seenTurn{owner: conv.Meta.Owner, status: t.Status})
 	}
 	return conv, t, outcomes, nil
 }
@@ -434,6 +448,9 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 			}
 		}
 	}
+	if err == nil {
+		h.userStatus(ctx, r, t)
+	}
 	if errors.Is(err, record.ErrNotFound) {
 		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if errors.Is(err, record.ErrCancelled) {
@@ -536,4 +553,32 @@ func mustJSON(v any) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// seenTurn is what Handlers.seen keeps of a turn.
+type seenTurn struct {
+	owner  string
+	status record.Status
+}
+
+// userStatus tells the owner's log (record.UserLog) that turn t's status
+// changed, so their conversation list follows it live: a pause, its
+// answer, the end. It goes through the same event log as the
+// conversation's events; a turn ended is forgotten.
+func (h *Handlers) userStatus(ctx context.Context, r Ref, t *record.Turn) {
+	v, ok := h.seen.Load(t.ID)
+	if !ok {
+		return
+	}
+	prev := v.(seenTurn)
+	if t.Status.Final() {
+		h.seen.Delete(t.ID)
+	} else {
+		h.seen.Store(t.ID, seenTurn{owner: prev.owner, status: t.Status})
+	}
+	if prev.status == t.Status {
+		return
+	}
+	h.emit(ctx, record.UserLog(prev.owner), record.Event{Type: record.EventConversationStatus, TurnID: t.ID, At: h.now(),
+		Data: map[string]any{"conversation_id": r.ConversationID, "status": t.Status}})
 }

@@ -239,6 +239,7 @@ func selectionBlocked(t *record.Turn) (string, bool) {
 // refuses such replies before they get here; this guards races).
 func (h *Handlers) applyReply(cat *catalog.Catalog, conv *record.Conversation, t *record.Turn, r *Reply, e catalog.Env) {
 	before := callStates(t)
+	form := record.Answer{At: h.now(), Kind: record.AnswerForm, Files: r.Files}
 	for i := range t.Pending {
 		pc := &t.Pending[i]
 		if pc.State != record.CallNeedsInput {
@@ -252,6 +253,10 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, conv *record.Conversation, t
 			h.log().Warn("form answer rejected", "call", pc.CallID, "error", err)
 			continue
 		}
+		if form.Values == nil {
+			form.Values = map[string]map[string]any{}
+		}
+		form.Values[pc.CallID] = ans
 		// A specialist's input-required answer continues the same A2A
 		// task with changed arguments; a skill that needs approval needs a
 		// new approval of them (docs/design.md §8).
@@ -263,13 +268,24 @@ func (h *Handlers) applyReply(cat *catalog.Catalog, conv *record.Conversation, t
 			}
 		}
 	}
+	if form.Values != nil {
+		t.Answers = append(t.Answers, form)
+	}
 	if r.Approval != nil {
 		if err := Decide(cat, t.Pending, *r.Approval, e); err != nil {
 			h.log().Warn("approval refused", "turn", t.ID, "approval", r.Approval.ID, "error", err)
-		} else if r.Approval.Decision == "approve" {
-			// docs/design.md §3.4a restore fidelity: an approval leaves a plan_approved
-			// entry without content.
-			t.History = append(t.History, record.HistoryEntry{Role: "user", Kind: record.KindPlanApproved, At: h.now()})
+		} else {
+			a := record.Answer{At: h.now(), Kind: record.AnswerApproval, Decision: r.Approval.Decision, Note: r.Approval.Note, Files: r.Files}
+			for id := range r.Approval.Arguments {
+				a.Edited = append(a.Edited, id)
+			}
+			slices.Sort(a.Edited)
+			t.Answers = append(t.Answers, a)
+			if r.Approval.Decision == "approve" {
+				// docs/design.md §3.4a restore fidelity: an approval leaves a plan_approved
+				// entry without content.
+				t.History = append(t.History, record.HistoryEntry{Role: "user", Kind: record.KindPlanApproved, At: h.now()})
+			}
 		}
 	}
 	if note := filesNote(conv, r.Files); note != "" {

@@ -30,12 +30,18 @@ func New(conv *record.Conversation, t *record.Turn, outcomes map[string]record.C
 		CostUSD:      float64(t.CostMicros) / 1e6,
 		Steps:        append([]record.Step{}, t.Steps...),
 		Artifacts:    []artifact.Ref{},
+		Answers:      t.Answers,
+		Supersedes:   t.Supersedes,
+		SupersededBy: conv.Superseded()[t.ID],
 	}
 	switch t.Status {
 	case record.StatusSucceeded:
 		v.Reply = t.FinalReport
 	case record.StatusFailed, record.StatusExpired, record.StatusSuperseded, record.StatusCancelled, record.StatusBlocked:
 		v.Reply = t.Error
+	}
+	if t.Status == record.StatusCancelled {
+		v.PartialReply = t.Partial
 	}
 	if t.Status.Final() {
 		v.EndedAt = t.UpdatedAt.UTC().Format(timeLayout)
@@ -78,7 +84,7 @@ func New(conv *record.Conversation, t *record.Turn, outcomes map[string]record.C
 				if !done {
 					break
 				}
-				v.Steps = append(v.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: so.StepStatus(), StartedAt: so.StartedAt, EndedAt: so.EndedAt})
+				v.Steps = append(v.Steps, record.Step{Tool: so.Tool, CallID: so.CallID, Status: so.StepStatus(), StartedAt: so.StartedAt, EndedAt: so.EndedAt, Parent: pc.CallID})
 			}
 		}
 		v.Steps = append(v.Steps, s)
@@ -87,6 +93,7 @@ func New(conv *record.Conversation, t *record.Turn, outcomes map[string]record.C
 		v.Artifacts = append(v.Artifacts, a.Ref())
 	}
 	stepDetails(t, v.Steps)
+	stoppedSpend(&v)
 	return v
 }
 
@@ -136,4 +143,37 @@ func mustJSON(v any) string {
 		return "{}"
 	}
 	return string(b)
+}
+
+// stoppedSpend gives the stopped LLM step of a cancelled turn the spend
+// no other LLM step accounts for: the interrupted call runs to its end
+// after the cancel and its spend is added to the turn's counters then
+// (Store.AddSpend), apart from the turn's field, which the cancel has
+// already written. So the step's tokens and cost appear once the provider
+// has answered, and the turn counts the call from the cancel on.
+func stoppedSpend(v *wire.Turn) {
+	stopped, rows := -1, 0
+	var tokens, cached int
+	var cost float64
+	for i, s := range v.Steps {
+		if s.Tool != "llm" {
+			continue
+		}
+		rows++
+		if s.Status == record.StepStopped {
+			stopped = i
+			continue
+		}
+		tokens += s.Tokens
+		cached += s.CachedTokens
+		cost += float64(s.CostMicros)
+	}
+	if stopped < 0 {
+		return
+	}
+	v.LLMCalls = max(v.LLMCalls, rows)
+	s := &v.Steps[stopped]
+	s.Tokens = max(0, v.Tokens-tokens)
+	s.CachedTokens = max(0, v.CachedTokens-cached)
+	s.CostMicros = max(0, int64(v.CostUSD*1e6+0.5)-int64(cost))
 }

@@ -54,15 +54,18 @@ type Turn struct {
 	Text   string `json:"text"`
 	// BlockedHash is the hash of the message the guardian blocked, which is
 	// not kept (Text is a placeholder then).
-	BlockedHash string        `json:"blocked_hash,omitempty"`
-	StartedAt   string        `json:"started_at"`
-	Reply       string        `json:"reply,omitempty"`
-	Form        *Form         `json:"form,omitempty"`
-	Approval    *Approval     `json:"approval,omitempty"`
-	Artifacts   []ArtifactRef `json:"artifacts"`
-	Steps       []Step        `json:"steps"`
-	LLMCalls    int           `json:"llm_calls"`
-	Tokens      int           `json:"tokens"`
+	BlockedHash string `json:"blocked_hash,omitempty"`
+	StartedAt   string `json:"started_at"`
+	Reply       string `json:"reply,omitempty"`
+	// PartialReply is the answer the model had streamed when the user
+	// stopped the turn (only for a cancelled turn).
+	PartialReply string        `json:"partial_reply,omitempty"`
+	Form         *Form         `json:"form,omitempty"`
+	Approval     *Approval     `json:"approval,omitempty"`
+	Artifacts    []ArtifactRef `json:"artifacts"`
+	Steps        []Step        `json:"steps"`
+	LLMCalls     int           `json:"llm_calls"`
+	Tokens       int           `json:"tokens"`
 	// CachedTokens are the input tokens (part of Tokens) the provider
 	// served from its prompt cache; CostUSD prices every call at its
 	// model's rates, cached input at the cached rate.
@@ -71,6 +74,28 @@ type Turn struct {
 	ExpiresAt    string  `json:"expires_at,omitempty"`
 	// EndedAt is when the turn ended (its last write), once it has.
 	EndedAt string `json:"ended_at,omitempty"`
+	// Answers are the user's replies to the turn's forms and approvals.
+	Answers []Answer `json:"answers,omitempty"`
+	// Supersedes is the turn this one replaced (edit and resend,
+	// regenerate); SupersededBy the turn that replaced this one.
+	Supersedes   string `json:"supersedes,omitempty"`
+	SupersededBy string `json:"superseded_by,omitempty"`
+}
+
+// Answer is one reply of the user to a pause of a turn (a form or an
+// approval), as applied.
+type Answer struct {
+	At   time.Time `json:"at"`
+	Kind string    `json:"kind"` // form | approval
+	// Values are a form's answers by call id (the calls they applied to).
+	Values map[string]map[string]any `json:"values,omitempty"`
+	// Decision (approve | reject) and Note answer an approval; Edited
+	// names the calls whose arguments the user edited before approving.
+	Decision string   `json:"decision,omitempty"`
+	Note     string   `json:"note,omitempty"`
+	Edited   []string `json:"edited,omitempty"`
+	// Files are the uploads the user sent with the reply (artifact ids).
+	Files []string `json:"files,omitempty"`
 }
 
 // Form is the open form of a turn awaiting input.
@@ -132,18 +157,27 @@ type ArtifactRef struct {
 type Step struct {
 	Tool      string    `json:"tool"`
 	CallID    string    `json:"call_id,omitempty"`
-	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered
+	Status    string    `json:"status"` // running, succeeded, failed, rejected, not_executed, answered, stopped
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// Tokens and CachedTokens are an LLM step's usage; CostMicros its cost.
 	Tokens       int   `json:"tokens,omitempty"`
 	CachedTokens int   `json:"cached_tokens,omitempty"`
 	CostMicros   int64 `json:"cost_micros,omitempty"`
+	// Parent is the call id of the workflow call this step is a step of.
+	Parent string `json:"parent,omitempty"`
+	// Inspect is what an LLM step sent and got back (system, messages,
+	// context, tools, response), kept only when the operator turned
+	// content capture on; the record's LLMInspect is its shape.
+	Inspect json.RawMessage `json:"inspect,omitempty"`
 	// Arguments and Result are a tool step's call and what the model read
 	// back; the Turn view fills them in (not stored with the step).
 	Arguments map[string]any  `json:"arguments,omitempty"`
 	Result    json.RawMessage `json:"result,omitempty"`
 }
+
+// StepStopped is the status of the LLM call a cancel interrupted.
+const StepStopped = "stopped"
 
 // MarshalJSON writes a step as the API shows every time: RFC 3339 with
 // milliseconds, and the step's duration_ms once it has ended.
@@ -159,10 +193,12 @@ func (s Step) MarshalJSON() ([]byte, error) {
 		CachedTokens int             `json:"cached_tokens,omitempty"`
 		CostUSD      float64         `json:"cost_usd,omitempty"`
 		CostMicros   int64           `json:"cost_micros,omitempty"`
+		Parent       string          `json:"parent,omitempty"`
+		Inspect      json.RawMessage `json:"inspect,omitempty"`
 		Arguments    map[string]any  `json:"arguments,omitempty"`
 		Result       json.RawMessage `json:"result,omitempty"`
 	}
-	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
+	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, Parent: s.Parent, Inspect: s.Inspect, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
 		Tokens: s.Tokens, CachedTokens: s.CachedTokens, CostMicros: s.CostMicros, CostUSD: float64(s.CostMicros) / 1e6,
 		Arguments: s.Arguments, Result: s.Result}
 	if !s.EndedAt.IsZero() {
@@ -196,6 +232,9 @@ type Message struct {
 	Files []string `json:"files,omitempty"` // uploads (artifact ids) sent with the message
 	// Workflow selects a workflow explicitly, with its inputs.
 	Workflow *WorkflowSelection `json:"workflow,omitempty"`
+	// Supersedes names the conversation's newest turn, ended, that this
+	// message replaces (edit and resend, regenerate).
+	Supersedes string `json:"supersedes,omitempty"`
 }
 
 // WorkflowSelection is an explicit choice of a workflow and its inputs.

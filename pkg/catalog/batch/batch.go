@@ -742,6 +742,21 @@ func ApprovalID(calls []record.PendingCall) string {
 	return "ap_" + hex.EncodeToString(h.Sum(nil))[:24]
 }
 
+// forPerson words a call's error result, which tells the model what to
+// do next, for the person who edited the call: without the model's
+// instructions ("call … again"), saying what is wrong.
+func forPerson(msg, tool string) string {
+	for _, p := range []string{"invalid arguments for " + tool + ": ", "invalid inputs for " + tool + ": "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	for _, s := range []string{" Correct the arguments and call " + tool + " again.", " Correct the inputs and call " + tool + " again."} {
+		msg = strings.TrimSuffix(msg, s)
+	}
+	msg = strings.Replace(msg, ", or call the skill that produces one first.", ".", 1)
+	msg = strings.Replace(msg, " Pass the artifact_id of an existing conversation artifact.", "", 1)
+	return msg
+}
+
 // ApplyEdit replaces the arguments of pc, a call waiting for approval,
 // with the user's edit (docs/design.md §9 "modify") and validates them like the
 // model's arguments (docs/design.md §3.3): values the platform owns are filled from
@@ -774,7 +789,7 @@ func ApplyEdit(c *catalog.Catalog, pc *record.PendingCall, args map[string]any, 
 	check(c, e, &next, env)
 	switch next.State {
 	case record.CallInvalid:
-		return fmt.Errorf("edit %s: %w: %s", pc.Tool, ErrInvalidEdit, next.Error)
+		return fmt.Errorf("edit %s: %w: %s", pc.Tool, ErrInvalidEdit, forPerson(next.Error, pc.Tool))
 	case record.CallNeedsInput:
 		return fmt.Errorf("edit %s: %w: missing %s", pc.Tool, ErrInvalidEdit, requiredNames(next.Form))
 	case record.CallNeedsApproval:

@@ -31,6 +31,8 @@ const HelpText = `This is the offline demo model: no real LLM is configured, so 
 - "Publish it to web" — publish_artifact, after your approval
 - "Make three pictures: cat, dog and bird" — three calls in one batch, run in parallel
 - "/workflow word_to_png" — a workflow started without the model (a form asks for the word), or "/workflow word_to_png render Hello"
+- "Call everything_echo with message hello" — any offered tool (an MCP server's too), its arguments as JSON or from the text
+- "Ask the inner clientagent: Create a PNG image with the word Nested" — another clientagent's chat skill (two stacks, README)
 
 To use a real model, set OPENAI_BASE_URL (and OPENAI_API_KEY, CLIENTAGENT_MODEL) for any OpenAI-compatible endpoint (OpenAI, LiteLLM, vLLM, Ollama), or set CLIENTAGENT_LLM=bedrock (with CLIENTAGENT_MODEL set to a Bedrock model id) and AWS credentials, then restart.`
 
@@ -54,7 +56,14 @@ var (
 	reChosen = regexp.MustCompile(`call the tool (workflow_[A-Za-z0-9_-]+)`)
 	reNumber = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
 	reQuoted = regexp.MustCompile(`"([^"]+)"|“([^”]+)”|'([^']+)'`)
+	// reCall is "Call <tool> with <arguments>": any offered tool by name.
+	reCall = regexp.MustCompile(`(?is)^\s*(?:please\s+)?(?:call|use)\s+(?:the\s+)?(?:tool\s+)?([A-Za-z0-9_.-]+)(?:\s+with\s+(.+?))?[\s.!]*$`)
+	// rePeer is "Ask the inner clientagent: <text>": another clientagent's chat skill.
+	rePeer = regexp.MustCompile(`(?is)^\s*ask\s+(?:the\s+)?(?:inner|other|second)\s+(?:clientagent|stack|agent)\s*[:,]?\s*(.+)$`)
 )
+
+// toolPeer is the skill another clientagent offers for one turn on free text.
+const toolPeer = "chat"
 
 var numberWords = map[string]int{"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 
@@ -62,6 +71,7 @@ var numberWords = map[string]int{"three": 3, "four": 4, "five": 5, "six": 6, "se
 type toolResult struct {
 	Status    string            `json:"status"`
 	Summary   string            `json:"summary"`
+	Result    string            `json:"result"`
 	Artifacts []resultArtifact  `json:"artifacts"`
 	Inputs    json.RawMessage   `json:"inputs"`
 	Error     string            `json:"error"`
@@ -160,6 +170,12 @@ func demoAnswer(req llm.Request) (*llm.Response, error) {
 	if r := st.workflow(); r != nil {
 		return r, nil
 	}
+	if m := rePeer.FindStringSubmatch(st.user); m != nil {
+		return st.call(toolPeer, mustJSON(map[string]any{"text": strings.TrimSpace(m[1])})), nil
+	}
+	if m := reCall.FindStringSubmatch(st.user); m != nil && st.tools[m[1]] {
+		return st.call(m[1], st.callArgs(m[1], m[2])), nil
+	}
 	switch {
 	case rePublish.MatchString(st.user):
 		m := rePublish.FindStringSubmatch(st.user)
@@ -186,11 +202,22 @@ func (st *demoState) workflow() *llm.Response {
 			for _, a := range c.result.Artifacts {
 				names = append(names, describe(a))
 			}
-			out := fmt.Sprintf("The workflow %s finished. %s", strings.TrimPrefix(c.call.Name, "workflow_"), c.result.Summary)
-			if len(names) > 0 {
-				out = strings.TrimSpace(out) + "\nArtifacts: " + strings.Join(names, ", ") + "."
+			// The workflow's summary says it finished and what each step did;
+			// say it once, and name only the artifacts it does not name.
+			out := strings.TrimSpace(c.result.Summary)
+			if out == "" {
+				out = fmt.Sprintf("The workflow %s finished.", strings.TrimPrefix(c.call.Name, "workflow_"))
 			}
-			return text(strings.TrimSpace(out))
+			var unnamed []string
+			for i, a := range c.result.Artifacts {
+				if a.Name == "" || !strings.Contains(out, a.Name) {
+					unnamed = append(unnamed, names[i])
+				}
+			}
+			if len(unnamed) > 0 {
+				out += "\nArtifacts: " + strings.Join(unnamed, ", ") + "."
+			}
+			return text(out)
 		}
 	}
 	if st.chosen == "" || len(st.calls) > 0 {
@@ -262,6 +289,58 @@ func (st *demoState) problem() *llm.Response {
 		}
 	}
 	return nil
+}
+
+// call makes one call of tool with args and, once it has its result,
+// tells what the tool said and the artifacts it made.
+func (st *demoState) call(tool, args string) *llm.Response {
+	done := st.find(tool)
+	if done == nil {
+		if !st.tools[tool] {
+			return st.missingTool(tool)
+		}
+		return calls(llm.ToolCall{Name: tool, Arguments: args})
+	}
+	out := fmt.Sprintf("%s answered: %s", tool, firstNonEmpty(strings.TrimSpace(done.result.Summary), strings.TrimSpace(done.result.Result), "(no text)"))
+	var names []string
+	for _, a := range done.result.Artifacts {
+		if a.Name == "" || !strings.Contains(out, a.Name) {
+			names = append(names, describe(a))
+		}
+	}
+	if len(names) > 0 {
+		out += "\nArtifacts: " + strings.Join(names, ", ") + "."
+	}
+	return text(out)
+}
+
+// callArgs are a tool's arguments from "with …": a JSON object as it is,
+// else read from the text like a workflow's inputs.
+func (st *demoState) callArgs(tool, with string) string {
+	with = strings.TrimSpace(with)
+	var obj map[string]any
+	if json.Unmarshal([]byte(with), &obj) == nil {
+		return with
+	}
+	for _, t := range st.req.Tools {
+		if t.Name == tool {
+			in := fillInputs(t.Parameters, with)
+			// "message hello": a single string input takes the text after its name.
+			var sc struct {
+				Properties map[string]struct {
+					Type string `json:"type"`
+				} `json:"properties"`
+			}
+			_ = json.Unmarshal(t.Parameters, &sc)
+			for name, p := range sc.Properties {
+				if rest, ok := strings.CutPrefix(with, name+" "); ok && p.Type == "string" {
+					in[name] = strings.TrimSpace(rest)
+				}
+			}
+			return mustJSON(in)
+		}
+	}
+	return "{}"
 }
 
 func (st *demoState) missingTool(tool string) *llm.Response {
@@ -392,13 +471,22 @@ func (st *demoState) valve() *llm.Response {
 // names (PNG/SVG), else the newest in the system prompt's catalog.
 func (st *demoState) publish(what, channel string) *llm.Response {
 	if done := st.find(toolPublish); done != nil {
+		// The specialist's own words say what it did, with the arguments
+		// that ran (an edit on approval may have changed the model's).
+		sum := strings.TrimSpace(done.result.Summary)
+		if strings.HasPrefix(sum, "Published") {
+			return text(sum)
+		}
 		a := args(done.call)
-		return text(fmt.Sprintf("Published %v to %v. %s", a["artifact_id"], a["channel"], done.result.Summary))
+		if in := resultInputs(done.result.Inputs); in != nil {
+			a = in
+		}
+		return text(strings.TrimSpace(fmt.Sprintf("Published %v to %v. %s", a["artifact_id"], a["channel"], sum)))
 	}
 	if !st.tools[toolPublish] {
 		return st.missingTool(toolPublish)
 	}
-	id := chooseArtifact(catalog(st.req), what)
+	id := chooseArtifact(st.req, catalog(st.req), what)
 	if id == "" {
 		return text("There is no artifact in this conversation to publish yet. Create one first, e.g. \"Create a PNG image with the word Hello\".")
 	}
@@ -449,7 +537,9 @@ func catalog(req llm.Request) []resultArtifact {
 	return out
 }
 
-func chooseArtifact(arts []resultArtifact, what string) string {
+// chooseArtifact picks what "publish <what>" names: an artifact by id,
+// else the newest of the kind it names (PNG/SVG), else the newest.
+func chooseArtifact(req llm.Request, arts []resultArtifact, what string) string {
 	for _, a := range arts {
 		if strings.Contains(what, a.ID) {
 			return a.ID
@@ -469,7 +559,22 @@ func chooseArtifact(arts []resultArtifact, what string) string {
 	if len(arts) == 0 {
 		return ""
 	}
-	return arts[len(arts)-1].ID
+	return newest(req, arts)
+}
+
+// newest is the artifact the transcript names last ("it"): the catalog
+// lists first the artifacts the transcript does not name, so its last
+// entry need not be the newest one.
+func newest(req llm.Request, arts []resultArtifact) string {
+	id, at := arts[len(arts)-1].ID, -1
+	for i, m := range req.Messages {
+		for _, a := range arts {
+			if j := strings.LastIndex(m.Content, a.ID); j >= 0 && i<<20+j > at {
+				id, at = a.ID, i<<20+j
+			}
+		}
+	}
+	return id
 }
 
 // recentInputs finds "<tool>" followed by a JSON object in the system

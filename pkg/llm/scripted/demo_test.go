@@ -110,6 +110,7 @@ func TestDemo(t *testing.T) {
 		platform  fakePlatform         // nil: every call succeeds
 		wantSteps [][]string
 		wantFinal []string // substrings of the final text
+		wantExact string   // the whole final text, when set
 	}{
 		{
 			name: "docs/design.md §2: PNG with a word chains svg then png",
@@ -157,6 +158,14 @@ func TestDemo(t *testing.T) {
 			user:      "Publish it to web",
 			wantSteps: [][]string{{`publish_artifact {"artifact_id":"a_new","channel":"web"}`}},
 			wantFinal: []string{"Published a_new to web"},
+		},
+		{
+			name:      "issue 28: a publish edited on approval is told as it ran, once",
+			system:    catalogPrompt,
+			user:      "Publish it to web",
+			platform:  withStatus("publish_artifact", `{"status":"succeeded","summary":"Published flange.svg to the print channel as pub_1.","inputs":{"artifact_id":"a_new","channel":"print"}}`),
+			wantSteps: [][]string{{`publish_artifact {"artifact_id":"a_new","channel":"web"}`}},
+			wantExact: "Published flange.svg to the print channel as pub_1.",
 		},
 		{
 			name:      "publish the newest PNG when the text says PNG",
@@ -246,6 +255,9 @@ func TestDemo(t *testing.T) {
 					t.Errorf("Demo() final text = %q, want it to contain %q", final, w)
 				}
 			}
+			if tt.wantExact != "" && final != tt.wantExact {
+				t.Errorf("Demo() final text = %q, want %q", final, tt.wantExact)
+			}
 			if got, want := p.Calls(), len(tt.wantSteps)+1; got != want {
 				t.Errorf("Demo() LLM calls = %d, want %d", got, want)
 			}
@@ -287,5 +299,32 @@ func TestDemoIsBounded(t *testing.T) {
 	_, final := drive(t, p, "", "Create a PNG image with the word Z", nil, demoTools, odd)
 	if final == "" {
 		t.Errorf("Demo() final text empty, want an explanation")
+	}
+}
+
+// Issue 28: "it" is the artifact the transcript names last, even when the
+// platform's catalog lists an older one after it; a workflow's end is
+// told once, by its summary.
+func TestDemoNewestAndWorkflowWording(t *testing.T) {
+	t.Parallel()
+	p := scripted.Demo()
+	history := []llm.Message{
+		{Role: llm.RoleUser, Content: "Create an SVG with the word Latest"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "create_svg_artifact", Arguments: `{"word":"Latest"}`}}},
+		llm.ToolResultMessage("c1", `{"status":"succeeded","summary":"done","artifacts":[{"artifact_id":"a_latest","name":"Latest.svg","mime_type":"image/svg+xml"}]}`),
+		{Role: llm.RoleAssistant, Content: "Here is the SVG image with the word Latest. Artifact: Latest.svg (artifact_id a_latest)."},
+	}
+	// The catalog names a_latest first and an older upload after it.
+	system := "Artifacts in this conversation:\n- artifact_id=a_latest name=Latest.svg mime_type=image/svg+xml\n- artifact_id=a_upload name=old.svg mime_type=image/svg+xml\n"
+	steps, _ := drive(t, p, system, "Publish it to web", history, demoTools, succeeded)
+	if len(steps) == 0 || steps[0][0] != `publish_artifact {"artifact_id":"a_latest","channel":"web"}` {
+		t.Errorf("Demo() published %v, want the newest artifact a_latest", steps)
+	}
+
+	wf := []llm.ToolDefinition{{Name: "workflow_word_to_png", Parameters: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}}}`)}}
+	result := `{"status":"succeeded","summary":"Workflow Word to PNG finished 2 steps.\nsvg: made Hi.svg\npng: made Hi.png","artifacts":[{"artifact_id":"a1","name":"Hi.svg"},{"artifact_id":"a2","name":"Hi.png"}]}`
+	_, final := drive(t, scripted.Demo(), "", "Run the workflow_word_to_png with the word Hi: call the tool workflow_word_to_png", nil, wf, func(llm.ToolCall, int) string { return result })
+	if strings.Count(final, "finished") != 1 || strings.Count(final, "Hi.png") != 1 {
+		t.Errorf("Demo() workflow end = %q, want it said once, each artifact named once", final)
 	}
 }

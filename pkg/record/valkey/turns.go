@@ -26,6 +26,8 @@ type head struct {
 	StartedAt time.Time     `json:"started_at"`
 	Status    record.Status `json:"status"`
 	Pending   []callState   `json:"pending,omitempty"`
+	// Supersedes: the window leaves out the turn this one replaced.
+	Supersedes string `json:"supersedes,omitempty"`
 }
 
 type callState struct {
@@ -163,7 +165,7 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	if err != nil {
 		return nil, err
 	}
-	h := head{ID: t.ID, StartedAt: t.StartedAt, Status: t.Status}
+	h := head{ID: t.ID, StartedAt: t.StartedAt, Status: t.Status, Supersedes: t.Supersedes}
 	for _, pc := range t.Pending {
 		h.Pending = append(h.Pending, callState{pc.CallID, pc.State})
 	}
@@ -546,7 +548,7 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 		if err := json.Unmarshal([]byte(bodies[2*i]), &h); err != nil {
 			return nil, nil, fmt.Errorf("load conversation %s: head of %s: %w", cid, id, err)
 		}
-		t := &record.Turn{ID: id, StartedAt: h.StartedAt, Status: h.Status}
+		t := &record.Turn{ID: id, StartedAt: h.StartedAt, Status: h.Status, Supersedes: h.Supersedes}
 		for _, p := range h.Pending {
 			t.Pending = append(t.Pending, record.PendingCall{CallID: p.CallID, State: p.State})
 		}
