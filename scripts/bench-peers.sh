@@ -92,7 +92,7 @@ ours() {
 		for _ in $(seq 50); do grep -q "Ready to accept connections" "$data/valkey.log" && break; sleep 0.1; done
 	fi
 	VALKEY_URL=$valkey_url CLIENTAGENT_STORE=$store CLIENTAGENT_DATA=$data CLIENTAGENT_ADDR=$stack_addr \
-		CLIENTAGENT_LLM=openai OPENAI_BASE_URL=$base OPENAI_API_KEY=x CLIENTAGENT_LOG_LEVEL=warn \
+		CLIENTAGENT_LLM=openai OPENAI_BASE_URL=$base OPENAI_API_KEY=x CLIENTAGENT_LOG_LEVEL=warn CLIENTAGENT_MAX_STREAMS=1000 \
 		"$work/clientagent" dev --fast-agents ${prof:+--cpuprofile "$prof"} >"$data/stdout" 2>"$data/stderr" &
 	pid=$!
 	pids+=("$pid")

@@ -54,7 +54,8 @@ const usage = `usage:
                                        CLIENTAGENT_LOG=FILE (logs to FILE instead of stderr),
                                        CLIENTAGENT_STORE=auto|server|embedded|memory (where conversations
                                        are kept when VALKEY_URL is not set; default auto: a valkey-server
-                                       or redis-server on PATH, its data under .data, else the embedded one)
+                                       or redis-server on PATH, its data under .data, else the embedded one),
+                                       CLIENTAGENT_MAX_STREAMS=N (event streams one user may hold open, default 5)
   clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--watch=false --poll 5ms] [--after N] [--pid PID,…]
                                        run N Popelnase turns, C at a time, through the API and print
                                        p50/p99 ms, turns/s and the stack's memory as one JSON line
@@ -207,6 +208,15 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if fastAgents {
 		chunkDelay = 0
 	}
+	// The event streams one user may hold open at once (default
+	// api.DefaultMaxStreams: a few tabs); a load run that watches every
+	// turn as the page does raises it.
+	maxStreams := 0
+	if v := os.Getenv("CLIENTAGENT_MAX_STREAMS"); v != "" {
+		if maxStreams, err = strconv.Atoi(v); err != nil || maxStreams < 1 {
+			return fmt.Errorf("CLIENTAGENT_MAX_STREAMS=%q: want a positive number", v)
+		}
+	}
 	// The guardian (issue 19), e.g. the demo one:
 	// CLIENTAGENT_GUARDIAN=a2a:http://127.0.0.1:8080/agents/guardian.
 	guard, err := guardianconfig.FromEnv(ctx, os.Getenv, guardianconfig.Options{})
@@ -284,6 +294,7 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 		Tracing:         tracing,
 		Guardian:        guard,
 		ChunkDelay:      chunkDelay,
+		MaxStreams:      maxStreams,
 		Prices:          prices,
 		Addr:            env("CLIENTAGENT_ADDR", "127.0.0.1:8080"),
 		DataDir:         dataDir,

@@ -23,7 +23,10 @@ import (
 func TestAbandonedStreamsReleaseAtOnce(t *testing.T) {
 	t.Parallel()
 	addr, _ := valkeytest.Server(t)
-	st, c := stack(t, nil, func(cfg *Config) { cfg.ValkeyURL = "redis://" + addr + "/0" })
+	st, c := stack(t, nil, func(cfg *Config) {
+		cfg.ValkeyURL = "redis://" + addr + "/0"
+		cfg.MaxStreams = 100 // one user watches every turn of the burst
+	})
 	srv := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = srv.Close() })
 	const conc, rounds, slack = 20, 2, 5

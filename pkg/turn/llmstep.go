@@ -194,7 +194,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 // inspect is what the LLM call sent and got, for the step's inspector;
 // nil unless the operator turned content capture on (Tracing.Recording).
 func (h *Handlers) inspect(req llm.Request, resp *llm.Response) json.RawMessage {
-	if !h.Tracing.Recording() {
+	if !h.tracing().Recording() {
 		return nil
 	}
 	in := &record.LLMInspect{System: req.System, Messages: req.Messages, Context: req.Context, Tools: []string{},

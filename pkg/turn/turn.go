@@ -438,6 +438,20 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 	t.Events = nil
 	if sp := t.Spend; sp != nil {
 		t.Spend = nil
+		if errors.Is(err, record.ErrCancelled) {
+			// The cancel refused the write, and its events with it; the
+			// call's spend still counted (the script counts it first). The
+			// page shows that spend on the stopped LLM row once it hears
+			// the step ended; the text the call streamed after the stop
+			// stays unseen.
+			var ended []record.Event
+			for _, e := range sp.Events {
+				if e.Type == record.EventStepEnded {
+					ended = append(ended, e)
+				}
+			}
+			h.emit(context.WithoutCancel(ctx), r.ConversationID, ended...)
+		}
 		if err != nil && !errors.Is(err, record.ErrNotFound) && !errors.Is(err, record.ErrCancelled) {
 			// The provider call happened and the write that carried its
 			// spend did not land: it is counted on its own, once, so a

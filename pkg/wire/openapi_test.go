@@ -101,7 +101,7 @@ func jsonFields(typ reflect.Type) map[string]reflect.Type {
 	if typ == reflect.TypeFor[Step]() {
 		at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		b, _ := json.Marshal(Step{Tool: "t", CallID: "c", Status: "succeeded", StartedAt: at, EndedAt: at.Add(time.Second),
-			Tokens: 1, CachedTokens: 1, CostMicros: 1, Arguments: map[string]any{"a": 1}, Result: json.RawMessage(`{}`)})
+			Tokens: 1, CachedTokens: 1, CostMicros: 1, Parent: "p", Inspect: json.RawMessage(`{}`), Arguments: map[string]any{"a": 1}, Result: json.RawMessage(`{}`)})
 		var m map[string]any
 		_ = json.Unmarshal(b, &m)
 		for k := range m {
