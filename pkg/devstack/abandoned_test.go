@@ -65,7 +65,7 @@ func TestAbandonedStreamsReleaseAtOnce(t *testing.T) {
 	for range rounds {
 		burst(true)
 	}
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(8 * time.Second) // "at once", with room for a loaded CI machine; the old readers held on for their 15 s heartbeat
 	for {
 		blocked := serverInfo(t, srv, "blocked_clients")
 		total, inUse := pool()
@@ -78,7 +78,7 @@ func TestAbandonedStreamsReleaseAtOnce(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("3 s after %d watched turns: %d clients blocked on the server (want 0), %d of the platform's connections in use (want ≤ 1, the Pub/Sub one), %d connections (want ≤ %d)",
+			t.Fatalf("8 s after %d watched turns: %d clients blocked on the server (want 0), %d of the platform's connections in use (want ≤ 1, the Pub/Sub one), %d connections (want ≤ %d)",
 				conc*rounds, blocked, inUse, conns, allowed)
 		}
 		time.Sleep(20 * time.Millisecond)
