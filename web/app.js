@@ -584,14 +584,21 @@ function watchList() {
     while (!abort.signal.aborted) {
       const began = Date.now();
       try {
-        await api.streamEvents(null, {
-          lastEventId: lastId,
-          signal: abort.signal,
-          onEvent: (ev) => {
-            if (ev.id) lastId = ev.id;
-            changed(ev);
-          },
-        });
+        const delivery = await api.delivery();
+        if (delivery.delivery === "appsync") {
+          // On AWS: the user's own AppSync Events channel (…/<sub>/user);
+          // what changed while it was not subscribed is read with the list.
+          await api.streamAppSync("user", delivery, { signal: abort.signal, onOpen: refreshConversations, onEvent: changed });
+        } else {
+          await api.streamEvents(null, {
+            lastEventId: lastId,
+            signal: abort.signal,
+            onEvent: (ev) => {
+              if (ev.id) lastId = ev.id;
+              changed(ev);
+            },
+          });
+        }
         if (Date.now() - began > 5000) failures = 0;
       } catch (err) {
         if (abort.signal.aborted) return;

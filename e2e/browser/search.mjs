@@ -11,9 +11,17 @@ await main("search", async (page) => {
     if (!res.ok) throw new Error(`${method} ${path} = ${res.status}`);
     return res.status === 204 ? null : res.json();
   };
+  // Each turn ends before the next begins, so the list's order (newest
+  // change first) is the order written here.
   const start = async (text) => {
     const { conversation_id: cid } = await call("POST", "/v1/conversations");
-    await call("POST", `/v1/conversations/${cid}/messages`, { text });
+    const { turn_id: tid } = await call("POST", `/v1/conversations/${cid}/messages`, { text });
+    for (let i = 0; ; i++) {
+      const t = await call("GET", `/v1/conversations/${cid}/turns/${tid}`);
+      if (!["running", "awaiting_input", "awaiting_approval"].includes(t.status)) break;
+      if (i > 300) throw new Error(`turn ${tid} still ${t.status} after 30 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
     return cid;
   };
   const alpha = await start("Create an SVG with the word Quokkalpha");

@@ -29,6 +29,8 @@ func (s *Server) userEvent(ctx context.Context, user, typ, cid string, data map[
 	}
 	if err := s.Events.Emit(context.WithoutCancel(ctx), record.UserLog(user), ev); err != nil {
 		s.log().WarnContext(ctx, "user event not written", "type", typ, "conversation", cid, "error", err.Error())
+	} else if s.Live != nil {
+		s.Live.Publish(ctx, record.UserLog(user), ev)
 	}
 }
 

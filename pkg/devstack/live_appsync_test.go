@@ -100,9 +100,74 @@ func TestLiveEventsThroughAppSyncEvents(t *testing.T) {
 		t.Errorf("WebSocket event types = %v, want turn.started … deltas, artifacts … turn.ended", types)
 	}
 	for _, p := range fake.Published() {
-		if p.Channel != "/live/dev/"+seg {
-			t.Errorf("published to %s, want only the owner's channel", p.Channel)
+		if p.Channel != "/live/dev/"+seg && p.Channel != "/live/dev/user" {
+			t.Errorf("published to %s, want only the owner's channels", p.Channel)
 		}
+	}
+}
+
+// Issue 28 on AWS: the conversation list's changes reach the owner's own
+// channel (/live/<sub>/user), a conversation created, renamed and deleted
+// elsewhere included, and no one else may subscribe to it.
+func TestUserEventsThroughAppSyncEvents(t *testing.T) {
+	t.Parallel()
+	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
+	var st *Stack
+	fake := livepubtest.New(t, func(tok string) (string, error) {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return st.auth.Subject(r)
+	}, creds)
+	st, c := stack(t, nil, func(cfg *Config) {
+		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
+	})
+	var info api.Info
+	if code := c.do("GET", "/v1/info", nil, &info); code != http.StatusOK || info.Events == nil || info.Events.Delivery != "appsync" {
+		t.Fatalf("GET /v1/info = %d %+v, want delivery appsync", code, info.Events)
+	}
+	auth := func(tok string) livesub.Auth { return livesub.Auth{Host: info.Events.Host, Authorization: tok} }
+	channel := info.Events.ChannelPrefix + livesub.UserSegment
+	sub, err := livesub.Subscribe(t.Context(), info.Events.RealtimeURL, auth(c.token), channel)
+	if err != nil {
+		t.Fatalf("owner's subscription to %s: %v", channel, err)
+	}
+	defer sub.Close()
+	var refused *livesub.RefusedError
+	if _, err := livesub.Subscribe(t.Context(), info.Events.RealtimeURL, auth(c.as("mallory", st).token), channel); !errors.As(err, &refused) {
+		t.Fatalf("another user's subscription to %s = %v, want it refused", channel, err)
+	}
+	cid := c.newConversation()
+	if code := c.do("PATCH", "/v1/conversations/"+cid, map[string]any{"title": "Renamed on AWS"}, nil); code != http.StatusOK {
+		t.Fatalf("rename = %d", code)
+	}
+	if code := c.do("DELETE", "/v1/conversations/"+cid, nil, nil); code != http.StatusNoContent {
+		t.Fatalf("delete = %d", code)
+	}
+	want := []string{"conversation.created", "conversation.renamed", "conversation.deleted"}
+	var got []string
+	for deadline := time.After(30 * time.Second); len(got) < len(want); {
+		select {
+		case raw, ok := <-sub.Events:
+			if !ok {
+				t.Fatalf("subscription ended after %v: %v", got, sub.Err())
+			}
+			var ev struct {
+				Type           string `json:"type"`
+				ConversationID string `json:"conversation_id"`
+			}
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				t.Fatalf("event %s: %v", raw, err)
+			}
+			if ev.ConversationID != cid {
+				t.Errorf("event %s is not of %s", raw, cid)
+			}
+			got = append(got, ev.Type)
+		case <-deadline:
+			t.Fatalf("user channel events within 30 s = %v, want %v", got, want)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("user channel events = %v, want %v", got, want)
 	}
 }
 

@@ -13,6 +13,7 @@ package livepub
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -118,12 +119,6 @@ func (p *Publisher) Publish(ctx context.Context, cid string, evs ...record.Event
 	if p == nil || p.queue == nil {
 		return
 	}
-	if strings.HasPrefix(cid, "u_") {
-		// A user's own log (record.UserLog: the conversation list's
-		// changes) has no conversation channel; on AWS the list is read
-		// again as the conversations' events arrive.
-		return
-	}
 	for _, e := range evs {
 		p.pending.Add(1)
 		select {
@@ -199,16 +194,28 @@ func (p *Publisher) run(ctx context.Context) {
 func (p *Publisher) post(ctx context.Context, batch []item) {
 	defer p.pending.Add(-len(batch))
 	cid := batch[0].cid
-	owner, err := p.owner(ctx, cid)
-	if err != nil {
-		p.fail(ctx, cid, len(batch), fmt.Errorf("owner: %w", err))
-		return
-	}
 	ns := p.Namespace
 	if ns == "" {
 		ns = DefaultNamespace
 	}
-	channel, ok := Channel(ns, owner, cid)
+	var channel string
+	var ok bool
+	if enc, user := strings.CutPrefix(cid, "u_"); user {
+		// A user's own log (record.UserLog) names its owner.
+		owner, err := base64.RawURLEncoding.DecodeString(enc)
+		if err != nil {
+			p.fail(ctx, cid, len(batch), fmt.Errorf("user log: %w", err))
+			return
+		}
+		channel, ok = livesub.UserChannel(ns, string(owner))
+	} else {
+		owner, err := p.owner(ctx, cid)
+		if err != nil {
+			p.fail(ctx, cid, len(batch), fmt.Errorf("owner: %w", err))
+			return
+		}
+		channel, ok = Channel(ns, owner, cid)
+	}
 	if !ok {
 		p.dropped.Add(int64(len(batch)))
 		p.log().WarnContext(ctx, "live events dropped: no channel for this owner or conversation", "conversation", cid)

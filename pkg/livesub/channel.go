@@ -42,3 +42,17 @@ func ConversationSegment(cid string) (string, bool) {
 
 // ValidSegment reports whether s may be one segment of a channel path.
 func ValidSegment(s string) bool { return segment.MatchString(s) }
+
+// UserSegment is the last segment of a user's own channel, beside their
+// conversations' (which are c-<hex>, so the two never meet).
+const UserSegment = "user"
+
+// UserChannel is the channel of owner's own events (the conversation list's
+// changes: created, renamed, deleted, a turn's status):
+// /<namespace>/<owner>/user, under the same owner-only rule.
+func UserChannel(namespace, owner string) (string, bool) {
+	if !segment.MatchString(owner) || !segment.MatchString(namespace) {
+		return "", false
+	}
+	return "/" + namespace + "/" + owner + "/" + UserSegment, true
+}
