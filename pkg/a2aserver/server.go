@@ -217,7 +217,7 @@ func (h *handler) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendPar
 			yield(nil, err)
 			return
 		}
-		h.s.stream(ctx, ref, since, yield)
+		h.s.stream(ctx, ref, since, true, yield)
 	}
 }
 
@@ -231,7 +231,7 @@ func (h *handler) OnResubscribeToTask(ctx context.Context, p *a2a.TaskIDParams) 
 			yield(nil, err)
 			return
 		}
-		h.s.stream(ctx, ref, "", yield)
+		h.s.stream(ctx, ref, "", false, yield)
 	}
 }
 
@@ -257,8 +257,11 @@ func (h *handler) OnGetExtendedAgentCard(context.Context) (*a2a.AgentCard, error
 
 // stream yields the task, then its status updates while the turn runs,
 // then its artifacts and a final status update once it settles (or a
-// non-final one when MaxWait passes: the caller resubscribes).
-func (s *Server) stream(ctx context.Context, ref taskRef, since string, yield func(a2a.Event, error) bool) {
+// non-final one when MaxWait passes: the caller resubscribes). For a
+// message just sent (fresh) the task comes first as it was accepted,
+// working, even when the turn has already paused or ended by the time it
+// is read: a fast turn reads the same as a slow one.
+func (s *Server) stream(ctx context.Context, ref taskRef, since string, fresh bool, yield func(a2a.Event, error) bool) {
 	v, err := s.getTurn(ctx, ref)
 	if err != nil {
 		yield(nil, err)
@@ -267,6 +270,16 @@ func (s *Server) stream(ctx context.Context, ref taskRef, since string, yield fu
 	first, err := s.task(ctx, ref, v)
 	if err != nil {
 		yield(nil, err)
+		return
+	}
+	if fresh && settled(v) {
+		accepted := *first
+		accepted.Status = a2a.TaskStatus{State: a2a.TaskStateWorking}
+		accepted.Artifacts = nil
+		if !yield(&accepted, nil) {
+			return
+		}
+		s.settle(first, v, yield)
 		return
 	}
 	if settled(v) {
@@ -300,6 +313,12 @@ func (s *Server) stream(ctx context.Context, ref taskRef, since string, yield fu
 		yield(nil, err)
 		return
 	}
+	s.settle(last, v, yield)
+}
+
+// settle yields the task's artifacts once turn v has settled, then its
+// status update (final once settled).
+func (s *Server) settle(last *a2a.Task, v wire.Turn, yield func(a2a.Event, error) bool) {
 	if settled(v) {
 		for _, a := range last.Artifacts {
 			if !yield(&a2a.TaskArtifactUpdateEvent{TaskID: last.ID, ContextID: last.ContextID, Artifact: a, LastChunk: true}, nil) {
