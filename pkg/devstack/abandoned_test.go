@@ -29,7 +29,7 @@ func TestAbandonedStreamsReleaseAtOnce(t *testing.T) {
 	})
 	srv := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = srv.Close() })
-	const conc, rounds, slack = 20, 2, 5
+	const conc, rounds, slack = 20, 2, 15 // slack: other pools grow a little under load; 40 held streams would be 40 more
 	const text = "Create a PNG image with the word Popelnase"
 
 	burst := func(watched bool) {
