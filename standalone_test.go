@@ -17,12 +17,14 @@ func TestNoReferenceLeavesTheRepository(t *testing.T) {
 	if err != nil {
 		t.Skipf("git ls-files: %v (the check reads the tracked files)", err)
 	}
-	outside := regexp.MustCompile(`\bspec §|\bDESIGN(\.md)?\b|\bAPI\.md\b|\bCONVENTIONS(\.md)?\b|\bseeds?[ /_-]?0\d\d|\.\./shared\b`)
-	wrapped := regexp.MustCompile(`\b(spec|DESIGN|seed)[ \t]*\n[ \t]*(//|#|\*)?[ \t]*(§|0\d\d)`)
+	// The names are spelled with a class ([e], [N], …) so that this file
+	// does not itself read as a citation of them.
+	outside := regexp.MustCompile(`\bsp[e]c §|\bDESIG[N](\.md)?\b|\bAP[I]\.md\b|\bCONVENTION[S](\.md)?\b|\bsee[d]s?[ /_-]?0\d\d|\.\./share[d]\b`)
+	wrapped := regexp.MustCompile(`\b(sp[e]c|DESIG[N]|see[d])[ \t]*\n[ \t]*(//|#|\*)?[ \t]*(§|0\d\d)`)
 	skip := []string{"node_modules/", "testdata/fuzz/", "web/vendor/", "go.sum", "package-lock.json"}
 	var found []string
 	for _, f := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		if slicesHasPrefix(skip, f) || f == "standalone_test.go" {
+		if slicesHasPrefix(skip, f) {
 			continue
 		}
 		b, err := os.ReadFile(f)
