@@ -40,8 +40,9 @@ type Streams interface {
 	ReleaseStream(ctx context.Context, user, id string) error
 }
 
-// DefaultMaxStreams is Server.MaxStreams's default: a few tabs of one user.
-const DefaultMaxStreams = 5
+// DefaultMaxStreams is Server.MaxStreams's default: a few tabs of one
+// user, each with its conversation's stream and the list's (GET /v1/events).
+const DefaultMaxStreams = 10
 
 // streamsRetryAfter is the Retry-After of a 429 past the cap: a closed
 // tab's stream gives its slot back at once, a lost one at its end.
@@ -70,60 +71,18 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 			return errorf(http.StatusNotFound, "not_found", "no such turn")
 		}
 	}
-	after := r.Header.Get("Last-Event-ID")
-	if after == "" {
-		after = q.Get("last_event_id")
-	}
-	if after != "" && !validEventID(after) {
-		return errorf(http.StatusBadRequest, "invalid_event_id", "Last-Event-ID must be an id this stream sent (<ms>-<seq>)")
+	after, err := lastEventID(r)
+	if err != nil {
+		return err
 	}
 	if after == "" {
 		after = s.startOfLive(conv, only)
 	}
-	lasts := s.EventsFor
-	if lasts <= 0 {
-		lasts = DefaultEventsFor
+	lasts, flusher, release, err := s.openStream(w, r, user, "GET …/turns/{tid}")
+	if err != nil {
+		return err
 	}
-	if v := q.Get("timeout"); v != "" {
-		secs, err := strconv.Atoi(v)
-		if err != nil || secs < 1 {
-			return errorf(http.StatusBadRequest, "invalid_timeout", "timeout is a number of seconds, at least 1")
-		}
-		lasts = min(lasts, time.Duration(secs)*time.Second)
-	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		return errorf(http.StatusNotImplemented, "not_implemented", "this server cannot stream; poll GET …/turns/{tid}")
-	}
-	if s.Streams != nil {
-		max := s.MaxStreams
-		if max <= 0 {
-			max = DefaultMaxStreams
-		}
-		id := newID("s_")
-		// The slot outlives the stream's bound a little, so a process that
-		// dies mid-stream frees it soon after.
-		got, err := s.Streams.AcquireStream(ctx, user, id, s.now().Add(lasts+30*time.Second), max)
-		if err != nil {
-			return err
-		}
-		if !got {
-			return &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams", RetryAfter: streamsRetryAfter,
-				Message: fmt.Sprintf("you have %d event streams open, the most one user may; close one (another tab) or retry later", max)}
-		}
-		defer func() {
-			if err := s.Streams.ReleaseStream(context.WithoutCancel(ctx), user, id); err != nil {
-				s.log().WarnContext(ctx, "release event stream", "error", err.Error())
-			}
-		}()
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 2000\n\n")
-	flusher.Flush()
+	defer release()
 
 	deadline := time.Now().Add(lasts)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
@@ -292,4 +251,72 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user
 		}
 	}
 	return errNotFound
+}
+
+// lastEventID is the id a stream resumes after: the Last-Event-ID header,
+// or last_event_id in the query ("" for none); 400 for one no stream sent.
+func lastEventID(r *http.Request) (string, error) {
+	after := r.Header.Get("Last-Event-ID")
+	if after == "" {
+		after = r.URL.Query().Get("last_event_id")
+	}
+	if after != "" && !validEventID(after) {
+		return "", errorf(http.StatusBadRequest, "invalid_event_id", "Last-Event-ID must be an id this stream sent (<ms>-<seq>)")
+	}
+	return after, nil
+}
+
+// openStream starts an event stream of user's (a conversation's or the
+// user's own): how long it lasts (EventsFor, or the shorter
+// timeout=<seconds>), one of the user's stream slots (past MaxStreams a
+// 429), the headers and the client's retry. release gives the slot back;
+// poll is what a client that cannot stream reads instead.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request, user, poll string) (lasts time.Duration, flusher http.Flusher, release func(), err error) {
+	ctx := r.Context()
+	lasts = s.EventsFor
+	if lasts <= 0 {
+		lasts = DefaultEventsFor
+	}
+	if v := r.URL.Query().Get("timeout"); v != "" {
+		secs, err := strconv.Atoi(v)
+		if err != nil || secs < 1 {
+			return 0, nil, nil, errorf(http.StatusBadRequest, "invalid_timeout", "timeout is a number of seconds, at least 1")
+		}
+		lasts = min(lasts, time.Duration(secs)*time.Second)
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		return 0, nil, nil, errorf(http.StatusNotImplemented, "not_implemented", "this server cannot stream; poll "+poll)
+	}
+	release = func() {}
+	if s.Streams != nil {
+		max := s.MaxStreams
+		if max <= 0 {
+			max = DefaultMaxStreams
+		}
+		id := newID("s_")
+		// The slot outlives the stream's bound a little, so a process that
+		// dies mid-stream frees it soon after.
+		got, err := s.Streams.AcquireStream(ctx, user, id, s.now().Add(lasts+30*time.Second), max)
+		if err != nil {
+			return 0, nil, nil, err
+		}
+		if !got {
+			return 0, nil, nil, &Error{Status: http.StatusTooManyRequests, Code: "too_many_streams", RetryAfter: streamsRetryAfter,
+				Message: fmt.Sprintf("you have %d event streams open, the most one user may; close one (another tab) or retry later", max)}
+		}
+		release = func() {
+			if err := s.Streams.ReleaseStream(context.WithoutCancel(ctx), user, id); err != nil {
+				s.log().WarnContext(ctx, "release event stream", "error", err.Error())
+			}
+		}
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // proxies must not buffer the stream
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, "retry: 2000\n\n")
+	flusher.Flush()
+	return lasts, flusher, release, nil
 }

@@ -43,39 +43,18 @@ func (s *Server) getUserEvents(w http.ResponseWriter, r *http.Request, user stri
 	if s.Events == nil {
 		return errorf(http.StatusNotImplemented, "not_implemented", "this deployment has no event stream; poll GET /v1/conversations")
 	}
-	q := r.URL.Query()
-	after := r.Header.Get("Last-Event-ID")
-	if after == "" {
-		after = q.Get("last_event_id")
-	}
-	if after != "" && !validEventID(after) {
-		return errorf(http.StatusBadRequest, "invalid_event_id", "Last-Event-ID must be an id this stream sent (<ms>-<seq>)")
+	after, err := lastEventID(r)
+	if err != nil {
+		return err
 	}
 	if after == "" {
 		after = strconv.FormatInt(s.now().Add(-time.Second).UnixMilli(), 10) + "-0"
 	}
-	lasts := s.EventsFor
-	if lasts <= 0 {
-		lasts = DefaultEventsFor
+	lasts, flusher, release, err := s.openStream(w, r, user, "GET /v1/conversations")
+	if err != nil {
+		return err
 	}
-	if v := q.Get("timeout"); v != "" {
-		secs, err := strconv.Atoi(v)
-		if err != nil || secs < 1 {
-			return errorf(http.StatusBadRequest, "invalid_timeout", "timeout is a number of seconds, at least 1")
-		}
-		lasts = min(lasts, time.Duration(secs)*time.Second)
-	}
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		return errorf(http.StatusNotImplemented, "not_implemented", "this server cannot stream; poll GET /v1/conversations")
-	}
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprint(w, "retry: 2000\n\n")
-	flusher.Flush()
+	defer release()
 
 	log := record.UserLog(user)
 	deadline := time.Now().Add(lasts)

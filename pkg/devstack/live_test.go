@@ -507,6 +507,10 @@ func TestEventStreamsAreCappedPerUser(t *testing.T) {
 	if body.Error.Code != "too_many_streams" {
 		t.Errorf("429 code = %q, want too_many_streams", body.Error.Code)
 	}
+	// The user's own stream (the list's) takes a slot of the same cap.
+	if _, r := c.stream("/v1/events", ""); r.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("GET /v1/events past the cap = %d, want 429", r.StatusCode)
+	}
 	// Another user's streams are counted apart.
 	other := c.as("mallory", st)
 	if r := open(other, other.newConversation()); r.StatusCode != http.StatusOK {
