@@ -29,16 +29,8 @@ import (
 
 func TestLiveEventsThroughAppSyncEvents(t *testing.T) {
 	t.Parallel()
-	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
-	var st *Stack
-	fake := livepubtest.New(t, func(tok string) (string, error) {
-		r, _ := http.NewRequest("GET", "/", nil)
-		r.Header.Set("Authorization", "Bearer "+tok)
-		return st.auth.Subject(r)
-	}, creds)
-	st, c := stack(t, nil, func(cfg *Config) {
+	st, c, fake := appsyncStack(t, func(cfg *Config) {
 		cfg.ChunkDelay = 10 * time.Millisecond
-		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
 	})
 
 	var info api.Info
@@ -111,16 +103,7 @@ func TestLiveEventsThroughAppSyncEvents(t *testing.T) {
 // elsewhere included, and no one else may subscribe to it.
 func TestUserEventsThroughAppSyncEvents(t *testing.T) {
 	t.Parallel()
-	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
-	var st *Stack
-	fake := livepubtest.New(t, func(tok string) (string, error) {
-		r, _ := http.NewRequest("GET", "/", nil)
-		r.Header.Set("Authorization", "Bearer "+tok)
-		return st.auth.Subject(r)
-	}, creds)
-	st, c := stack(t, nil, func(cfg *Config) {
-		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
-	})
+	st, c, _ := appsyncStack(t)
 	var info api.Info
 	if code := c.do("GET", "/v1/info", nil, &info); code != http.StatusOK || info.Events == nil || info.Events.Delivery != "appsync" {
 		t.Fatalf("GET /v1/info = %d %+v, want delivery appsync", code, info.Events)
@@ -182,16 +165,7 @@ func jsonEqual(a, b any) bool {
 // every turn subscribed on the owner's channel.
 func TestChatCLIOverAppSyncEvents(t *testing.T) {
 	t.Parallel()
-	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
-	var st *Stack
-	fake := livepubtest.New(t, func(tok string) (string, error) {
-		r, _ := http.NewRequest("GET", "/", nil)
-		r.Header.Set("Authorization", "Bearer "+tok)
-		return st.auth.Subject(r)
-	}, creds)
-	st, c := stack(t, nil, func(cfg *Config) {
-		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
-	})
+	_, c, fake := appsyncStack(t)
 	in := strings.NewReader("Create a PNG image with the word Popelnase\nDesign a valve flange with 4 holes\nbrass\n/quit\n")
 	var out bytes.Buffer
 	if err := chatcli.Run(t.Context(), chatcli.Options{BaseURL: c.base, Token: c.token, In: in, Out: &out, OutDir: t.TempDir(), PollInterval: time.Hour}); err != nil {
@@ -218,16 +192,7 @@ func TestChatCLIOverAppSyncEvents(t *testing.T) {
 // the turn over the WebSocket.
 func TestSmokeChecksAppSyncDelivery(t *testing.T) {
 	t.Parallel()
-	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
-	var st *Stack
-	fake := livepubtest.New(t, func(tok string) (string, error) {
-		r, _ := http.NewRequest("GET", "/", nil)
-		r.Header.Set("Authorization", "Bearer "+tok)
-		return st.auth.Subject(r)
-	}, creds)
-	st, c := stack(t, nil, func(cfg *Config) {
-		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
-	})
+	st, c, fake := appsyncStack(t)
 	var out bytes.Buffer
 	res, err := smoke.Run(t.Context(), smoke.Config{URL: st.URL(), Token: c.token, Out: &out, TurnTimeout: 30 * time.Second})
 	if err != nil || res.Failed != 0 || !strings.Contains(out.String(), "over AppSync Events "+fake.Config().RealtimeURL()) {
@@ -236,4 +201,22 @@ func TestSmokeChecksAppSyncDelivery(t *testing.T) {
 	if len(fake.Subscribed()) == 0 {
 		t.Errorf("smoke never subscribed")
 	}
+}
+
+// appsyncStack is a local stack that publishes its live events to an
+// in-process fake of AppSync Events, whose subscribers sign in with the
+// stack's own tokens.
+func appsyncStack(t *testing.T, opts ...func(*Config)) (*Stack, *client, *livepubtest.Fake) {
+	t.Helper()
+	creds := aws.Credentials{AccessKeyID: "AKIDSTEPS", SecretAccessKey: "steps-secret"}
+	var st *Stack
+	fake := livepubtest.New(t, func(tok string) (string, error) {
+		r, _ := http.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return st.auth.Subject(r)
+	}, creds)
+	st, c := stack(t, nil, append(opts, func(cfg *Config) {
+		cfg.Live = &Live{Config: fake.Config(), Credentials: credentials.StaticCredentialsProvider{Value: creds}}
+	})...)
+	return st, c, fake
 }
