@@ -55,7 +55,7 @@ const usage = `usage:
                                        CLIENTAGENT_STORE=auto|server|embedded|memory (where conversations
                                        are kept when VALKEY_URL is not set; default auto: a valkey-server
                                        or redis-server on PATH, its data under .data, else the embedded one),
-                                       CLIENTAGENT_MAX_STREAMS=N (event streams one user may hold open, default 5)
+                                       CLIENTAGENT_MAX_STREAMS=N (event streams one user may hold open, default 10)
   clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--watch=false --poll 5ms] [--after N] [--pid PID,…]
                                        run N Popelnase turns, C at a time, through the API and print
                                        p50/p99 ms, turns/s and the stack's memory as one JSON line
