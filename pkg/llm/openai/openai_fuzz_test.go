@@ -96,7 +96,9 @@ func FuzzResponseDecoding(f *testing.F) {
 				t.Errorf("call %d id = %q, want %q", i, got.ID, w.ID)
 			}
 			if w.Type != "" && w.Type != "function" {
-				if got.ArgumentsError == "" {
+				// A call that names its type twice reads differently to the
+				// oracle (the last key wins) and the SDK (the first does).
+				if got.ArgumentsError == "" && bytes.Count(b, []byte(`"type"`)) <= len(want) {
 					t.Errorf("call %d of type %q has no ArgumentsError", i, w.Type)
 				}
 				continue
