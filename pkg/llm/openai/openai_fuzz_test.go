@@ -90,15 +90,19 @@ func FuzzResponseDecoding(f *testing.F) {
 			}
 			return b.String()
 		}
+		// A body that names a key twice reads differently to the oracle (the
+		// last one wins) and the SDK (the first may): only the count holds.
+		dup := hasDuplicateKeys(b)
 		for i, w := range want {
 			got := resp.ToolCalls[i]
+			if dup {
+				continue
+			}
 			if valid(got.ID) != valid(w.ID) {
 				t.Errorf("call %d id = %q, want %q", i, got.ID, w.ID)
 			}
 			if w.Type != "" && w.Type != "function" {
-				// A call that names its type twice reads differently to the
-				// oracle (the last key wins) and the SDK (the first does).
-				if got.ArgumentsError == "" && bytes.Count(b, []byte(`"type"`)) <= len(want) {
+				if got.ArgumentsError == "" && !dup {
 					t.Errorf("call %d of type %q has no ArgumentsError", i, w.Type)
 				}
 				continue
@@ -188,4 +192,58 @@ func exactCalls(v any) bool {
 		}
 	}
 	return true
+}
+
+// hasDuplicateKeys reports whether some object of the JSON document b names
+// a key twice.
+func hasDuplicateKeys(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct {
+		object, wantKey bool
+		keys            map[string]bool
+	}
+	var stack []*frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		top := (*frame)(nil)
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.wantKey {
+			if k, ok := tok.(string); ok {
+				if top.keys[k] {
+					return true
+				}
+				top.keys[k] = true
+				top.wantKey = false
+				continue
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			if top != nil && top.object {
+				top.wantKey = true
+			}
+			stack = append(stack, &frame{object: true, wantKey: true, keys: map[string]bool{}})
+			continue
+		case json.Delim('['):
+			if top != nil && top.object {
+				top.wantKey = true
+			}
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return false
+			}
+			continue
+		}
+		if top != nil && top.object {
+			top.wantKey = true // a value was read; a key comes next
+		}
+	}
 }
