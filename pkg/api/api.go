@@ -41,9 +41,14 @@ type Executions interface {
 	SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInput, opts ...func(*sfn.Options)) (*sfn.SendTaskSuccessOutput, error)
 }
 
-// Failures records on a turn that its execution ended abnormally.
+// Failures records on a turn what its execution could not: that it ended
+// abnormally, or that a call started before its cancel can no longer
+// report (turn.Handlers implements both).
 type Failures interface {
 	RecordFailure(ctx context.Context, r turn.Ref, errName, cause string) error
+	// CallsLost reports whether SettleLost would settle a call of t.
+	CallsLost(t *record.Turn, outcomes map[string]record.CallOutcome) bool
+	SettleLost(ctx context.Context, r turn.Ref) (bool, error)
 }
 
 // Server serves the API.

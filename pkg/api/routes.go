@@ -797,7 +797,7 @@ func (s *Server) turn(r *http.Request, user string, outcomes bool) (*record.Conv
 func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome) wire.Turn {
 	v := turnview.New(conv, t, outcomes)
 	if v.Status != record.StatusRunning {
-		return v
+		return s.settled(ctx, conv, t, outcomes, v)
 	}
 	fresh := s.FreshFor
 	if fresh == 0 {
@@ -831,6 +831,37 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 	return v
 }
 
+// settled shows an ended turn after settling its lost calls, if it has
+// any (turn.Handlers.SettleLost): calls that had started before its cancel
+// and whose steps can no longer report.
+func (s *Server) settled(ctx context.Context, conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome, v wire.Turn) wire.Turn {
+	if s.Failures == nil || !s.Failures.CallsLost(t, outcomes) {
+		return v
+	}
+	ref := turn.Ref{ConversationID: conv.Meta.ID, TurnID: t.ID}
+	if _, err := s.Failures.SettleLost(ctx, ref); err != nil {
+		s.log().WarnContext(ctx, "settle lost calls", "conversation", ref.ConversationID, "turn", ref.TurnID, "error", err)
+		return v
+	}
+	if v2, ok := s.reread(ctx, ref); ok {
+		return v2
+	}
+	return v
+}
+
+// reread is the view of turn ref read again, if it has ended.
+func (s *Server) reread(ctx context.Context, ref turn.Ref) (wire.Turn, bool) {
+	conv, outcomes, err := s.Store.Load(ctx, ref.ConversationID, ref.TurnID)
+	if err != nil {
+		return wire.Turn{}, false
+	}
+	t, ok := conv.Turn(ref.TurnID)
+	if !ok || !t.Status.Final() {
+		return wire.Turn{}, false
+	}
+	return turnview.New(conv, t, outcomes), true
+}
+
 // ended shows a turn whose execution is over although its record still
 // says running. The record is read again (the last step usually recorded
 // why the turn ended just after the first read); if it still says running,
@@ -838,24 +869,13 @@ func (s *Server) view(ctx context.Context, conv *record.Conversation, t *record.
 // otherwise only this view says failed, with msg.
 func (s *Server) ended(ctx context.Context, conv *record.Conversation, t *record.Turn, v wire.Turn, errName, cause, msg string) wire.Turn {
 	ref := turn.Ref{ConversationID: conv.Meta.ID, TurnID: t.ID}
-	reread := func() (wire.Turn, bool) {
-		conv2, outcomes2, err := s.Store.Load(ctx, ref.ConversationID, ref.TurnID)
-		if err != nil {
-			return wire.Turn{}, false
-		}
-		t2, ok := conv2.Turn(ref.TurnID)
-		if !ok || !t2.Status.Final() {
-			return wire.Turn{}, false
-		}
-		return turnview.New(conv2, t2, outcomes2), true
-	}
-	if v2, ok := reread(); ok {
+	if v2, ok := s.reread(ctx, ref); ok {
 		return v2
 	}
 	if s.Failures != nil {
 		if err := s.Failures.RecordFailure(ctx, ref, errName, cause); err != nil {
 			s.log().WarnContext(ctx, "record failure of a dead execution", "conversation", ref.ConversationID, "turn", ref.TurnID, "error", err)
-		} else if v2, ok := reread(); ok {
+		} else if v2, ok := s.reread(ctx, ref); ok {
 			return v2
 		}
 	}

@@ -37,6 +37,10 @@ const (
 	// KindCancelled is the user's cancel of a turn (no call id), and each
 	// call the cancel left unrun.
 	KindCancelled = "cancelled"
+	// KindLost is a call that had started when its turn was cancelled and
+	// whose step stopped before it could record an outcome: whether it
+	// ran is not known (turn.Handlers.SettleLost).
+	KindLost = "lost"
 )
 
 // Event is one audited fact about one call.

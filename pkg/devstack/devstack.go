@@ -67,6 +67,9 @@ type Config struct {
 	// StoreOutage is how long a step waits in process for a store that is
 	// away (zero: turn.DefaultStoreOutage).
 	StoreOutage time.Duration
+	// CallLostAfter is how long after a cancel a call that had started
+	// before it may still report (zero: turn.DefaultCallLostAfter).
+	CallLostAfter time.Duration
 	// Addr is where the API, page, demo agents and engine listen (default 127.0.0.1:8080).
 	Addr string
 	// DataDir holds the signing key, artifacts, the audit log and a local
@@ -252,6 +255,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	p.Handlers.Tracing = cfg.Tracing
 	p.Handlers.StoreOutage = cfg.StoreOutage
+	p.Handlers.CallLostAfter = cfg.CallLostAfter
 
 	st.Redis = rdb
 	// The engine (which on AWS is Step Functions itself) and the demo agents

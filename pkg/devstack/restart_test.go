@@ -2,6 +2,7 @@ package devstack
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,5 +105,97 @@ func TestCancelInFlightAtACrashEndsCancelled(t *testing.T) {
 	_, c3 := stack(t, m, cfg)
 	if v := c3.turn(cid, tid); v.Status != "cancelled" || v.EndedAt != ended {
 		t.Errorf("after a second restart the turn = %s ended %s, want cancelled ended %s (recorded once)", v.Status, v.EndedAt, ended)
+	}
+}
+
+// A call that had started when its turn was cancelled, whose step then
+// dies with the process (the execution is already stopped, so nothing
+// runs it again), is settled once no step that started before the cancel
+// can still be running (Config.CallLostAfter): its result says that its
+// outcome is unknown, never that it did not run, and the turn, the
+// conversation, the history, the audit and the model's next window agree.
+func TestCallLostAfterACancelIsSettledAsUnknown(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	dir := t.TempDir()
+	slow, agentURL := startSlowAgent(t, time.Minute)
+	slow.hold = make(chan struct{})
+	t.Cleanup(func() { close(slow.hold) })
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if strings.HasPrefix(lastUser(req), "and now") {
+			return answer("noted")
+		}
+		return calls(call("a", "slow_echo", map[string]any{"text": "lost"}))
+	}}
+	cfg := func(c *Config) {
+		c.ValkeyURL = "redis://" + mr.Addr()
+		c.DataDir = dir
+		c.Agents = []string{agentURL}
+		c.CallLostAfter = 2 * time.Second
+	}
+	first, c := stack(t, m, cfg)
+	cid := c.newConversation()
+	tid := c.send(cid, "echo slowly")
+	c.waitRunning(cid, tid, "slow_echo")
+	for end := time.Now().Add(60 * time.Second); slow.started.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the specialist never got the call")
+		}
+	}
+	var v wire.Turn
+	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted {
+		t.Fatalf("cancel = %d, want 202", code)
+	}
+	if s := stepOf(v, "slow_echo"); v.Status != "cancelled" || s == nil || s.Status != "running" {
+		t.Fatalf("cancel answered %s, steps %+v; want cancelled with slow_echo running", v.Status, v.Steps)
+	}
+	first.Close() // the step running the call dies with the process
+
+	_, c2 := stack(t, m, cfg)
+	for end := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		v = c2.turn(cid, tid)
+		if s := stepOf(v, "slow_echo"); s != nil && s.Status != "running" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("slow_echo still %+v after 90 s, want its outcome settled as unknown", v.Steps)
+		}
+	}
+	if s := stepOf(v, "slow_echo"); v.Status != "cancelled" || s.Status != "failed" {
+		t.Fatalf("turn = %s, steps %+v; want cancelled, slow_echo failed (outcome unknown)", v.Status, v.Steps)
+	}
+	var conv struct {
+		Turns   []wire.Turn         `json:"turns"`
+		History []wire.HistoryEntry `json:"history"`
+	}
+	c2.do("GET", "/v1/conversations/"+cid, nil, &conv)
+	if len(conv.Turns) != 1 || stepOf(conv.Turns[0], "slow_echo") == nil || stepOf(conv.Turns[0], "slow_echo").Status != "failed" {
+		t.Errorf("the conversation's turn = %+v, want it to agree with the turn", conv.Turns)
+	}
+	var entry *wire.HistoryEntry
+	for i, e := range conv.History {
+		if e.Kind == "tool_result" && e.Tool == "slow_echo" {
+			entry = &conv.History[i]
+		}
+		if e.Status == "not_executed" {
+			t.Errorf("history says not executed: %+v", e)
+		}
+	}
+	if entry == nil || entry.Status != "failed" || !contains(entry.Content, "unknown") {
+		t.Errorf("history entry of slow_echo = %+v, want failed saying the outcome is unknown", entry)
+	}
+	if kinds := strings.Join(auditKinds(t, dir, tid), ","); !contains(kinds, "lost/failed") || contains(kinds, "not_executed") {
+		t.Errorf("audit = %s, want the call lost and nothing not executed", kinds)
+	}
+	next := c2.send(cid, "and now?")
+	c2.wait(cid, next)
+	reqs := m.requests()
+	if got := resultStatuses(reqs); len(got) != 1 || got[0] != "failed" {
+		t.Errorf("results seen by the next turn = %v, want the lost call as failed", got)
+	}
+	for _, msg := range reqs[len(reqs)-1].Messages {
+		if msg.Role == llm.RoleTool && !contains(msg.Content, "unknown") {
+			t.Errorf("the model reads %s, want the outcome called unknown", msg.Content)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -155,4 +156,100 @@ func (h *Handlers) settleLate(ctx context.Context, r Ref) error {
 	}
 	h.stepLog(ctx, r, "settle", "", string(t.Status), h.now(), 0, nil)
 	return nil
+}
+
+// DefaultCallLostAfter is how long after a cancelled turn ended a call that
+// had started before the cancel may still be running: the invoke step's
+// longest run (the invoke function's timeout on AWS, 6 minutes; one
+// specialist call of 5 minutes and its files locally), with a margin.
+const DefaultCallLostAfter = 8 * time.Minute
+
+// lostResult is the result of a call whose step stopped (a crash, a
+// function killed at its timeout) before it recorded an outcome after its
+// turn was cancelled. It must not say the call did not run: it may have.
+var lostResult = record.ToolResult{Status: record.ResultFailed,
+	Error: "The outcome of this call is unknown: it had started when its turn was cancelled, and the step running it stopped before it could record a result. The specialist may have completed it; check before running it again."}
+
+// SettleLost ends the wait for calls that had started when turn r was
+// cancelled and that can no longer report: once CallLostAfter has passed
+// since the cancel, no step that started before it still runs, so a call
+// with no stored outcome gets lostResult (the first outcome stored wins,
+// so a real one that arrived first stays), the audit a KindLost event, and
+// the turn is settled as a late result would settle it (settleLate). It
+// reports whether it settled anything. Readers call it when they find
+// such a call (the API's views, the next LLM step's window), so every view
+// agrees and the model is never told the call is still running forever.
+func (h *Handlers) SettleLost(ctx context.Context, r Ref) (bool, error) {
+	conv, t, outcomes, err := h.load(ctx, r, true)
+	if err != nil {
+		return false, err
+	}
+	if !h.callsLost(t, outcomes) {
+		return false, nil
+	}
+	var events []audit.Event
+	for _, pc := range t.Pending {
+		if _, ok := outcomes[pc.CallID]; pc.State != record.CallRunning || ok {
+			continue
+		}
+		o := record.CallOutcome{CallID: pc.CallID, Tool: pc.Tool, Result: lostResult, StartedAt: t.UpdatedAt, EndedAt: h.now()}
+		if _, err := h.Store.PutOutcome(ctx, r.ConversationID, r.TurnID, o); err != nil {
+			return false, &TransientError{Err: err}
+		}
+		events = append(events, h.event(conv, t, pc, audit.KindLost, record.ResultFailed))
+	}
+	if err := h.audit(ctx, events); err != nil {
+		return false, err
+	}
+	if err := h.settleLate(ctx, r); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// CallsLost reports whether turn t, with its stored outcomes, has a call
+// that SettleLost would settle: the turn ended (cancelled) more than
+// CallLostAfter ago with a call still running and no outcome stored.
+func (h *Handlers) CallsLost(t *record.Turn, outcomes map[string]record.CallOutcome) bool {
+	return h.callsLost(t, outcomes)
+}
+
+func (h *Handlers) callsLost(t *record.Turn, outcomes map[string]record.CallOutcome) bool {
+	if !t.Status.Final() || t.UpdatedAt.IsZero() {
+		return false
+	}
+	after := h.CallLostAfter
+	if after <= 0 {
+		after = DefaultCallLostAfter
+	}
+	if h.now().Sub(t.UpdatedAt) < after {
+		return false
+	}
+	return slices.ContainsFunc(t.Pending, func(pc record.PendingCall) bool {
+		_, ok := outcomes[pc.CallID]
+		return pc.State == record.CallRunning && !ok
+	})
+}
+
+// settleLostInWindow settles the lost calls (SettleLost) of the earlier
+// turns in conv, the LLM step's window, and reads the window again if it
+// settled any, so the model is not told forever that such a call still
+// runs. Outcomes of earlier turns are not part of the window's read:
+// SettleLost reads its turn's own and settles only a call with none.
+func (h *Handlers) settleLostInWindow(ctx context.Context, r Ref, conv *record.Conversation, t *record.Turn) (*record.Conversation, *record.Turn, error) {
+	settled := false
+	for _, earlier := range conv.Turns {
+		if earlier.ID == t.ID || !h.callsLost(earlier, nil) {
+			continue
+		}
+		ok, err := h.SettleLost(ctx, Ref{ConversationID: r.ConversationID, TurnID: earlier.ID})
+		if err != nil {
+			return nil, nil, err
+		}
+		settled = settled || ok
+	}
+	if !settled {
+		return conv, t, nil
+	}
+	return h.loadForLLM(ctx, r)
 }

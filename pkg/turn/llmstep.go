@@ -84,6 +84,9 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	if t.Workflow != nil && t.LLMCalls == 0 && len(t.Messages) <= 1 && strings.TrimSpace(t.Text) == "" {
 		return h.startWorkflow(ctx, in.Ref, t)
 	}
+	if conv, t, err = h.settleLostInWindow(ctx, in.Ref, conv, t); err != nil {
+		return StepOutput{}, err
+	}
 	if step, msg := h.limitReached(t); msg != "" {
 		return h.endFailed(ctx, in.Ref, t, step, msg)
 	}

@@ -156,8 +156,12 @@ type Handlers struct {
 	// a side effect (the model answered, a specialist ran) is retried
 	// rather than redone. Zero: DefaultStoreOutage.
 	StoreOutage time.Duration
-	Now         func() time.Time
-	Logger      *slog.Logger
+	// CallLostAfter is how long after a cancel a call that had started
+	// before it may still report its outcome (SettleLost). Zero:
+	// DefaultCallLostAfter.
+	CallLostAfter time.Duration
+	Now           func() time.Time
+	Logger        *slog.Logger
 
 	// seen is, per turn a step has read, its owner and the status read
 	// or written last (seenTurn), so a write that changes the status
