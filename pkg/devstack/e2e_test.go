@@ -653,6 +653,10 @@ func TestSupersedesTheLastTurn(t *testing.T) {
 	if len(conv.Turns) != 3 || conv.Turns[0].SupersededBy != res.TurnID || !slices.ContainsFunc(conv.History, func(h struct{ Content string }) bool { return h.Content == "the first wording" }) {
 		t.Errorf("conversation = %+v, want the replaced turn kept, superseded by %s", conv, res.TurnID)
 	}
+	// The turn's own read knows it too, after the replacing turn ended.
+	if v := c.turn(cid, first); v.SupersededBy != res.TurnID {
+		t.Errorf("GET of the replaced turn: superseded_by = %q, want %s", v.SupersededBy, res.TurnID)
+	}
 }
 
 // Issue 28: the LLM call inspector. With content capture on (the traces'

@@ -206,6 +206,9 @@ type Turn struct {
 	// with it that has not ended yet has a cancel in flight, which any step
 	// finishes (turn.Handlers.finishCancel).
 	CancelRequested bool `json:"-"`
+	// SupersededBy is the turn that replaced this one (its Supersedes),
+	// stored apart by the replacing turn's writes.
+	SupersededBy string `json:"-"`
 }
 
 // Answer is one reply of the user to a pause of a turn (a form or an

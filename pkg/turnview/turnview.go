@@ -6,6 +6,7 @@
 package turnview
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -32,7 +33,7 @@ func New(conv *record.Conversation, t *record.Turn, outcomes map[string]record.C
 		Artifacts:    []artifact.Ref{},
 		Answers:      t.Answers,
 		Supersedes:   t.Supersedes,
-		SupersededBy: conv.Superseded()[t.ID],
+		SupersededBy: cmp.Or(t.SupersededBy, conv.Superseded()[t.ID]),
 	}
 	switch t.Status {
 	case record.StatusSucceeded:

@@ -192,7 +192,7 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 		}
 		args = append(args, tool, strconv.FormatInt(in.At.UnixMilli(), 10)+"|"+string(ib))
 	}
-	args = appendSpend(args, t.ID, t.Spend)
+	args = appendFieldOps(args, t)
 	events := t.Events
 	if t.Spend != nil {
 		events = append(append([]record.Event(nil), t.Spend.Events...), events...)
@@ -215,22 +215,26 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	return args, nil
 }
 
-// appendSpend appends the spend section of saveTurnScript's ARGV: the
-// number of (op, field, value) triples, then the triples ("i": HINCRBY,
-// "s": HSET), as AddSpend writes them.
-func appendSpend(args []any, tid string, sp *record.Spend) []any {
-	if sp == nil {
-		return append(args, 0)
+// appendFieldOps appends the field section of saveTurnScript's ARGV: the
+// number of (op, field, value) triples on the conversation's hash, then
+// the triples ("i": HINCRBY, "s": HSET). They are the spend, as AddSpend
+// writes it, and the replaced turn's superseded field.
+func appendFieldOps(args []any, t *record.Turn) []any {
+	var ops []any
+	if sp := t.Spend; sp != nil {
+		ops = append(ops, "i", callsPrefix+t.ID, sp.Calls, "i", tokensPrefix+t.ID, sp.Tokens)
+		if sp.CachedTokens != 0 {
+			ops = append(ops, "i", cachedPrefix+t.ID, sp.CachedTokens)
+		}
+		if sp.CostMicros != 0 {
+			ops = append(ops, "i", costPrefix+t.ID, sp.CostMicros)
+		}
+		if sp.WindowFrom != "" {
+			ops = append(ops, "s", fieldWindow, sp.WindowFrom)
+		}
 	}
-	ops := []any{"i", callsPrefix + tid, sp.Calls, "i", tokensPrefix + tid, sp.Tokens}
-	if sp.CachedTokens != 0 {
-		ops = append(ops, "i", cachedPrefix+tid, sp.CachedTokens)
-	}
-	if sp.CostMicros != 0 {
-		ops = append(ops, "i", costPrefix+tid, sp.CostMicros)
-	}
-	if sp.WindowFrom != "" {
-		ops = append(ops, "s", fieldWindow, sp.WindowFrom)
+	if t.Supersedes != "" {
+		ops = append(ops, "s", supersededPrefix+t.Supersedes, t.ID)
 	}
 	return append(append(args, len(ops)/3), ops...)
 }
@@ -238,7 +242,7 @@ func appendSpend(args []any, tid string, sp *record.Spend) []any {
 // saveTurnScript: KEYS conv, artifacts, results:<tid>, turns, active,
 // artorder, inputs, events, quota. ARGV ttl, tid, turn, msgs, head, view size,
 // updated, status, text, started (ms), final, own artifact ids, the number
-// of inputs, then (tool, "<ms>|<json>") per input, the spend (appendSpend:
+// of inputs, then (tool, "<ms>|<json>") per input, the field ops (appendFieldOps, with the spend:
 // counted before the cancel check, so a refused write still counts the
 // provider call it made), the number of events,
 // then each event's JSON (appended to the event log in the same round
@@ -461,7 +465,7 @@ if not m[1] then return nil end
 if m[4] ~= '2' then return {'migrate'} end
 local tid = ARGV[1]
 local function whole(id)
-  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id)
+  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id)
 end
 local own = {}
 if tid ~= '' then own = whole(tid) end
@@ -520,7 +524,7 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 			return nil
 		}
 		t, err := decodeTurn(id, f[0], f[1], map[string]string{
-			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4], cachedPrefix + id: at(f, 6), costPrefix + id: at(f, 7), cancelPrefix + id: at(f, 8)})
+			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4], cachedPrefix + id: at(f, 6), costPrefix + id: at(f, 7), cancelPrefix + id: at(f, 8), supersededPrefix + id: at(f, 9)})
 		if err != nil {
 			return fmt.Errorf("load conversation %s: %w", cid, err)
 		}
@@ -652,6 +656,7 @@ func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, 
 	}
 	t.AnsweredToken = fields[answeredPrefix+t.ID]
 	t.CancelRequested = fields[cancelPrefix+t.ID] != ""
+	t.SupersededBy = fields[supersededPrefix+t.ID]
 	if n, err := strconv.Atoi(fields[callsPrefix+t.ID]); err == nil {
 		t.LLMCalls = n
 	}

@@ -101,12 +101,16 @@ const (
 	layout      = "2"
 	// callsPrefix+<tid> and tokensPrefix+<tid> count the turn's provider
 	// calls and tokens (AddSpend), apart from its field.
-	callsPrefix   = "llm_calls:"
-	tokensPrefix  = "tokens:"
-	cachedPrefix  = "cached:"
-	cancelPrefix  = "cancel:" // the user cancelled the turn (MarkCancelled)
-	costPrefix    = "cost:"
-	resultsPrefix = "results:" // marks a turn with a results hash
+	callsPrefix  = "llm_calls:"
+	tokensPrefix = "tokens:"
+	cachedPrefix = "cached:"
+	cancelPrefix = "cancel:" // the user cancelled the turn (MarkCancelled)
+	// supersededPrefix+<tid> names the turn that replaced tid, written
+	// with every save of the replacing turn, so a read of tid alone
+	// knows it.
+	supersededPrefix = "superseded:"
+	costPrefix       = "cost:"
+	resultsPrefix    = "results:" // marks a turn with a results hash
 	// startPrefix+<call id> in a turn's results hash: StartCall started
 	// the call (never decoded as an outcome).
 	startPrefix = "start:"
