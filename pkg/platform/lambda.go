@@ -201,7 +201,11 @@ func (e *Env) WithQuota(arts artifact.Store) (artifact.Store, error) {
 
 // MCPServers are the servers of CLIENTAGENT_MCP with their secret headers
 // read (Secrets), made once. A stdio server is an error: a function cannot
-// keep a child process (mcp.ErrStdioOnLambda).
+// keep a child process (mcp.ErrStdioOnLambda). A server whose secret
+// cannot be read does not stop the function: it is kept as unusable
+// (mcp.ResolveEach), so its tools are unavailable and a call of one fails
+// saying why, while every other tool works; the next cold start reads the
+// secret again.
 func (e *Env) MCPServers(ctx context.Context) ([]mcp.ServerConfig, error) {
 	if e.mcpLoaded {
 		return e.mcpServers, nil
@@ -210,8 +214,17 @@ func (e *Env) MCPServers(ctx context.Context) ([]mcp.ServerConfig, error) {
 	if err != nil {
 		return nil, err
 	}
-	if servers, err = mcp.Resolve(ctx, servers, e.Secrets); err != nil {
-		return nil, fmt.Errorf("%s: %w", mcp.EnvVar, err)
+	if e.Secrets == nil {
+		// No reader at all is the function's wiring, not a secret: an error.
+		if servers, err = mcp.Resolve(ctx, servers, nil); err != nil {
+			return nil, fmt.Errorf("%s: %w", mcp.EnvVar, err)
+		}
+	}
+	servers = mcp.ResolveEach(ctx, servers, e.Secrets)
+	for _, s := range servers {
+		if s.Unusable != nil && e.Logger != nil {
+			e.Logger.WarnContext(ctx, "MCP server unusable: its tools are unavailable", "server", s.Name, "error", s.Unusable.Error())
+		}
 	}
 	e.mcpServers, e.mcpLoaded = servers, true
 	return servers, nil

@@ -40,4 +40,13 @@ func TestEnvMCPServers(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Headers["Authorization"] != "Bearer docs-token" {
 		t.Errorf("MCPServers() = %+v, %v; want the secret read into the header", got, err)
 	}
+
+	// A secret that cannot be read leaves that server unusable, not the
+	// function unable to start.
+	e = NewEnv(lambda(secretHeader))
+	e.Secrets = secretsFunc(func(context.Context, string) (string, error) { return "", errors.New("AccessDeniedException") })
+	got, err = e.MCPServers(t.Context())
+	if err != nil || len(got) != 1 || got[0].Unusable == nil || !strings.Contains(got[0].Unusable.Error(), "AccessDenied") || got[0].Headers != nil {
+		t.Errorf("MCPServers(unreadable secret) = %+v, %v; want the server kept unusable, no error", got, err)
+	}
 }
