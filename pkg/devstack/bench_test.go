@@ -3,7 +3,9 @@ package devstack
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -270,4 +272,44 @@ func benchStore(b *testing.B, cfg Config) Config {
 		b.Fatalf("BENCH_STORE=%q: want memory, embedded, server or url", os.Getenv("BENCH_STORE"))
 	}
 	return cfg
+}
+
+// TestPauseCounts pins what a pause adds (issue 30): a form is AwaitUser
+// in the STANDARD execution, which then starts the next EXPRESS child at
+// ValidateBatch with the answer and reads its end: 3 STANDARD transitions
+// and one EXPRESS execution per form or approval.
+func TestPauseCounts(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, nil)
+	cid := c.newConversation()
+	tid := c.send(cid, "Design a valve flange with 4 holes")
+	v := c.wait(cid, tid)
+	if v.Status != "awaiting_input" || v.Form == nil {
+		t.Fatalf("status = %s, want awaiting_input with a form", v.Status)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{v.Form.Calls[0].CallID: map[string]any{"material": "pvc"}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d, want 202", code)
+	}
+	if v := c.wait(cid, tid); v.Status != "succeeded" {
+		t.Fatalf("turn = %s %q, want succeeded", v.Status, v.Reply)
+	}
+	h, err := st.history(t.Context(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := countHistory(h)
+	// Init, RunLoop, AfterLoop, then AwaitUser, RunLoop, AfterLoop, then Done.
+	if got.Standard != 4+3 || got.Express != 2 {
+		t.Errorf("counts = %+v, want %d STANDARD transitions and 2 EXPRESS executions (the reference turn's 4, +3 and +1 for the form)", got, 4+3)
+	}
+	var second []string // the states the second child entered first
+	for _, e := range h {
+		if d := e.StateEnteredEventDetails; d != nil && (d.Name == "ValidateBatch" || d.Name == "LLMStep" || d.Name == "AwaitUser") {
+			second = append(second, d.Name)
+		}
+	}
+	if i := slices.Index(second, "AwaitUser"); i < 0 || i+1 >= len(second) || second[i+1] != "ValidateBatch" {
+		t.Errorf("states after the form = %v, want the next child to start at ValidateBatch", second)
+	}
+	t.Logf("form turn: %d STANDARD transitions, %d EXPRESS executions, %d transitions in all, %d Lambda invocations", got.Standard, got.Express, got.Transitions, got.Lambdas)
 }
