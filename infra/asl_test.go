@@ -77,11 +77,12 @@ func missingLambdaRetries(def map[string]any) []string {
 	return out
 }
 
-// isLambdaTask reports whether a Task state invokes a Lambda function (the
-// turn's RunLoop starts the loop's execution instead).
+// isLambdaTask reports whether a Task state invokes a Lambda function, as
+// every Task but one starting an execution does (the turn's RunLoop starts
+// the loop's).
 func isLambdaTask(st map[string]any) bool {
 	r, _ := st["Resource"].(string)
-	return strings.HasPrefix(r, "arn:aws:states:::lambda:")
+	return !strings.HasPrefix(r, "arn:aws:states:::states:")
 }
 
 func readASL(t *testing.T) map[string]any {
@@ -204,6 +205,9 @@ func TestOnlyFaultsFailTheExecution(t *testing.T) {
 	for name, st := range loop {
 		if st["Type"] == "Fail" {
 			t.Errorf("loop state %s is a Fail state: a fault must reach the turn's FailTurn", name)
+		}
+		if st["Catch"] == nil {
+			continue
 		}
 		for _, c := range asList(st["Catch"]) {
 			if n := asMap(c)["Next"]; n != "Fault" && !(name == "InvokeCall" || name == "CallFailed") {

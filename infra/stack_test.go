@@ -1324,8 +1324,17 @@ func findCycle(tpl map[string]any) []string {
 // An ASL key the stack does not provide stops the synthesis.
 func TestUnknownASLKeyPanics(t *testing.T) {
 	t.Parallel()
-	asl := filepath.Join(t.TempDir(), "turn.asl.json")
+	dir := t.TempDir()
+	asl := filepath.Join(dir, "turn.asl.json")
 	if err := os.WriteFile(asl, []byte(`{"StartAt":"X","States":{"X":{"Type":"Task","Resource":"${OtherFunction}","End":true}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The loop beside it (LoopASLFile) is the repository's.
+	loop, err := os.ReadFile(loopPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "loop.asl.json"), loop, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := baseProps()
