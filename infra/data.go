@@ -39,8 +39,8 @@ type dataStack struct {
 	// openaiKeySecretName), else nil.
 	openAIKey awssecretsmanager.Secret
 	// fnLogs are the platform functions' log groups by function name.
-	fnLogs     map[string]awslogs.LogGroup
-	turnLogs   awslogs.LogGroup
+	fnLogs   map[string]awslogs.LogGroup
+	turnLogs awslogs.LogGroup
 	// loopLogs hold the EXPRESS loop's executions: on AWS its history
 	// exists nowhere else.
 	loopLogs   awslogs.LogGroup
