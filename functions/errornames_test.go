@@ -19,23 +19,26 @@ import (
 // names a returned error by its Go type (pointer stripped: *turn.TransientError
 // is "TransientError"). No Go code refers to the ASL's strings, so a renamed
 // type would silently stop being retried. This test reads both sides: every
-// ErrorEquals name of statemachine/turn.asl.json that is not a States.* or
+// ErrorEquals name of statemachine/turn.asl.json and loop.asl.json that is not a States.* or
 // Lambda.* name must be a type with an Error() string method, declared in a
 // package of this module that the state's function links. A state that
 // names no function (a Map's Catch) may match a type of any step function.
 func TestErrorEqualsNamesAreDeclaredErrorTypes(t *testing.T) {
 	t.Parallel()
-	raw, err := os.ReadFile(filepath.Join("..", "statemachine", "turn.asl.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var def any
-	if err := json.Unmarshal(raw, &def); err != nil {
-		t.Fatalf("turn.asl.json: %v", err)
-	}
 	uses := map[string][]string{} // function ("" for none) → names
-	if err := errorEqualsNames(def, "", uses); err != nil {
-		t.Fatalf("turn.asl.json: %v", err)
+	// The turn (STANDARD) and its loop (EXPRESS).
+	for _, file := range []string{"turn.asl.json", "loop.asl.json"} {
+		raw, err := os.ReadFile(filepath.Join("..", "statemachine", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var def any
+		if err := json.Unmarshal(raw, &def); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		if err := errorEqualsNames(def, "", uses); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
 	}
 	declared := map[string]map[string]string{} // function → type name → package dir
 	var all []string

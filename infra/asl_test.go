@@ -2,18 +2,21 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
 
-// The state machine's own file (statemachine/turn.asl.json), read as what
-// Step Functions runs: these tests need no synthesis.
+// The state machines' own files (statemachine/turn.asl.json and its loop,
+// loop.asl.json), read as what Step Functions runs: these tests need no
+// synthesis.
 
 // lambdaErrors are the errors of Lambda's own service that AWS recommends
 // retrying on every Task that invokes a function: the function never ran,
@@ -53,7 +56,7 @@ func aslStates(def map[string]any) map[string]map[string]any {
 func missingLambdaRetries(def map[string]any) []string {
 	var out []string
 	for name, st := range aslStates(def) {
-		if st["Type"] != "Task" {
+		if st["Type"] != "Task" || !isLambdaTask(st) {
 			continue
 		}
 		var named []string
@@ -74,15 +77,33 @@ func missingLambdaRetries(def map[string]any) []string {
 	return out
 }
 
+// isLambdaTask reports whether a Task state invokes a Lambda function, as
+// every Task but one starting an execution does (the turn's RunLoop starts
+// the loop's).
+func isLambdaTask(st map[string]any) bool {
+	r, _ := st["Resource"].(string)
+	return !strings.HasPrefix(r, "arn:aws:states:::states:")
+}
+
 func readASL(t *testing.T) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(aslPath)
+	return readASLFile(t, aslPath)
+}
+
+func readLoopASL(t *testing.T) map[string]any {
+	t.Helper()
+	return readASLFile(t, loopPath)
+}
+
+func readASLFile(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var def map[string]any
 	if err := json.Unmarshal(b, &def); err != nil {
-		t.Fatalf("%s: %v", aslPath, err)
+		t.Fatalf("%s: %v", path, err)
 	}
 	return def
 }
@@ -90,20 +111,21 @@ func readASL(t *testing.T) map[string]any {
 // Issue 14: every Task retries Lambda's own errors, as AWS recommends.
 func TestEveryTaskRetriesLambdaErrors(t *testing.T) {
 	t.Parallel()
-	def := readASL(t)
 	var tasks []string
-	for name, st := range aslStates(def) {
-		if st["Type"] == "Task" {
-			tasks = append(tasks, name)
+	for _, def := range []map[string]any{readASL(t), readLoopASL(t)} {
+		for name, st := range aslStates(def) {
+			if st["Type"] == "Task" {
+				tasks = append(tasks, name)
+			}
+		}
+		if got := missingLambdaRetries(def); len(got) > 0 {
+			t.Errorf("Task states that do not retry Lambda's errors: %v", got)
 		}
 	}
 	sort.Strings(tasks)
-	// The walk reaches every Task, the Map's too.
-	if diff := cmp.Diff([]string{"AppendResults", "AwaitUser", "CallFailed", "FailTurn", "InvokeCall", "LLMStep", "ValidateBatch"}, tasks); diff != "" {
+	// The walk reaches every Task of both machines, the Map's too.
+	if diff := cmp.Diff([]string{"AppendResults", "AwaitUser", "CallFailed", "FailTurn", "InvokeCall", "LLMStep", "RunLoop", "ValidateBatch"}, tasks); diff != "" {
 		t.Errorf("Task states (-want +got):\n%s", diff)
-	}
-	if got := missingLambdaRetries(def); len(got) > 0 {
-		t.Errorf("Task states that do not retry Lambda's errors: %v", got)
 	}
 
 	// The check sees a missing name, in a Map too, and does not take
@@ -131,30 +153,44 @@ func TestEveryTaskRetriesLambdaErrors(t *testing.T) {
 // the budget, no progress, an empty answer) is a normal outcome: its
 // execution succeeds, so only faults fail executions and fire the alarm on
 // ExecutionsFailed. A fault still ends in a Fail state, through FailTurn.
+// Issue 30: the loop (EXPRESS) never fails on a step's error: it returns
+// "failed" or "fault" to the turn, whose states decide as before.
 func TestOnlyFaultsFailTheExecution(t *testing.T) {
 	t.Parallel()
-	states := aslStates(readASL(t))
-	typeAfter := func(from, next string) string {
-		if st, ok := states[next]; ok {
+	states, loop := aslStates(readASL(t)), aslStates(readLoopASL(t))
+	typeAfter := func(in map[string]map[string]any, from, next string) string {
+		if st, ok := in[next]; ok {
 			return from + " → " + next + " (" + st["Type"].(string) + ")"
 		}
 		return from + " → " + next + " (missing)"
 	}
 	var got []string
-	for _, c := range asList(states["AfterLLMStep"]["Choices"]) {
+	for _, c := range asList(loop["AfterLLMStep"]["Choices"]) {
 		cm := asMap(c)
 		if cm["Condition"] == `{% $states.input.next = "failed" %}` {
-			got = append(got, typeAfter("failed", cm["Next"].(string)))
+			got = append(got, typeAfter(loop, "loop: failed", cm["Next"].(string)))
+		}
+	}
+	for _, c := range asList(states["AfterLoop"]["Choices"]) {
+		cm := asMap(c)
+		for _, word := range []string{"failed", "fault"} {
+			if cm["Condition"] == `{% $states.input.next = "`+word+`" %}` {
+				got = append(got, typeAfter(states, word, cm["Next"].(string)))
+			}
 		}
 	}
 	failTurn := states["FailTurn"]
-	got = append(got, typeAfter("FailTurn", failTurn["Next"].(string)))
+	got = append(got, typeAfter(states, "FailTurn", failTurn["Next"].(string)))
 	for _, c := range asList(failTurn["Catch"]) {
-		got = append(got, typeAfter("FailTurn catch", asMap(c)["Next"].(string)))
+		got = append(got, typeAfter(states, "FailTurn catch", asMap(c)["Next"].(string)))
 	}
-	want := []string{"failed → TurnEndedWithMessage (Succeed)", "FailTurn → TurnFailed (Fail)", "FailTurn catch → TurnFailed (Fail)"}
+	want := []string{"loop: failed → EndedWithMessage (Succeed)", "failed → TurnEndedWithMessage (Succeed)", "fault → FailTurn (Task)",
+		"FailTurn → TurnFailed (Fail)", "FailTurn catch → TurnFailed (Fail)"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("how turns end (-want +got):\n%s", diff)
+	}
+	if got := loop["EndedWithMessage"]["Output"]; got != `{% {"next": "failed"} %}` {
+		t.Errorf("the loop's EndedWithMessage outputs %v, want next failed", got)
 	}
 	// Nothing else reaches a Fail state: every other error goes through FailTurn.
 	for name, st := range states {
@@ -162,6 +198,20 @@ func TestOnlyFaultsFailTheExecution(t *testing.T) {
 			n, _ := next.(string)
 			if target, ok := states[n]; ok && target["Type"] == "Fail" && name != "FailTurn" {
 				t.Errorf("%s → %s: a Fail state reached without FailTurn", name, n)
+			}
+		}
+	}
+	// The loop has no Fail state, and every Catch of it returns a fault.
+	for name, st := range loop {
+		if st["Type"] == "Fail" {
+			t.Errorf("loop state %s is a Fail state: a fault must reach the turn's FailTurn", name)
+		}
+		if st["Catch"] == nil {
+			continue
+		}
+		for _, c := range asList(st["Catch"]) {
+			if n := asMap(c)["Next"]; n != "Fault" && !(name == "InvokeCall" || name == "CallFailed") {
+				t.Errorf("loop state %s catches to %v, want Fault", name, n)
 			}
 		}
 	}
@@ -214,9 +264,11 @@ func retryBudget(r map[string]any) time.Duration {
 func TestTaskRetryBudgets(t *testing.T) {
 	t.Parallel()
 	def := readASL(t)
-	for name, st := range aslStates(def) {
-		if st["Type"] != "Task" || name == "FailTurn" {
-			continue // FailTurn records the failure of a turn that already failed
+	states := aslStates(def)
+	maps.Copy(states, aslStates(readLoopASL(t)))
+	for name, st := range states {
+		if st["Type"] != "Task" || name == "FailTurn" || !isLambdaTask(st) {
+			continue // FailTurn records the failure of a turn that already failed; RunLoop invokes no function
 		}
 		budgets := map[string]time.Duration{}
 		for _, r := range asList(st["Retry"]) {
@@ -240,5 +292,26 @@ func TestTaskRetryBudgets(t *testing.T) {
 	}
 	if time.Duration(timeout)*time.Second < 2*awaitDefault {
 		t.Errorf("execution TimeoutSeconds = %v, want at least two of the default waits for the user (%v)", timeout, awaitDefault)
+	}
+}
+
+// Issue 30: an EXPRESS execution runs at most five minutes; the loop hands
+// the turn back before that (its budget, checked at each round) and never
+// waits for a token.
+func TestLoopFitsExpress(t *testing.T) {
+	t.Parallel()
+	loop := readLoopASL(t)
+	if got, _ := loop["TimeoutSeconds"].(float64); got != 300 {
+		t.Errorf("loop TimeoutSeconds = %v, want 300 (EXPRESS's limit)", got)
+	}
+	for name, st := range aslStates(loop) {
+		if r, _ := st["Resource"].(string); strings.Contains(r, "waitForTaskToken") || strings.Contains(r, ".sync") {
+			t.Errorf("loop state %s uses %s, which an EXPRESS machine cannot", name, r)
+		}
+	}
+	init := aslStates(loop)["Init"]
+	budget, _ := asMap(init["Assign"])["budgetMs"].(string)
+	if !strings.Contains(budget, "150000") {
+		t.Errorf("loop budget = %q, want 150 s by default: a round then has half the 5 minutes", budget)
 	}
 }

@@ -77,7 +77,8 @@ type StackProps struct {
 	EnvName string
 	// BinDir holds `make build`'s output: BinDir/<function>/bootstrap.
 	BinDir string
-	// ASLFile is statemachine/turn.asl.json, read at synth time.
+	// ASLFile is statemachine/turn.asl.json, read at synth time; the
+	// turn's EXPRESS loop is loop.asl.json beside it (LoopASLFile).
 	ASLFile string
 
 	// JWTIssuer and JWTAudience configure the HTTP API's JWT authorizer.
@@ -419,6 +420,9 @@ func (p StackProps) Validate() error {
 	if _, err := os.Stat(p.ASLFile); err != nil {
 		return fmt.Errorf("state machine definition: %w", err)
 	}
+	if _, err := os.Stat(p.LoopASLFile()); err != nil {
+		return fmt.Errorf("loop state machine definition: %w", err)
+	}
 	if p.WorkflowsDir != "" {
 		if err := checkWorkflowsDir(p.WorkflowsDir); err != nil {
 			return err
@@ -625,4 +629,9 @@ func ReadCDKJSONContext(path string) (map[string]any, error) {
 		f.Context = map[string]any{}
 	}
 	return f.Context, nil
+}
+
+// LoopASLFile is the turn's EXPRESS loop, loop.asl.json beside ASLFile.
+func (p StackProps) LoopASLFile() string {
+	return filepath.Join(filepath.Dir(p.ASLFile), "loop.asl.json")
 }

@@ -39,8 +39,11 @@ type dataStack struct {
 	// openaiKeySecretName), else nil.
 	openAIKey awssecretsmanager.Secret
 	// fnLogs are the platform functions' log groups by function name.
-	fnLogs     map[string]awslogs.LogGroup
-	turnLogs   awslogs.LogGroup
+	fnLogs   map[string]awslogs.LogGroup
+	turnLogs awslogs.LogGroup
+	// loopLogs hold the EXPRESS loop's executions: on AWS its history
+	// exists nowhere else.
+	loopLogs   awslogs.LogGroup
 	accessLogs awslogs.LogGroup
 }
 
@@ -265,6 +268,7 @@ func newDataStack(scope constructs.Construct, p StackProps) *dataStack {
 	// /aws/vendedlogs/ keeps CloudWatch Logs' resource policy, which log
 	// delivery extends for each group, from outgrowing its size limit.
 	d.turnLogs = logGroup("TurnStateMachineLogs", "/aws/vendedlogs/states/"+prefix+"-turn")
+	d.loopLogs = logGroup("LoopStateMachineLogs", "/aws/vendedlogs/states/"+prefix+"-loop")
 	d.accessLogs = logGroup("ApiAccessLogs", "/aws/vendedlogs/apigateway/"+prefix+"-api")
 	return d
 }

@@ -73,7 +73,7 @@ func TestEnvironmentDifferences(t *testing.T) {
 		v.CacheSnapshots = []any{cache["SnapshotRetentionLimit"], cache["DailySnapshotTime"]}
 		poolID, _ := s.one(t, "AWS::Cognito::UserPool")
 		v.UserPoolPolicy = s.deletionPolicies("AWS::Cognito::UserPool")[poolID]
-		_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+		_, sm := s.turnMachine(t)
 		v.StateMachineLogs = sm["LoggingConfiguration"].(map[string]any)["Level"]
 		v.NATGateways = len(s.resources("AWS::EC2::NatGateway"))
 		_, bucket := s.named(t, "AWS::S3::Bucket", "Artifacts")
@@ -233,7 +233,7 @@ func TestAlarms(t *testing.T) {
 	for _, config := range []string{"bedrock", "prod"} {
 		s := synth(t, config)
 		topicID, _ := s.one(t, "AWS::SNS::Topic")
-		smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+		smID, _ := s.turnMachine(t)
 		dlqID, _ := s.one(t, "AWS::SQS::Queue")
 		var got []string
 		for id, a := range s.resources("AWS::CloudWatch::Alarm") {
@@ -344,7 +344,7 @@ func TestLimitAlarms(t *testing.T) {
 		s := synth(t, config)
 		p := s.props
 		topicID, _ := s.one(t, "AWS::SNS::Topic")
-		smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+		smID, _ := s.turnMachine(t)
 		apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api")
 		cacheID, _ := s.one(t, "AWS::ElastiCache::ServerlessCache")
 		type alarm struct {
@@ -411,70 +411,87 @@ func (s *synthesized) functionID(name string) string {
 func TestDefinitionIsASLWithSubstitutions(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "dev")
-	_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
-	asl, err := os.ReadFile(aslPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// CloudFormation's substitution, with each function's ARN standing for
-	// its logical id.
-	subs := sm["DefinitionSubstitutions"].(map[string]any)
-	arnOf := map[string]string{}
-	for key, v := range subs {
-		id := getAttTarget(v)
-		if id == "" {
-			t.Fatalf("DefinitionSubstitutions[%s] = %s, want a function's Arn", key, mustJSON(v))
-		}
-		arnOf[key] = "arn:aws:lambda:us-east-1:123456789012:function:" + id
-	}
-	apply := func(def string) string {
-		for key, arn := range arnOf {
-			def = strings.ReplaceAll(def, "${"+key+"}", arn)
-		}
-		return def
-	}
-	deployed := apply(sm["DefinitionString"].(string))
-	if want := apply(string(asl)); deployed != want {
-		t.Fatalf("the deployed definition differs from %s with the substitutions applied", aslPath)
-	}
-	// Walk the states (the Map's too): state → function it invokes.
-	var def map[string]any
-	if err := json.Unmarshal([]byte(deployed), &def); err != nil {
-		t.Fatalf("deployed definition: %v", err)
-	}
+	loopID, loop := s.loopMachine(t)
+	_, turn := s.turnMachine(t)
 	got := map[string]string{}
-	var walk func(states map[string]any)
-	walk = func(states map[string]any) {
-		for name, st := range states {
-			sm := st.(map[string]any)
-			if args, ok := sm["Arguments"].(map[string]any); ok {
-				if fn, ok := args["FunctionName"].(string); ok {
-					id := fn[strings.LastIndex(fn, ":")+1:]
-					for _, n := range append(functionNames(), FnDemoAgents) {
-						if s.functionID(n) == id {
-							got[name] = n
+	for _, m := range []struct {
+		file string
+		sm   map[string]any
+	}{{loopPath, loop}, {aslPath, turn}} {
+		asl, err := os.ReadFile(m.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// CloudFormation's substitution, with each function's ARN standing
+		// for its logical id, and the loop's for its own.
+		subs := m.sm["DefinitionSubstitutions"].(map[string]any)
+		arnOf := map[string]string{}
+		for key, v := range subs {
+			if key == "LoopStateMachine" {
+				if diff := cmp.Diff(map[string]any{"Ref": loopID}, v); diff != "" {
+					t.Errorf("DefinitionSubstitutions[LoopStateMachine] (-want +got):\n%s", diff)
+				}
+				arnOf[key] = "arn:aws:states:us-east-1:123456789012:stateMachine:" + loopID
+				continue
+			}
+			id := getAttTarget(v)
+			if id == "" {
+				t.Fatalf("DefinitionSubstitutions[%s] = %s, want a function's Arn", key, mustJSON(v))
+			}
+			arnOf[key] = "arn:aws:lambda:us-east-1:123456789012:function:" + id
+		}
+		apply := func(def string) string {
+			for key, arn := range arnOf {
+				def = strings.ReplaceAll(def, "${"+key+"}", arn)
+			}
+			return def
+		}
+		deployed := apply(m.sm["DefinitionString"].(string))
+		if want := apply(string(asl)); deployed != want {
+			t.Fatalf("the deployed definition differs from %s with the substitutions applied", m.file)
+		}
+		// Walk the states (the Map's too): state → function it invokes.
+		var def map[string]any
+		if err := json.Unmarshal([]byte(deployed), &def); err != nil {
+			t.Fatalf("deployed definition: %v", err)
+		}
+		var walk func(states map[string]any)
+		walk = func(states map[string]any) {
+			for name, st := range states {
+				sm := st.(map[string]any)
+				if args, ok := sm["Arguments"].(map[string]any); ok {
+					if fn, ok := args["FunctionName"].(string); ok {
+						id := fn[strings.LastIndex(fn, ":")+1:]
+						for _, n := range append(functionNames(), FnDemoAgents) {
+							if s.functionID(n) == id {
+								got[name] = n
+							}
+						}
+						if got[name] == "" {
+							got[name] = fn
 						}
 					}
-					if got[name] == "" {
-						got[name] = fn
+					if arn, ok := args["StateMachineArn"].(string); ok {
+						got[name] = arn[strings.LastIndex(arn, ":")+1:]
 					}
 				}
-			}
-			if proc, ok := sm["ItemProcessor"].(map[string]any); ok {
-				walk(proc["States"].(map[string]any))
+				if proc, ok := sm["ItemProcessor"].(map[string]any); ok {
+					walk(proc["States"].(map[string]any))
+				}
 			}
 		}
+		walk(def["States"].(map[string]any))
+		if def["QueryLanguage"] != "JSONata" {
+			t.Errorf("%s: QueryLanguage = %v, want JSONata", m.file, def["QueryLanguage"])
+		}
 	}
-	walk(def["States"].(map[string]any))
 	want := map[string]string{
 		"LLMStep": FnLLMStep, "ValidateBatch": FnValidate, "AwaitUser": FnAwait,
 		"InvokeCall": FnInvoke, "CallFailed": FnInvoke, "AppendResults": FnAppend, "FailTurn": FnLLMStep,
+		"RunLoop": loopID,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("state → function (-want +got):\n%s", diff)
-	}
-	if def["QueryLanguage"] != "JSONata" {
-		t.Errorf("QueryLanguage = %v, want JSONata", def["QueryLanguage"])
 	}
 }
 
@@ -509,7 +526,7 @@ func TestDashboard(t *testing.T) {
 func TestTurnEndedRule(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+	smID, _ := s.turnMachine(t)
 	_, rule := s.one(t, "AWS::Events::Rule")
 	want := map[string]any{
 		"source":      []any{"aws.states"},

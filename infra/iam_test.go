@@ -183,7 +183,7 @@ func TestTaskTokenAnsweredOnlyByAPI(t *testing.T) {
 				}
 			}
 		}
-		_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+		_, sm := s.turnMachine(t)
 		awaitID, _ := s.function(t, FnAwait)
 		if diff := cmp.Diff(map[string]any{"Fn::GetAtt": []any{awaitID, "Arn"}}, sm["DefinitionSubstitutions"].(map[string]any)["AwaitFunction"]); diff != "" {
 			t.Errorf("%s: the pause's function (-want await +got):\n%s", config, diff)

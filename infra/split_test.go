@@ -197,7 +197,7 @@ func TestLogsLiveInTheDataStack(t *testing.T) {
 		}
 		seen[group[0]] = name
 	}
-	_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+	_, sm := s.turnMachine(t)
 	for _, ref := range refsIn(asMap(sm["LoggingConfiguration"])["Destinations"]) {
 		if _, ok := dataLogs[ref]; !ok {
 			t.Errorf("the state machine logs to %s, want a log group of the data stack", ref)

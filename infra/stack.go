@@ -231,7 +231,10 @@ type appStack struct {
 	// agentURLs are the specialists' A2A URLs (CLIENTAGENT_AGENTS).
 	agentURLs []string
 
+	// sm is the turn's STANDARD state machine; loop the EXPRESS one its
+	// executions start for the loop.
 	sm           awsstepfunctions.StateMachine
+	loop         awsstepfunctions.StateMachine
 	turnEndedDLQ awssqs.Queue
 	// issuer and audience are what the JWT authorizer and the events
 	// function accept.
@@ -480,50 +483,117 @@ func (a *appStack) addModel() {
 	}
 }
 
-// addStateMachine adds the turn state machine: the repository's ASL file
-// as it is, with the step functions' ARNs substituted by CloudFormation,
-// and lets it invoke exactly those functions.
+// addStateMachine adds the turn's two state machines from the repository's
+// ASL files as they are: the EXPRESS loop (loop.asl.json: the LLM steps,
+// validation, the calls and the appends) and the STANDARD turn
+// (turn.asl.json: it runs the loop with startExecution.sync:2 and keeps the
+// waits for the user). CloudFormation substitutes the step functions' ARNs
+// and the loop's; each machine may invoke exactly the functions its file
+// names.
 func (a *appStack) addStateMachine() {
 	p := a.p
-	aslBytes, err := os.ReadFile(p.ASLFile)
-	if err != nil {
-		panic(fmt.Sprintf("read state machine definition: %v", err))
+	read := func(file string) string {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			panic(fmt.Sprintf("read state machine definition: %v", err))
+		}
+		return string(b)
 	}
-	subs := map[string]*string{}
-	for key, name := range StepFunctionKeys {
-		subs[key] = a.fns[name].FunctionArn()
+	loopASL, turnASL := read(p.LoopASLFile()), read(p.ASLFile)
+	subsFor := func(file, asl string, extra map[string]*string) (map[string]*string, []string) {
+		subs := map[string]*string{}
+		var fns []string
+		for _, key := range ASLPlaceholders(asl) {
+			if v, ok := extra[key]; ok {
+				subs[key] = v
+				continue
+			}
+			name, ok := StepFunctionKeys[key]
+			if !ok {
+				panic(fmt.Sprintf("%s uses ${%s}, which the stack does not provide", file, key))
+			}
+			subs[key] = a.fns[name].FunctionArn()
+			fns = append(fns, name)
+		}
+		return subs, fns
 	}
-	for _, key := range ASLPlaceholders(string(aslBytes)) {
-		if _, ok := subs[key]; !ok {
-			panic(fmt.Sprintf("%s uses ${%s}, which the stack does not provide", p.ASLFile, key))
+	logs := func(dest awslogs.ILogGroup, level string) *awsstepfunctions.LogOptions {
+		return &awsstepfunctions.LogOptions{
+			Destination: dest,
+			Level:       awsstepfunctions.LogLevel(level),
+			// Payloads carry ids, but a form's answers pass through too.
+			IncludeExecutionData: jsii.Bool(false),
 		}
 	}
+	loopSubs, loopFns := subsFor(p.LoopASLFile(), loopASL, nil)
+	// An EXPRESS execution's history exists only in its logs: ALL keeps
+	// every state's entry and exit (names, errors, no payloads), so a
+	// turn's loop stays debuggable in every environment.
+	a.loop = awsstepfunctions.NewStateMachine(a.stack, jsii.String("LoopStateMachine"), &awsstepfunctions.StateMachineProps{
+		StateMachineName:        jsii.String(a.prefix + "-loop"),
+		StateMachineType:        awsstepfunctions.StateMachineType_EXPRESS,
+		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(loopASL)),
+		DefinitionSubstitutions: &loopSubs,
+		TracingEnabled:          jsii.Bool(p.TracingOn()),
+		Logs:                    logs(a.d.loopLogs, "ALL"),
+	})
+	turnSubs, turnFns := subsFor(p.ASLFile, turnASL, map[string]*string{"LoopStateMachine": a.loop.StateMachineArn()})
 	a.sm = awsstepfunctions.NewStateMachine(a.stack, jsii.String("TurnStateMachine"), &awsstepfunctions.StateMachineProps{
 		StateMachineName:        jsii.String(a.prefix + "-turn"),
 		StateMachineType:        awsstepfunctions.StateMachineType_STANDARD,
-		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(string(aslBytes))),
-		DefinitionSubstitutions: &subs,
+		DefinitionBody:          awsstepfunctions.DefinitionBody_FromString(jsii.String(turnASL)),
+		DefinitionSubstitutions: &turnSubs,
 		TracingEnabled:          jsii.Bool(p.TracingOn()),
-		Logs: &awsstepfunctions.LogOptions{
-			Destination: a.d.turnLogs,
-			Level:       awsstepfunctions.LogLevel(p.StateMachineLogLevel),
-			// Payloads carry ids, but a form's answers pass through too.
-			IncludeExecutionData: jsii.Bool(false),
-		},
+		Logs:                    logs(a.d.turnLogs, p.StateMachineLogLevel),
 	})
 	// Sorted, like every map iteration here, so that the template is stable.
-	for _, key := range slices.Sorted(maps.Keys(StepFunctionKeys)) {
-		a.fns[StepFunctionKeys[key]].GrantInvoke(a.sm.Role())
+	for _, m := range []struct {
+		sm  awsstepfunctions.StateMachine
+		fns []string
+	}{{a.loop, loopFns}, {a.sm, turnFns}} {
+		slices.Sort(m.fns)
+		for _, name := range slices.Compact(m.fns) {
+			a.fns[name].GrantInvoke(m.sm.Role())
+		}
+		suppress(m.sm.Role(), "AwsSolutions-IAM5", "GrantInvoke names each step function's ARN and its versions (<arn>:*); "+
+			"Resource * is Step Functions' own log delivery and X-Ray, whose actions take no resource; "+
+			"the loop's executions are execution:<loop>:* and express:<loop>:* (a .sync task describes and stops the child it started)",
+			`/^Resource::<Fn[A-Za-z]+[0-9A-F]{8}\.Arn>:\*$/`, `/^Resource::\*$/`,
+			`/^Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:(execution|express):.*-loop:\*$/`)
+		if !p.TracingOn() {
+			suppress(m.sm, "AwsSolutions-SF2", "tracing is the environment's setting (tracing: on in dev, staging and prod); off here on purpose")
+		}
 	}
-	suppress(a.sm.Role(), "AwsSolutions-IAM5", "GrantInvoke names each step function's ARN and its versions (<arn>:*); "+
-		"Resource * is Step Functions' own log delivery and X-Ray, whose actions take no resource", `/^Resource::<Fn[A-Za-z]+[0-9A-F]{8}\.Arn>:\*$/`, `/^Resource::\*$/`)
-	if !p.TracingOn() {
-		suppress(a.sm, "AwsSolutions-SF2", "tracing is the environment's setting (tracing: on in dev, staging and prod); off here on purpose")
-	}
+	a.allowLoopSync()
 	if p.StateMachineLogLevel != "ALL" {
 		suppress(a.sm, "AwsSolutions-SF1", "the log level is the environment's stateMachineLogLevel: ALL in dev, ERROR elsewhere "+
 			"(every execution's full history stays in Step Functions for 90 days; a turn's own record is in Valkey)")
 	}
+}
+
+// SyncRuleName is the EventBridge rule Step Functions manages for the
+// .sync integrations: the parent's role must create and read it.
+const SyncRuleName = "StepFunctionsGetEventsForStepFunctionsExecutionRule"
+
+// allowLoopSync lets the turn's role run the loop with
+// startExecution.sync:2: start it, describe and stop its executions, and
+// keep the managed rule through which Step Functions learns that a child
+// ended.
+func (a *appStack) allowLoopSync() {
+	role := a.sm.Role()
+	partition, region, account := *awscdk.Aws_PARTITION(), *awscdk.Aws_REGION(), *awscdk.Aws_ACCOUNT_ID()
+	name := a.prefix + "-loop"
+	statement := func(sid string, actions []string, resources ...string) {
+		role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String(sid), Actions: jsii.Strings(actions...), Resources: jsii.Strings(resources...),
+		}))
+	}
+	statement("StartLoop", []string{"states:StartExecution"}, *a.loop.StateMachineArn())
+	statement("DescribeAndStopLoop", []string{"states:DescribeExecution", "states:StopExecution"},
+		"arn:"+partition+":states:"+region+":"+account+":execution:"+name+":*",
+		"arn:"+partition+":states:"+region+":"+account+":express:"+name+":*")
+	statement("SyncRule", []string{"events:PutTargets", "events:PutRule", "events:DescribeRule"},
+		"arn:"+partition+":events:"+region+":"+account+":rule/"+SyncRuleName)
 }
 
 // addTurnEndedRule ends, in its record, a turn whose execution failed,

@@ -32,6 +32,7 @@ const (
 	testIssuer = "https://issuer.example.com/"
 	testOrigin = "https://chat.example.com"
 	aslPath    = "../statemachine/turn.asl.json"
+	loopPath   = "../statemachine/loop.asl.json"
 )
 
 var testBinDir string
@@ -366,6 +367,33 @@ func (s *synthesized) one(t *testing.T, typ string) (string, map[string]any) {
 	return "", nil
 }
 
+// turnMachine returns the turn's STANDARD state machine, loopMachine its
+// EXPRESS loop: the stack's two state machines.
+func (s *synthesized) turnMachine(t *testing.T) (string, map[string]any) {
+	t.Helper()
+	return s.machineOfType(t, "STANDARD")
+}
+
+func (s *synthesized) loopMachine(t *testing.T) (string, map[string]any) {
+	t.Helper()
+	return s.machineOfType(t, "EXPRESS")
+}
+
+func (s *synthesized) machineOfType(t *testing.T, typ string) (string, map[string]any) {
+	t.Helper()
+	rs := s.resources("AWS::StepFunctions::StateMachine")
+	if len(rs) != 2 {
+		t.Fatalf("%d state machines, want 2 (the turn and its loop)", len(rs))
+	}
+	for id, p := range rs {
+		if p["StateMachineType"] == typ {
+			return id, p
+		}
+	}
+	t.Fatalf("no %s state machine", typ)
+	return "", nil
+}
+
 // named returns the single resource of a type whose logical id starts with prefix.
 func (s *synthesized) named(t *testing.T, typ, prefix string) (string, map[string]any) {
 	t.Helper()
@@ -591,100 +619,168 @@ func TestLambdaCodeFromBinDir(t *testing.T) {
 	}
 }
 
-// docs/design.md §11/§6: the STANDARD state machine runs the repository's ASL file,
-// with the step functions' ARNs substituted.
+// docs/design.md §11/§6, issue 30: the turn is a STANDARD state machine and
+// its loop an EXPRESS one, each running the repository's ASL file as it is,
+// with the step functions' ARNs (and, for the turn, the loop's) substituted;
+// both traced, the loop logging every state (its history is in its logs
+// only).
 func TestStateMachineDefinition(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
-	if got := sm["StateMachineType"]; got != "STANDARD" {
-		t.Errorf("StateMachineType = %v, want STANDARD", got)
-	}
-	if diff := cmp.Diff(map[string]any{"Enabled": true}, sm["TracingConfiguration"]); diff != "" {
-		t.Errorf("TracingConfiguration (-want +got):\n%s", diff)
-	}
-	logCfg, _ := sm["LoggingConfiguration"].(map[string]any)
-	if logCfg["Level"] != "ALL" || len(asList(logCfg["Destinations"])) != 1 {
-		t.Errorf("LoggingConfiguration = %v, want level ALL with one log group", mustJSON(logCfg))
-	}
-
-	// The role may write what logging and tracing need.
-	stmts := s.roleStatements(t, sm, "RoleArn")
-	for _, action := range []string{"logs:CreateLogDelivery", "xray:PutTraceSegments"} {
-		if len(allowed(stmts, action)) == 0 {
-			t.Errorf("state machine role may not %s", action)
+	loopID, loop := s.loopMachine(t)
+	_, turn := s.turnMachine(t)
+	for _, m := range []struct {
+		name, file, typ string
+		sm              map[string]any
+		level           string
+		extra           map[string]any // substitutions that are not functions
+	}{
+		{"loop", loopPath, "EXPRESS", loop, "ALL", nil},
+		{"turn", aslPath, "STANDARD", turn, "ALL", map[string]any{"LoopStateMachine": map[string]any{"Ref": loopID}}},
+	} {
+		sm := m.sm
+		if got := sm["StateMachineType"]; got != m.typ {
+			t.Errorf("%s: StateMachineType = %v, want %s", m.name, got, m.typ)
 		}
-	}
-
-	asl, err := os.ReadFile(aslPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	def, ok := sm["DefinitionString"].(string)
-	if !ok {
-		t.Fatalf("DefinitionString = %s, want the file's text", mustJSON(sm["DefinitionString"]))
-	}
-	if def != string(asl) {
-		t.Errorf("DefinitionString differs from %s", aslPath)
-	}
-	subs, _ := sm["DefinitionSubstitutions"].(map[string]any)
-	var keys []string
-	for k := range subs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	// Every key the ASL uses is provided, and nothing else.
-	if diff := cmp.Diff(ASLPlaceholders(string(asl)), keys); diff != "" {
-		t.Errorf("DefinitionSubstitutions keys (-used in ASL +provided):\n%s", diff)
-	}
-	// What CloudFormation will deploy: no ${…Function} left.
-	resolved := def
-	for k := range subs {
-		resolved = strings.ReplaceAll(resolved, "${"+k+"}", "arn:aws:lambda:eu-west-1:123456789012:function:x")
-	}
-	if left := regexp.MustCompile(`\$\{[A-Za-z0-9_]*Function\}`).FindAllString(resolved, -1); len(left) > 0 {
-		t.Errorf("after substitution the definition still holds %v", left)
-	}
-	if !json.Valid([]byte(resolved)) {
-		t.Errorf("the substituted definition is not JSON")
-	}
-	for key, name := range StepFunctionKeys {
-		id, _ := s.function(t, name)
-		want := map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
-		if diff := cmp.Diff(want, subs[key]); diff != "" {
-			t.Errorf("DefinitionSubstitutions[%s] (-want +got):\n%s", key, diff)
+		if diff := cmp.Diff(map[string]any{"Enabled": true}, sm["TracingConfiguration"]); diff != "" {
+			t.Errorf("%s: TracingConfiguration (-want +got):\n%s", m.name, diff)
+		}
+		logCfg, _ := sm["LoggingConfiguration"].(map[string]any)
+		if logCfg["Level"] != m.level || len(asList(logCfg["Destinations"])) != 1 || logCfg["IncludeExecutionData"] != false {
+			t.Errorf("%s: LoggingConfiguration = %v, want level %s with one log group, no payloads", m.name, mustJSON(logCfg), m.level)
+		}
+		// The role may write what logging and tracing need.
+		stmts := s.roleStatements(t, sm, "RoleArn")
+		for _, action := range []string{"logs:CreateLogDelivery", "xray:PutTraceSegments"} {
+			if len(allowed(stmts, action)) == 0 {
+				t.Errorf("%s: state machine role may not %s", m.name, action)
+			}
+		}
+		asl, err := os.ReadFile(m.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def, ok := sm["DefinitionString"].(string)
+		if !ok {
+			t.Fatalf("%s: DefinitionString = %s, want the file's text", m.name, mustJSON(sm["DefinitionString"]))
+		}
+		if def != string(asl) {
+			t.Errorf("%s: DefinitionString differs from %s", m.name, m.file)
+		}
+		subs, _ := sm["DefinitionSubstitutions"].(map[string]any)
+		// Every key the ASL uses is provided, and nothing else.
+		if diff := cmp.Diff(ASLPlaceholders(string(asl)), slices.Sorted(maps.Keys(subs))); diff != "" {
+			t.Errorf("%s: DefinitionSubstitutions keys (-used in ASL +provided):\n%s", m.name, diff)
+		}
+		resolved := def
+		for k := range subs {
+			resolved = strings.ReplaceAll(resolved, "${"+k+"}", "arn:aws:lambda:eu-west-1:123456789012:function:x")
+		}
+		if left := regexp.MustCompile(`\$\{[A-Za-z0-9_]*\}`).FindAllString(resolved, -1); len(left) > 0 {
+			t.Errorf("%s: after substitution the definition still holds %v", m.name, left)
+		}
+		if !json.Valid([]byte(resolved)) {
+			t.Errorf("%s: the substituted definition is not JSON", m.name)
+		}
+		for key, v := range subs {
+			want := m.extra[key]
+			if want == nil {
+				name, ok := StepFunctionKeys[key]
+				if !ok {
+					t.Errorf("%s: DefinitionSubstitutions[%s] is neither a step function nor the loop", m.name, key)
+					continue
+				}
+				id, _ := s.function(t, name)
+				want = map[string]any{"Fn::GetAtt": []any{id, "Arn"}}
+			}
+			if diff := cmp.Diff(want, v); diff != "" {
+				t.Errorf("%s: DefinitionSubstitutions[%s] (-want +got):\n%s", m.name, key, diff)
+			}
 		}
 	}
 }
 
-// The state machine's role may invoke exactly the five step functions; api is
-// not among them (docs/design.md §7: the function answering task tokens is not the
-// one the state machine invokes for the pause).
+// Issue 30: the turn runs its loop with startExecution.sync:2, which needs
+// exactly this of the turn's role: StartExecution on the loop, Describe-
+// and StopExecution on the loop's executions, and the managed EventBridge
+// rule through which Step Functions learns that the child ended. The loop
+// starts nothing.
+func TestLoopSyncIAM(t *testing.T) {
+	t.Parallel()
+	s := synth(t, "bedrock")
+	loopID, loop := s.loopMachine(t)
+	_, turn := s.turnMachine(t)
+	stmts := s.roleStatements(t, turn, "RoleArn")
+	if got, want := allowed(stmts, "states:StartExecution"), []string{mustJSON(map[string]any{"Ref": loopID})}; !slices.Equal(got, want) {
+		t.Errorf("the turn may states:StartExecution on %v, want the loop %v", got, want)
+	}
+	loopName := mustJSON(loop["StateMachineName"])
+	for _, action := range []string{"states:DescribeExecution", "states:StopExecution"} {
+		got := allowed(stmts, action)
+		if len(got) != 2 {
+			t.Errorf("the turn may %s on %v, want the loop's executions (execution:…:* and express:…:*)", action, got)
+			continue
+		}
+		for _, r := range got {
+			if !strings.Contains(r, "-loop:*") || !(strings.Contains(r, ":execution:") || strings.Contains(r, ":express:")) {
+				t.Errorf("the turn may %s on %s, want only the loop's executions (%s)", action, r, loopName)
+			}
+		}
+	}
+	for _, action := range []string{"events:PutTargets", "events:PutRule", "events:DescribeRule"} {
+		got := allowed(stmts, action)
+		if len(got) != 1 || !strings.Contains(got[0], ":events:") || !strings.Contains(got[0], ":rule/"+SyncRuleName) {
+			t.Errorf("the turn may %s on %v, want arn:aws:events:<region>:<account>:rule/%s", action, got, SyncRuleName)
+		}
+	}
+	for _, st := range s.roleStatements(t, loop, "RoleArn") {
+		for _, a := range actionsOf(st) {
+			if strings.HasPrefix(a, "states:") || strings.HasPrefix(a, "events:") {
+				t.Errorf("the loop's role may %s, want none: it starts no execution", a)
+			}
+		}
+	}
+}
+
+// The state machines' roles may invoke exactly the functions their files
+// name: the loop its four steps, the turn llmstep (FailTurn) and await;
+// api is not among them (docs/design.md §7: the function answering task
+// tokens is not the one the state machine invokes for the pause).
 func TestStateMachineInvokesExactlyStepFunctions(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	smID, sm := s.one(t, "AWS::StepFunctions::StateMachine")
-	stmts := s.roleStatements(t, sm, "RoleArn")
-	var got []string
-	for _, st := range stmts {
-		if slices.Contains(actionsOf(st), "lambda:InvokeFunction") {
-			got = append(got, refsIn(st["Resource"])...)
-		}
-	}
-	slices.Sort(got)
-	got = slices.Compact(got)
-	var want []string
-	for _, name := range StepFunctionKeys {
-		id, _ := s.function(t, name)
-		want = append(want, id)
-	}
-	slices.Sort(want)
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("functions the state machine may invoke (-want +got):\n%s", diff)
-	}
 	apiID, _ := s.function(t, FnAPI)
-	if slices.Contains(refsIn(sm), apiID) || slices.Contains(refsIn(stmts), apiID) {
-		t.Errorf("state machine %s references the api function %s: the template would be cyclic", smID, apiID)
+	loopID, loop := s.loopMachine(t)
+	turnID, turn := s.turnMachine(t)
+	for _, m := range []struct {
+		id  string
+		sm  map[string]any
+		fns []string
+	}{
+		{loopID, loop, []string{FnLLMStep, FnValidate, FnInvoke, FnAppend}},
+		{turnID, turn, []string{FnLLMStep, FnAwait}},
+	} {
+		stmts := s.roleStatements(t, m.sm, "RoleArn")
+		var got []string
+		for _, st := range stmts {
+			if slices.Contains(actionsOf(st), "lambda:InvokeFunction") {
+				got = append(got, refsIn(st["Resource"])...)
+			}
+		}
+		slices.Sort(got)
+		got = slices.Compact(got)
+		var want []string
+		for _, name := range m.fns {
+			id, _ := s.function(t, name)
+			want = append(want, id)
+		}
+		slices.Sort(want)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("functions %s may invoke (-want +got):\n%s", m.id, diff)
+		}
+		if slices.Contains(refsIn(m.sm), apiID) || slices.Contains(refsIn(stmts), apiID) {
+			t.Errorf("state machine %s references the api function %s: the template would be cyclic", m.id, apiID)
+		}
 	}
 }
 
@@ -692,7 +788,7 @@ func TestStateMachineInvokesExactlyStepFunctions(t *testing.T) {
 func TestAPIFunctionDrivesExecutions(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+	smID, _ := s.turnMachine(t)
 	_, api := s.function(t, FnAPI)
 	if diff := cmp.Diff(map[string]any{"Ref": smID}, envOf(api)["STATE_MACHINE_ARN"]); diff != "" {
 		t.Errorf("api STATE_MACHINE_ARN (-want +got):\n%s", diff)
@@ -1074,7 +1170,7 @@ func TestDemoAgentsFunctionURL(t *testing.T) {
 func TestOutputs(t *testing.T) {
 	t.Parallel()
 	s := synth(t, "bedrock")
-	smID, _ := s.one(t, "AWS::StepFunctions::StateMachine")
+	smID, _ := s.turnMachine(t)
 	bucketID, _ := s.named(t, "AWS::S3::Bucket", "Artifacts")
 	auditID, _ := s.named(t, "AWS::S3::Bucket", "Audit")
 	apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api")
@@ -1228,8 +1324,17 @@ func findCycle(tpl map[string]any) []string {
 // An ASL key the stack does not provide stops the synthesis.
 func TestUnknownASLKeyPanics(t *testing.T) {
 	t.Parallel()
-	asl := filepath.Join(t.TempDir(), "turn.asl.json")
+	dir := t.TempDir()
+	asl := filepath.Join(dir, "turn.asl.json")
 	if err := os.WriteFile(asl, []byte(`{"StartAt":"X","States":{"X":{"Type":"Task","Resource":"${OtherFunction}","End":true}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The loop beside it (LoopASLFile) is the repository's.
+	loop, err := os.ReadFile(loopPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "loop.asl.json"), loop, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := baseProps()

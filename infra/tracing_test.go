@@ -38,7 +38,7 @@ func TestTracingOn(t *testing.T) {
 		if !s.props.TracingOn() {
 			t.Fatalf("%s: TracingOn() = false, want true", config)
 		}
-		_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+		_, sm := s.turnMachine(t)
 		if got := mustJSON(sm["TracingConfiguration"]); got != `{"Enabled":true}` {
 			t.Errorf("%s: state machine TracingConfiguration = %s, want enabled", config, got)
 		}
@@ -84,7 +84,7 @@ func TestTracingOff(t *testing.T) {
 	if err != nil {
 		t.Fatalf("synth without tracing: %v", err)
 	}
-	_, sm := s.one(t, "AWS::StepFunctions::StateMachine")
+	_, sm := s.turnMachine(t)
 	if got := mustJSON(sm["TracingConfiguration"]); strings.Contains(got, "true") {
 		t.Errorf("state machine TracingConfiguration = %s, want off", got)
 	}

@@ -3,7 +3,9 @@ package devstack
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,33 +20,54 @@ import (
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 )
 
-// TurnCounts are the figures of one turn read from its execution history.
+// TurnCounts are the figures of one turn read from its execution history
+// (the STANDARD execution's with its EXPRESS children's spliced in).
 type TurnCounts struct {
-	Transitions int // states entered (AWS bills STANDARD per state transition)
-	Lambdas     int // Lambda invocations (TaskScheduled)
+	Transitions int // states entered, in both machines
+	Lambdas     int // Lambda invocations (TaskScheduled of a lambda task)
 	Events      int // history events
+	// Standard is the states the STANDARD execution entered: AWS bills
+	// STANDARD per state transition, and the account's StateTransition
+	// quota counts these alone.
+	Standard int
+	// Express is the EXPRESS executions the turn started (AWS bills them
+	// per request and duration, with no transition quota).
+	Express int
 }
 
 func countHistory(h []sfnlocal.HistoryEvent) TurnCounts {
 	var c TurnCounts
 	c.Events = len(h)
+	depth := 0 // 0: the STANDARD execution's own events
 	for _, e := range h {
 		switch {
+		case e.Type == "ExecutionStarted":
+			depth++
+			if depth > 1 {
+				c.Express++
+			}
+		case e.Type == "ExecutionSucceeded" || e.Type == "ExecutionFailed" || e.Type == "ExecutionAborted" || e.Type == "ExecutionTimedOut":
+			depth--
 		case strings.HasSuffix(e.Type, "StateEntered"):
 			c.Transitions++
-		case e.Type == "TaskScheduled":
+			if depth == 1 {
+				c.Standard++
+			}
+		case e.Type == "TaskScheduled" && e.TaskScheduledEventDetails != nil && e.TaskScheduledEventDetails.ResourceType == "lambda":
 			c.Lambdas++
 		}
 	}
 	return c
 }
 
+// history is the turn's history as one list: its STANDARD execution's,
+// with each EXPRESS child's spliced in where it ran (Engine.FullHistory).
 func (s *Stack) history(ctx context.Context, turnID string) ([]sfnlocal.HistoryEvent, error) {
 	arn := strings.Replace(s.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + turnID
 	if _, err := waitExecution(ctx, s.Engine, arn); err != nil {
 		return nil, err
 	}
-	return s.Engine.History(ctx, arn)
+	return s.Engine.FullHistory(ctx, arn)
 }
 
 // TestPopelnaseCounts pins the cost of the reference turn (issue 4 #10,
@@ -64,13 +87,16 @@ func TestPopelnaseCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := countHistory(h)
-	// Init, then per tool round LLMStep, Choice, ValidateBatch, Choice, Map,
-	// InvokeCall, AppendResults, Choice (8) twice, then LLMStep, Choice, Done.
-	want := TurnCounts{Transitions: 1 + 2*8 + 3, Lambdas: 2*4 + 1}
-	if got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
-		t.Errorf("counts = %+v, want transitions %d and lambdas %d", got, want.Transitions, want.Lambdas)
+	// STANDARD (issue 30): Init, RunLoop, AfterLoop, Done. One EXPRESS
+	// child: Init, Start, then per tool round LLMStep, Choice,
+	// ValidateBatch, Choice, Map, InvokeCall, AppendResults, Choice (8)
+	// twice, then LLMStep, Choice, Done.
+	want := TurnCounts{Standard: 4, Express: 1, Transitions: 4 + 2 + 2*8 + 3, Lambdas: 2*4 + 1}
+	if got.Standard != want.Standard || got.Express != want.Express || got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
+		t.Errorf("counts = %+v, want %d STANDARD transitions, %d EXPRESS executions, %d transitions in all and %d lambdas", got, want.Standard, want.Express, want.Transitions, want.Lambdas)
 	}
-	t.Logf("Popelnase turn: %d LLM calls, %d state transitions, %d Lambda invocations, %d history events", v.LLMCalls, got.Transitions, got.Lambdas, got.Events)
+	t.Logf("Popelnase turn: %d LLM calls, %d STANDARD transitions, %d EXPRESS executions (%d transitions in all), %d Lambda invocations, %d history events",
+		v.LLMCalls, got.Standard, got.Express, got.Transitions, got.Lambdas, got.Events)
 }
 
 // roundTrips counts Valkey round trips: one per command sent alone, one
@@ -121,6 +147,8 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 	}
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
 	b.ReportMetric(float64(counts.Transitions), "transitions/turn")
+	b.ReportMetric(float64(counts.Standard), "standard-transitions/turn")
+	b.ReportMetric(float64(counts.Express), "express-executions/turn")
 	b.ReportMetric(float64(counts.Lambdas), "lambdas/turn")
 }
 
@@ -199,10 +227,11 @@ func TestWorkflowCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := countHistory(h)
-	// Init, one tool round (8, its LLMStep the synthetic call), LLMStep, Choice, Done.
-	want := TurnCounts{Transitions: 1 + 8 + 3, Lambdas: 4 + 1}
-	if got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
-		t.Errorf("counts = %+v, want transitions %d and lambdas %d", got, want.Transitions, want.Lambdas)
+	// STANDARD: Init, RunLoop, AfterLoop, Done; the child: Init, Start, one
+	// tool round (8, its LLMStep the synthetic call), LLMStep, Choice, Done.
+	want := TurnCounts{Standard: 4, Express: 1, Transitions: 4 + 2 + 8 + 3, Lambdas: 4 + 1}
+	if got.Standard != want.Standard || got.Express != want.Express || got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
+		t.Errorf("counts = %+v, want %d STANDARD transitions, %d EXPRESS executions, %d transitions and %d lambdas", got, want.Standard, want.Express, want.Transitions, want.Lambdas)
 	}
 	t.Logf("word_to_png workflow turn: %d LLM calls, %d state transitions, %d Lambda invocations, %d history events", v.LLMCalls, got.Transitions, got.Lambdas, got.Events)
 }
@@ -243,4 +272,44 @@ func benchStore(b *testing.B, cfg Config) Config {
 		b.Fatalf("BENCH_STORE=%q: want memory, embedded, server or url", os.Getenv("BENCH_STORE"))
 	}
 	return cfg
+}
+
+// TestPauseCounts pins what a pause adds (issue 30): a form is AwaitUser
+// in the STANDARD execution, which then starts the next EXPRESS child at
+// ValidateBatch with the answer and reads its end: 3 STANDARD transitions
+// and one EXPRESS execution per form or approval.
+func TestPauseCounts(t *testing.T) {
+	t.Parallel()
+	st, c := stack(t, nil)
+	cid := c.newConversation()
+	tid := c.send(cid, "Design a valve flange with 4 holes")
+	v := c.wait(cid, tid)
+	if v.Status != "awaiting_input" || v.Form == nil {
+		t.Fatalf("status = %s, want awaiting_input with a form", v.Status)
+	}
+	if code := c.input(cid, tid, map[string]any{"answers": map[string]any{v.Form.Calls[0].CallID: map[string]any{"material": "pvc"}}}); code != http.StatusAccepted {
+		t.Fatalf("answer = %d, want 202", code)
+	}
+	if v := c.wait(cid, tid); v.Status != "succeeded" {
+		t.Fatalf("turn = %s %q, want succeeded", v.Status, v.Reply)
+	}
+	h, err := st.history(t.Context(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := countHistory(h)
+	// Init, RunLoop, AfterLoop, then AwaitUser, RunLoop, AfterLoop, then Done.
+	if got.Standard != 4+3 || got.Express != 2 {
+		t.Errorf("counts = %+v, want %d STANDARD transitions and 2 EXPRESS executions (the reference turn's 4, +3 and +1 for the form)", got, 4+3)
+	}
+	var second []string // the states the second child entered first
+	for _, e := range h {
+		if d := e.StateEnteredEventDetails; d != nil && (d.Name == "ValidateBatch" || d.Name == "LLMStep" || d.Name == "AwaitUser") {
+			second = append(second, d.Name)
+		}
+	}
+	if i := slices.Index(second, "AwaitUser"); i < 0 || i+1 >= len(second) || second[i+1] != "ValidateBatch" {
+		t.Errorf("states after the form = %v, want the next child to start at ValidateBatch", second)
+	}
+	t.Logf("form turn: %d STANDARD transitions, %d EXPRESS executions, %d transitions in all, %d Lambda invocations", got.Standard, got.Express, got.Transitions, got.Lambdas)
 }

@@ -1,6 +1,7 @@
 // Package devstack runs the whole product on one machine (`make run`,
 // `clientagent dev`, end-to-end tests): the HTTP API and web page, the
-// local Step Functions engine executing statemachine/turn.asl.json with the
+// local Step Functions engine executing statemachine/turn.asl.json (and its
+// EXPRESS loop, statemachine/loop.asl.json) with the
 // step handlers in process (and answering the Step Functions JSON API, so
 // the API uses the real SDK client), a Valkey (one at VALKEY_URL, a
 // valkey-server child keeping its AOF under the data directory, or the
@@ -17,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -178,6 +180,8 @@ type Stack struct {
 	Engine *sfnlocal.Engine
 	// StateMachineARN is the turn state machine's ARN on Engine.
 	StateMachineARN string
+	// LoopStateMachineARN is the EXPRESS loop's, which the turn's executions start.
+	LoopStateMachineARN string
 	// Redis is the platform's Valkey client (tests add hooks to count round trips).
 	Redis redis.UniversalClient
 	// Publications is what the demo publish_artifact skill published.
@@ -281,11 +285,19 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	st.engine.RegisterFunction(functionNames["AwaitFunction"], turnlambda.JSON(h.Await))
 	st.engine.RegisterFunction(functionNames["InvokeFunction"], turnlambda.JSON(h.Invoke))
 	st.engine.RegisterFunction(functionNames["AppendFunction"], turnlambda.JSON(h.Append))
-	smARN, err := st.engine.CreateStateMachine("clientagent-turn", sfnlocal.Substitute(clientagent.TurnStateMachine, functionNames))
+	// The turn is a STANDARD execution whose loop runs in EXPRESS children,
+	// from the same two files the stack deploys.
+	loopARN, err := st.engine.CreateStateMachineOfType("clientagent-loop", sfnlocal.TypeExpress, sfnlocal.Substitute(clientagent.LoopStateMachine, functionNames))
+	if err != nil {
+		return nil, fmt.Errorf("load the loop state machine: %w", err)
+	}
+	subs := maps.Clone(functionNames)
+	subs["LoopStateMachine"] = loopARN
+	smARN, err := st.engine.CreateStateMachine("clientagent-turn", sfnlocal.Substitute(clientagent.TurnStateMachine, subs))
 	if err != nil {
 		return nil, fmt.Errorf("load the turn state machine: %w", err)
 	}
-	st.StateMachineARN = smARN
+	st.StateMachineARN, st.LoopStateMachineARN = smARN, loopARN
 	// As the stack's EventBridge rule does on AWS: a turn whose execution
 	// ended abnormally without a step recording it is recorded as failed.
 	st.engine.AddStatusRule(sfnlocal.StatusRule{StateMachineArn: smARN, Target: functionNames["LLMStepFunction"],

@@ -108,6 +108,64 @@ func TestCancelInFlightAtACrashEndsCancelled(t *testing.T) {
 	}
 }
 
+// Issue 30, at least once: the loop runs in an EXPRESS child, which is
+// never saved. A process that dies while the child's batch runs (the
+// specialist has the call) loses the child; after the restart the turn's
+// STANDARD execution starts a new child, which finds in the record where
+// the turn is: the call runs again (the specialist sees it twice, with the
+// same call id), its one result is appended once, and the turn succeeds.
+func TestKilledLoopMidBatchResumes(t *testing.T) {
+	t.Parallel()
+	mr := miniredis.RunT(t)
+	dir := t.TempDir()
+	slow, agentURL := startSlowAgent(t, time.Minute)
+	slow.hold = make(chan struct{})
+	m := &model{decide: func(req llm.Request) *llm.Response {
+		if len(toolResults(req)) > 0 {
+			return &llm.Response{Text: "echoed"}
+		}
+		return calls(call("a", "slow_echo", map[string]any{"text": "again"}))
+	}}
+	cfg := func(c *Config) {
+		c.ValkeyURL = "redis://" + mr.Addr()
+		c.DataDir = dir
+		c.Agents = []string{agentURL}
+	}
+	first, c := stack(t, m, cfg)
+	cid := c.newConversation()
+	tid := c.send(cid, "echo slowly")
+	c.waitRunning(cid, tid, "slow_echo")
+	for end := time.Now().Add(10 * time.Second); slow.started.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond) // until the specialist has the call
+	}
+	arn := strings.Replace(first.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
+	kids, err := first.Engine.Children(t.Context(), arn)
+	if err != nil || len(kids) != 1 {
+		t.Fatalf("children of the turn's execution = %v, %v; want its one loop", kids, err)
+	}
+	first.Close() // the process dies mid-batch
+
+	second, c2 := stack(t, m, cfg)
+	close(slow.hold) // the call runs to its end this time
+	v := c2.wait(cid, tid)
+	if s := stepOf(v, "slow_echo"); v.Status != "succeeded" || v.Reply != "echoed" || s == nil || s.Status != "succeeded" {
+		t.Fatalf("turn after the restart = %s %q, steps %+v; want succeeded after the echo", v.Status, v.Reply, v.Steps)
+	}
+	if n := len(toolResults(m.requests()[len(m.requests())-1])); n != 1 {
+		t.Errorf("the model read %d tool results, want the call's one", n)
+	}
+	h, err := second.history(t.Context(), tid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := countHistory(h); got.Express != 1 || got.Standard != 4 {
+		t.Errorf("after the restart the turn's history shows %+v; want the new loop (1 EXPRESS execution) and Init, RunLoop, AfterLoop, Done", got)
+	}
+	if n := slow.started.Load(); n != 2 {
+		t.Errorf("the specialist saw the call %d times, want 2 (once before the crash, once after)", n)
+	}
+}
+
 // A call that had started when its turn was cancelled, whose step then
 // dies with the process (the execution is already stopped, so nothing
 // runs it again), is settled once no step that started before the cancel

@@ -11,7 +11,20 @@ import (
 const (
 	resourceLambdaInvoke = "arn:aws:states:::lambda:invoke"
 	resourceLambdaWait   = "arn:aws:states:::lambda:invoke.waitForTaskToken"
+	// resourceStartSync starts an execution of another state machine and
+	// waits for its end; the result is DescribeExecution's answer with
+	// Input and Output as parsed JSON.
+	resourceStartSync = "arn:aws:states:::states:startExecution.sync:2"
 )
+
+// State machine types, as CreateStateMachine's type takes them.
+const (
+	TypeStandard = "STANDARD"
+	TypeExpress  = "EXPRESS"
+)
+
+// ExpressMaxSeconds is an EXPRESS execution's longest run: five minutes.
+const ExpressMaxSeconds = 300
 
 // machine is a loaded, validated state machine.
 type machine struct {
@@ -20,7 +33,8 @@ type machine struct {
 	definition []byte
 	defHash    string // names the definition in a store (Snapshot.DefinitionHash)
 	root       *graph
-	timeout    int // execution TimeoutSeconds, 0 = none
+	timeout    int  // execution TimeoutSeconds, 0 = none
+	express    bool // an EXPRESS machine: never persisted, at most ExpressMaxSeconds
 }
 
 // graph is a StartAt plus its States: the top level or a Map's ItemProcessor.
@@ -42,6 +56,7 @@ type state struct {
 	// Task
 	Resource         string
 	waitForToken     bool
+	startSync        bool // states:startExecution.sync:2
 	Arguments        any
 	hasArguments     bool
 	TimeoutSeconds   any
@@ -110,6 +125,7 @@ var (
 	choiceFields = set("Condition", "Next", "Output", "Assign", "Comment")
 	procFields   = set("ProcessorConfig", "StartAt", "States", "Comment")
 	argFields    = set("FunctionName", "Payload")
+	syncFields   = set("StateMachineArn", "Input", "Name")
 )
 
 func set(names ...string) map[string]bool {
@@ -120,8 +136,10 @@ func set(names ...string) map[string]bool {
 	return m
 }
 
-// parseMachine loads and validates an ASL definition in JSONata mode.
-func parseMachine(definition []byte) (*graph, int, error) {
+// parseMachine loads and validates an ASL definition in JSONata mode. An
+// EXPRESS machine may not wait for a task token nor run a .sync task (AWS
+// refuses both), and runs at most ExpressMaxSeconds (its default timeout).
+func parseMachine(definition []byte, express bool) (*graph, int, error) {
 	var top map[string]any
 	if err := json.Unmarshal(definition, &top); err != nil {
 		return nil, 0, fmt.Errorf("definition is not a JSON object: %w", err)
@@ -140,7 +158,15 @@ func parseMachine(definition []byte) (*graph, int, error) {
 		}
 		timeout = int(f)
 	}
-	p := &parser{names: map[string]bool{}, exprs: map[string]*expr{}}
+	if express {
+		if timeout == 0 || timeout > ExpressMaxSeconds {
+			if timeout > ExpressMaxSeconds {
+				return nil, 0, fmt.Errorf("definition: an EXPRESS state machine runs at most %d seconds, TimeoutSeconds is %d", ExpressMaxSeconds, timeout)
+			}
+			timeout = ExpressMaxSeconds
+		}
+	}
+	p := &parser{names: map[string]bool{}, exprs: map[string]*expr{}, express: express}
 	g, err := p.graph(top)
 	if err != nil {
 		return nil, 0, err
@@ -151,8 +177,9 @@ func parseMachine(definition []byte) (*graph, int, error) {
 // parser holds what one definition's states share: the state names (unique
 // across Map scopes) and its compiled expressions, each compiled once.
 type parser struct {
-	names map[string]bool
-	exprs map[string]*expr
+	names   map[string]bool
+	exprs   map[string]*expr
+	express bool
 }
 
 // compile returns tmpl with every "{% expr %}" string replaced by its
@@ -341,19 +368,35 @@ func (p *parser) state(name string, raw map[string]any) (*state, error) {
 		case resourceLambdaInvoke:
 		case resourceLambdaWait:
 			s.waitForToken = true
+		case resourceStartSync:
+			s.startSync = true
 		default:
-			return nil, fmt.Errorf("%s: field \"Resource\" value %q is not supported (only %s and %s)", where, s.Resource, resourceLambdaInvoke, resourceLambdaWait)
+			return nil, fmt.Errorf("%s: field \"Resource\" value %q is not supported (only %s, %s and %s)", where, s.Resource, resourceLambdaInvoke, resourceLambdaWait, resourceStartSync)
+		}
+		if p.express && (s.waitForToken || s.startSync) {
+			return nil, fmt.Errorf("%s: field \"Resource\" value %q is not supported by an EXPRESS state machine", where, s.Resource)
+		}
+		if s.startSync {
+			for _, f := range []string{"TimeoutSeconds", "HeartbeatSeconds"} {
+				if _, ok := raw[f]; ok {
+					return nil, fmt.Errorf("%s: field %q is not supported for %s", where, f, s.Resource)
+				}
+			}
 		}
 		v, ok := raw["Arguments"]
+		required, fields := "FunctionName", argFields
+		if s.startSync {
+			required, fields = "StateMachineArn", syncFields
+		}
 		if !ok {
-			return nil, fmt.Errorf("%s: field \"Arguments\" with FunctionName is required for %s", where, s.Resource)
+			return nil, fmt.Errorf("%s: field \"Arguments\" with %s is required for %s", where, required, s.Resource)
 		}
 		if m, ok := v.(map[string]any); ok {
-			if err := onlyFields(where+" Arguments", m, argFields); err != nil {
+			if err := onlyFields(where+" Arguments", m, fields); err != nil {
 				return nil, err
 			}
-			if _, ok := m["FunctionName"]; !ok {
-				return nil, fmt.Errorf("%s: field \"Arguments.FunctionName\" is required", where)
+			if _, ok := m[required]; !ok {
+				return nil, fmt.Errorf("%s: field \"Arguments.%s\" is required", where, required)
 			}
 		}
 		s.Arguments, s.hasArguments = compile(v), true

@@ -57,7 +57,8 @@ func (s *sentBytes) add(cmd redis.Cmder) {
 	s.n.Add(int64(n))
 }
 
-// BenchmarkTurnPersistence runs statemachine/turn.asl.json in the shape of
+// BenchmarkTurnPersistence runs statemachine/turn.asl.json (and its
+// EXPRESS loop, which is never saved) in the shape of
 // the Popelnase turn (docs/benchmarks.md: 3 LLM steps, two tool rounds of
 // one call) with stand-in handlers and a RedisPersister, and reports what
 // the engine sends to Valkey per turn. The first turn of the process, which
@@ -112,9 +113,18 @@ func BenchmarkTurnPersistence(b *testing.B) {
 	})
 	e.RegisterFunction("append", reply(`{"next":"llm"}`))
 	e.RegisterFunction("await", reply(`{}`))
-	sm, err := e.CreateStateMachine("clientagent-turn", Substitute(def, map[string]string{
-		"LLMStepFunction": "llmstep", "ValidateFunction": "validate", "AwaitFunction": "await",
-		"InvokeFunction": "invoke", "AppendFunction": "append"}))
+	subs := map[string]string{"LLMStepFunction": "llmstep", "ValidateFunction": "validate", "AwaitFunction": "await",
+		"InvokeFunction": "invoke", "AppendFunction": "append"}
+	loopDef, err := os.ReadFile(filepath.Join(root, "statemachine", "loop.asl.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	loop, err := e.CreateStateMachineOfType("clientagent-loop", TypeExpress, Substitute(loopDef, subs))
+	if err != nil {
+		b.Fatal(err)
+	}
+	subs["LoopStateMachine"] = loop
+	sm, err := e.CreateStateMachine("clientagent-turn", Substitute(def, subs))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,8 +4,9 @@
 // machine (statemachine/turn.asl.json) runs in one process for `make run`
 // and in tests.
 //
-// It implements what our definitions use: Task (lambda:invoke and
-// lambda:invoke.waitForTaskToken), Choice, inline Map, Pass, Succeed and
+// It implements what our definitions use: Task (lambda:invoke,
+// lambda:invoke.waitForTaskToken and states:startExecution.sync:2),
+// STANDARD and EXPRESS state machines, Choice, inline Map, Pass, Succeed and
 // Fail; Arguments, Output, Assign, Retry, Catch, TimeoutSeconds and
 // HeartbeatSeconds; task tokens; idempotent starts; AWS event histories;
 // persistence of executions (Resume after a restart); and the Step
@@ -41,6 +42,20 @@
 // keeps an ended execution for its retention (DefaultRetention unless set;
 // an EXPIRE in Valkey) so DescribeExecution and GetExecutionHistory answer
 // for it.
+//
+// # EXPRESS machines and startExecution.sync:2
+//
+// An EXPRESS machine (CreateStateMachineOfType) runs at most five minutes
+// (ExpressMaxSeconds, its default TimeoutSeconds), may not wait for a task
+// token nor run a .sync task, and is never persisted: delivery is
+// at-least-once, and after a restart the resumed parent's .sync task
+// starts a new child. A startExecution.sync:2 task returns the child's
+// description with Input and Output parsed; a child that fails, times out
+// or is stopped fails the task with States.TaskFailed, the description as
+// the cause. Stopping or timing out a parent stops its running children.
+// The engine keeps each child's history with its parent in memory
+// (FullHistory splices it in), where AWS sends an EXPRESS history to
+// CloudWatch Logs only.
 //
 // # Invocation errors
 //

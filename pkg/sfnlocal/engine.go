@@ -132,7 +132,22 @@ func (e *Engine) RegisterFunction(nameOrARN string, h Handler) {
 // returns the same ARN (as AWS does); a different definition is
 // ErrStateMachineAlreadyExists. Unsupported fields fail with ErrInvalidDefinition.
 func (e *Engine) CreateStateMachine(name string, definition []byte) (string, error) {
-	g, timeout, err := parseMachine(definition)
+	return e.CreateStateMachineOfType(name, TypeStandard, definition)
+}
+
+// CreateStateMachineOfType is CreateStateMachine for a machine of type typ,
+// TypeStandard or TypeExpress. An EXPRESS machine's executions are never
+// persisted (a crash loses them; a parent's startExecution.sync:2 task
+// starts a new one when the parent resumes), may not wait for a task token
+// nor run a .sync task, and run at most ExpressMaxSeconds. Locally their
+// history is kept in memory like any execution's, so FullHistory can show
+// it inside its parent's (on AWS it reaches CloudWatch Logs only).
+func (e *Engine) CreateStateMachineOfType(name, typ string, definition []byte) (string, error) {
+	if typ != TypeStandard && typ != TypeExpress {
+		return "", apiErr(ErrValidation, "state machine %s: type %q is neither %s nor %s", name, typ, TypeStandard, TypeExpress)
+	}
+	express := typ == TypeExpress
+	g, timeout, err := parseMachine(definition, express)
 	if err != nil {
 		return "", apiErr(ErrInvalidDefinition, "state machine %s: %v", name, err)
 	}
@@ -140,12 +155,12 @@ func (e *Engine) CreateStateMachine(name string, definition []byte) (string, err
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if old, ok := e.machines[arn]; ok {
-		if !jsonEqual(old.definition, definition) {
+		if !jsonEqual(old.definition, definition) || old.express != express {
 			return "", apiErr(ErrStateMachineAlreadyExists, "state machine %s exists with another definition", name)
 		}
 		return arn, nil
 	}
-	e.machines[arn] = &machine{name: name, arn: arn, definition: bytes.Clone(definition), defHash: definitionHash(definition), root: g, timeout: timeout}
+	e.machines[arn] = &machine{name: name, arn: arn, definition: bytes.Clone(definition), defHash: definitionHash(definition), root: g, timeout: timeout, express: express}
 	return arn, nil
 }
 
@@ -165,12 +180,20 @@ func Substitute(definition []byte, subs map[string]string) []byte {
 // execution; a different input, or a closed execution of that name (in
 // memory or in the store), is ErrExecutionAlreadyExists.
 func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input json.RawMessage) (string, time.Time, error) {
+	arn, start, _, err := e.startExecution(ctx, smArn, name, input, nil)
+	return arn, start, err
+}
+
+// startExecution starts an execution as StartExecution does and returns
+// it; parent, when set, is the execution whose task starts it (its child
+// is listed on it, and stopping the parent stops the child).
+func (e *Engine) startExecution(ctx context.Context, smArn, name string, input json.RawMessage, parent *execution) (string, time.Time, *execution, error) {
 	if len(bytes.TrimSpace(input)) == 0 {
 		input = json.RawMessage("{}")
 	}
 	var in any
 	if err := json.Unmarshal(input, &in); err != nil {
-		return "", time.Time{}, apiErr(ErrInvalidExecutionInput, "input is not JSON: %v", err)
+		return "", time.Time{}, nil, apiErr(ErrInvalidExecutionInput, "input is not JSON: %v", err)
 	}
 	if name == "" {
 		name = uuid.NewString()
@@ -178,20 +201,20 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input j
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
-		return "", time.Time{}, apiErr(ErrValidation, "engine is closed")
+		return "", time.Time{}, nil, apiErr(ErrValidation, "engine is closed")
 	}
 	sm, ok := e.machines[smArn]
 	if !ok {
 		e.mu.Unlock()
-		return "", time.Time{}, apiErr(ErrStateMachineDoesNotExist, "state machine %s", smArn)
+		return "", time.Time{}, nil, apiErr(ErrStateMachineDoesNotExist, "state machine %s", smArn)
 	}
 	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", e.region, e.account, sm.name, name)
-	same := func(x *execution) (string, time.Time, error) {
+	same := func(x *execution) (string, time.Time, *execution, error) {
 		meta := x.describe()
 		if meta.Status == StatusRunning && jsonEqual(meta.Input, input) {
-			return arn, meta.StartDate, nil
+			return arn, meta.StartDate, x, nil
 		}
-		return "", time.Time{}, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
+		return "", time.Time{}, nil, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
 	}
 	x, ok := e.execs[arn]
 	e.mu.Unlock()
@@ -200,9 +223,9 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input j
 	}
 	if e.persist != nil { // ended and gone from memory?
 		if _, err := e.persist.Load(ctx, arn); err == nil {
-			return "", time.Time{}, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
+			return "", time.Time{}, nil, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
 		} else if !errors.Is(err, ErrExecutionDoesNotExist) {
-			return "", time.Time{}, fmt.Errorf("start execution %s: %w", arn, err)
+			return "", time.Time{}, nil, fmt.Errorf("start execution %s: %w", arn, err)
 		}
 	}
 	e.mu.Lock()
@@ -212,7 +235,7 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input j
 	}
 	if e.closed {
 		e.mu.Unlock()
-		return "", time.Time{}, apiErr(ErrValidation, "engine is closed")
+		return "", time.Time{}, nil, apiErr(ErrValidation, "engine is closed")
 	}
 	now := e.clock.Now().UTC()
 	x = newExecution(Execution{
@@ -226,9 +249,15 @@ func (e *Engine) StartExecution(ctx context.Context, smArn, name string, input j
 		Input: string(x.meta.Input), RoleArn: fmt.Sprintf("arn:aws:iam::%s:role/sfnlocal", e.account)}})
 	e.log.InfoContext(ctx, "execution started", "execution", arn)
 	c := &cursor{state: sm.root.StartAt, input: in, vars: map[string]any{}}
+	if parent != nil {
+		x.parent = parent.meta.ExecutionArn
+		parent.mu.Lock()
+		parent.children = append(parent.children, x)
+		parent.mu.Unlock()
+	}
 	e.save(x, c)
 	e.launch(x, c)
-	return arn, now, nil
+	return arn, now, x, nil
 }
 
 // DescribeExecution returns the execution's current description.
@@ -265,8 +294,77 @@ func (e *Engine) StopExecution(ctx context.Context, execArn, errName, cause stri
 	}
 	e.log.InfoContext(ctx, "execution stopped", "execution", execArn)
 	x.cancel()
+	e.stopChildren(ctx, x)
 	e.ended(ctx, x)
 	return now, nil
+}
+
+// stopChildren stops the running executions x's tasks started, as Step
+// Functions stops the child of a .sync task whose parent stops or times out.
+func (e *Engine) stopChildren(ctx context.Context, x *execution) {
+	x.mu.Lock()
+	kids := append([]*execution(nil), x.children...)
+	x.mu.Unlock()
+	for _, k := range kids {
+		if k.finish(e.clock, StatusAborted, nil, "States.Aborted", "the parent execution "+x.meta.ExecutionArn+" ended") {
+			e.log.InfoContext(ctx, "execution stopped with its parent", "execution", k.meta.ExecutionArn)
+			k.cancel()
+			e.stopChildren(ctx, k)
+			e.ended(ctx, k)
+		}
+	}
+}
+
+// FullHistory is History with the history of every execution a
+// startExecution.sync:2 task started spliced in after that task's
+// TaskSubmitted event (recursively), so one list shows a turn's loop. On
+// AWS the EXPRESS child's history is in CloudWatch Logs only; locally the
+// engine keeps it while the parent is in memory.
+func (e *Engine) FullHistory(ctx context.Context, execArn string) ([]HistoryEvent, error) {
+	x, err := e.lookup(ctx, execArn)
+	if err != nil {
+		return nil, err
+	}
+	return x.fullHistory(), nil
+}
+
+func (x *execution) fullHistory() []HistoryEvent {
+	x.mu.Lock()
+	h := append([]HistoryEvent(nil), x.history...)
+	kids := make(map[string]*execution, len(x.children))
+	for _, k := range x.children {
+		kids[k.meta.ExecutionArn] = k
+	}
+	x.mu.Unlock()
+	out := make([]HistoryEvent, 0, len(h))
+	for _, ev := range h {
+		out = append(out, ev)
+		if d := ev.TaskSubmittedEventDetails; d != nil && d.ResourceType == "states" {
+			var sub struct{ ExecutionArn string }
+			if json.Unmarshal([]byte(d.Output), &sub) == nil {
+				if k := kids[sub.ExecutionArn]; k != nil {
+					out = append(out, k.fullHistory()...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Children returns the ARNs of the executions x's startExecution.sync:2
+// tasks started, oldest first (kept while x is in memory).
+func (e *Engine) Children(ctx context.Context, execArn string) ([]string, error) {
+	x, err := e.lookup(ctx, execArn)
+	if err != nil {
+		return nil, err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	arns := make([]string, len(x.children))
+	for i, k := range x.children {
+		arns[i] = k.meta.ExecutionArn
+	}
+	return arns, nil
 }
 
 // Close stops running executions as a process exit would: they are not
@@ -391,6 +489,7 @@ func (e *Engine) watchTimeout(ctx context.Context, x *execution) {
 	case <-t.C():
 		if x.finish(e.clock, StatusTimedOut, nil, "States.Timeout", "The execution timed out") {
 			x.cancel()
+			e.stopChildren(context.Background(), x)
 			e.ended(context.Background(), x)
 		}
 	case <-ctx.Done():
@@ -403,7 +502,7 @@ func (e *Engine) watchTimeout(ctx context.Context, x *execution) {
 // serialized, and a position saved after the end is dropped, so a late
 // save cannot make an ended execution look running to the next Resume.
 func (e *Engine) save(x *execution, c *cursor) {
-	if e.persist == nil || e.isClosed() {
+	if e.persist == nil || e.isClosed() || x.sm.express {
 		return
 	}
 	x.saveMu.Lock()

@@ -25,6 +25,10 @@ type execution struct {
 	open    map[string]*openTask // by token
 	// full is set when the history quota ended the execution (event).
 	full bool
+	// parent is the ARN of the execution whose task started this one ("" if none).
+	parent string
+	// children are the executions this one's startExecution.sync:2 tasks started.
+	children []*execution
 }
 
 // MaxHistoryEvents is Step Functions' hard quota on an execution's history:
@@ -246,10 +250,10 @@ func (x *execution) contextObject(stateName string, entered time.Time) map[strin
 	return map[string]any{
 		"Execution": map[string]any{
 			"Id": x.meta.ExecutionArn, "Name": x.meta.Name, "Input": input,
-			"StartTime": x.meta.StartDate.Format(time.RFC3339Nano),
+			"StartTime": contextTime(x.meta.StartDate),
 			"RoleArn":   "arn:aws:iam::000000000000:role/sfnlocal",
 		},
 		"StateMachine": map[string]any{"Id": x.sm.arn, "Name": x.sm.name},
-		"State":        map[string]any{"Name": stateName, "EnteredTime": entered.Format(time.RFC3339Nano), "RetryCount": 0},
+		"State":        map[string]any{"Name": stateName, "EnteredTime": contextTime(entered), "RetryCount": 0},
 	}
 }

@@ -295,9 +295,12 @@ func (e *Engine) retrying(ctx context.Context, x *execution, s *state, states, v
 		}
 		var res any
 		var serr *stateErr
-		if s.Type == "Map" {
+		switch {
+		case s.Type == "Map":
 			res, serr = e.mapAttempt(ctx, x, s, states, vars)
-		} else {
+		case s.startSync:
+			res, serr = e.syncAttempt(ctx, x, s, states, vars)
+		default:
 			res, serr = e.taskAttempt(ctx, x, s, states, vars, f)
 		}
 		f.resume = nil

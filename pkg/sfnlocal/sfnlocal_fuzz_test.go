@@ -37,9 +37,14 @@ var fuzzBound = sync.OnceValue(func() time.Duration {
 // testdata/*.asl.json).
 var fuzzFunctions = []string{"LLMStep", "ValidateBatch", "Await", "InvokeCall", "AppendResults", "FailTurn", "Flaky", "Work", "Echo"}
 
-// turnDefinition is statemachine/turn.asl.json with its functions named.
-func turnDefinition(f *testing.F) []byte {
-	b, err := os.ReadFile(filepath.Join("..", "..", "statemachine", "turn.asl.json"))
+// turnDefinition is statemachine/turn.asl.json (or, with file, another
+// definition there: loop.asl.json) with its functions named.
+func turnDefinition(f *testing.F, file ...string) []byte {
+	name := "turn.asl.json"
+	if len(file) > 0 {
+		name = file[0]
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "statemachine", name))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -51,7 +56,7 @@ func turnDefinition(f *testing.F) []byte {
 // their comments and white space: the same machines in fewer bytes, so a
 // new interesting input is minimized in seconds.
 func seedDefinitions(f *testing.F) [][]byte {
-	defs := [][]byte{turnDefinition(f)}
+	defs := [][]byte{turnDefinition(f), turnDefinition(f, "loop.asl.json")}
 	names, _ := filepath.Glob(filepath.Join("testdata", "*.asl.json"))
 	for _, n := range names {
 		b, err := os.ReadFile(n)

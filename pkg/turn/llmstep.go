@@ -70,6 +70,11 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		return StepOutput{}, err
 	}
 	switch {
+	case t.Status.Final() && hasRunningCalls(t):
+		// A cancelled turn whose started calls lost their step (a crash,
+		// a lost loop execution): Validate hands them to Invoke again,
+		// which runs them to their end, as a resumed batch did.
+		return StepOutput{Next: NextTools}, nil
 	case t.Status == record.StatusFailed:
 		return StepOutput{Next: NextFailed}, nil
 	case t.Status.Final():

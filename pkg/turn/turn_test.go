@@ -1012,3 +1012,56 @@ func TestInvokeStoresRepliesWithinLimits(t *testing.T) {
 		}
 	}
 }
+
+// Issue 30: a cancelled turn's call that had started but lost its step (a
+// crash, a lost loop execution: its outcome was never stored) is handed
+// to Invoke again by a loop that starts over at LLMStep, and runs to its
+// end; once its outcome is stored, the same steps end the loop.
+func TestLostCallOfCancelledTurnRunsAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
+	})
+	ctx := t.Context()
+	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextTools {
+		t.Fatalf("LLMStep = %+v, %v", out, err)
+	}
+	v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	if err != nil || v.Next != turn.NextInvoke || len(v.Calls) != 1 {
+		t.Fatalf("Validate = %+v, %v", v, err)
+	}
+	// The call starts; its step dies before storing the outcome; the user cancels.
+	if ok, err := f.store.StartCall(ctx, "c1", "t1", v.Calls[0]); err != nil || !ok {
+		t.Fatalf("StartCall = %v, %v", ok, err)
+	}
+	if _, _, err := f.h.Cancel(ctx, f.ref, "dev"); err != nil {
+		t.Fatal(err)
+	}
+	if tr := f.turn(t); tr.Status != record.StatusCancelled || len(tr.Pending) != 1 || tr.Pending[0].State != record.CallRunning {
+		t.Fatalf("after the cancel the turn = %s with %+v, want cancelled with the call running", tr.Status, tr.Pending)
+	}
+	// A new loop starts at LLMStep.
+	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextTools {
+		t.Fatalf("LLMStep on the cancelled turn = %+v, %v; want tools (a started call lost its step)", out, err)
+	}
+	v, err = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
+	if err != nil || v.Next != turn.NextInvoke || len(v.Calls) != 1 || v.Calls[0] != "call_t1_1" {
+		t.Fatalf("Validate on the cancelled turn = %+v, %v; want the lost call invoked", v, err)
+	}
+	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: v.Calls[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.inv.n.Load(); n != 1 {
+		t.Errorf("specialist ran %d times, want 1", n)
+	}
+	// Settled: the steps end the loop, and nothing runs again.
+	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextDone {
+		t.Errorf("LLMStep after the settle = %+v, %v; want done", out, err)
+	}
+	if v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}); err != nil || v.Next != turn.NextEnd {
+		t.Errorf("Validate after the settle = %+v, %v; want end", v, err)
+	}
+	if tr := f.turn(t); tr.Status != record.StatusCancelled || f.llm.Load() != 1 {
+		t.Errorf("turn = %s after %d LLM calls, want cancelled after 1", tr.Status, f.llm.Load())
+	}
+}

@@ -117,6 +117,19 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		return ValidateOutput{}, err
 	}
 	if t.Status.Final() {
+		// A call that had started when its turn was cancelled and whose
+		// outcome is not stored lost its step (a crash, a lost loop
+		// execution): it runs again, to its end (Invoke), as a resumed
+		// batch would run it.
+		var lost []string
+		for _, pc := range t.Pending {
+			if _, done := outcomes[pc.CallID]; pc.State == record.CallRunning && !done {
+				lost = append(lost, pc.CallID)
+			}
+		}
+		if len(lost) > 0 {
+			return ValidateOutput{Next: NextInvoke, Calls: lost}, nil
+		}
 		return ValidateOutput{Next: NextEnd}, nil
 	}
 	cat, err := h.catalog(ctx)
@@ -392,4 +405,10 @@ func pauseWord(t *record.Turn) string {
 		return "approval"
 	}
 	return "form"
+}
+
+// hasRunningCalls reports whether turn t, ended by a cancel, has calls
+// that had started then (record.CallRunning) and are not settled yet.
+func hasRunningCalls(t *record.Turn) bool {
+	return slices.ContainsFunc(t.Pending, func(pc record.PendingCall) bool { return pc.State == record.CallRunning })
 }
