@@ -441,4 +441,3 @@ func truncate(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
