@@ -40,17 +40,19 @@ const (
 // S3 SDK (the audit's S3 writer is pkg/audit/s3audit) neither await's nor
 // append's nor events', the A2A server the demo agents' and api's (the demo
 // agents link none of the platform), the A2A client only invoke's (the
-// calls) and the guardian's checking steps' (a guardian agent), and the
+// calls; the guardian agent's checks make their one JSON-RPC call
+// themselves, pkg/guardian/a2aagent), openai-go nobody's (pkg/llm/openai
+// speaks the wire protocol itself; the SDK is its tests' oracle), and the
 // embedded Valkey, the local Valkey server and the local engine nobody's. Secrets
 // Manager is linked by the functions that build the tool catalogue or call
 // tools (api, llmstep, validate, invoke, append: MCP header secrets,
 // pkg/platform/mcpenv), never by await, events or the demo agents.
 var mustNotLink = map[string][]string{
-	"api":        {openAI, bedrock, llmconfig, demoAgentsPkg, a2aClient},                  // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
-	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},                                   // a2aclient: the guardian agent (pkg/guardian/a2aagent)
-	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                // bedrockruntime: the guardian's ApplyGuardrail; a2aclient: the guardian agent; secretsmanager: MCP header secrets
-	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},       // a2aclient: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
-	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK}, // bedrockruntime: the guardian's ApplyGuardrail; a2aclient: the guardian agent; secretsmanager: MCP header secrets
+	"api":        {openAI, bedrock, llmconfig, demoAgentsPkg, a2aClient},                             // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
+	"llmstep":    {openAI, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // bedrockruntime: the model; a2a (types only): the guardian agent
+	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
+	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                  // a2aclient: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
+	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
 	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
 	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
 	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // grpc, aws-sdk: tracing (the OTLP exporter's status types; SigV4 to X-Ray)
