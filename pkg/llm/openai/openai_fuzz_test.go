@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/packages/ssestream"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/openai"
@@ -373,4 +376,45 @@ func hasDuplicateKeys(b []byte) bool {
 			top.wantKey = true // a value was read; a key comes next
 		}
 	}
+}
+
+// BenchmarkDecodeStream reads a streamed tool-call answer (the chunks of
+// testdata/response_tool_calls.json, text and arguments in pieces of 4
+// bytes): ours assembles and maps it; sdk only decodes its chunks with
+// openai-go's stream, the part of Complete the SDK did before.
+func BenchmarkDecodeStream(b *testing.B) {
+	body, err := os.ReadFile("testdata/response_tool_calls.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	chunks, err := streamChunks(body, 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var sse bytes.Buffer
+	for _, c := range chunks {
+		fmt.Fprintf(&sse, "data: %s\n\n", c)
+	}
+	sse.WriteString("data: [DONE]\n\n")
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := openai.DecodeStream(sse.Bytes()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("sdk", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res := &http.Response{Header: http.Header{"Content-Type": {"text/event-stream"}}, Body: io.NopCloser(bytes.NewReader(sse.Bytes()))}
+			stream := ssestream.NewStream[oai.ChatCompletionChunk](ssestream.NewDecoder(res), nil)
+			for stream.Next() {
+				_ = stream.Current()
+			}
+			if err := stream.Err(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
