@@ -54,6 +54,8 @@ func FuzzResponseDecoding(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`{"choices":[{"message":{"role":"assistant","tool_calls":[{"id":"call_0","type":"function","function":{"name":"x","arguments":""}},{"id":"call_0","type":"function","function":{"name":"x","arguments":"[1]"}}]}}]}`))
+	// Arguments as an object, not a string holding one (some servers): kept as its JSON.
+	f.Add([]byte(`{"choices":[{"message":{"tool_calls":[{"id":"c","type":"function","function":{"name":"x","arguments":{"a":1}}}]}}]}`))
 	f.Add([]byte(`{"choices":[]}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {

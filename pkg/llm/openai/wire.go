@@ -156,14 +156,14 @@ func mapMessage(m llm.Message) (chatMessage, error) {
 // completion is a whole (non-streamed) answer, or one assembled from a
 // stream. Only choice 0 counts (n is never set).
 type completion struct {
-	Model   string   `json:"model"`
+	Model   wireString   `json:"model"`
 	Choices []choice `json:"choices"`
 	Usage   usage    `json:"usage"`
 }
 
 type choice struct {
 	Message struct {
-		Content   string         `json:"content"`
+		Content   wireString         `json:"content"`
 		ToolCalls []wireToolCall `json:"tool_calls"`
 	} `json:"message"`
 }
@@ -172,12 +172,12 @@ type choice struct {
 // another type (custom tools, never offered), whose name and input are in
 // "custom".
 type wireToolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function chatFunction `json:"function"`
+	ID       wireString       `json:"id"`
+	Type     wireString       `json:"type"`
+	Function wireFunction `json:"function"`
 	Custom   struct {
-		Name  string `json:"name"`
-		Input string `json:"input"`
+		Name  wireString `json:"name"`
+		Input wireString `json:"input"`
 	} `json:"custom"`
 }
 
@@ -193,24 +193,52 @@ type usage struct {
 
 // chunk is one event of a streamed answer.
 type chunk struct {
-	Model   string `json:"model"`
+	Model   wireString `json:"model"`
 	Choices []struct {
 		Index int64 `json:"index"`
 		Delta struct {
-			Content   string `json:"content"`
+			Content   wireString `json:"content"`
 			ToolCalls []struct {
 				Index    int64        `json:"index"`
-				ID       string       `json:"id"`
-				Type     string       `json:"type"`
-				Function chatFunction `json:"function"`
+				ID       wireString       `json:"id"`
+				Type     wireString       `json:"type"`
+				Function wireFunction `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
-		FinishReason string `json:"finish_reason"`
+		FinishReason wireString `json:"finish_reason"`
 	} `json:"choices"`
 	// Usage is sent in the last chunk (stream_options.include_usage).
 	Usage *usage `json:"usage"`
 	// Error is an error event ({"error": …}) in place of a chunk.
 	Error json.RawMessage `json:"error"`
+}
+
+// wireFunction is a function call of an answer.
+type wireFunction struct {
+	Name      wireString `json:"name"`
+	Arguments wireString `json:"arguments"`
+}
+
+// wireString is a string of an answer. A value of another kind is kept as
+// its JSON text, as the official SDK keeps it: some servers send a call's
+// arguments as an object rather than a string holding one, and the call
+// must not lose them.
+type wireString string
+
+func (s *wireString) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var v string
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		*s = wireString(v)
+	case string(b) == "null":
+		*s = ""
+	default:
+		*s = wireString(b)
+	}
+	return nil
 }
 
 // unmarshalLenient decodes b into v, leaving a field whose value has
@@ -291,7 +319,7 @@ type callParts struct {
 func (a *assembler) add(c *chunk, onText func(string)) {
 	a.chunks++
 	if a.model == "" {
-		a.model = c.Model
+		a.model = string(c.Model)
 	}
 	if c.Usage != nil {
 		// Sent in the last chunk (stream_options.include_usage); some
@@ -302,16 +330,17 @@ func (a *assembler) add(c *chunk, onText func(string)) {
 		if ch.Index != 0 {
 			continue
 		}
-		if ch.Delta.Content != "" {
-			a.text.WriteString(ch.Delta.Content)
+		if text := string(ch.Delta.Content); text != "" {
+			a.text.WriteString(text)
 			a.gaveText = true
-			onText(ch.Delta.Content)
+			onText(text)
 		}
 		for _, d := range ch.Delta.ToolCalls {
+			id := string(d.ID)
 			i, ok := a.slot[d.Index]
 			// A delta naming another id than its index's call starts a new call:
 			// some servers (older Ollama) send whole calls, all with index 0.
-			if !ok || (d.ID != "" && a.calls[i].id != "" && d.ID != a.calls[i].id) {
+			if !ok || (id != "" && a.calls[i].id != "" && id != a.calls[i].id) {
 				if a.slot == nil {
 					a.slot = map[int64]int{}
 				}
@@ -320,14 +349,14 @@ func (a *assembler) add(c *chunk, onText func(string)) {
 				a.calls = append(a.calls, &callParts{})
 			}
 			p := a.calls[i]
-			if d.ID != "" {
-				p.id = d.ID
+			if id != "" {
+				p.id = id
 			}
 			if d.Type != "" {
-				p.typ = d.Type
+				p.typ = string(d.Type)
 			}
-			p.name.WriteString(d.Function.Name)
-			p.args.WriteString(d.Function.Arguments)
+			p.name.WriteString(string(d.Function.Name))
+			p.args.WriteString(string(d.Function.Arguments))
 		}
 		if ch.FinishReason != "" {
 			a.finished = true
@@ -337,15 +366,15 @@ func (a *assembler) add(c *chunk, onText func(string)) {
 
 func (a *assembler) completion() *completion {
 	var ch choice
-	ch.Message.Content = a.text.String()
+	ch.Message.Content = wireString(a.text.String())
 	for _, c := range a.calls {
-		tc := wireToolCall{ID: c.id, Type: c.typ, Function: chatFunction{Name: c.name.String(), Arguments: c.args.String()}}
+		tc := wireToolCall{ID: wireString(c.id), Type: wireString(c.typ), Function: wireFunction{Name: wireString(c.name.String()), Arguments: wireString(c.args.String())}}
 		if c.typ != "" && c.typ != "function" {
 			tc.Custom.Name, tc.Custom.Input = tc.Function.Name, tc.Function.Arguments
 		}
 		ch.Message.ToolCalls = append(ch.Message.ToolCalls, tc)
 	}
-	return &completion{Model: a.model, Choices: []choice{ch}, Usage: a.usage}
+	return &completion{Model: wireString(a.model), Choices: []choice{ch}, Usage: a.usage}
 }
 
 // decodeCompletion reads a whole (non-streamed) Chat Completions body.
@@ -365,8 +394,8 @@ func mapResponse(res *completion) (*llm.Response, error) {
 	}
 	msg := res.Choices[0].Message
 	out := &llm.Response{
-		Text:  msg.Content,
-		Model: res.Model,
+		Text:  string(msg.Content),
+		Model: string(res.Model),
 		Usage: llm.Usage{
 			InputTokens:       int(res.Usage.PromptTokens),
 			OutputTokens:      int(res.Usage.CompletionTokens),
@@ -379,12 +408,12 @@ func mapResponse(res *completion) (*llm.Response, error) {
 			// Custom (free-text) tools are never offered, so a custom call is
 			// surfaced as an error the loop can answer instead of dropped.
 			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{
-				ID: tc.ID, Name: tc.Custom.Name, Arguments: tc.Custom.Input,
+				ID: string(tc.ID), Name: string(tc.Custom.Name), Arguments: string(tc.Custom.Input),
 				ArgumentsError: fmt.Sprintf("unsupported tool call type %q", tc.Type),
 			})
 			continue
 		}
-		call := llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		call := llm.ToolCall{ID: string(tc.ID), Name: string(tc.Function.Name), Arguments: string(tc.Function.Arguments)}
 		// Some servers (Ollama, vLLM) send "" for a call without arguments.
 		if strings.TrimSpace(call.Arguments) == "" {
 			call.Arguments = "{}"
