@@ -130,8 +130,8 @@ type function struct {
 	readyCPU time.Duration
 	pid      atomic.Int64
 	exited   chan struct{} // closed when the process has ended
-	waitErr   error
-	seq       atomic.Int64
+	waitErr  error
+	seq      atomic.Int64
 }
 
 // startFunction starts the named function with env (and nothing of the

@@ -156,14 +156,14 @@ func mapMessage(m llm.Message) (chatMessage, error) {
 // completion is a whole (non-streamed) answer, or one assembled from a
 // stream. Only choice 0 counts (n is never set).
 type completion struct {
-	Model   wireString   `json:"model"`
-	Choices []choice `json:"choices"`
-	Usage   usage    `json:"usage"`
+	Model   wireString `json:"model"`
+	Choices []choice   `json:"choices"`
+	Usage   usage      `json:"usage"`
 }
 
 type choice struct {
 	Message struct {
-		Content   wireString         `json:"content"`
+		Content   wireString     `json:"content"`
 		ToolCalls []wireToolCall `json:"tool_calls"`
 	} `json:"message"`
 }
@@ -172,8 +172,8 @@ type choice struct {
 // another type (custom tools, never offered), whose name and input are in
 // "custom".
 type wireToolCall struct {
-	ID       wireString       `json:"id"`
-	Type     wireString       `json:"type"`
+	ID       wireString   `json:"id"`
+	Type     wireString   `json:"type"`
 	Function wireFunction `json:"function"`
 	Custom   struct {
 		Name  wireString `json:"name"`
@@ -200,8 +200,8 @@ type chunk struct {
 			Content   wireString `json:"content"`
 			ToolCalls []struct {
 				Index    int64        `json:"index"`
-				ID       wireString       `json:"id"`
-				Type     wireString       `json:"type"`
+				ID       wireString   `json:"id"`
+				Type     wireString   `json:"type"`
 				Function wireFunction `json:"function"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
