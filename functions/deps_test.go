@@ -33,6 +33,8 @@ const (
 	s3SDK         = "github.com/aws/aws-sdk-go-v2/service/s3"
 	awsenv        = "github.com/clientagent/clientagent/pkg/platform/awsenv"
 	turnSteps     = "github.com/clientagent/clientagent/pkg/turn"
+	otlpCollector = "go.opentelemetry.io/proto/otlp/collector" // its gRPC service stubs
+	otlpHTTP      = "go.opentelemetry.io/otel/exporters/otlp"  // otlptracehttp imports the collector
 )
 
 // mustNotLink is, for each function, what its binary must not link: the
@@ -40,37 +42,37 @@ const (
 // S3 SDK (the audit's S3 writer is pkg/audit/s3audit) neither await's nor
 // append's nor events', the A2A server the demo agents' and api's (the demo
 // agents link none of the platform), the A2A client only invoke's (the
-// calls) and the guardian's checking steps' (a guardian agent), and the
+// calls; the guardian agent's checks make their one JSON-RPC call
+// themselves, pkg/guardian/a2aagent), and with it gRPC (the OTLP exporter
+// is pkg/telemetry/otlphttp, without the collector's gRPC stubs), and the
 // embedded Valkey, the local Valkey server and the local engine nobody's. Secrets
 // Manager is linked by the functions that build the tool catalogue or call
 // tools (api, llmstep, validate, invoke, append: MCP header secrets,
 // pkg/platform/mcpenv), never by await, events or the demo agents.
 var mustNotLink = map[string][]string{
-	"api":        {openAI, bedrock, llmconfig, demoAgentsPkg, a2aClient},                  // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
-	"llmstep":    {sfnClient, a2aServer, demoAgentsPkg},                                   // a2aclient: the guardian agent (pkg/guardian/a2aagent)
-	"validate":   {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                // bedrockruntime: the guardian's ApplyGuardrail; a2aclient: the guardian agent; secretsmanager: MCP header secrets
-	"invoke":     {openAI, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},       // a2aclient: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
-	"append":     {openAI, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK}, // bedrockruntime: the guardian's ApplyGuardrail; a2aclient: the guardian agent; secretsmanager: MCP header secrets
-	"await":      {openAI, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
-	"events":     {openAI, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
-	"demoagents": {openAI, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // grpc, aws-sdk: tracing (the OTLP exporter's status types; SigV4 to X-Ray)
+	"api":        {grpc, bedrock, llmconfig, demoAgentsPkg, a2aClient},                             // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
+	"llmstep":    {grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // bedrockruntime: the model; a2a (types only): the guardian agent
+	"validate":   {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
+	"invoke":     {bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                        // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
+	"append":     {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
+	"await":      {grpc, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
+	"events":     {grpc, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
+	"demoagents": {grpc, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)
 }
 
-// nobody links these.
-var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine}
+// nobody links these: the local stack's parts; openai-go (pkg/llm/openai
+// speaks the wire protocol itself, the SDK is its tests' oracle); the
+// OTLP exporters and collector types that bring gRPC.
+var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine, openAI, otlpCollector, otlpHTTP}
 
 // pending are links that are wrong but wait on another package's change.
 // The test fails when one of them is gone, so that it moves to mustNotLink
 // and stays gone.
 var pending = []struct{ fn, pkg, why string }{
-	{"await", grpc, otlpGRPC}, {"append", grpc, otlpGRPC}, {"validate", grpc, otlpGRPC},
-	{"llmstep", grpc, otlpGRPC}, {"api", grpc, otlpGRPC}, {"events", grpc, otlpGRPC},
 	{"events", sfnClient, apiSFN},
 }
 
 const apiSFN = "pkg/api, whose events route the events function serves, imports the Step Functions client for its other routes"
-
-const otlpGRPC = "the OTLP/HTTP trace exporter (pkg/platform/lambdatrace) imports gRPC's status and health types"
 
 // Issue 13: each function links what its role uses and nothing of the
 // others' (go list over the deployed build: linux/arm64, LAMBDA_TAGS).

@@ -123,9 +123,15 @@ type function struct {
 	ready     chan struct{} // closed at the first GET …/next
 	readyOnce sync.Once
 	readyAt   time.Time
-	exited    chan struct{} // closed when the process has ended
-	waitErr   error
-	seq       atomic.Int64
+	// readyCPU is the CPU time the process had spent at its first GET
+	// …/next (all its threads; 0 where /proc does not say), a measure of
+	// its cold start that other work on the machine moves less than the
+	// wall time.
+	readyCPU time.Duration
+	pid      atomic.Int64
+	exited   chan struct{} // closed when the process has ended
+	waitErr  error
+	seq      atomic.Int64
 }
 
 // startFunction starts the named function with env (and nothing of the
@@ -142,7 +148,11 @@ func startFunction(tb testing.TB, name string, env map[string]string) *function 
 	mux := http.NewServeMux()
 	const base = "/2018-06-01/runtime"
 	mux.HandleFunc("GET "+base+"/invocation/next", func(w http.ResponseWriter, r *http.Request) {
-		f.readyOnce.Do(func() { f.readyAt = time.Now(); close(f.ready) })
+		f.readyOnce.Do(func() {
+			f.readyAt = time.Now()
+			f.readyCPU = cpuTime(int(f.pid.Load()))
+			close(f.ready)
+		})
 		select {
 		case inv := <-f.events:
 			h := w.Header()
@@ -207,9 +217,31 @@ func startFunction(tb testing.TB, name string, env map[string]string) *function 
 		f.api.Close()
 		tb.Fatalf("start %s: %v", name, err)
 	}
+	f.pid.Store(int64(f.cmd.Process.Pid))
 	go func() { f.waitErr = f.cmd.Wait(); close(f.exited) }()
 	tb.Cleanup(f.stop)
 	return f
+}
+
+// cpuTime is the time process pid's threads have run on a CPU so far
+// (Linux's /proc/<pid>/task/*/schedstat, in nanoseconds), 0 when unknown.
+func cpuTime(pid int) time.Duration {
+	if pid == 0 {
+		return 0
+	}
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var sum time.Duration
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		if f := strings.Fields(string(b)); len(f) > 0 {
+			ns, _ := strconv.ParseInt(f[0], 10, 64)
+			sum += time.Duration(ns)
+		}
+	}
+	return sum
 }
 
 // stop kills the process and closes its Runtime API.

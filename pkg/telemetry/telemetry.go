@@ -19,11 +19,12 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/clientagent/clientagent/pkg/telemetry/otlphttp"
 )
 
 // ScopeName is the instrumentation scope of clientagent's spans.
@@ -74,8 +75,8 @@ func Disabled() *Tracing { return &Tracing{Provider: noop.NewTracerProvider()} }
 // an OTLP/HTTP (protobuf) exporter to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
 // OTEL_EXPORTER_OTLP_ENDPOINT + "/v1/traces", with service.name from
 // OTEL_SERVICE_NAME, the sampler of OTEL_TRACES_SAMPLER (default
-// parentbased_always_on) and the OTLP headers and timeout the exporter reads
-// itself (OTEL_EXPORTER_OTLP_HEADERS …). With neither endpoint set, with
+// parentbased_always_on) and the OTLP headers, timeout and compression of
+// OTEL_EXPORTER_OTLP_HEADERS … (otlphttp.ConfigFromEnv). With neither endpoint set, with
 // OTEL_TRACES_EXPORTER=none or OTEL_SDK_DISABLED=true, it returns Disabled():
 // nothing is exported and nothing is spent. Spans are batched; a process
 // that may be frozen between requests (Lambda) calls Flush after each.
@@ -109,11 +110,12 @@ func FromEnv(ctx context.Context, getenv func(string) string, opts Options) (*Tr
 	if err != nil {
 		return nil, err
 	}
-	eopts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(endpoint)}
-	if opts.HTTPClient != nil {
-		eopts = append(eopts, otlptracehttp.WithHTTPClient(opts.HTTPClient))
+	ecfg, err := otlphttp.ConfigFromEnv(endpoint, getenv)
+	if err != nil {
+		return nil, fmt.Errorf("OTLP exporter: %w", err)
 	}
-	exp, err := otlptracehttp.New(ctx, eopts...)
+	ecfg.HTTPClient = opts.HTTPClient
+	exp, err := otlphttp.New(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("OTLP exporter: %w", err)
 	}

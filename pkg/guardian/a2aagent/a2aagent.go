@@ -7,7 +7,10 @@
 //
 // (tool and arguments only when set; a tool call's text is the canonical
 // JSON of its arguments) and names the skill in its metadata (skillId, as
-// pkg/agents does). The agent answers with a message, or a completed task,
+// pkg/agents does). The call is made here, with net/http, not with
+// a2a-go's client, which links gRPC's transport into every function that
+// checks (docs/benchmarks.md); only the protocol's types come from a2a-go.
+// The agent answers with a message, or a completed task,
 // carrying a DataPart — or a TextPart holding a JSON object —
 //
 //	{"decision": "allowed"|"blocked", "reason": "…"}
@@ -21,15 +24,17 @@
 package a2aagent
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2aclient"
 
 	"github.com/clientagent/clientagent/pkg/guardian"
 )
@@ -81,15 +86,8 @@ func (c *Client) Check(ctx context.Context, in guardian.Input) (guardian.Decisio
 	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.DataPart{Data: data})
 	msg.Metadata = map[string]any{"skillId": c.skill}
 
-	client, err := a2aclient.NewFromEndpoints(ctx,
-		[]a2a.AgentInterface{{Transport: a2a.TransportProtocolJSONRPC, URL: c.url}},
-		a2aclient.WithDefaultsDisabled(), a2aclient.WithJSONRPCTransport(c.hc))
-	if err != nil {
-		return guardian.Decision{}, fmt.Errorf("guardian agent %s: %w", c.url, err)
-	}
-	defer client.Destroy()
 	blocking := true
-	res, err := client.SendMessage(ctx, &a2a.MessageSendParams{Config: &a2a.MessageSendConfig{Blocking: &blocking}, Message: msg})
+	res, err := c.send(ctx, &a2a.MessageSendParams{Config: &a2a.MessageSendConfig{Blocking: &blocking}, Message: msg})
 	if err != nil {
 		if ctx.Err() != nil {
 			return guardian.Decision{}, fmt.Errorf("guardian agent %s: %w", c.url, ctx.Err())
@@ -126,6 +124,56 @@ func (c *Client) Check(ctx context.Context, in guardian.Input) (guardian.Decisio
 		d.Rule = c.Name()
 	}
 	return d, nil
+}
+
+// rpcResponse is a JSON-RPC 2.0 response.
+type rpcResponse struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// send makes the JSON-RPC call message/send and returns its result, a
+// message or a task.
+func (c *Client) send(ctx context.Context, params *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "message/send", "params": params, "id": rand.Text()})
+	if err != nil {
+		return nil, fmt.Errorf("encode request: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	res, err := c.hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("unexpected HTTP status: %s", res.Status)
+	}
+	var rpc rpcResponse
+	if err := json.NewDecoder(io.LimitReader(res.Body, 4<<20)).Decode(&rpc); err != nil {
+		return nil, fmt.Errorf("decode response: %w", err)
+	}
+	if rpc.Error != nil {
+		return nil, fmt.Errorf("JSON-RPC error %d: %s", rpc.Error.Code, rpc.Error.Message)
+	}
+	event, err := a2a.UnmarshalEventJSON(rpc.Result)
+	if err != nil {
+		return nil, fmt.Errorf("result is not a message or a task: %w", err)
+	}
+	switch e := event.(type) {
+	case *a2a.Message:
+		return e, nil
+	case *a2a.Task:
+		return e, nil
+	default:
+		return nil, fmt.Errorf("result is a %T, not a message or a task", event)
+	}
 }
 
 // answer is the agent's decision object.

@@ -1,6 +1,6 @@
 // Package openai is the llm.Provider for OpenAI-compatible Chat Completions
-// endpoints (OpenAI, a LiteLLM proxy, vLLM, Ollama), built on openai-go.
-// It maps llm.Request to one streamed chat completion with tools and
+// endpoints (OpenAI, a LiteLLM proxy, vLLM, Ollama), speaking the wire
+// protocol itself with net/http and encoding/json (wire.go). It maps llm.Request to one streamed chat completion with tools and
 // tool_choice=auto, laid out for the endpoint's prompt cache (issue 18): the
 // fixed System rules first, then the transcript, and last the per-call
 // Context as a final system message, with prompt_cache_key set to the
@@ -9,10 +9,14 @@
 // assembled from the stream into the same answer a non-streamed call gives.
 // It retries 429/5xx/transport failures and streams cut midway itself, with
 // exponential backoff and jitter. It must not interpret tool calls or the
-// transcript: that is the loop's job.
+// transcript: that is the loop's job. openai-go, the official SDK, is this
+// package's test oracle only (the fuzz target decodes with both): linked
+// into llmstep it cost ≈ 30 MB and milliseconds of cold start
+// (docs/benchmarks.md).
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,10 +32,6 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/llm"
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/packages/ssestream"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // Defaults used when the corresponding Config field is zero.
@@ -40,6 +40,8 @@ const (
 	DefaultTimeout     = 90 * time.Second
 	DefaultBackoffBase = 500 * time.Millisecond
 	DefaultMaxBackoff  = 20 * time.Second
+	// DefaultBaseURL is OpenAI's public endpoint.
+	DefaultBaseURL = "https://api.openai.com/v1"
 )
 
 // Config configures a Provider. Only Model is required; BaseURL defaults to
@@ -71,9 +73,10 @@ type Config struct {
 // Provider is an llm.Provider speaking Chat Completions. It is safe for
 // concurrent use.
 type Provider struct {
-	cfg    Config
-	client oai.Client
-	log    *slog.Logger
+	cfg Config
+	url string // the chat completions URL
+	hc  *http.Client
+	log *slog.Logger
 	// noCacheKey is set once the endpoint refused prompt_cache_key, so later
 	// calls do not pay for the refused request again.
 	noCacheKey atomic.Bool
@@ -103,18 +106,11 @@ func New(cfg Config) *Provider {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	// Retries are ours (WithMaxRetries(0)): we need the sentinel errors after
-	// the last attempt, a configurable backoff for tests, and a log event per
-	// attempt. Explicit options override the SDK's OPENAI_* environment defaults.
-	opts := []option.RequestOption{
-		option.WithMaxRetries(0),
-		option.WithHTTPClient(hc),
-		option.WithAPIKey(cfg.APIKey),
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
 	}
-	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
-	return &Provider{cfg: cfg, client: oai.NewClient(opts...), log: log}
+	return &Provider{cfg: cfg, url: strings.TrimRight(base, "/") + "/chat/completions", hc: hc, log: log}
 }
 
 // Complete sends req as one streamed chat completion, retrying transient
@@ -129,17 +125,25 @@ func New(cfg Config) *Provider {
 // ArgumentsError set.
 func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response, error) {
 	model := p.model(req.Flavour)
-	params, err := buildParams(model, req)
+	params, err := buildRequest(model, req)
 	if err != nil {
 		return nil, fmt.Errorf("openai: build request: %w", err)
 	}
 	withKey := req.CacheKey != "" && !p.noCacheKey.Load()
+	var body []byte
+	bodyHasKey := false
 	for attempt := 1; ; attempt++ {
-		send := params
-		if withKey {
-			send.PromptCacheKey = oai.String(req.CacheKey)
+		if body == nil || bodyHasKey != withKey {
+			params.PromptCacheKey = ""
+			if withKey {
+				params.PromptCacheKey = req.CacheKey
+			}
+			if body, err = params.encode(); err != nil {
+				return nil, fmt.Errorf("openai: build request: %w", err)
+			}
+			bodyHasKey = withKey
 		}
-		res, gaveText, err := p.attempt(ctx, send, &req)
+		res, gaveText, err := p.attempt(ctx, body, &req)
 		if err == nil {
 			return res, nil
 		}
@@ -185,51 +189,67 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 
 // attempt makes one streamed call and reads it to its end. gaveText says
 // whether text deltas already went to req.OnText, so a retry must reset.
-func (p *Provider) attempt(ctx context.Context, params oai.ChatCompletionNewParams, req *llm.Request) (res *llm.Response, gaveText bool, err error) {
+func (p *Provider) attempt(ctx context.Context, body []byte, req *llm.Request) (res *llm.Response, gaveText bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
-	// Some OpenAI-compatible servers ignore "stream" and answer with one
-	// JSON completion; it is kept aside here and decoded as such.
-	var whole []byte
-	keepWhole := func(r *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-		res, err := next(r)
-		if err != nil || res.StatusCode >= 300 || !isJSON(res.Header.Get("Content-Type")) {
-			return res, err
-		}
-		whole, err = io.ReadAll(res.Body)
-		_ = res.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		res.Body = http.NoBody
-		return res, nil
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, false, &badAnswer{err: fmt.Errorf("openai: request: %w", err)}
 	}
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithMiddleware(keepWhole))
-	defer stream.Close()
-	res, gaveText, err = readStream(stream, req.Text)
-	if whole != nil {
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set("User-Agent", "clientagent")
+	if p.cfg.APIKey != "" {
+		hreq.Header.Set("Authorization", "Bearer "+p.cfg.APIKey)
+	}
+	hres, err := p.hc.Do(hreq)
+	if err != nil {
+		return nil, false, err
+	}
+	defer hres.Body.Close()
+	if hres.StatusCode >= 400 {
+		return nil, false, newAPIError(hres)
+	}
+	if isJSON(hres.Header.Get("Content-Type")) {
+		// Some OpenAI-compatible servers ignore "stream" and answer with
+		// one JSON completion.
+		whole, err := io.ReadAll(hres.Body)
+		if err != nil {
+			return nil, false, err
+		}
 		if res, err = decodeCompletion(whole); err != nil {
 			return nil, false, &badAnswer{err: err}
 		}
 		req.Text(res.Text)
 		return res, false, nil
 	}
-	return res, gaveText, err
+	return readStream(hres.Body, req.Text)
 }
 
-// readStream reads a stream of chunks to its end, passing text deltas to
-// onText, and maps the completion they make.
-func readStream(stream *ssestream.Stream[oai.ChatCompletionChunk], onText func(string)) (res *llm.Response, gaveText bool, err error) {
+// readStream reads a text/event-stream body of chunks to its end ("data:
+// [DONE]"), passing text deltas to onText, and maps the completion they make.
+func readStream(body io.Reader, onText func(string)) (res *llm.Response, gaveText bool, err error) {
 	var a assembler
-	for stream.Next() {
-		a.add(stream.Current(), onText)
-	}
-	if err := stream.Err(); err != nil {
-		var apiErr *oai.Error
-		if errors.As(err, &apiErr) {
-			return nil, false, err
+	events := newEventReader(body)
+	for {
+		data, err := events.next()
+		if err == io.EOF {
+			break
 		}
-		return nil, a.gaveText, &streamError{chunks: a.chunks, err: err}
+		if err != nil {
+			return nil, a.gaveText, &streamError{chunks: a.chunks, err: err}
+		}
+		if bytes.HasPrefix(data, []byte("[DONE]")) {
+			break
+		}
+		var c chunk
+		if err := unmarshalLenient(data, &c); err != nil {
+			return nil, a.gaveText, &streamError{chunks: a.chunks, err: err}
+		}
+		if len(c.Error) > 0 {
+			return nil, a.gaveText, &streamError{chunks: a.chunks, err: fmt.Errorf("received error while streaming: %s", c.Error)}
+		}
+		a.add(&c, onText)
 	}
 	if !a.finished {
 		// A stream that ends cleanly but early (a proxy closing it) is as
@@ -312,61 +332,81 @@ func classify(err error) failure {
 	}
 	var broken *streamError
 	if errors.As(err, &broken) && broken.chunks > 0 {
-		// The SDK's error event message may quote the event; keep it short.
+		// An error event's message quotes the event; keep it short.
 		return failure{message: fmt.Sprintf("stream cut after %d chunks: %s", broken.chunks, truncate(rootCause(err).Error(), 500)), retryAfter: -1}
 	}
-	var apiErr *oai.Error
+	var apiErr *apiError
 	if !errors.As(err, &apiErr) {
-		// Transport error or attempt timeout. The SDK's url.Error carries the
+		// Transport error or attempt timeout. net/http's url.Error carries the
 		// URL, which may hold credentials for some gateways, so keep only the cause.
 		return failure{message: "transport error: " + truncate(rootCause(err).Error(), 500), retryAfter: -1}
 	}
-	f := failure{status: apiErr.StatusCode, retryAfter: -1}
-	f.message = fmt.Sprintf("HTTP %d", apiErr.StatusCode)
-	m, body := providerMessage(apiErr)
-	if m != "" {
+	f := failure{status: apiErr.status, retryAfter: -1}
+	f.message = fmt.Sprintf("HTTP %d", apiErr.status)
+	if m := apiErr.message(); m != "" {
 		f.message += ": " + truncate(m, 500)
-	} else if t := http.StatusText(apiErr.StatusCode); t != "" {
+	} else if t := http.StatusText(apiErr.status); t != "" {
 		f.message += " " + t
 	}
 	switch {
-	case apiErr.StatusCode == http.StatusTooManyRequests || apiErr.StatusCode >= 500:
-		if apiErr.Response != nil {
-			f.retryAfter = parseRetryAfter(apiErr.Response.Header)
-		}
-	case apiErr.StatusCode == http.StatusRequestTimeout:
+	case apiErr.status == http.StatusTooManyRequests || apiErr.status >= 500:
+		f.retryAfter = parseRetryAfter(apiErr.header)
+	case apiErr.status == http.StatusRequestTimeout:
 		// 408 is transient by definition; treat like a transport failure.
 	default:
 		f.final = true
 		// OpenAI says "Unrecognized request argument supplied:
 		// prompt_cache_key"; strict servers answer 422 "extra fields not
 		// permitted" naming the field.
-		if apiErr.StatusCode == http.StatusBadRequest || apiErr.StatusCode == http.StatusUnprocessableEntity {
-			f.refusesCacheKey = strings.Contains(body, "prompt_cache_key")
+		if apiErr.status == http.StatusBadRequest || apiErr.status == http.StatusUnprocessableEntity {
+			f.refusesCacheKey = strings.Contains(string(apiErr.body), "prompt_cache_key")
 		}
 	}
 	return f
 }
 
-// providerMessage returns the error's message and the body it came in (the
-// first 8 KiB): OpenAI's error.message, else the body's top-level "message"
-// (vLLM and other servers that do not wrap their errors).
-func providerMessage(apiErr *oai.Error) (message, body string) {
-	message = strings.TrimSpace(apiErr.Message)
-	if apiErr.Response != nil && apiErr.Response.Body != nil {
-		// The SDK put the body it read back for us.
-		b, _ := io.ReadAll(io.LimitReader(apiErr.Response.Body, 8<<10))
-		body = string(b)
+// apiError is an HTTP error answer (status 400 and above).
+type apiError struct {
+	status int
+	header http.Header
+	body   []byte // the first 8 KiB
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("HTTP %d", e.status) }
+
+// newAPIError reads the error answer res (the first 8 KiB of its body).
+func newAPIError(res *http.Response) *apiError {
+	b, _ := io.ReadAll(io.LimitReader(res.Body, 8<<10))
+	return &apiError{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// message is the provider's message: OpenAI's error.message (or an error
+// that is a string), else the body's top-level "message" (vLLM and other
+// servers that do not wrap their errors).
+func (e *apiError) message() string {
+	var top struct {
+		Error   json.RawMessage `json:"error"`
+		Message any             `json:"message"`
 	}
-	if message == "" {
-		var top struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal([]byte(body), &top) == nil {
-			message = strings.TrimSpace(top.Message)
+	if json.Unmarshal(e.body, &top) != nil {
+		return ""
+	}
+	var wrapped struct {
+		Message any `json:"message"`
+	}
+	if json.Unmarshal(top.Error, &wrapped) == nil {
+		if m, ok := wrapped.Message.(string); ok && strings.TrimSpace(m) != "" {
+			return strings.TrimSpace(m)
 		}
 	}
-	return message, body
+	var s string
+	if json.Unmarshal(top.Error, &s) == nil && strings.TrimSpace(s) != "" {
+		return strings.TrimSpace(s)
+	}
+	if m, ok := top.Message.(string); ok {
+		return strings.TrimSpace(m)
+	}
+	return ""
 }
 
 func rootCause(err error) error {
@@ -400,229 +440,4 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// buildParams maps req to Chat Completions parameters: the system rules
-// first, then the transcript, then the per-call Context as a last system
-// message, so everything before the Context is the same prefix on the
-// conversation's next call (issue 18); tools as function tools in the given
-// order with tool_choice=auto (only when there are tools: some servers
-// reject tool_choice without them). The body is byte-stable for the same
-// request: schemas are maps, which encode with sorted keys.
-func buildParams(model string, req llm.Request) (oai.ChatCompletionNewParams, error) {
-	params := oai.ChatCompletionNewParams{
-		Model: shared.ChatModel(model),
-		// The call is streamed; usage comes in a last chunk only when asked.
-		StreamOptions: oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)},
-	}
-	if req.System != "" {
-		params.Messages = append(params.Messages, oai.SystemMessage(req.System))
-	}
-	for i, m := range req.Messages {
-		msg, err := mapMessage(m)
-		if err != nil {
-			return params, fmt.Errorf("message %d: %w", i, err)
-		}
-		params.Messages = append(params.Messages, msg)
-	}
-	if req.Context != "" {
-		params.Messages = append(params.Messages, oai.SystemMessage(req.Context))
-	}
-	for _, t := range req.Tools {
-		schema := shared.FunctionParameters{"type": "object", "properties": map[string]any{}}
-		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-			schema = nil
-			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-				return params, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
-			}
-		}
-		fn := shared.FunctionDefinitionParam{Name: t.Name, Parameters: schema}
-		if t.Description != "" {
-			fn.Description = oai.String(t.Description)
-		}
-		params.Tools = append(params.Tools, oai.ChatCompletionFunctionTool(fn))
-	}
-	if len(params.Tools) > 0 {
-		params.ToolChoice = oai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oai.String("auto")}
-	}
-	return params, nil
-}
-
-func mapMessage(m llm.Message) (oai.ChatCompletionMessageParamUnion, error) {
-	switch m.Role {
-	case llm.RoleSystem:
-		return oai.SystemMessage(m.Content), nil
-	case llm.RoleUser:
-		return oai.UserMessage(m.Content), nil
-	case llm.RoleTool:
-		if m.ToolCallID == "" {
-			return oai.ChatCompletionMessageParamUnion{}, errors.New("tool message without tool_call_id")
-		}
-		return oai.ToolMessage(m.Content, m.ToolCallID), nil
-	case llm.RoleAssistant:
-		var a oai.ChatCompletionAssistantMessageParam
-		// Content is omitted when empty and there are calls: the wire format
-		// allows it and some servers reject an empty string next to tool_calls.
-		if m.Content != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = oai.String(m.Content)
-		}
-		for _, c := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-					ID: c.ID,
-					Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{
-						Name:      c.Name,
-						Arguments: c.Arguments,
-					},
-				},
-			})
-		}
-		return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
-	default:
-		return oai.ChatCompletionMessageParamUnion{}, fmt.Errorf("unknown role %q", m.Role)
-	}
-}
-
-// assembler rebuilds, from the chunks of a streamed completion, the
-// completion a non-streamed call would have returned, so both map through
-// mapResponse alike. Only choice 0 counts (n is never set).
-type assembler struct {
-	chunks   int
-	model    string
-	text     strings.Builder
-	calls    []*callParts
-	slot     map[int64]int // a delta's tool-call index → position in calls
-	usage    oai.CompletionUsage
-	finished bool // a finish_reason arrived
-	gaveText bool
-}
-
-// callParts is one tool call being assembled; its arguments usually come
-// in many fragments, its id, type and name in the first.
-type callParts struct {
-	id, typ    string
-	name, args strings.Builder
-}
-
-func (a *assembler) add(c oai.ChatCompletionChunk, onText func(string)) {
-	a.chunks++
-	if a.model == "" {
-		a.model = c.Model
-	}
-	if c.JSON.Usage.Valid() {
-		// Sent in the last chunk (stream_options.include_usage); some
-		// servers send a running count in every chunk, the last one wins.
-		a.usage = c.Usage
-	}
-	for _, ch := range c.Choices {
-		if ch.Index != 0 {
-			continue
-		}
-		if ch.Delta.Content != "" {
-			a.text.WriteString(ch.Delta.Content)
-			a.gaveText = true
-			onText(ch.Delta.Content)
-		}
-		for _, d := range ch.Delta.ToolCalls {
-			a.addCall(d)
-		}
-		if ch.FinishReason != "" {
-			a.finished = true
-		}
-	}
-}
-
-func (a *assembler) addCall(d oai.ChatCompletionChunkChoiceDeltaToolCall) {
-	i, ok := a.slot[d.Index]
-	// A delta naming another id than its index's call starts a new call:
-	// some servers (older Ollama) send whole calls, all with index 0.
-	if !ok || (d.ID != "" && a.calls[i].id != "" && d.ID != a.calls[i].id) {
-		if a.slot == nil {
-			a.slot = map[int64]int{}
-		}
-		i = len(a.calls)
-		a.slot[d.Index] = i
-		a.calls = append(a.calls, &callParts{})
-	}
-	c := a.calls[i]
-	if d.ID != "" {
-		c.id = d.ID
-	}
-	if d.Type != "" {
-		c.typ = d.Type
-	}
-	c.name.WriteString(d.Function.Name)
-	c.args.WriteString(d.Function.Arguments)
-}
-
-func (a *assembler) completion() *oai.ChatCompletion {
-	msg := oai.ChatCompletionMessage{Content: a.text.String()}
-	for _, c := range a.calls {
-		tc := oai.ChatCompletionMessageToolCallUnion{ID: c.id, Type: c.typ}
-		tc.Function.Name, tc.Function.Arguments = c.name.String(), c.args.String()
-		if c.typ != "" && c.typ != "function" {
-			tc.Custom.Name, tc.Custom.Input = tc.Function.Name, tc.Function.Arguments
-		}
-		msg.ToolCalls = append(msg.ToolCalls, tc)
-	}
-	return &oai.ChatCompletion{Model: a.model, Choices: []oai.ChatCompletionChoice{{Message: msg}}, Usage: a.usage}
-}
-
-// decodeCompletion reads a whole (non-streamed) Chat Completions body.
-func decodeCompletion(b []byte) (*llm.Response, error) {
-	var res oai.ChatCompletion
-	if err := res.UnmarshalJSON(b); err != nil {
-		return nil, fmt.Errorf("openai: read chat completion: %w", err)
-	}
-	return mapResponse(&res)
-}
-
-// mapResponse maps a completion, whole or assembled from a stream. OpenAI's
-// prompt_tokens already counts the cached tokens, as llm.Usage wants.
-func mapResponse(res *oai.ChatCompletion) (*llm.Response, error) {
-	if res == nil || len(res.Choices) == 0 {
-		return nil, errors.New("openai: chat completion returned no choices")
-	}
-	msg := res.Choices[0].Message
-	out := &llm.Response{
-		Text:  msg.Content,
-		Model: res.Model,
-		Usage: llm.Usage{
-			InputTokens:       int(res.Usage.PromptTokens),
-			OutputTokens:      int(res.Usage.CompletionTokens),
-			CachedInputTokens: int(res.Usage.PromptTokensDetails.CachedTokens),
-			CacheWriteTokens:  int(res.Usage.PromptTokensDetails.CacheWriteTokens),
-		},
-	}
-	for _, tc := range msg.ToolCalls {
-		if tc.Type != "" && tc.Type != "function" {
-			// Custom (free-text) tools are never offered, so a custom call is
-			// surfaced as an error the loop can answer instead of dropped.
-			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{
-				ID: tc.ID, Name: tc.Custom.Name, Arguments: tc.Custom.Input,
-				ArgumentsError: fmt.Sprintf("unsupported tool call type %q", tc.Type),
-			})
-			continue
-		}
-		call := llm.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-		// Some servers (Ollama, vLLM) send "" for a call without arguments.
-		if strings.TrimSpace(call.Arguments) == "" {
-			call.Arguments = "{}"
-		}
-		call.ArgumentsError = ArgumentsError(call.Arguments)
-		out.ToolCalls = append(out.ToolCalls, call)
-	}
-	return out, nil
-}
-
-// ArgumentsError returns why args is not a JSON object, or "" when it is.
-func ArgumentsError(args string) string {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(args), &obj); err != nil {
-		return "arguments are not a valid JSON object: " + err.Error()
-	}
-	if obj == nil {
-		return "arguments are not a valid JSON object: null"
-	}
-	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 )
@@ -44,26 +45,33 @@ To use a real model, set OPENAI_BASE_URL (and OPENAI_API_KEY, CLIENTAGENT_MODEL)
 func Demo() *Provider { return Func(demoAnswer) }
 
 var (
-	rePublish  = regexp.MustCompile(`(?is)^\s*(?:please\s+)?publish\s+(.+?)\s+(?:to|on)\s+(?:the\s+)?([\w#@.-]+?)[\s.!]*$`)
-	rePictures = regexp.MustCompile(`(?is)^\s*(?:(?:please\s+)?(?:make|create|draw)\s+(?:me\s+)?(?:\w+\s+)?(?:pictures|images|svgs)\s*(?::|of)\s*|svgs?\s+)(.+)$`)
-	reWord     = regexp.MustCompile(`(?i)\bwith\s+(?:the\s+)?(?:word|text)\s+(?:"([^"]+)"|'([^']+)'|“([^”]+)”|([^\s.,!?;:]+))`)
-	reValve    = regexp.MustCompile(`(?i)\b(?:valve|flange)\b`)
-	reHoles    = regexp.MustCompile(`(?i)\b(\d+|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?:bolt\s+)?holes?\b`)
-	reRedo     = regexp.MustCompile(`(?i)\b(?:redo|again|repeat|change|modify|update|instead)\b`)
-	reArtID    = regexp.MustCompile(`artifact_id"?\s*[:=]\s*"?([^\s",)}\]]+)`)
-	reMime     = regexp.MustCompile(`mime_type"?\s*[:=]\s*"?([^\s",)}\]]+)`)
+	rePublish  = lazyRegexp(`(?is)^\s*(?:please\s+)?publish\s+(.+?)\s+(?:to|on)\s+(?:the\s+)?([\w#@.-]+?)[\s.!]*$`)
+	rePictures = lazyRegexp(`(?is)^\s*(?:(?:please\s+)?(?:make|create|draw)\s+(?:me\s+)?(?:\w+\s+)?(?:pictures|images|svgs)\s*(?::|of)\s*|svgs?\s+)(.+)$`)
+	reWord     = lazyRegexp(`(?i)\bwith\s+(?:the\s+)?(?:word|text)\s+(?:"([^"]+)"|'([^']+)'|“([^”]+)”|([^\s.,!?;:]+))`)
+	reValve    = lazyRegexp(`(?i)\b(?:valve|flange)\b`)
+	reHoles    = lazyRegexp(`(?i)\b(\d+|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\s+(?:bolt\s+)?holes?\b`)
+	reRedo     = lazyRegexp(`(?i)\b(?:redo|again|repeat|change|modify|update|instead)\b`)
+	reArtID    = lazyRegexp(`artifact_id"?\s*[:=]\s*"?([^\s",)}\]]+)`)
+	reMime     = lazyRegexp(`mime_type"?\s*[:=]\s*"?([^\s",)}\]]+)`)
 	// reChosen finds the platform's hint for "/workflow <id> text" (docs/design.md §3.4).
-	reChosen = regexp.MustCompile(`call the tool (workflow_[A-Za-z0-9_-]+)`)
-	reNumber = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
-	reQuoted = regexp.MustCompile(`"([^"]+)"|“([^”]+)”|'([^']+)'`)
+	reChosen = lazyRegexp(`call the tool (workflow_[A-Za-z0-9_-]+)`)
+	reNumber = lazyRegexp(`-?\d+(?:\.\d+)?`)
+	reQuoted = lazyRegexp(`"([^"]+)"|“([^”]+)”|'([^']+)'`)
 	// reCall is "Call <tool> with <arguments>": any offered tool by name.
-	reCall = regexp.MustCompile(`(?is)^\s*(?:please\s+)?(?:call|use)\s+(?:the\s+)?(?:tool\s+)?([A-Za-z0-9_.-]+)(?:\s+with\s+(.+?))?[\s.!]*$`)
+	reCall = lazyRegexp(`(?is)^\s*(?:please\s+)?(?:call|use)\s+(?:the\s+)?(?:tool\s+)?([A-Za-z0-9_.-]+)(?:\s+with\s+(.+?))?[\s.!]*$`)
 	// rePeer is "Ask the inner clientagent: <text>": another clientagent's chat skill.
-	rePeer = regexp.MustCompile(`(?is)^\s*ask\s+(?:the\s+)?(?:inner|other|second)\s+(?:clientagent|stack|agent)\s*[:,]?\s*(.+)$`)
+	rePeer = lazyRegexp(`(?is)^\s*ask\s+(?:the\s+)?(?:inner|other|second)\s+(?:clientagent|stack|agent)\s*[:,]?\s*(.+)$`)
 )
 
 // toolPeer is the skill another clientagent offers for one turn on free text.
 const toolPeer = "chat"
+
+// lazyRegexp compiles expr on first use: the demo model is linked into
+// llmstep (CLIENTAGENT_LLM=scripted) and rarely runs there, and compiling
+// these at package init cost every cold start ≈ 0.5 ms.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 var numberWords = map[string]int{"three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}
 
@@ -118,7 +126,7 @@ func readState(req llm.Request) demoState {
 	}
 	// The platform appends "Files uploaded with this message: …" after a blank line.
 	st.user = strings.TrimSpace(strings.SplitN(req.Messages[last].Content, "\n\n", 2)[0])
-	if m := reChosen.FindStringSubmatch(req.Messages[last].Content); m != nil {
+	if m := reChosen().FindStringSubmatch(req.Messages[last].Content); m != nil {
 		st.chosen = m[1]
 	}
 	at := map[string]int{}
@@ -170,23 +178,23 @@ func demoAnswer(req llm.Request) (*llm.Response, error) {
 	if r := st.workflow(); r != nil {
 		return r, nil
 	}
-	if m := rePeer.FindStringSubmatch(st.user); m != nil {
+	if m := rePeer().FindStringSubmatch(st.user); m != nil {
 		return st.call(toolPeer, mustJSON(map[string]any{"text": strings.TrimSpace(m[1])})), nil
 	}
-	if m := reCall.FindStringSubmatch(st.user); m != nil && st.tools[m[1]] {
+	if m := reCall().FindStringSubmatch(st.user); m != nil && st.tools[m[1]] {
 		return st.call(m[1], st.callArgs(m[1], m[2])), nil
 	}
 	switch {
-	case rePublish.MatchString(st.user):
-		m := rePublish.FindStringSubmatch(st.user)
+	case rePublish().MatchString(st.user):
+		m := rePublish().FindStringSubmatch(st.user)
 		return st.publish(m[1], strings.ToLower(m[2])), nil
-	case rePictures.MatchString(st.user) && !reWord.MatchString(st.user):
-		return st.pictures(splitList(rePictures.FindStringSubmatch(st.user)[1])), nil
-	case reWord.MatchString(st.user):
-		m := reWord.FindStringSubmatch(st.user)
+	case rePictures().MatchString(st.user) && !reWord().MatchString(st.user):
+		return st.pictures(splitList(rePictures().FindStringSubmatch(st.user)[1])), nil
+	case reWord().MatchString(st.user):
+		m := reWord().FindStringSubmatch(st.user)
 		word := firstNonEmpty(m[1:]...)
 		return st.word(word, strings.Contains(strings.ToLower(st.user), "png")), nil
-	case reValve.MatchString(st.user):
+	case reValve().MatchString(st.user):
 		return st.valve(), nil
 	}
 	return text(HelpText), nil
@@ -252,14 +260,14 @@ func fillInputs(schema json.RawMessage, text string) map[string]any {
 			if m := near.FindStringSubmatch(text); m != nil {
 				out[name] = json.Number(m[1])
 			} else if len(sc.Properties) == 1 {
-				if m := reNumber.FindString(text); m != "" {
+				if m := reNumber().FindString(text); m != "" {
 					out[name] = json.Number(m)
 				}
 			}
 		case "string":
-			if m := reWord.FindStringSubmatch(text); m != nil {
+			if m := reWord().FindStringSubmatch(text); m != nil {
 				out[name] = firstNonEmpty(m[1:]...)
-			} else if m := reQuoted.FindStringSubmatch(text); m != nil {
+			} else if m := reQuoted().FindStringSubmatch(text); m != nil {
 				out[name] = firstNonEmpty(m[1:]...)
 			} else if f := strings.Fields(text); len(f) > 0 && len(sc.Properties) == 1 {
 				out[name] = strings.Trim(f[len(f)-1], ".,!?;:")
@@ -418,7 +426,7 @@ func (st *demoState) pictures(items []string) *llm.Response {
 // system prompt (docs/design.md §3.5 recent_skill_inputs).
 func (st *demoState) valve() *llm.Response {
 	holes := 0
-	if m := reHoles.FindStringSubmatch(st.user); m != nil {
+	if m := reHoles().FindStringSubmatch(st.user); m != nil {
 		if n, err := strconv.Atoi(m[1]); err == nil {
 			holes = n
 		} else {
@@ -431,7 +439,7 @@ func (st *demoState) valve() *llm.Response {
 			return st.missingTool(toolFlange)
 		}
 		a := map[string]any{"outer_diameter_mm": 120}
-		if reRedo.MatchString(st.user) {
+		if reRedo().MatchString(st.user) {
 			if recent := recentInputs(st.req.Context, toolFlange); recent != nil {
 				a = recent
 			}
@@ -493,7 +501,7 @@ func (st *demoState) publish(what, channel string) *llm.Response {
 	return calls(llm.ToolCall{Name: toolPublish, Arguments: mustJSON(map[string]any{"artifact_id": id, "channel": channel})})
 }
 
-var reUpload = regexp.MustCompile(`artifact_id=([A-Za-z0-9_\-]+), ([a-z]+/[A-Za-z0-9.+\-]+)\)`)
+var reUpload = lazyRegexp(`artifact_id=([A-Za-z0-9_\-]+), ([a-z]+/[A-Za-z0-9.+\-]+)\)`)
 
 // catalog lists the artifacts the model can see, oldest first: the system
 // context's catalog lines (any line with artifact_id=… or "artifact_id": …),
@@ -508,9 +516,9 @@ func catalog(req llm.Request) []resultArtifact {
 		}
 	}
 	for _, line := range strings.Split(req.Context, "\n") {
-		for _, m := range reArtID.FindAllStringSubmatch(line, -1) {
+		for _, m := range reArtID().FindAllStringSubmatch(line, -1) {
 			a := resultArtifact{ID: m[1]}
-			if mm := reMime.FindStringSubmatch(line); mm != nil {
+			if mm := reMime().FindStringSubmatch(line); mm != nil {
 				a.MimeType = mm[1]
 			}
 			add(a)
@@ -519,7 +527,7 @@ func catalog(req llm.Request) []resultArtifact {
 	for _, m := range req.Messages {
 		if m.Role == llm.RoleUser {
 			// Files uploaded with a message: "name (artifact_id=…, mime)".
-			for _, f := range reUpload.FindAllStringSubmatch(m.Content, -1) {
+			for _, f := range reUpload().FindAllStringSubmatch(m.Content, -1) {
 				add(resultArtifact{ID: f[1], MimeType: f[2]})
 			}
 			continue

@@ -1,0 +1,437 @@
+package openai
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/clientagent/clientagent/pkg/llm"
+)
+
+// The Chat Completions wire format, the part of it this package sends and
+// reads. Requests are encoded from these structs (byte-stable: fields in
+// declaration order, schemas as maps with sorted keys); answers are decoded
+// leniently, as the official SDK does: a field of an unexpected type is left
+// at its zero value instead of failing the answer (unmarshalLenient).
+
+// chatRequest is the body of POST /chat/completions.
+type chatRequest struct {
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	Stream   bool          `json:"stream"`
+	// StreamOptions asks for the usage in a last chunk.
+	StreamOptions  streamOptions `json:"stream_options"`
+	Tools          []chatTool    `json:"tools,omitempty"`
+	ToolChoice     string        `json:"tool_choice,omitempty"`
+	PromptCacheKey string        `json:"prompt_cache_key,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type chatMessage struct {
+	Role string `json:"role"`
+	// Content is nil only for an assistant message of tool calls alone.
+	Content    *string        `json:"content,omitempty"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type chatTool struct {
+	Type     string       `json:"type"`
+	Function toolFunction `json:"function"`
+}
+
+type toolFunction struct {
+	Name        string         `json:"name"`
+	Description string         `json:"description,omitempty"`
+	Parameters  map[string]any `json:"parameters"`
+}
+
+// encode is the request body. HTML characters are not escaped: the body
+// is for a model, not a page.
+func (r *chatRequest) encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// buildRequest maps req to a Chat Completions request: the system rules
+// first, then the transcript, then the per-call Context as a last system
+// message, so everything before the Context is the same prefix on the
+// conversation's next call (issue 18); tools as function tools in the given
+// order with tool_choice=auto (only when there are tools: some servers
+// reject tool_choice without them). The body is byte-stable for the same
+// request: schemas are maps, which encode with sorted keys.
+func buildRequest(model string, req llm.Request) (*chatRequest, error) {
+	r := &chatRequest{
+		Model: model,
+		// The call is streamed; usage comes in a last chunk only when asked.
+		Stream:        true,
+		StreamOptions: streamOptions{IncludeUsage: true},
+		Messages:      make([]chatMessage, 0, len(req.Messages)+2),
+	}
+	if req.System != "" {
+		r.Messages = append(r.Messages, textMessage("system", req.System))
+	}
+	for i, m := range req.Messages {
+		msg, err := mapMessage(m)
+		if err != nil {
+			return nil, fmt.Errorf("message %d: %w", i, err)
+		}
+		r.Messages = append(r.Messages, msg)
+	}
+	if req.Context != "" {
+		r.Messages = append(r.Messages, textMessage("system", req.Context))
+	}
+	for _, t := range req.Tools {
+		schema := map[string]any{"type": "object", "properties": map[string]any{}}
+		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
+			schema = nil
+			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
+				return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
+			}
+		}
+		r.Tools = append(r.Tools, chatTool{Type: "function", Function: toolFunction{Name: t.Name, Description: t.Description, Parameters: schema}})
+	}
+	if len(r.Tools) > 0 {
+		r.ToolChoice = "auto"
+	}
+	return r, nil
+}
+
+func textMessage(role, content string) chatMessage {
+	return chatMessage{Role: role, Content: &content}
+}
+
+func mapMessage(m llm.Message) (chatMessage, error) {
+	switch m.Role {
+	case llm.RoleSystem:
+		return textMessage("system", m.Content), nil
+	case llm.RoleUser:
+		return textMessage("user", m.Content), nil
+	case llm.RoleTool:
+		if m.ToolCallID == "" {
+			return chatMessage{}, errors.New("tool message without tool_call_id")
+		}
+		msg := textMessage("tool", m.Content)
+		msg.ToolCallID = m.ToolCallID
+		return msg, nil
+	case llm.RoleAssistant:
+		msg := chatMessage{Role: "assistant"}
+		// Content is omitted when empty and there are calls: the wire format
+		// allows it and some servers reject an empty string next to tool_calls.
+		if m.Content != "" || len(m.ToolCalls) == 0 {
+			msg.Content = &m.Content
+		}
+		for _, c := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, chatToolCall{ID: c.ID, Type: "function", Function: chatFunction{Name: c.Name, Arguments: c.Arguments}})
+		}
+		return msg, nil
+	default:
+		return chatMessage{}, fmt.Errorf("unknown role %q", m.Role)
+	}
+}
+
+// completion is a whole (non-streamed) answer, or one assembled from a
+// stream. Only choice 0 counts (n is never set).
+type completion struct {
+	Model   wireString `json:"model"`
+	Choices []choice   `json:"choices"`
+	Usage   usage      `json:"usage"`
+}
+
+type choice struct {
+	Message struct {
+		Content   wireString     `json:"content"`
+		ToolCalls []wireToolCall `json:"tool_calls"`
+	} `json:"message"`
+}
+
+// wireToolCall is a tool call of an answer: a function call, or a call of
+// another type (custom tools, never offered), whose name and input are in
+// "custom".
+type wireToolCall struct {
+	ID       wireString   `json:"id"`
+	Type     wireString   `json:"type"`
+	Function wireFunction `json:"function"`
+	Custom   struct {
+		Name  wireString `json:"name"`
+		Input wireString `json:"input"`
+	} `json:"custom"`
+}
+
+// usage counts tokens; OpenAI's prompt_tokens already counts the cached ones.
+type usage struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens     int64 `json:"cached_tokens"`
+		CacheWriteTokens int64 `json:"cache_write_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// chunk is one event of a streamed answer.
+type chunk struct {
+	Model   wireString `json:"model"`
+	Choices []struct {
+		Index int64 `json:"index"`
+		Delta struct {
+			Content   wireString `json:"content"`
+			ToolCalls []struct {
+				Index    int64        `json:"index"`
+				ID       wireString   `json:"id"`
+				Type     wireString   `json:"type"`
+				Function wireFunction `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason wireString `json:"finish_reason"`
+	} `json:"choices"`
+	// Usage is sent in the last chunk (stream_options.include_usage).
+	Usage *usage `json:"usage"`
+	// Error is an error event ({"error": …}) in place of a chunk.
+	Error json.RawMessage `json:"error"`
+}
+
+// wireFunction is a function call of an answer.
+type wireFunction struct {
+	Name      wireString `json:"name"`
+	Arguments wireString `json:"arguments"`
+}
+
+// wireString is a string of an answer. A value of another kind is kept as
+// its JSON text, as the official SDK keeps it: some servers send a call's
+// arguments as an object rather than a string holding one, and the call
+// must not lose them.
+type wireString string
+
+func (s *wireString) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var v string
+		if err := json.Unmarshal(b, &v); err != nil {
+			return err
+		}
+		*s = wireString(v)
+	case string(b) == "null":
+		*s = ""
+	default:
+		*s = wireString(b)
+	}
+	return nil
+}
+
+// unmarshalLenient decodes b into v, leaving a field whose value has
+// another type than expected at its zero value (encoding/json fills the
+// rest and reports the first such field, which is ignored here): servers
+// differ in small ways, and a field this package does not need must not
+// fail an answer. A body that is not JSON is an error.
+func unmarshalLenient(b []byte, v any) error {
+	err := json.Unmarshal(b, v)
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return nil
+	}
+	return err
+}
+
+// eventReader reads the data of text/event-stream events: "data:" lines
+// joined by newlines, dispatched at a blank line; comments, other fields
+// and events without data are skipped.
+type eventReader struct {
+	scn *bufio.Scanner
+}
+
+func newEventReader(r io.Reader) *eventReader {
+	scn := bufio.NewScanner(r)
+	scn.Buffer(nil, 32<<20) // a chunk is one line: room for a long tool call
+	return &eventReader{scn: scn}
+}
+
+// next returns the next event's data, io.EOF at the end of the stream (an
+// event not closed by a blank line is dropped), or the read error.
+func (e *eventReader) next() ([]byte, error) {
+	var data []byte
+	for e.scn.Scan() {
+		line := e.scn.Bytes()
+		if len(line) == 0 {
+			if len(data) == 0 {
+				continue
+			}
+			return data, nil
+		}
+		name, value, _ := bytes.Cut(line, []byte(":"))
+		if len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		if string(name) == "data" {
+			data = append(data, value...)
+			data = append(data, '\n')
+		}
+	}
+	if err := e.scn.Err(); err != nil {
+		return nil, err
+	}
+	return nil, io.EOF
+}
+
+// assembler rebuilds, from the chunks of a streamed completion, the
+// completion a non-streamed call would have returned, so both map through
+// mapResponse alike. Only choice 0 counts (n is never set).
+type assembler struct {
+	chunks   int
+	model    string
+	text     strings.Builder
+	calls    []*callParts
+	slot     map[int64]int // a delta's tool-call index → position in calls
+	usage    usage
+	finished bool // a finish_reason arrived
+	gaveText bool
+}
+
+// callParts is one tool call being assembled; its arguments usually come
+// in many fragments, its id, type and name in the first.
+type callParts struct {
+	id, typ    string
+	name, args strings.Builder
+}
+
+func (a *assembler) add(c *chunk, onText func(string)) {
+	a.chunks++
+	if a.model == "" {
+		a.model = string(c.Model)
+	}
+	if c.Usage != nil {
+		// Sent in the last chunk (stream_options.include_usage); some
+		// servers send a running count in every chunk, the last one wins.
+		a.usage = *c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue
+		}
+		if text := string(ch.Delta.Content); text != "" {
+			a.text.WriteString(text)
+			a.gaveText = true
+			onText(text)
+		}
+		for _, d := range ch.Delta.ToolCalls {
+			id := string(d.ID)
+			i, ok := a.slot[d.Index]
+			// A delta naming another id than its index's call starts a new call:
+			// some servers (older Ollama) send whole calls, all with index 0.
+			if !ok || (id != "" && a.calls[i].id != "" && id != a.calls[i].id) {
+				if a.slot == nil {
+					a.slot = map[int64]int{}
+				}
+				i = len(a.calls)
+				a.slot[d.Index] = i
+				a.calls = append(a.calls, &callParts{})
+			}
+			p := a.calls[i]
+			if id != "" {
+				p.id = id
+			}
+			if d.Type != "" {
+				p.typ = string(d.Type)
+			}
+			p.name.WriteString(string(d.Function.Name))
+			p.args.WriteString(string(d.Function.Arguments))
+		}
+		if ch.FinishReason != "" {
+			a.finished = true
+		}
+	}
+}
+
+func (a *assembler) completion() *completion {
+	var ch choice
+	ch.Message.Content = wireString(a.text.String())
+	for _, c := range a.calls {
+		tc := wireToolCall{ID: wireString(c.id), Type: wireString(c.typ), Function: wireFunction{Name: wireString(c.name.String()), Arguments: wireString(c.args.String())}}
+		if c.typ != "" && c.typ != "function" {
+			tc.Custom.Name, tc.Custom.Input = tc.Function.Name, tc.Function.Arguments
+		}
+		ch.Message.ToolCalls = append(ch.Message.ToolCalls, tc)
+	}
+	return &completion{Model: wireString(a.model), Choices: []choice{ch}, Usage: a.usage}
+}
+
+// decodeCompletion reads a whole (non-streamed) Chat Completions body.
+func decodeCompletion(b []byte) (*llm.Response, error) {
+	var res completion
+	if err := unmarshalLenient(b, &res); err != nil {
+		return nil, fmt.Errorf("openai: read chat completion: %w", err)
+	}
+	return mapResponse(&res)
+}
+
+// mapResponse maps a completion, whole or assembled from a stream. OpenAI's
+// prompt_tokens already counts the cached tokens, as llm.Usage wants.
+func mapResponse(res *completion) (*llm.Response, error) {
+	if res == nil || len(res.Choices) == 0 {
+		return nil, errors.New("openai: chat completion returned no choices")
+	}
+	msg := res.Choices[0].Message
+	out := &llm.Response{
+		Text:  string(msg.Content),
+		Model: string(res.Model),
+		Usage: llm.Usage{
+			InputTokens:       int(res.Usage.PromptTokens),
+			OutputTokens:      int(res.Usage.CompletionTokens),
+			CachedInputTokens: int(res.Usage.PromptTokensDetails.CachedTokens),
+			CacheWriteTokens:  int(res.Usage.PromptTokensDetails.CacheWriteTokens),
+		},
+	}
+	for _, tc := range msg.ToolCalls {
+		if tc.Type != "" && tc.Type != "function" {
+			// Custom (free-text) tools are never offered, so a custom call is
+			// surfaced as an error the loop can answer instead of dropped.
+			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{
+				ID: string(tc.ID), Name: string(tc.Custom.Name), Arguments: string(tc.Custom.Input),
+				ArgumentsError: fmt.Sprintf("unsupported tool call type %q", tc.Type),
+			})
+			continue
+		}
+		call := llm.ToolCall{ID: string(tc.ID), Name: string(tc.Function.Name), Arguments: string(tc.Function.Arguments)}
+		// Some servers (Ollama, vLLM) send "" for a call without arguments.
+		if strings.TrimSpace(call.Arguments) == "" {
+			call.Arguments = "{}"
+		}
+		call.ArgumentsError = ArgumentsError(call.Arguments)
+		out.ToolCalls = append(out.ToolCalls, call)
+	}
+	return out, nil
+}
+
+// ArgumentsError returns why args is not a JSON object, or "" when it is.
+func ArgumentsError(args string) string {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(args), &obj); err != nil {
+		return "arguments are not a valid JSON object: " + err.Error()
+	}
+	if obj == nil {
+		return "arguments are not a valid JSON object: null"
+	}
+	return ""
+}
