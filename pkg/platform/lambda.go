@@ -223,7 +223,7 @@ func (e *Env) MCPServers(ctx context.Context) ([]mcp.ServerConfig, error) {
 	servers = mcp.ResolveEach(ctx, servers, e.Secrets)
 	for _, s := range servers {
 		if s.Unusable != nil && e.Logger != nil {
-			e.Logger.WarnContext(ctx, "MCP server unusable: its tools are unavailable", "server", s.Name, "error", s.Unusable.Error())
+			e.Logger.ErrorContext(ctx, "MCP server unusable: its tools are unavailable", "server", s.Name, "error", s.Unusable.Error())
 		}
 	}
 	e.mcpServers, e.mcpLoaded = servers, true
