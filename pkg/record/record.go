@@ -376,6 +376,11 @@ type CallOutcome struct {
 	InputRequired *InputRequired `json:"input_required,omitempty"`
 	StartedAt     time.Time      `json:"started_at"`
 	EndedAt       time.Time      `json:"ended_at"`
+	// ContinuesAt is set (1-based) on the outcome of a workflow call that
+	// stopped before that step for lack of time, its finished steps
+	// stored: it is no result, nothing of it is stored, and the call goes
+	// on in a new invocation. Never stored.
+	ContinuesAt int `json:"-"`
 }
 
 // StepStatus is the status the call's step shows for outcome o: its

@@ -92,8 +92,10 @@ type Catalogs interface {
 	Catalog(ctx context.Context) (*catalog.Catalog, error)
 }
 
-// Invoker runs one specialist skill call over A2A. It never fails: a
-// failing specialist is a failed outcome.
+// Invoker runs one skill call (a specialist's over A2A, an MCP server's
+// tool: a tool.Router of their kinds). It never fails: a failing
+// specialist is a failed outcome. A workflow's calls do not reach it: a
+// workflow.Source runs them, its steps through it.
 type Invoker interface {
 	Invoke(ctx context.Context, c tool.Call) record.CallOutcome
 }
