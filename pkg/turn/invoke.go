@@ -83,7 +83,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		// first runs to its end, and its outcome is what the record says.
 		// The call's step.started rides on that write.
 		var evs []record.Event
-		if h.Events != nil {
+		if h.events().Enabled() {
 			evs = append(evs, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID}))
 		}
 		ok, err := h.Store.StartCall(ctx, in.ConversationID, in.TurnID, pc.CallID, evs...)
@@ -94,9 +94,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s: the turn was cancelled before it started", pc.CallID))
 			return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 		}
-		if h.Live != nil && len(evs) > 0 {
-			h.Live.Publish(ctx, in.ConversationID, evs...) // as the log got them, with StartCall
-		}
+		h.events().Publish(ctx, in.ConversationID, evs...) // as the log got them, with StartCall
 		var cont *WorkflowContinuesError
 		o, cont, err = h.run(ctx, conv, t, pc, outcomes)
 		if err != nil {
@@ -120,7 +118,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if o.EndedAt.IsZero() {
 		o.EndedAt = h.now()
 	}
-	if h.Events != nil && len(in.Fail) == 0 {
+	if h.events().Enabled() && len(in.Fail) == 0 {
 		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, o.StepStatus(), o.StartedAt, o.EndedAt, nil)}
 	}
 	// The specialist ran: its outcome is written however long the store
@@ -139,9 +137,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
 	if put.Stored {
-		if h.Live != nil && len(o.Events) > 0 {
-			h.Live.Publish(ctx, in.ConversationID, o.Events...) // as the log got them, with the first write
-		}
+		h.events().Publish(ctx, in.ConversationID, o.Events...) // as the log got them, with the first write
 		if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
 			return InvokeOutput{}, err
 		}

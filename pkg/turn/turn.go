@@ -337,7 +337,7 @@ func (h *Handlers) read(ctx context.Context, r Ref, q record.Query, finish bool)
 	if q.Outcomes && outcomes == nil {
 		outcomes = map[string]record.CallOutcome{}
 	}
-	if h.Events != nil && !t.Status.Final() {
+	if h.events().Enabled() && !t.Status.Final() {
 		h.seen.Store(t.ID, seenTurn{owner: conv.Meta.Owner, status: t.Status})
 	}
 	return conv, t, outcomes, nil
@@ -423,19 +423,18 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 // store that is away (outlast); save is write for a step, which also
 // stamps the update and ends the turn's trace once.
 func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
-	if h.Events != nil {
+	log := h.events()
+	if log.Enabled() {
 		// The write's events go in its own round trip.
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
 	}
 	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
-	if err == nil && h.Live != nil {
+	if err == nil {
 		var evs []record.Event
 		if t.Spend != nil {
 			evs = append(evs, t.Spend.Events...) // first, as the write appends them
 		}
-		if evs = append(evs, t.Events...); len(evs) > 0 {
-			h.Live.Publish(ctx, r.ConversationID, evs...)
-		}
+		log.Publish(ctx, r.ConversationID, append(evs, t.Events...)...)
 	}
 	t.Events = nil
 	if sp := t.Spend; sp != nil {
