@@ -70,28 +70,35 @@ func (c Call) Kind() Kind {
 func ReferencedFiles(args map[string]any, known map[string]artifact.Artifact) []artifact.Artifact {
 	var files []artifact.Artifact
 	seen := map[string]bool{}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if a, ok := known[x]; ok && !seen[x] {
-				seen[x] = true
-				files = append(files, a)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
+	EachString(args, func(s string) {
+		if a, ok := known[s]; ok && !seen[s] {
+			seen[s] = true
+			files = append(files, a)
+		}
+	})
+	return files
+}
+
+// EachString calls f with every string in v at any depth of its lists and
+// objects (as JSON decodes them, and a map of such objects): where a
+// call's arguments may name an artifact.
+func EachString(v any, f func(string)) {
+	switch x := v.(type) {
+	case string:
+		f(x)
+	case []any:
+		for _, e := range x {
+			EachString(e, f)
+		}
+	case map[string]any:
+		for _, e := range x {
+			EachString(e, f)
+		}
+	case map[string]map[string]any:
+		for _, e := range x {
+			EachString(e, f)
 		}
 	}
-	for _, v := range args {
-		walk(v)
-	}
-	return files
 }
 
 // Lister gives a source's capabilities. A source that is down keeps its

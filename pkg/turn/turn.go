@@ -357,27 +357,13 @@ func ResolveArtifacts(ctx context.Context, store record.Store, conv *record.Conv
 		known[a.ID] = true
 	}
 	var missing []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if artifact.LooksLikeID(x) && !known[x] {
-				known[x] = true
-				missing = append(missing, x)
+	walk := func(v any) {
+		tool.EachString(v, func(s string) {
+			if artifact.LooksLikeID(s) && !known[s] {
+				known[s] = true
+				missing = append(missing, s)
 			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
+		})
 	}
 	for _, pc := range t.Pending {
 		walk(pc.Arguments)
