@@ -31,10 +31,9 @@ type InvokeOutput struct {
 	Status string `json:"status"`
 }
 
-// Invoke runs one ready call (a skill of a specialist or an MCP server, or
-// a workflow's steps: the source of its kind, calls),
-// stores its outcome once under its call id, and records the executed call
-// in the audit log: only this step knows that a specialist ran. A retried
+// Invoke runs one ready call with the source of its kind (a specialist's
+// skill, an MCP server's tool, or a workflow's steps), stores its outcome
+// once under its call id, and records the executed call in the audit log: only this step knows that a specialist ran. A retried
 // Invoke whose outcome is stored returns it without running the specialist
 // again. A failing specialist is a failed result, never a failed turn, and
 // an iteration that fails anyway (Fail set) stores a failed outcome, so a
