@@ -490,7 +490,7 @@ type Store interface {
 	// harmless and returns the same calls.
 	MarkCancelled(ctx context.Context, cid, turnID string) (started []string, err error)
 	// StartCall records that a call of turnID starts, unless the turn is
-	// marked cancelled (false): whichever of StartCall and MarkCancelled
+	// marked cancelled or the conversation is gone (false): whichever of StartCall and MarkCancelled
 	// the store ran first decides whether the call runs. A call started
 	// before starts again (true). evs go to the event log in the same
 	// write when the call starts (its step.started), none when it does not.
