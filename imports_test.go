@@ -47,6 +47,8 @@ var mustNotImport = map[string][]string{
 	"pkg/mcp":              {"pkg/turn", "pkg/api", "pkg/platform"},
 	"pkg/guardian":         {"pkg/turn", "pkg/api", "pkg/record"},
 	"pkg/telemetry":        {"pkg/turn", "pkg/api", "pkg/record"},
+	"pkg/tool":             {"pkg/agents", "pkg/mcp", "pkg/workflow", "pkg/turn", "pkg/record/valkey", "pkg/artifact/s3store"},
+	"pkg/workflow":         {"pkg/turn", "pkg/api", "pkg/platform", "pkg/agents", "pkg/mcp", "pkg/record/valkey"},
 }
 
 // wiringOnly are imported only by the mains and the packages that wire a

@@ -30,11 +30,8 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
-		if err = mcpenv.Load(ctx, env); err != nil {
-			return nil, err
-		}
-		cats, err := env.Catalogs(ctx)
+		// The catalogue, with the MCP servers' secret headers read from Secrets Manager.
+		cats, err := mcpenv.Catalogs(ctx, env)
 		if err != nil {
 			return nil, err
 		}

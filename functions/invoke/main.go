@@ -20,11 +20,8 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
-		if err = mcpenv.Load(ctx, env); err != nil {
-			return nil, err
-		}
-		if h.Catalogs, err = env.Catalogs(ctx); err != nil {
+		// The catalogue, with the MCP servers' secret headers read from Secrets Manager.
+		if h.Catalogs, err = mcpenv.Catalogs(ctx, env); err != nil {
 			return nil, err
 		}
 		aws, err := awsenv.Load(ctx)

@@ -16,19 +16,12 @@ import (
 
 func main() {
 	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
-		h, err := env.Handlers()
+		h, err := guardianenv.Handlers(ctx, env) // the guardian (issue 19) of CLIENTAGENT_GUARDIAN
 		if err != nil {
 			return nil, err
 		}
-		// The guardian (issue 19): nil unless CLIENTAGENT_GUARDIAN is set.
-		if h.Guardian, err = guardianenv.Load(ctx, env); err != nil {
-			return nil, err
-		}
-		// MCP servers' secret headers (CLIENTAGENT_MCP): read from Secrets Manager.
-		if err = mcpenv.Load(ctx, env); err != nil {
-			return nil, err
-		}
-		if h.Catalogs, err = env.Catalogs(ctx); err != nil {
+		// The catalogue, with the MCP servers' secret headers read from Secrets Manager.
+		if h.Catalogs, err = mcpenv.Catalogs(ctx, env); err != nil {
 			return nil, err
 		}
 		aws, err := awsenv.Load(ctx)

@@ -379,6 +379,11 @@ type CallOutcome struct {
 	InputRequired *InputRequired `json:"input_required,omitempty"`
 	StartedAt     time.Time      `json:"started_at"`
 	EndedAt       time.Time      `json:"ended_at"`
+	// ContinuesAt is set (1-based) on the outcome of a workflow call that
+	// stopped before that step for lack of time, its finished steps
+	// stored: it is no result, nothing of it is stored, and the call goes
+	// on in a new invocation. Never stored.
+	ContinuesAt int `json:"-"`
 }
 
 // StepStatus is the status the call's step shows for outcome o: its
@@ -488,7 +493,7 @@ type Store interface {
 	// harmless and returns the same calls.
 	MarkCancelled(ctx context.Context, cid, turnID string) (started []string, err error)
 	// StartCall records that a call of turnID starts, unless the turn is
-	// marked cancelled (false): whichever of StartCall and MarkCancelled
+	// marked cancelled or the conversation is gone (false): whichever of StartCall and MarkCancelled
 	// the store ran first decides whether the call runs. A call started
 	// before starts again (true). evs go to the event log in the same
 	// write when the call starts (its step.started), none when it does not.

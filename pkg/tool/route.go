@@ -16,14 +16,16 @@ import (
 // Kind is the kind of source that runs a capability's calls.
 type Kind string
 
-// The kinds of source. A workflow is no source of its own: its tool runs
-// its steps (pkg/turn), each a call of a skill of one of these kinds.
+// The kinds of source. A workflow's tool runs its template's steps, each a
+// call of a skill of another kind.
 const (
-	KindA2A Kind = "a2a" // a specialist agent (pkg/agents)
-	KindMCP Kind = "mcp" // an MCP server's tool (pkg/mcp)
+	KindA2A      Kind = "a2a"      // a specialist agent (pkg/agents)
+	KindMCP      Kind = "mcp"      // an MCP server's tool (pkg/mcp)
+	KindWorkflow Kind = "workflow" // a workflow template (pkg/workflow)
 )
 
-// KindOf is the kind of source whose capability c is.
+// KindOf is the kind of source whose capability c is (a skill's: a
+// workflow has no capability; Call.Kind tells its calls apart).
 func KindOf(c catalog.Capability) Kind {
 	if c.MCPServer != "" {
 		return KindMCP
@@ -38,7 +40,7 @@ type Router map[Kind]Invoker
 
 // Invoke runs c with the invoker of its kind.
 func (r Router) Invoke(ctx context.Context, c Call) record.CallOutcome {
-	k := KindOf(c.Capability)
+	k := c.Kind()
 	if inv := r[k]; inv != nil {
 		return inv.Invoke(ctx, c)
 	}

@@ -59,6 +59,21 @@ func TestRouterRoutesByKind(t *testing.T) {
 	}
 }
 
+// A workflow's call goes to the workflows' source whatever its (empty)
+// capability says.
+func TestRouterRoutesWorkflowCalls(t *testing.T) {
+	t.Parallel()
+	a2a, wf := &source{name: "a2a"}, &source{name: "workflow"}
+	r := tool.Router{tool.KindA2A: a2a, tool.KindWorkflow: wf}
+	o := r.Invoke(t.Context(), tool.Call{CallID: "c", Workflow: &tool.WorkflowCall{Template: catalog.Workflow{ID: "w"}}})
+	if o.Result.Summary != "workflow" || len(a2a.got) != 0 {
+		t.Errorf("Invoke() = %+v (a2a got %d calls), want the workflow source's answer", o.Result, len(a2a.got))
+	}
+	if o := (tool.Router{tool.KindA2A: a2a}).Invoke(t.Context(), tool.Call{CallID: "c", Workflow: &tool.WorkflowCall{}}); o.Result.Status != record.ResultFailed {
+		t.Errorf("a workflow call without a workflow source = %+v, want failed", o.Result)
+	}
+}
+
 // The catalog holds every source's capabilities in source order, is reused
 // until invalidated, and fails only when a source's cache does.
 func TestCatalogsOverSources(t *testing.T) {

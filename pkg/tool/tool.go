@@ -1,8 +1,9 @@
 // Package tool is the vocabulary of running the catalog's tools: a Call,
 // the Source of capabilities that runs calls of its own (A2A specialists,
-// MCP servers), the Catalogs built over every source, the Router that hands
-// a call to the source of its capability's kind, and what a source says
-// when a call fails (Failure, the capped raw payload).
+// MCP servers), the Catalogs built over every source and the workflow
+// templates, the Router that hands a call to the source of its kind (a
+// workflow call to pkg/workflow), and what a source says when a call fails
+// (Failure, the capped raw payload).
 //
 // It holds types and the routing between sources, nothing of any one
 // source: it must not speak A2A or MCP, fetch anything, or import a
@@ -38,6 +39,66 @@ type Call struct {
 	// Continue answers an input-required task: the message carries its
 	// task and context ids.
 	Continue *record.A2ATask
+	// Workflow is set on a call of a workflow template's tool
+	// (KindWorkflow): what its steps need.
+	Workflow *WorkflowCall
+}
+
+// WorkflowCall is what a workflow call's steps need beside the call.
+type WorkflowCall struct {
+	Template catalog.Workflow
+	// Catalog has the skills the steps call.
+	Catalog *catalog.Catalog
+	// Known are the conversation's artifacts by id, which the steps'
+	// arguments may name; each step's artifacts join them.
+	Known map[string]artifact.Artifact
+	// Done are the call's outcomes stored so far (a step's under
+	// record.WorkflowStepID): an invocation resumes after them.
+	Done map[string]record.CallOutcome
+}
+
+// Kind is the kind of source that runs c.
+func (c Call) Kind() Kind {
+	if c.Workflow != nil {
+		return KindWorkflow
+	}
+	return KindOf(c.Capability)
+}
+
+// ReferencedFiles are the artifacts of known whose ids appear among args
+// (at any depth), each once: they travel with a call as its Files.
+func ReferencedFiles(args map[string]any, known map[string]artifact.Artifact) []artifact.Artifact {
+	var files []artifact.Artifact
+	seen := map[string]bool{}
+	EachString(args, func(s string) {
+		if a, ok := known[s]; ok && !seen[s] {
+			seen[s] = true
+			files = append(files, a)
+		}
+	})
+	return files
+}
+
+// EachString calls f with every string in v at any depth of its lists and
+// objects (as JSON decodes them, and a map of such objects): where a
+// call's arguments may name an artifact.
+func EachString(v any, f func(string)) {
+	switch x := v.(type) {
+	case string:
+		f(x)
+	case []any:
+		for _, e := range x {
+			EachString(e, f)
+		}
+	case map[string]any:
+		for _, e := range x {
+			EachString(e, f)
+		}
+	case map[string]map[string]any:
+		for _, e := range x {
+			EachString(e, f)
+		}
+	}
 }
 
 // Lister gives a source's capabilities. A source that is down keeps its

@@ -78,7 +78,7 @@ func (h *Handlers) Await(ctx context.Context, in AwaitInput) (AwaitOutput, error
 		t.History = append(t.History, e)
 		t.History = record.StampTurnArtifacts(t.History, conv.TurnArtifacts(t), false)
 	}
-	if !alreadyOpen && h.Events != nil {
+	if !alreadyOpen && h.events().Enabled() {
 		// The open form or approval, written with the turn.
 		v := turnview.New(conv, t, nil)
 		ev := h.live(record.EventForm, t.ID, map[string]any{"form": v.Form, "expires_at": v.ExpiresAt})

@@ -15,15 +15,14 @@ import (
 // for live pages and the record stays the truth, so an event that cannot
 // be written is logged and the step carries on.
 func (h *Handlers) emit(ctx context.Context, cid string, evs ...record.Event) {
-	if h.Events == nil || len(evs) == 0 {
+	if len(evs) == 0 {
 		return
 	}
-	if err := h.Events.Emit(ctx, cid, evs...); err != nil {
+	log := h.events()
+	if err := log.Emit(ctx, cid, evs...); err != nil {
 		h.log().WarnContext(ctx, "events not written", "conversation", cid, "events", len(evs), "error", err.Error())
 	}
-	if h.Live != nil {
-		h.Live.Publish(ctx, cid, evs...)
-	}
+	log.Publish(ctx, cid, evs...)
 }
 
 // LivePublisher pushes a conversation's events to its live subscribers
@@ -32,6 +31,48 @@ func (h *Handlers) emit(ctx context.Context, cid string, evs ...record.Event) {
 type LivePublisher interface {
 	Publish(ctx context.Context, cid string, evs ...record.Event)
 }
+
+// eventLog is where the steps tell what happens: the conversations' event
+// log, each event it gets also pushed live. Nothing is kept unless
+// Enabled, and a step builds the events that ride on its own writes only
+// then.
+type eventLog interface {
+	Enabled() bool
+	record.EventLog
+	// Publish pushes events a store write appended to the log (no Emit).
+	LivePublisher
+}
+
+// events is h.Events with h.Live, or a log that keeps nothing.
+func (h *Handlers) events() eventLog {
+	if h.Events == nil {
+		return noEvents{}
+	}
+	return liveLog{EventLog: h.Events, live: h.Live}
+}
+
+// liveLog is an event log whose events are pushed to live (nil: none).
+type liveLog struct {
+	record.EventLog
+	live LivePublisher
+}
+
+func (liveLog) Enabled() bool { return true }
+
+func (l liveLog) Publish(ctx context.Context, cid string, evs ...record.Event) {
+	if l.live != nil && len(evs) > 0 {
+		l.live.Publish(ctx, cid, evs...)
+	}
+}
+
+type noEvents struct{}
+
+func (noEvents) Enabled() bool                                       { return false }
+func (noEvents) Emit(context.Context, string, ...record.Event) error { return nil }
+func (noEvents) Events(context.Context, string, string, int, time.Duration) ([]record.Event, error) {
+	return nil, nil
+}
+func (noEvents) Publish(context.Context, string, ...record.Event) {}
 
 func (h *Handlers) live(typ, turnID string, data map[string]any) record.Event {
 	return record.Event{Type: typ, TurnID: turnID, At: h.now(), Data: data}
@@ -113,7 +154,7 @@ type deltas struct {
 const windowTail = 1024
 
 func (h *Handlers) newDeltas(ctx context.Context, r Ref, llmCall int) *deltas {
-	if h.Events == nil {
+	if !h.events().Enabled() {
 		return nil
 	}
 	return &deltas{h: h, ctx: ctx, cid: r.ConversationID, turnID: r.TurnID, llmCall: llmCall}

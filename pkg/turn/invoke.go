@@ -5,18 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"strings"
-	"time"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
-	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/tool"
+	"github.com/clientagent/clientagent/pkg/workflow"
 )
 
 // InvokeInput is one Map iteration's payload. Fail is set by the
@@ -33,9 +31,9 @@ type InvokeOutput struct {
 	Status string `json:"status"`
 }
 
-// Invoke runs one ready call (a specialist skill over A2A or a workflow),
-// stores its outcome once under its call id, and records the executed call
-// in the audit log: only this step knows that a specialist ran. A retried
+// Invoke runs one ready call with the source of its kind (a specialist's
+// skill, an MCP server's tool, or a workflow's steps), stores its outcome
+// once under its call id, and records the executed call in the audit log: only this step knows that a specialist ran. A retried
 // Invoke whose outcome is stored returns it without running the specialist
 // again. A failing specialist is a failed result, never a failed turn, and
 // an iteration that fails anyway (Fail set) stores a failed outcome, so a
@@ -84,7 +82,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		// first runs to its end, and its outcome is what the record says.
 		// The call's step.started rides on that write.
 		var evs []record.Event
-		if h.Events != nil {
+		if h.events().Enabled() {
 			evs = append(evs, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID}))
 		}
 		ok, err := h.Store.StartCall(ctx, in.ConversationID, in.TurnID, pc.CallID, evs...)
@@ -95,11 +93,9 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s: the turn was cancelled before it started", pc.CallID))
 			return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 		}
-		if h.Live != nil && len(evs) > 0 {
-			h.Live.Publish(ctx, in.ConversationID, evs...) // as the log got them, with StartCall
-		}
+		h.events().Publish(ctx, in.ConversationID, evs...) // as the log got them, with StartCall
 		var cont *WorkflowContinuesError
-		o, cont, err = h.run(ctx, in.Ref, conv, t, pc, outcomes)
+		o, cont, err = h.run(ctx, conv, t, pc, outcomes)
 		if err != nil {
 			return InvokeOutput{}, err
 		}
@@ -121,7 +117,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if o.EndedAt.IsZero() {
 		o.EndedAt = h.now()
 	}
-	if h.Events != nil && len(in.Fail) == 0 {
+	if h.events().Enabled() && len(in.Fail) == 0 {
 		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, o.StepStatus(), o.StartedAt, o.EndedAt, nil)}
 	}
 	// The specialist ran: its outcome is written however long the store
@@ -140,9 +136,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
 	if put.Stored {
-		if h.Live != nil && len(o.Events) > 0 {
-			h.Live.Publish(ctx, in.ConversationID, o.Events...) // as the log got them, with the first write
-		}
+		h.events().Publish(ctx, in.ConversationID, o.Events...) // as the log got them, with the first write
 		if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
 			return InvokeOutput{}, err
 		}
@@ -159,8 +153,10 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	return InvokeOutput{CallID: in.CallID, Status: status}, nil
 }
 
-// run invokes the call's specialist, or runs its workflow's steps.
-func (h *Handlers) run(ctx context.Context, r Ref, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, outcomes map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError, error) {
+// run runs the call with the source of its tool's kind: a skill's
+// (pkg/agents, pkg/mcp) or a workflow's (pkg/workflow, whose steps are
+// calls of skills).
+func (h *Handlers) run(ctx context.Context, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, outcomes map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError, error) {
 	cat, err := h.catalog(ctx)
 	if err != nil {
 		return record.CallOutcome{}, nil, err
@@ -174,35 +170,55 @@ func (h *Handlers) run(ctx context.Context, r Ref, conv *record.Conversation, t 
 	callCtx, cancel := withMargin(ctx)
 	defer cancel()
 	entry, ok := cat.Lookup(pc.Tool)
-	switch {
-	case !ok:
+	if !ok {
 		return failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool)), nil, nil
-	case entry.Kind == catalog.EntryWorkflow:
-		wctx, span := h.startTool(callCtx, pc.Tool, pc.CallID, "", pc.Arguments)
-		o, cont := h.runWorkflow(wctx, r, conv, t, pc, cat, entry.Workflow, arts, outcomes)
-		if cont != nil {
-			span.SetAttributes(attrStatus.String("continues"))
-			span.End()
-		} else {
-			h.endTool(span, o)
-		}
-		return o, cont, nil
-	case entry.Kind == catalog.EntrySkill:
-		tctx, span := h.startTool(callCtx, pc.Tool, pc.CallID, toolAgentURL(entry), pc.Arguments)
-		o := h.Invoker.Invoke(tctx, tool.Call{
-			ConversationID: conv.Meta.ID,
-			TurnID:         t.ID,
-			CallID:         pc.CallID,
-			Capability:     entry.Capability,
-			Arguments:      pc.Arguments,
-			Sources:        pc.Sources,
-			Files:          referencedFiles(pc.Arguments, arts),
-			Continue:       pc.A2A,
-		})
-		h.endTool(span, o)
-		return o, nil, nil
 	}
-	return failedOutcome(fmt.Sprintf("tool %s cannot be invoked", pc.Tool)), nil, nil
+	call := tool.Call{
+		ConversationID: conv.Meta.ID,
+		TurnID:         t.ID,
+		CallID:         pc.CallID,
+		Capability:     entry.Capability,
+		Arguments:      pc.Arguments,
+		Sources:        pc.Sources,
+		Continue:       pc.A2A,
+	}
+	switch entry.Kind {
+	case catalog.EntryWorkflow:
+		call.Workflow = &tool.WorkflowCall{Template: entry.Workflow, Catalog: cat, Known: arts, Done: outcomes}
+	case catalog.EntrySkill:
+		call.Files = tool.ReferencedFiles(pc.Arguments, arts)
+	default:
+		return failedOutcome(fmt.Sprintf("tool %s cannot be invoked", pc.Tool)), nil, nil
+	}
+	tctx, span := h.startTool(callCtx, pc.Tool, pc.CallID, call.Capability.AgentURL, pc.Arguments)
+	o := h.calls().Invoke(tctx, call)
+	if o.ContinuesAt > 0 {
+		span.SetAttributes(attrStatus.String("continues"))
+		span.End()
+		return record.CallOutcome{}, &WorkflowContinuesError{CallID: pc.CallID, Next: o.ContinuesAt - 1}, nil
+	}
+	h.endTool(span, o)
+	return o, nil, nil
+}
+
+// calls routes each call to the source of its kind: the skills' to
+// Invoker, a workflow's to a workflow.Source whose steps go to Invoker,
+// each in its own span.
+func (h *Handlers) calls() tool.Router {
+	steps := tracedInvoker{h}
+	wf := &workflow.Source{Store: h.Store, Steps: steps, CallTimeout: h.CallTimeout, Now: h.now, Logger: h.log()}
+	return tool.Router{tool.KindA2A: h.Invoker, tool.KindMCP: h.Invoker, tool.KindWorkflow: wf}
+}
+
+// tracedInvoker is Invoker with an "execute_tool" span around each call:
+// a workflow's steps, each its own span under the workflow's.
+type tracedInvoker struct{ h *Handlers }
+
+func (ti tracedInvoker) Invoke(ctx context.Context, c tool.Call) record.CallOutcome {
+	ctx, span := ti.h.startTool(ctx, c.Capability.Tool, c.CallID, c.Capability.AgentURL, c.Arguments)
+	o := ti.h.Invoker.Invoke(ctx, c)
+	ti.h.endTool(span, o)
+	return o
 }
 
 // failureCause is what a failed call's result says of the error that
@@ -221,180 +237,4 @@ func failureCause(name, cause string) string {
 
 func failedOutcome(msg string) record.CallOutcome {
 	return record.CallOutcome{Result: record.ToolResult{Status: record.ResultFailed, Error: msg}}
-}
-
-// referencedFiles are the known artifacts whose ids appear among the
-// arguments; they travel to the specialist as FileParts.
-func referencedFiles(args map[string]any, arts map[string]artifact.Artifact) []artifact.Artifact {
-	var files []artifact.Artifact
-	seen := map[string]bool{}
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if a, ok := arts[x]; ok && !seen[x] {
-				seen[x] = true
-				files = append(files, a)
-			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
-	}
-	for _, v := range args {
-		walk(v)
-	}
-	return files
-}
-
-// runWorkflow runs a workflow template's steps in order inside one call;
-// each step's artifacts feed the next step's bindings. Each finished step
-// but the last is stored under its own id (<call>.<i>, also its A2A call
-// id) beside the call's outcome, so an invocation resumes after the steps
-// stored, and one that has less than CallTimeout left before the next step
-// stops with a WorkflowContinuesError instead of starting it.
-func (h *Handlers) runWorkflow(ctx context.Context, r Ref, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, cat *catalog.Catalog, wf catalog.Workflow, arts map[string]artifact.Artifact, stored map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError) {
-	var (
-		all     record.CallOutcome
-		outputs []catalog.StepOutput
-		summary []string
-		ran     bool
-	)
-	all.Result.Status = record.ResultSucceeded
-	for i, st := range wf.Steps {
-		stepID := record.WorkflowStepID(pc.CallID, i)
-		o, done := stored[stepID]
-		if !done || o.Result.Status != record.ResultSucceeded {
-			if ran && !h.timeForStep(ctx) {
-				return record.CallOutcome{}, &WorkflowContinuesError{CallID: pc.CallID, Next: i}
-			}
-			if i > 0 {
-				// A cancel stops a workflow between its steps: the
-				// steps that ran keep their results and files.
-				if ok, err := h.Store.StartCall(ctx, r.ConversationID, r.TurnID, stepID); err == nil && !ok {
-					f := failedOutcome(fmt.Sprintf("workflow %s stopped before %s: the turn was cancelled; the steps before it ran", wf.ID, wf.StepLabel(i)))
-					f.Artifacts, f.Result.Artifacts = all.Artifacts, all.Result.Artifacts
-					return f, nil
-				}
-			}
-			ran = true
-			stepStart := h.now()
-			args, err := wf.StepArguments(i, pc.Arguments, outputs)
-			if err != nil {
-				return failedOutcome(fmt.Sprintf("workflow %s %s could not start: %v", wf.ID, wf.StepLabel(i), err)), nil
-			}
-			entry, ok := cat.Lookup(st.Skill)
-			if !ok || entry.Kind != catalog.EntrySkill {
-				return failedOutcome(fmt.Sprintf("workflow %s %s: skill %s is not available", wf.ID, wf.StepLabel(i), st.Skill)), nil
-			}
-			call := tool.Call{
-				ConversationID: conv.Meta.ID,
-				TurnID:         t.ID,
-				CallID:         stepID,
-				Capability:     entry.Capability,
-				Arguments:      args,
-				Sources:        wf.StepSources(i, pc.Sources),
-				Files:          referencedFiles(args, arts),
-			}
-			if pc.A2A != nil && pc.A2A.WorkflowStep == i+1 {
-				// This step's specialist asked the user: the answer
-				// continues its task.
-				call.Continue = pc.A2A
-				call.Arguments, call.Sources = withAnswers(wf, entry, args, call.Sources, pc)
-			}
-			sctx, span := h.startTool(ctx, st.Skill, stepID, toolAgentURL(entry), call.Arguments)
-			o = h.Invoker.Invoke(sctx, call)
-			h.endTool(span, o)
-			if o.InputRequired != nil {
-				// The workflow call waits with the specialist's form; the
-				// finished steps are stored, and the answer resumes here.
-				ir := *o.InputRequired
-				ir.Task.WorkflowStep = i + 1
-				ir.Message = fmt.Sprintf("%s of workflow %s asks: %s", wf.StepLabel(i), wf.ID, ir.Message)
-				return record.CallOutcome{InputRequired: &ir}, nil
-			}
-			if o.Result.Status != record.ResultSucceeded {
-				f := failedOutcome(fmt.Sprintf("workflow %s %s failed: %s", wf.ID, wf.StepLabel(i), o.Result.Error))
-				f.Artifacts = all.Artifacts
-				f.Result.Artifacts = all.Result.Artifacts
-				return f, nil
-			}
-			// Every finished step is stored, the last too: a retry resumes
-			// after it, and the turn shows it nested under its workflow.
-			if o.StartedAt.IsZero() {
-				o.StartedAt, o.EndedAt = stepStart, h.now()
-			}
-			h.storeStep(ctx, r, stepID, st.Skill, o)
-		}
-		var ids []string
-		for _, a := range o.Artifacts {
-			arts[a.ID] = a
-			ids = append(ids, a.ID)
-		}
-		out := catalog.StepOutput{Artifacts: ids, Summary: o.Result.Summary}
-		if o.Result.Result != "" {
-			_ = json.Unmarshal([]byte(o.Result.Result), &out.Result)
-		}
-		outputs = append(outputs, out)
-		all.Artifacts = append(all.Artifacts, o.Artifacts...)
-		all.Result.Artifacts = append(all.Result.Artifacts, o.Result.Artifacts...)
-		if o.Result.Summary != "" {
-			summary = append(summary, fmt.Sprintf("%s: %s", wf.StepLabel(i), o.Result.Summary))
-		}
-	}
-	all.Result.Summary = fmt.Sprintf("Workflow %s finished %d steps.\n%s", wf.Name, len(wf.Steps), strings.Join(summary, "\n"))
-	return all, nil
-}
-
-// withAnswers returns a step's arguments with the user's answers to its
-// specialist's input-required form (which the answer merged into the
-// workflow call's arguments under the skill's own field names; for an MCP
-// tool, also the fields its elicitation asked for), and the sources
-// marking them as the user's.
-func withAnswers(wf catalog.Workflow, skill catalog.Entry, args map[string]any, stepSources map[string]string, pc *record.PendingCall) (map[string]any, map[string]string) {
-	out := maps.Clone(args)
-	if out == nil {
-		out = map[string]any{}
-	}
-	sources := maps.Clone(stepSources)
-	if sources == nil {
-		sources = map[string]string{}
-	}
-	declared := map[string]bool{}
-	for _, in := range wf.Inputs {
-		declared[in.Path] = true
-	}
-	// An MCP server's elicitation asks for fields that are not the tool's
-	// parameters; its invoker takes them from the arguments (pkg/mcp).
-	elicits := skill.Capability.MCPServer != ""
-	for k, v := range pc.Arguments {
-		_, isParam := skill.Param(k)
-		if (isParam || elicits) && !declared[k] && pc.Sources[k] == batch.SourceUser {
-			out[k], sources[k] = v, batch.SourceUser
-		}
-	}
-	return out, sources
-}
-
-// timeForStep reports whether ctx leaves CallTimeout for one more
-// specialist call.
-func (h *Handlers) timeForStep(ctx context.Context) bool {
-	dl, ok := ctx.Deadline()
-	return !ok || h.CallTimeout <= 0 || time.Until(dl) >= h.CallTimeout
-}
-
-// storeStep keeps a finished workflow step. It is what a resumed or
-// retried invocation starts after; failing to store it costs only a rerun
-// of the step (the specialist sees the same call id), so it is logged, not
-// fatal.
-func (h *Handlers) storeStep(ctx context.Context, r Ref, stepID, skill string, o record.CallOutcome) {
-	o.CallID, o.Tool = stepID, skill
-	if _, err := h.Store.PutOutcome(ctx, r.ConversationID, r.TurnID, o); err != nil {
-		h.log().WarnContext(ctx, "store workflow step", "conversation", r.ConversationID, "turn", r.TurnID, "step", stepID, "error", err)
-	}
 }

@@ -144,7 +144,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	if windowFrom != conv.WindowFrom {
 		spend.WindowFrom = windowFrom
 	}
-	if h.Events != nil {
+	if h.events().Enabled() {
 		// The answer's last text and the step's end go with the spend.
 		spend.Events = append(deltas.drain(), h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
 			map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))

@@ -31,7 +31,8 @@ const maxStoppedEvents = 20000
 // so the answer the user stopped is the one kept. The event log is a
 // convenience: when it cannot be read, nothing is kept.
 func (h *Handlers) inflightLLM(ctx context.Context, r Ref, t *record.Turn) (*stoppedCall, bool) {
-	if h.Events == nil {
+	log := h.events()
+	if !log.Enabled() {
 		return nil, false
 	}
 	rows := 0
@@ -47,7 +48,7 @@ func (h *Handlers) inflightLLM(ctx context.Context, r Ref, t *record.Turn) (*sto
 		text    []rune
 	)
 	for read := 0; read < maxStoppedEvents; {
-		evs, err := h.Events.Events(ctx, r.ConversationID, after, 1000, 0)
+		evs, err := log.Events(ctx, r.ConversationID, after, 1000, 0)
 		if err != nil {
 			h.log().WarnContext(ctx, "the stopped answer's text could not be read", "conversation", r.ConversationID, "turn", t.ID, "error", err.Error())
 			return nil, false

@@ -12,7 +12,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -262,13 +261,4 @@ func (h *Handlers) turnEnded(ctx context.Context, r Ref, t *record.Turn) {
 		attrConversation.String(r.ConversationID), attrTurn.String(t.ID), attrStatus.String(string(t.Status)),
 		attrLLMCalls.Int(t.LLMCalls), attrTokens.Int(t.Tokens), attrSteps.Int(len(t.Steps)), attrCostUSD.Float64(cost),
 		semconv.GenAIUsageCacheReadInputTokensKey.Int(t.CachedTokens))
-}
-
-// toolAgentURL is the URL of the specialist behind a catalog entry ("" for
-// a workflow).
-func toolAgentURL(e catalog.Entry) string {
-	if e.Kind == catalog.EntrySkill {
-		return e.Capability.AgentURL
-	}
-	return ""
 }

@@ -92,8 +92,10 @@ type Catalogs interface {
 	Catalog(ctx context.Context) (*catalog.Catalog, error)
 }
 
-// Invoker runs one specialist skill call over A2A. It never fails: a
-// failing specialist is a failed outcome.
+// Invoker runs one skill call (a specialist's over A2A, an MCP server's
+// tool: a tool.Router of their kinds). It never fails: a failing
+// specialist is a failed outcome. A workflow's calls do not reach it: a
+// workflow.Source runs them, its steps through it.
 type Invoker interface {
 	Invoke(ctx context.Context, c tool.Call) record.CallOutcome
 }
@@ -339,7 +341,7 @@ func (h *Handlers) read(ctx context.Context, r Ref, q record.Query, finish bool)
 	if q.Outcomes && outcomes == nil {
 		outcomes = map[string]record.CallOutcome{}
 	}
-	if h.Events != nil && !t.Status.Final() {
+	if h.events().Enabled() && !t.Status.Final() {
 		h.seen.Store(t.ID, seenTurn{owner: conv.Meta.Owner, status: t.Status})
 	}
 	return conv, t, outcomes, nil
@@ -359,27 +361,13 @@ func ResolveArtifacts(ctx context.Context, store record.Store, conv *record.Conv
 		known[a.ID] = true
 	}
 	var missing []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch x := v.(type) {
-		case string:
-			if artifact.LooksLikeID(x) && !known[x] {
-				known[x] = true
-				missing = append(missing, x)
+	walk := func(v any) {
+		tool.EachString(v, func(s string) {
+			if artifact.LooksLikeID(s) && !known[s] {
+				known[s] = true
+				missing = append(missing, s)
 			}
-		case []any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		case map[string]map[string]any:
-			for _, e := range x {
-				walk(e)
-			}
-		}
+		})
 	}
 	for _, pc := range t.Pending {
 		walk(pc.Arguments)
@@ -425,19 +413,18 @@ func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...arti
 // store that is away (outlast); save is write for a step, which also
 // stamps the update and ends the turn's trace once.
 func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
-	if h.Events != nil {
+	log := h.events()
+	if log.Enabled() {
 		// The write's events go in its own round trip.
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
 	}
 	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
-	if err == nil && h.Live != nil {
+	if err == nil {
 		var evs []record.Event
 		if t.Spend != nil {
 			evs = append(evs, t.Spend.Events...) // first, as the write appends them
 		}
-		if evs = append(evs, t.Events...); len(evs) > 0 {
-			h.Live.Publish(ctx, r.ConversationID, evs...)
-		}
+		log.Publish(ctx, r.ConversationID, append(evs, t.Events...)...)
 	}
 	t.Events = nil
 	if sp := t.Spend; sp != nil {

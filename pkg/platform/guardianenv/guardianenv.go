@@ -18,7 +18,22 @@ import (
 	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/guardian/guardianconfig"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/turn"
 )
+
+// Handlers are env.Handlers with the guardian Load gives: the handlers of
+// a function that checks.
+func Handlers(ctx context.Context, env *platform.Env) (*turn.Handlers, error) {
+	h, err := env.Handlers()
+	if err != nil {
+		return nil, err
+	}
+	// nil unless CLIENTAGENT_GUARDIAN is set.
+	if h.Guardian, err = Load(ctx, env); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
 
 // Load is the function's guardian.Checker, nil when CLIENTAGENT_GUARDIAN
 // is empty (a nil Checker checks nothing). A guardian agent is called

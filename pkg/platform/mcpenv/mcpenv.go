@@ -19,7 +19,17 @@ import (
 	"github.com/clientagent/clientagent/pkg/awssecrets"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/tool"
 )
+
+// Catalogs is env.Catalogs once Load has set the reader of the MCP
+// servers' secret headers: the tool catalogue of a function that builds it.
+func Catalogs(ctx context.Context, env *platform.Env) (*tool.Catalogs, error) {
+	if err := Load(ctx, env); err != nil {
+		return nil, err
+	}
+	return env.Catalogs(ctx)
+}
 
 // Load sets env.Secrets to a Secrets Manager reader when a server of
 // CLIENTAGENT_MCP has a secret header, and leaves it alone otherwise (no

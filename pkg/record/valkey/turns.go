@@ -108,8 +108,10 @@ return started
 `)
 
 // StartCall records that callID of turnID starts now, unless the turn is
-// marked cancelled: the one point where a call and a cancel are ordered
-// (MarkCancelled runs in the same server, one script at a time). A call
+// marked cancelled or its conversation is deleted (a step still in flight
+// does not write the deleted record back): the one point where a call and
+// a cancel are ordered (MarkCancelled runs in the same server, one script
+// at a time). A call
 // started before is started again (a retried invoke). evs (the call's
 // step.started) are appended to the event log in the same script when
 // the call starts.
@@ -133,6 +135,7 @@ func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string, evs .
 // now, ttl, results:<tid> (the conversation's mark), then the events' JSON.
 var startCallScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
+  if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
   if redis.call('HEXISTS', KEYS[1], 'cancel:' .. ARGV[1]) == 1 then return 0 end
   redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
   redis.call('HSET', KEYS[1], ARGV[5], 1)

@@ -251,6 +251,30 @@ func TestDeleteRemovesEveryKey(t *testing.T) {
 	})
 }
 
+// A call a step starts after its conversation was deleted does not start,
+// and writes nothing back.
+func TestStartCallAfterDelete(t *testing.T) {
+	t.Parallel()
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s := valkey.New(c, valkey.Options{})
+		cid := create(t, s, valkeytest.ID(t, "u"))
+		tr := progress(0, 1)
+		if err := s.SaveTurn(t.Context(), cid, tr); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Delete(t.Context(), cid); err != nil {
+			t.Fatal(err)
+		}
+		ok, err := s.StartCall(t.Context(), cid, tr.ID, "c", record.Event{Type: record.EventStepStarted, TurnID: tr.ID})
+		if err != nil || ok {
+			t.Errorf("StartCall() after Delete = %v, %v; want false", ok, err)
+		}
+		if n := c.Exists(t.Context(), "conv:{"+cid+"}", "conv:{"+cid+"}:results:"+tr.ID, "conv:{"+cid+"}:events").Val(); n != 0 {
+			t.Errorf("StartCall after Delete wrote %d keys back, want none", n)
+		}
+	})
+}
+
 // Keys expire after the idle time, refreshed by every write, and carry no
 // TTL while a turn is active.
 func TestIdleExpiry(t *testing.T) {
