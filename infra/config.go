@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -254,71 +255,32 @@ func awaitFits(s string) bool {
 
 // withDefaults returns a copy of p with the documented defaults filled in.
 func (p StackProps) withDefaults() StackProps {
-	if p.EnvName == "" {
-		p.EnvName = "dev"
-	}
-	if p.BinDir == "" {
-		p.BinDir = filepath.Join("..", "bin")
-	}
-	if p.ASLFile == "" {
-		p.ASLFile = filepath.Join("..", "statemachine", "turn.asl.json")
-	}
-	if p.LLM == "" {
-		p.LLM = LLMBedrock
-	}
+	p.EnvName = cmp.Or(p.EnvName, "dev")
+	p.BinDir = cmp.Or(p.BinDir, filepath.Join("..", "bin"))
+	p.ASLFile = cmp.Or(p.ASLFile, filepath.Join("..", "statemachine", "turn.asl.json"))
+	p.LLM = cmp.Or(p.LLM, LLMBedrock)
 	if p.LLM == LLMBedrock && p.Model == "" {
 		p.Model = DefaultBedrockModel
 	}
 	if len(p.WebOrigins) == 0 && p.EnvName == "dev" {
 		p.WebOrigins = []string{"*"}
 	}
-	if p.ArtifactExpiryDays == 0 {
-		p.ArtifactExpiryDays = 30
-	}
-	if p.NATGateways == 0 {
-		p.NATGateways = 1
-	}
-	p.LogLevel = strings.ToUpper(p.LogLevel)
-	if p.LogLevel == "" {
-		p.LogLevel = "INFO"
-	}
-	p.SystemLogLevel = strings.ToUpper(p.SystemLogLevel)
-	if p.SystemLogLevel == "" {
-		p.SystemLogLevel = "INFO"
-	}
-	p.StateMachineLogLevel = strings.ToUpper(p.StateMachineLogLevel)
-	if p.StateMachineLogLevel == "" {
-		p.StateMachineLogLevel = "ALL"
-	}
-	if p.LogRetentionDays == 0 {
-		p.LogRetentionDays = 30
-	}
-	if p.ValkeyMaxStorageGB == 0 {
-		p.ValkeyMaxStorageGB = 1
-	}
-	if p.ValkeyMaxECPUPerSecond == 0 {
-		p.ValkeyMaxECPUPerSecond = 5000
-	}
+	p.ArtifactExpiryDays = cmp.Or(p.ArtifactExpiryDays, 30)
+	p.NATGateways = cmp.Or(p.NATGateways, 1)
+	p.LogLevel = cmp.Or(strings.ToUpper(p.LogLevel), "INFO")
+	p.SystemLogLevel = cmp.Or(strings.ToUpper(p.SystemLogLevel), "INFO")
+	p.StateMachineLogLevel = cmp.Or(strings.ToUpper(p.StateMachineLogLevel), "ALL")
+	p.LogRetentionDays = cmp.Or(p.LogRetentionDays, 30)
+	p.ValkeyMaxStorageGB = cmp.Or(p.ValkeyMaxStorageGB, 1)
+	p.ValkeyMaxECPUPerSecond = cmp.Or(p.ValkeyMaxECPUPerSecond, 5000)
 	if p.ValkeySnapshotRetentionDays > 0 && p.ValkeySnapshotTime == "" {
 		p.ValkeySnapshotTime = "03:00"
 	}
-	p.CognitoMFA = strings.ToLower(p.CognitoMFA)
-	if p.CognitoMFA == "" {
-		p.CognitoMFA = "optional"
-	}
-	p.CognitoThreatProtection = strings.ToLower(p.CognitoThreatProtection)
-	if p.CognitoThreatProtection == "" {
-		p.CognitoThreatProtection = "off"
-	}
-	if p.LambdaAccountConcurrency == 0 {
-		p.LambdaAccountConcurrency = 1000
-	}
-	if p.APIThrottleRateLimit == 0 {
-		p.APIThrottleRateLimit = 50
-	}
-	if p.APIThrottleBurstLimit == 0 {
-		p.APIThrottleBurstLimit = 100
-	}
+	p.CognitoMFA = cmp.Or(strings.ToLower(p.CognitoMFA), "optional")
+	p.CognitoThreatProtection = cmp.Or(strings.ToLower(p.CognitoThreatProtection), "off")
+	p.LambdaAccountConcurrency = cmp.Or(p.LambdaAccountConcurrency, 1000)
+	p.APIThrottleRateLimit = cmp.Or(p.APIThrottleRateLimit, 50)
+	p.APIThrottleBurstLimit = cmp.Or(p.APIThrottleBurstLimit, 100)
 	return p
 }
 

@@ -1,5 +1,5 @@
-// Command append is the Lambda function of the turn state machine's Append step
-// (statemachine/turn.asl.json); the logic is turn.Handlers.Append, which
+// Command append is the Lambda function of the turn loop's Append step
+// (statemachine/loop.asl.json); the logic is turn.Handlers.Append, which
 // reads the record and the tool catalogue (the agent cards, cached in
 // Valkey) and writes the record.
 package main

@@ -1,5 +1,5 @@
-// Command invoke is the Lambda function of the turn state machine's Invoke step
-// (statemachine/turn.asl.json); the logic is turn.Handlers.Invoke: the
+// Command invoke is the Lambda function of the turn loop's Invoke step
+// (statemachine/loop.asl.json); the logic is turn.Handlers.Invoke: the
 // record, the tool catalogue, the A2A invoker with the artifacts in S3, and
 // the audit log of executed calls. It has no model.
 package main

@@ -1,5 +1,5 @@
-// Command llmstep is the Lambda function of the turn state machine's LLMStep
-// and FailTurn steps (statemachine/turn.asl.json), and the target of the
+// Command llmstep is the Lambda function of the turn loop's LLMStep
+// step (statemachine/loop.asl.json) and the turn's FailTurn (turn.asl.json), and the target of the
 // stack's rule on execution status changes; the logic is
 // turn.Handlers.LLMStep and turnlambda.ExecutionEnded: the record, the
 // tool catalogue, the model (pkg/llm/llmconfig) and the audit log (FailTurn

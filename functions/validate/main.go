@@ -1,5 +1,5 @@
-// Command validate is the Lambda function of the turn state machine's Validate step
-// (statemachine/turn.asl.json); the logic is turn.Handlers.Validate: the
+// Command validate is the Lambda function of the turn loop's Validate step
+// (statemachine/loop.asl.json); the logic is turn.Handlers.Validate: the
 // record, the tool catalogue and the audit log of the user's decisions. It
 // has no model and no A2A client.
 package main

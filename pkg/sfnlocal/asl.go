@@ -540,24 +540,40 @@ func errorNames(where string, v any) ([]string, error) {
 	return out, nil
 }
 
+// entries reads field (Retry or Catch) of where: an array of objects with
+// only the allowed fields. It returns them with each one's place, as
+// errors name it ("<where> Retry[1]").
+func entries(where, field string, v any, allowed map[string]bool) ([]map[string]any, []string, error) {
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: field %q must be an array", where, field)
+	}
+	objs, places := make([]map[string]any, len(arr)), make([]string, len(arr))
+	for i, x := range arr {
+		places[i] = fmt.Sprintf("%s %s[%d]", where, field, i)
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, nil, fmt.Errorf("%s: not an object", places[i])
+		}
+		if err := onlyFields(places[i], m, allowed); err != nil {
+			return nil, nil, err
+		}
+		objs[i] = m
+	}
+	return objs, places, nil
+}
+
 func parseRetry(where string, v any) ([]retrier, error) {
 	if v == nil {
 		return nil, nil
 	}
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%s: field \"Retry\" must be an array", where)
+	objs, places, err := entries(where, "Retry", v, retryFields)
+	if err != nil {
+		return nil, err
 	}
 	var out []retrier
-	for i, x := range arr {
-		rw := fmt.Sprintf("%s Retry[%d]", where, i)
-		m, ok := x.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: not an object", rw)
-		}
-		if err := onlyFields(rw, m, retryFields); err != nil {
-			return nil, err
-		}
+	for i, m := range objs {
+		rw := places[i]
 		r := retrier{IntervalSeconds: 1, MaxAttempts: 3, BackoffRate: 2, JitterStrategy: "NONE"}
 		var err error
 		if r.ErrorEquals, err = errorNames(rw, m["ErrorEquals"]); err != nil {
@@ -610,20 +626,13 @@ func (p *parser) catch(where string, v any) ([]catcher, error) {
 	if v == nil {
 		return nil, nil
 	}
-	arr, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("%s: field \"Catch\" must be an array", where)
+	objs, places, err := entries(where, "Catch", v, catchFields)
+	if err != nil {
+		return nil, err
 	}
 	var out []catcher
-	for i, x := range arr {
-		cw := fmt.Sprintf("%s Catch[%d]", where, i)
-		m, ok := x.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("%s: not an object", cw)
-		}
-		if err := onlyFields(cw, m, catchFields); err != nil {
-			return nil, err
-		}
+	for i, m := range objs {
+		cw := places[i]
 		var c catcher
 		var err error
 		if c.ErrorEquals, err = errorNames(cw, m["ErrorEquals"]); err != nil {
