@@ -327,6 +327,17 @@ func (c *client) formCall(cid, tid string) string {
 
 // slowAgent is an A2A specialist (a2a-go server) whose skill sleeps, so a
 // test can see calls of one batch overlap.
+// waitStarted waits until the specialist has had a call (a cancel or a
+// crash a test makes must come after the call's start), for up to 60 s.
+func (a *slowAgent) waitStarted(t *testing.T) {
+	t.Helper()
+	for end := time.Now().Add(60 * time.Second); a.started.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the specialist never got the call")
+		}
+	}
+}
+
 type slowAgent struct {
 	delay time.Duration
 	// hold, when set, keeps each call until it is closed (or the delay).

@@ -231,11 +231,7 @@ func TestCancelARunningTurn(t *testing.T) {
 	ch, _ := c.events(cid, "", "")
 	tid := c.send(cid, "make a word, then echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
-	for end := time.Now().Add(60 * time.Second); slow.started.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the specialist never got the call") // the cancel below must come after its start
-		}
-	}
+	slow.waitStarted(t) // the cancel below must come after its start
 
 	var v wire.Turn
 	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted {

@@ -72,9 +72,7 @@ func TestCancelInFlightAtACrashEndsCancelled(t *testing.T) {
 	cid := c.newConversation()
 	tid := c.send(cid, "make a word, then echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
-	for end := time.Now().Add(10 * time.Second); slow.started.Load() == 0 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond) // until the specialist has the call
-	}
+	slow.waitStarted(t)
 	// The cancel's first write lands; the process dies before the next.
 	if _, err := first.Platform.Store.MarkCancelled(t.Context(), cid, tid); err != nil {
 		t.Fatal(err)
@@ -135,9 +133,7 @@ func TestKilledLoopMidBatchResumes(t *testing.T) {
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
-	for end := time.Now().Add(10 * time.Second); slow.started.Load() == 0 && time.Now().Before(end); {
-		time.Sleep(10 * time.Millisecond) // until the specialist has the call
-	}
+	slow.waitStarted(t)
 	arn := strings.Replace(first.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
 	kids, err := first.Engine.Children(t.Context(), arn)
 	if err != nil || len(kids) != 1 {
@@ -195,11 +191,7 @@ func TestCallLostAfterACancelIsSettledAsUnknown(t *testing.T) {
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
 	c.waitRunning(cid, tid, "slow_echo")
-	for end := time.Now().Add(60 * time.Second); slow.started.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the specialist never got the call")
-		}
-	}
+	slow.waitStarted(t) // the cancel below must come after its start
 	var v wire.Turn
 	if code := c.do("POST", "/v1/conversations/"+cid+"/turns/"+tid+"/cancel", nil, &v); code != http.StatusAccepted {
 		t.Fatalf("cancel = %d, want 202", code)

@@ -129,10 +129,8 @@ func (h *Handlers) settleLate(ctx context.Context, r Ref) error {
 	if !t.Status.Final() || !slices.ContainsFunc(t.Pending, func(pc record.PendingCall) bool { return pc.State == record.CallRunning }) {
 		return nil // not ended yet (finishCancel settles after its write), or settled
 	}
-	for _, pc := range t.Pending {
-		if _, ok := outcomes[pc.CallID]; pc.State == record.CallRunning && !ok {
-			return nil // another call still runs; the last one settles
-		}
+	if len(unsettled(t, outcomes)) > 0 {
+		return nil // another call still runs; the last one settles
 	}
 	for i := range t.Pending {
 		if t.Pending[i].State == record.CallRunning {
@@ -225,10 +223,19 @@ func (h *Handlers) callsLost(t *record.Turn, outcomes map[string]record.CallOutc
 	if h.now().Sub(t.UpdatedAt) < after {
 		return false
 	}
-	return slices.ContainsFunc(t.Pending, func(pc record.PendingCall) bool {
-		_, ok := outcomes[pc.CallID]
-		return pc.State == record.CallRunning && !ok
-	})
+	return len(unsettled(t, outcomes)) > 0
+}
+
+// unsettled lists the calls of turn t that had started when it was
+// cancelled (record.CallRunning) and have no outcome in outcomes.
+func unsettled(t *record.Turn, outcomes map[string]record.CallOutcome) []string {
+	var ids []string
+	for _, pc := range t.Pending {
+		if _, ok := outcomes[pc.CallID]; pc.State == record.CallRunning && !ok {
+			ids = append(ids, pc.CallID)
+		}
+	}
+	return ids
 }
 
 // settleLostInWindow settles the lost calls (SettleLost) of the earlier

@@ -121,13 +121,7 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 		// outcome is not stored lost its step (a crash, a lost loop
 		// execution): it runs again, to its end (Invoke), as a resumed
 		// batch would run it.
-		var lost []string
-		for _, pc := range t.Pending {
-			if _, done := outcomes[pc.CallID]; pc.State == record.CallRunning && !done {
-				lost = append(lost, pc.CallID)
-			}
-		}
-		if len(lost) > 0 {
+		if lost := unsettled(t, outcomes); len(lost) > 0 {
 			return ValidateOutput{Next: NextInvoke, Calls: lost}, nil
 		}
 		return ValidateOutput{Next: NextEnd}, nil
