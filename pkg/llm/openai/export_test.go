@@ -16,3 +16,13 @@ func DecodeStream(body []byte) (*llm.Response, error) {
 	out, _, err := readStream(bytes.NewReader(body), func(string) {})
 	return out, err
 }
+
+// EncodeRequest is the body Complete sends for req, for tests of the
+// tools' schemas without a server.
+func EncodeRequest(req llm.Request) ([]byte, error) {
+	r, err := buildRequest("gpt-test", req)
+	if err != nil {
+		return nil, err
+	}
+	return r.encode()
+}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 )
@@ -59,9 +61,9 @@ type chatTool struct {
 }
 
 type toolFunction struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	Parameters  map[string]any `json:"parameters"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
 }
 
 // encode is the request body. HTML characters are not escaped: the body
@@ -105,12 +107,9 @@ func buildRequest(model string, req llm.Request) (*chatRequest, error) {
 		r.Messages = append(r.Messages, textMessage("system", req.Context))
 	}
 	for _, t := range req.Tools {
-		schema := map[string]any{"type": "object", "properties": map[string]any{}}
-		if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-			schema = nil
-			if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-				return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
-			}
+		schema, err := schemas.canonical(t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
 		}
 		r.Tools = append(r.Tools, chatTool{Type: "function", Function: toolFunction{Name: t.Name, Description: t.Description, Parameters: schema}})
 	}
@@ -118,6 +117,52 @@ func buildRequest(model string, req llm.Request) (*chatRequest, error) {
 		r.ToolChoice = "auto"
 	}
 	return r, nil
+}
+
+// emptySchema is the parameters of a tool that declares none.
+var emptySchema = json.RawMessage(`{"properties":{},"type":"object"}`)
+
+// schemaCache holds tools' parameter schemas in their canonical encoding:
+// compact, keys sorted, HTML characters as they are. Every step of every
+// turn sends the same few schemas, so each is decoded and encoded once per
+// process rather than once per model call. It is bounded: past maxSchemas
+// distinct schemas, a schema is encoded for its call and not kept.
+type schemaCache struct {
+	m sync.Map // string(raw) → json.RawMessage
+	n atomic.Int64
+}
+
+const maxSchemas = 4096
+
+var schemas schemaCache
+
+func (c *schemaCache) canonical(raw json.RawMessage) (json.RawMessage, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return emptySchema, nil
+	}
+	if v, ok := c.m.Load(string(raw)); ok {
+		return v.(json.RawMessage), nil
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(raw, &schema); err != nil {
+		return nil, err
+	}
+	if schema == nil { // a JSON null with spaces around it
+		return emptySchema, nil
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(schema); err != nil {
+		return nil, err
+	}
+	out := json.RawMessage(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	if c.n.Load() < maxSchemas {
+		if _, loaded := c.m.LoadOrStore(string(raw), out); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return out, nil
 }
 
 func textMessage(role, content string) chatMessage {
