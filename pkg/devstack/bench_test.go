@@ -64,7 +64,7 @@ func countHistory(h []sfnlocal.HistoryEvent) TurnCounts {
 // with each EXPRESS child's spliced in where it ran (Engine.FullHistory).
 func (s *Stack) history(ctx context.Context, turnID string) ([]sfnlocal.HistoryEvent, error) {
 	arn := strings.Replace(s.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + turnID
-	if _, err := waitExecution(ctx, s.Engine, arn); err != nil {
+	if _, err := s.Engine.Wait(ctx, arn); err != nil {
 		return nil, err
 	}
 	return s.Engine.FullHistory(ctx, arn)
@@ -155,7 +155,7 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 // benchTurns runs b.N turns of one prompt on a stack with model m and
 // returns nothing; b reports ns per whole turn (API start to execution end).
 func benchTurns(b *testing.B, m llm.Provider, agents []string, mutate ...func(*Config)) {
-	cfg := Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents}
+	cfg := benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents})
 	for _, f := range mutate {
 		f(&cfg)
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/llm"
-	"github.com/clientagent/clientagent/pkg/sfnlocal"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
 
@@ -431,20 +430,3 @@ func serveAgentWith(t testing.TB, ag *slowAgent, wrap func(http.Handler) http.Ha
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// waitExecution waits until the local engine's execution arn has closed,
-// or ctx ends, and returns its description.
-func waitExecution(ctx context.Context, e *sfnlocal.Engine, arn string) (sfnlocal.Execution, error) {
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		x, err := e.DescribeExecution(ctx, arn)
-		if err != nil || x.Status != sfnlocal.StatusRunning {
-			return x, err
-		}
-		select {
-		case <-ctx.Done():
-			return x, fmt.Errorf("wait for %s: %w", arn, ctx.Err())
-		case <-tick.C:
-		}
-	}
-}

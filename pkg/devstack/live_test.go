@@ -256,7 +256,7 @@ func TestCancelARunningTurn(t *testing.T) {
 	// The execution stops; the record stays cancelled.
 	wctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	exec, err := waitExecution(wctx, st.Engine, strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1)+":"+tid)
+	exec, err := st.Engine.Wait(wctx, strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1)+":"+tid)
 	if err != nil || exec.Status == "RUNNING" {
 		t.Errorf("execution after cancel = %v, %v; want it stopped", exec.Status, err)
 	}

@@ -46,7 +46,7 @@ func TestSlowValkeyOutagePastTheBudgetFailsTurnCleanly(t *testing.T) {
 	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	ex, err := waitExecution(ctx, st.Engine, arn)
+	ex, err := st.Engine.Wait(ctx, arn)
 	if err != nil {
 		t.Fatalf("Wait() = %v", err)
 	}

@@ -168,7 +168,7 @@ func TestDeleteWhileRunning(t *testing.T) {
 	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	if _, err := waitExecution(ctx, st.Engine, arn); err != nil {
+	if _, err := st.Engine.Wait(ctx, arn); err != nil {
 		t.Fatal(err)
 	}
 	select {

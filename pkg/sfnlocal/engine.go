@@ -269,6 +269,21 @@ func (e *Engine) DescribeExecution(ctx context.Context, execArn string) (Executi
 	return x.describe(), nil
 }
 
+// Wait blocks until the execution has closed, or ctx ends, and returns
+// its description. It wakes when the execution ends, not on a poll.
+func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
+	x, err := e.lookup(ctx, execArn)
+	if err != nil {
+		return Execution{}, err
+	}
+	select {
+	case <-x.done:
+		return x.describe(), nil
+	case <-ctx.Done():
+		return x.describe(), fmt.Errorf("wait for %s: %w", execArn, ctx.Err())
+	}
+}
+
 // History returns the execution's events in order.
 func (e *Engine) History(ctx context.Context, execArn string) ([]HistoryEvent, error) {
 	x, err := e.lookup(ctx, execArn)

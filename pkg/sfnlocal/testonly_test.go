@@ -1,7 +1,7 @@
 package sfnlocal
 
 // What only the tests use: a clock they advance, a persister of plain
-// files, waiting for an execution to close, the expressions of a template.
+// files, the expressions of a template.
 
 import (
 	"cmp"
@@ -17,20 +17,6 @@ import (
 	"sync"
 	"time"
 )
-
-// Wait blocks until the execution closes or ctx ends, and returns its description.
-func (e *Engine) Wait(ctx context.Context, execArn string) (Execution, error) {
-	x, err := e.lookup(ctx, execArn)
-	if err != nil {
-		return Execution{}, err
-	}
-	select {
-	case <-x.done:
-		return x.describe(), nil
-	case <-ctx.Done():
-		return x.describe(), fmt.Errorf("wait for %s: %w", execArn, ctx.Err())
-	}
-}
 
 // FakeClock is a manually advanced Clock for tests. Timers fire when Advance
 // moves the time to or past their deadline.
