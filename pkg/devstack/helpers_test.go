@@ -429,4 +429,3 @@ func serveAgentWith(t testing.TB, ag *slowAgent, wrap func(http.Handler) http.Ha
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
-
