@@ -29,6 +29,10 @@ type execution struct {
 	parent string
 	// children are the executions this one's startExecution.sync:2 tasks started.
 	children []*execution
+	// input is meta.Input decoded, once, for the context object
+	// ($states.context.Execution.Input); inputDecoded says it is.
+	input        any
+	inputDecoded bool
 }
 
 // MaxHistoryEvents is Step Functions' hard quota on an execution's history:
@@ -245,11 +249,13 @@ func mustJSON(v any) string {
 func (x *execution) contextObject(stateName string, entered time.Time) map[string]any {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	var input any
-	_ = json.Unmarshal(x.meta.Input, &input)
+	if !x.inputDecoded {
+		_ = json.Unmarshal(x.meta.Input, &x.input)
+		x.inputDecoded = true
+	}
 	return map[string]any{
 		"Execution": map[string]any{
-			"Id": x.meta.ExecutionArn, "Name": x.meta.Name, "Input": input,
+			"Id": x.meta.ExecutionArn, "Name": x.meta.Name, "Input": x.input,
 			"StartTime": contextTime(x.meta.StartDate),
 			"RoleArn":   "arn:aws:iam::000000000000:role/sfnlocal",
 		},

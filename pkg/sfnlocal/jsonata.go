@@ -62,6 +62,13 @@ type expr struct {
 	fields []string // the fields of $states it reads; nil: all of them
 	calls  bool     // may call a function: evaluated under callMu
 	path   bool     // a plain path such as $states.input.calls
+	// eqPath and eqLit are a comparison of a plain path with a string
+	// literal ($states.input.next = "tools"); eqPath is "" otherwise.
+	eqPath, eqLit string
+	// orPath and orElse are $exists(p) ? p : literal, the literal decoded;
+	// orPath is "" otherwise.
+	orPath string
+	orElse any
 	reuse  bool
 	pool   sync.Pool // of *compiled
 }
@@ -91,6 +98,14 @@ func compileExpr(src string) (*expr, error) {
 		return nil, err
 	}
 	x := &expr{src: src, path: pathRe.MatchString(src), reuse: !strings.Contains(src, "~>")}
+	if m := eqRe.FindStringSubmatch(src); m != nil {
+		x.eqPath, x.eqLit = m[1], m[2]
+	}
+	if m := orRe.FindStringSubmatch(src); m != nil && m[1] == m[2] {
+		if err := json.Unmarshal([]byte(m[3]), &x.orElse); err == nil {
+			x.orPath = m[1]
+		}
+	}
 	x.calls = !x.reuse || callRe.MatchString(src)
 	// Converting $states for the library costs more than evaluating most
 	// expressions: convert only the fields read, when every use names one.
@@ -145,6 +160,31 @@ func (x *expr) get(bind map[string]any) (*compiled, error) {
 // eval evaluates x with $states and the workflow variables it names bound.
 // It returns errUndefined when the result is undefined.
 func (x *expr) eval(states map[string]any, vars map[string]any) (any, error) {
+	// Most of a definition's expressions are a plain path or a path
+	// compared with a string. Over objects alone, JSONata's answer is the
+	// value found (or whether it is that string): read it directly.
+	// Anything else (an array on the way, a missing field) is the
+	// library's to answer. The values are never changed in place, so
+	// returning the one found shares nothing that could change.
+	if x.path {
+		if v, ok := walkPath(x.src, states, vars); ok {
+			return v, nil
+		}
+	}
+	if x.eqPath != "" {
+		if v, ok := walkPath(x.eqPath, states, vars); ok {
+			s, isString := v.(string)
+			return isString && s == x.eqLit, nil
+		}
+	}
+	if x.orPath != "" {
+		if v, ok, sure := lookPath(x.orPath, states, vars); sure {
+			if ok {
+				return v, nil
+			}
+			return x.orElse, nil
+		}
+	}
 	bind := make(map[string]any, len(x.vars))
 	for _, name := range x.vars {
 		if name == "states" {
@@ -293,8 +333,25 @@ func fromJSONata(v any) (any, error) {
 // pathRe matches a plain variable path such as $states.input.calls.
 var pathRe = regexp.MustCompile(`^\$[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
+// eqRe matches a plain path compared with a string literal without
+// escapes: $states.input.next = "tools".
+var eqRe = regexp.MustCompile(`^(\$[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*=\s*"([^"\\]*)"$`)
+
+// orRe matches $exists(p) ? p : literal, with p a plain path and the
+// literal null, a number or a string without escapes.
+var orRe = regexp.MustCompile(`^\$exists\((\$[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\)\s*\?\s*(\$[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*:\s*(null|-?[0-9]+(?:\.[0-9]+)?|"[^"\\]*")$`)
+
 // walkPath resolves a plain path over the bindings.
 func walkPath(expr string, states, vars map[string]any) (any, bool) {
+	v, ok, _ := lookPath(expr, states, vars)
+	return v, ok
+}
+
+// lookPath resolves a plain path over the bindings. sure reports that the
+// walk met objects alone, so a value not found is JSONata's undefined; it
+// is false when the walk met anything else (an array, whose path JSONata
+// maps over), or the path's variable is not bound (it may name a function).
+func lookPath(expr string, states, vars map[string]any) (v any, ok, sure bool) {
 	parts := strings.Split(expr[1:], ".")
 	var cur any
 	if parts[0] == "states" {
@@ -302,18 +359,18 @@ func walkPath(expr string, states, vars map[string]any) (any, bool) {
 	} else {
 		v, ok := vars[parts[0]]
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
 		cur = v
 	}
 	for _, p := range parts[1:] {
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return nil, false
+			return nil, false, false
 		}
 		if cur, ok = m[p]; !ok {
-			return nil, false
+			return nil, false, true
 		}
 	}
-	return cur, true
+	return cur, true, true
 }

@@ -109,3 +109,45 @@ func BenchmarkEvalTemplate(b *testing.B) {
 		}
 	})
 }
+
+// A plain path, a path compared with a string and $exists(p) ? p : literal
+// are read directly from the values; each gives what the library gives,
+// including where the library has to answer itself: an array on the way,
+// a missing field, JSON null, a value of another type, a name that is not
+// a bound variable.
+func TestPlainPathsReadDirectly(t *testing.T) {
+	t.Parallel()
+	states := map[string]any{
+		"input": map[string]any{
+			"next": "tools", "n": 3.0, "none": nil, "obj": map[string]any{"a": "x"},
+			"list": []any{map[string]any{"next": "tools"}, map[string]any{"next": "done"}},
+			"one":  []any{map[string]any{"next": "tools"}},
+		},
+		"context": map[string]any{"Map": map[string]any{"Item": map[string]any{"Value": "v"}}},
+	}
+	vars := map[string]any{"cid": "c_1", "n": 2.0}
+	for _, src := range []string{
+		`$states.input.next`, `$states.input.obj`, `$states.input.obj.a`, `$states.input.none`, `$states.input.missing`,
+		`$states.input.list.next`, `$states.input.one.next`, `$states.context.Map.Item.Value`, `$cid`, `$unbound`, `$states`,
+		`$states.input.next = "tools"`, `$states.input.next = "done"`, `$states.input.n = "3"`, `$states.input.none = "x"`,
+		`$states.input.missing = "tools"`, `$states.input.one.next = "tools"`, `$states.input.list.next = "done"`, `$cid = "c_1"`,
+		`$exists($states.input.next) ? $states.input.next : ""`, `$exists($states.input.missing) ? $states.input.missing : null`,
+		`$exists($states.input.none) ? $states.input.none : 7`, `$exists($states.input.one.next) ? $states.input.one.next : "no"`,
+		`$exists($n) ? $n : 1`, `$exists($unbound) ? $unbound : "u"`,
+	} {
+		fast, err := compileExpr(src)
+		if err != nil {
+			t.Fatalf("compileExpr(%q) = %v", src, err)
+		}
+		if !fast.path && fast.eqPath == "" && fast.orPath == "" {
+			t.Errorf("%s: not read directly", src)
+		}
+		slow, _ := compileExpr(src)
+		slow.path, slow.eqPath, slow.orPath = false, "", ""
+		got, gerr := fast.eval(states, vars)
+		want, werr := slow.eval(states, vars)
+		if (gerr == nil) != (werr == nil) || errors.Is(gerr, errUndefined) != errors.Is(werr, errUndefined) || !cmp.Equal(got, want) {
+			t.Errorf("%s = %#v, %v; the library gives %#v, %v", src, got, gerr, want, werr)
+		}
+	}
+}
