@@ -2,7 +2,6 @@ package valkey
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -22,8 +21,8 @@ func (s *Store) Owner(ctx context.Context, cid string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("owner of %s: %w", cid, classify(err))
 	}
-	var m record.Meta
-	if err := json.Unmarshal([]byte(raw), &m); err != nil {
+	m, err := metas.decode(raw)
+	if err != nil {
 		return "", fmt.Errorf("owner of %s: %w", cid, err)
 	}
 	return m.Owner, nil

@@ -356,8 +356,8 @@ func (s *Store) Artifacts(ctx context.Context, cid string, ids ...string) ([]art
 		if raw == "" {
 			continue
 		}
-		var a artifact.Artifact
-		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+		a, err := artifacts.decode(raw)
+		if err != nil {
 			return nil, fmt.Errorf("read artifacts of %s: %s: %w", cid, ids[i], err)
 		}
 		out = append(out, a)
@@ -570,8 +570,8 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 		if v == "" {
 			continue
 		}
-		var a artifact.Artifact
-		if err := json.Unmarshal([]byte(v), &a); err != nil {
+		a, err := artifacts.decode(v)
+		if err != nil {
 			return nil, nil, fmt.Errorf("load conversation %s: artifact: %w", cid, err)
 		}
 		if !seen[a.ID] {
@@ -621,11 +621,11 @@ func strs(v any) []string {
 }
 
 func decodeMeta(cid, metaJSON, title, updated string) (record.Meta, error) {
-	var m record.Meta
 	if metaJSON == "" {
-		return m, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
+		return record.Meta{}, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
 	}
-	if err := json.Unmarshal([]byte(metaJSON), &m); err != nil {
+	m, err := metas.decode(metaJSON)
+	if err != nil {
 		return m, fmt.Errorf("load conversation %s: meta: %w", cid, err)
 	}
 	if title != "" { // a rename, or the first message's text
