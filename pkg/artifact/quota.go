@@ -45,8 +45,9 @@ type Usage interface {
 }
 
 // Quota is a Store that bounds the bytes each conversation stores. A Put
-// reads at most what is left of the quota (one byte more fails it and the
-// inner store keeps nothing), then reserves the stored size atomically: of
+// of a stream reads at most what is left of the quota (one byte more fails
+// it and the inner store keeps nothing), then reserves the stored size
+// atomically; a Put of known length only reserves after the write: of
 // two concurrent Puts that would together exceed the quota, one fails and
 // its object is deleted. Deleting an object or a conversation releases its
 // bytes.
@@ -77,19 +78,34 @@ func (q *Quota) Room(ctx context.Context, cid string) (int64, error) {
 
 // Put stores body if it fits in cid's quota; ErrQuotaExceeded (a
 // *QuotaError) otherwise, with nothing kept.
+//
+// A body whose length is known before it is read (an inline file: a
+// bytes.Reader, say) needs no read of the room first: the reservation
+// after the write decides, atomically, as it does for a stream, so such a
+// Put costs one round trip to the count, not two.
 func (q *Quota) Put(ctx context.Context, cid, id, mimeType string, body io.Reader) (int64, error) {
-	used, err := q.Usage.Used(ctx, cid)
-	if err != nil {
-		return 0, fmt.Errorf("read storage use of %s: %w", cid, err)
-	}
-	full := &QuotaError{Limit: q.Limit, Used: used}
-	room := q.Limit - used
-	if room <= 0 {
-		return 0, full
-	}
-	n, err := q.Store.Put(ctx, cid, id, mimeType, LimitReader(body, room, full))
-	if err != nil {
-		return 0, err
+	var n int64
+	if sized, ok := body.(interface{ Len() int }); ok {
+		if int64(sized.Len()) > q.Limit {
+			return 0, q.exceeded(ctx, cid)
+		}
+		var err error
+		if n, err = q.Store.Put(ctx, cid, id, mimeType, body); err != nil {
+			return 0, err
+		}
+	} else {
+		used, err := q.Usage.Used(ctx, cid)
+		if err != nil {
+			return 0, fmt.Errorf("read storage use of %s: %w", cid, err)
+		}
+		full := &QuotaError{Limit: q.Limit, Used: used}
+		room := q.Limit - used
+		if room <= 0 {
+			return 0, full
+		}
+		if n, err = q.Store.Put(ctx, cid, id, mimeType, LimitReader(body, room, full)); err != nil {
+			return 0, err
+		}
 	}
 	ok, err := q.Usage.Reserve(ctx, cid, id, n, q.Limit)
 	if err == nil && ok {
@@ -103,8 +119,13 @@ func (q *Quota) Put(ctx context.Context, cid, id, mimeType string, body io.Reade
 	if err != nil {
 		return 0, fmt.Errorf("count storage use of %s: %w", cid, err)
 	}
-	used, _ = q.Usage.Used(ctx, cid)
-	return 0, &QuotaError{Limit: q.Limit, Used: used}
+	return 0, q.exceeded(ctx, cid)
+}
+
+// exceeded is the QuotaError of cid as its use stands now.
+func (q *Quota) exceeded(ctx context.Context, cid string) error {
+	used, _ := q.Usage.Used(ctx, cid)
+	return &QuotaError{Limit: q.Limit, Used: used}
 }
 
 // Delete removes the object and releases its bytes.
@@ -139,7 +160,14 @@ func Room(ctx context.Context, s Store, cid string) (int64, bool, error) {
 // LimitReader reads r until n bytes, then fails with err (ErrTooLarge when
 // nil) as soon as one byte more arrives, so a store's Put fails and keeps
 // nothing rather than storing a cut file as if it were whole.
+//
+// A reader that says its length (Len, as bytes.Reader does) and is within
+// n comes back as it is: it cannot go past n, and the length stays known
+// to the store (Quota.Put reserves such a file without reading the room).
 func LimitReader(r io.Reader, n int64, err error) io.Reader {
+	if sized, ok := r.(interface{ Len() int }); ok && int64(sized.Len()) <= n {
+		return r
+	}
 	if err == nil {
 		err = ErrTooLarge
 	}

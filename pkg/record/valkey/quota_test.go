@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -21,8 +22,19 @@ import (
 // TestQuotaHoldsUnderConcurrentPuts: 20 concurrent Puts of 10 KiB into a
 // conversation with a 64 KiB quota. Exactly as many fit as the quota holds,
 // the rest fail with ErrQuotaExceeded and leave no file, the count in
-// Valkey matches the bytes on disk, and deleting releases the bytes.
+// Valkey matches the bytes on disk, and deleting releases the bytes. The
+// same holds for bodies of known length (inline files, whose room is not
+// read first) and for streams.
 func TestQuotaHoldsUnderConcurrentPuts(t *testing.T) {
+	for name, body := range map[string]func(n int) io.Reader{
+		"known length": func(n int) io.Reader { return bytes.NewReader(make([]byte, n)) },
+		"stream":       func(n int) io.Reader { return struct{ io.Reader }{bytes.NewReader(make([]byte, n))} },
+	} {
+		t.Run(name, func(t *testing.T) { quotaHolds(t, body) })
+	}
+}
+
+func quotaHolds(t *testing.T, body func(n int) io.Reader) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
 		ctx := t.Context()
 		s := valkey.New(c, valkey.Options{})
@@ -40,7 +52,7 @@ func TestQuotaHoldsUnderConcurrentPuts(t *testing.T) {
 		errs := make([]error, 20)
 		for i := range errs {
 			wg.Go(func() {
-				_, errs[i] = arts.Put(ctx, cid, fmt.Sprintf("art_%02d", i), "text/plain", bytes.NewReader(make([]byte, size)))
+				_, errs[i] = arts.Put(ctx, cid, fmt.Sprintf("art_%02d", i), "text/plain", body(size))
 			})
 		}
 		wg.Wait()
@@ -73,7 +85,7 @@ func TestQuotaHoldsUnderConcurrentPuts(t *testing.T) {
 		}
 
 		var qe *artifact.QuotaError
-		if _, err := arts.Put(ctx, cid, "art_more", "text/plain", bytes.NewReader(make([]byte, size))); !errors.As(err, &qe) || qe.Limit != limit {
+		if _, err := arts.Put(ctx, cid, "art_more", "text/plain", body(size)); !errors.As(err, &qe) || qe.Limit != limit {
 			t.Fatalf("Put over the quota error = %v, want a *QuotaError with the limit", err)
 		}
 		for i := range errs {
@@ -87,7 +99,7 @@ func TestQuotaHoldsUnderConcurrentPuts(t *testing.T) {
 		if got, _ := s.Usage().Used(ctx, cid); got != used-size {
 			t.Errorf("Used after deleting one = %d, want %d", got, used-size)
 		}
-		if _, err := arts.Put(ctx, cid, "art_more", "text/plain", bytes.NewReader(make([]byte, size))); err != nil {
+		if _, err := arts.Put(ctx, cid, "art_more", "text/plain", body(size)); err != nil {
 			t.Errorf("Put after a delete made room = %v, want nil", err)
 		}
 		if err := arts.DeleteConversation(ctx, cid); err != nil {
