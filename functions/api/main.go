@@ -22,9 +22,11 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/schemacheck"
 )
 
 func main() {
+	schemacheck.Use() // this function checks tool arguments against their schemas
 	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
 		h, err := env.Handlers()
 		if err != nil {

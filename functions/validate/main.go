@@ -1,7 +1,8 @@
 // Command validate is the Lambda function of the turn loop's Validate step
 // (statemachine/loop.asl.json); the logic is turn.Handlers.Validate: the
 // record, the tool catalogue and the audit log of the user's decisions. It
-// has no model and no A2A client.
+// has no model and no A2A client. It is one of the two functions that check
+// tool arguments against their schemas (pkg/schemacheck; api is the other).
 package main
 
 import (
@@ -11,10 +12,12 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/schemacheck"
 	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
 func main() {
+	schemacheck.Use() // this function checks tool arguments against their schemas
 	platform.Start(func(ctx context.Context, env *platform.Env) (any, error) {
 		h, err := guardianenv.Handlers(ctx, env) // the guardian (issue 19) of CLIENTAGENT_GUARDIAN
 		if err != nil {

@@ -5,15 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v5"
+	"sync/atomic"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 )
@@ -99,8 +98,9 @@ func (e Entry) Param(name string) (Param, bool) {
 // Validate checks args against the entry's schema: the original schema
 // (vendor keywords are ignored by the validator) with user-input fields and
 // attached artifacts no longer required, because those are asked for or
-// attached later (docs/design.md §3.3). The error is a *jsonschema.ValidationError
-// for a violation; use DescribeValidation to make it readable.
+// attached later (docs/design.md §3.3). The error is a *schemaerr.Error
+// for a violation (batch.DescribeValidation makes it readable), or
+// ErrNoValidator in a program that checks no arguments.
 func (e Entry) Validate(args map[string]any) error {
 	s, err := e.schema.get()
 	if err != nil {
@@ -109,33 +109,41 @@ func (e Entry) Validate(args map[string]any) error {
 	return s.Validate(normalizeJSON(args))
 }
 
+// Validator checks a value against one compiled JSON Schema: nil when it
+// is valid, a *schemaerr.Error for what is wrong.
+type Validator interface{ Validate(v any) error }
+
+// SchemaCompiler compiles one tool's argument schema, named url.
+type SchemaCompiler func(url string, schema []byte) (Validator, error)
+
+var schemaCompiler atomic.Pointer[SchemaCompiler]
+
+// UseSchemas makes Entry.Validate compile each tool's schema with c. The
+// binaries that check arguments (the validate and api functions, the local
+// stack) set it through pkg/schemacheck; the others link no JSON Schema
+// validator, and their Validate fails with ErrNoValidator.
+func UseSchemas(c SchemaCompiler) { schemaCompiler.Store(&c) }
+
+// ErrNoValidator is Entry.Validate's error in a binary that has no JSON
+// Schema validator (UseSchemas was not called).
+var ErrNoValidator = errors.New("catalog: this program checks no tool arguments (no JSON Schema validator: see catalog.UseSchemas)")
+
 // lazySchema compiles a validation schema once, on first use.
 type lazySchema struct {
 	url  string
 	raw  []byte
 	once sync.Once
-	s    *jsonschema.Schema
+	v    Validator
 	err  error
 }
 
-func (l *lazySchema) get() (*jsonschema.Schema, error) {
-	l.once.Do(func() {
-		c := jsonschema.NewCompiler()
-		// A schema comes from an agent card: it may not make us read files
-		// or fetch URLs ($ref to anything but itself and the metaschemas).
-		c.LoadURL = func(u string) (io.ReadCloser, error) {
-			return nil, fmt.Errorf("external $ref %q is not allowed in a skill schema", u)
-		}
-		if err := c.AddResource(l.url, bytes.NewReader(l.raw)); err != nil {
-			l.err = fmt.Errorf("load schema %s: %w", l.url, err)
-			return
-		}
-		l.s, l.err = c.Compile(l.url)
-		if l.err != nil {
-			l.err = fmt.Errorf("compile schema %s: %w", l.url, l.err)
-		}
-	})
-	return l.s, l.err
+func (l *lazySchema) get() (Validator, error) {
+	compile := schemaCompiler.Load()
+	if compile == nil {
+		return nil, ErrNoValidator
+	}
+	l.once.Do(func() { l.v, l.err = (*compile)(l.url, l.raw) })
+	return l.v, l.err
 }
 
 // Catalog is the set of tools the model sees for one LLM call: one per

@@ -47,6 +47,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/invokeenv"
+	"github.com/clientagent/clientagent/pkg/schemacheck"
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/turn"
@@ -190,6 +191,7 @@ type Stack struct {
 
 // Start builds and starts a stack; Close stops it.
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	schemacheck.Use() // the stack validates calls and API requests, as the validate and api functions do
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8080"
 	}

@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,9 +24,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.yaml.in/yaml/v4"
 
+	"github.com/clientagent/clientagent/pkg/schemacheck"
 	"github.com/clientagent/clientagent/pkg/wire"
 )
 
@@ -142,7 +141,7 @@ type ArgumentsExpect struct {
 	Subset map[string]any `json:"subset,omitempty"`
 	Schema any            `json:"schema,omitempty"`
 
-	schema *jsonschema.Schema
+	schema *schemacheck.Schema
 }
 
 // ArtifactExpect counts the artifacts of MimeType the turn produced:
@@ -333,18 +332,11 @@ func (s *Scenario) validate() error {
 	return nil
 }
 
-func compileSchema(v any) (*jsonschema.Schema, error) {
+func compileSchema(v any) (*schemacheck.Schema, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
-	c := jsonschema.NewCompiler()
 	// A scenario's schema is self-contained: no files or URLs behind $ref.
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("external $ref %q is not allowed in a scenario schema", u)
-	}
-	if err := c.AddResource("expect.json", bytes.NewReader(b)); err != nil {
-		return nil, err
-	}
-	return c.Compile("expect.json")
+	return schemacheck.Compile("expect.json", b)
 }
