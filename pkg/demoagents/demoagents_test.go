@@ -311,6 +311,12 @@ func TestCreateSVGRejectsBadArguments(t *testing.T) {
 			t.Errorf("failed task for %v has no message", args)
 		}
 	}
+	// The model reads what is wrong field by field, not the validator's
+	// own text with the schema's URL.
+	task := send(t, c, "call_bad", map[string]any{"word": "x", "font_size": "big"})
+	if msg := statusText(task); !strings.Contains(msg, "font_size: ") || strings.Contains(msg, "does not validate with") {
+		t.Errorf("failed task's message = %q, want the field and its reason alone", msg)
+	}
 }
 
 // inkStats counts dark pixels in r.

@@ -16,11 +16,11 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
-	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
+	"github.com/clientagent/clientagent/pkg/schemacheck"
 )
 
 // skill is one demo agent with its only skill.
@@ -33,7 +33,7 @@ type skill struct {
 	tags, examples   []string
 	outputModes      []string
 	ext              catalog.SkillExtension
-	schema           *jsonschema.Schema
+	schema           *schemacheck.Schema
 	run              func(ctx context.Context, in *callInput) (*callOutput, error)
 }
 
@@ -345,13 +345,12 @@ func toAny(v any) any {
 
 // compileSchema compiles a skill's input schema; a bad literal is a
 // programming error.
-func compileSchema(id string, raw json.RawMessage) *jsonschema.Schema {
-	c := jsonschema.NewCompiler()
-	url := "mem://" + id + ".json"
-	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
+func compileSchema(id string, raw json.RawMessage) *schemacheck.Schema {
+	s, err := schemacheck.Compile("mem://"+id+".json", raw)
+	if err != nil {
 		panic(fmt.Sprintf("schema %s: %v", id, err))
 	}
-	return c.MustCompile(url)
+	return s
 }
 
 // Argument accessors; the schema has been validated, so types hold.
