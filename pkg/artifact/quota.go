@@ -85,8 +85,8 @@ func (q *Quota) Room(ctx context.Context, cid string) (int64, error) {
 // Put costs one round trip to the count, not two.
 func (q *Quota) Put(ctx context.Context, cid, id, mimeType string, body io.Reader) (int64, error) {
 	var n int64
-	if sized, ok := body.(interface{ Len() int }); ok {
-		if int64(sized.Len()) > q.Limit {
+	if size, ok := knownLength(body); ok {
+		if size > q.Limit {
 			return 0, q.exceeded(ctx, cid)
 		}
 		var err error
@@ -165,7 +165,7 @@ func Room(ctx context.Context, s Store, cid string) (int64, bool, error) {
 // n comes back as it is: it cannot go past n, and the length stays known
 // to the store (Quota.Put reserves such a file without reading the room).
 func LimitReader(r io.Reader, n int64, err error) io.Reader {
-	if sized, ok := r.(interface{ Len() int }); ok && int64(sized.Len()) <= n {
+	if size, ok := knownLength(r); ok && size <= n {
 		return r
 	}
 	if err == nil {
@@ -216,4 +216,13 @@ func trimUnit(v float64, unit string) string {
 		return fmt.Sprintf("%d %s", int64(v), unit)
 	}
 	return fmt.Sprintf("%.1f %s", v, unit)
+}
+
+// knownLength is how many bytes r has left when it says so (Len, as
+// bytes.Reader and strings.Reader do).
+func knownLength(r io.Reader) (int64, bool) {
+	if sized, ok := r.(interface{ Len() int }); ok {
+		return int64(sized.Len()), true
+	}
+	return 0, false
 }

@@ -23,7 +23,13 @@ import (
 // Use makes the catalog's entries validate their arguments with this
 // package (catalog.UseSchemas).
 func Use() {
-	catalog.UseSchemas(func(url string, raw []byte) (catalog.Validator, error) { return Compile(url, raw) })
+	catalog.UseSchemas(func(url string, raw []byte) (catalog.Validator, error) {
+		s, err := Compile(url, raw)
+		if err != nil {
+			return nil, err // not a nil *Schema in a non-nil Validator
+		}
+		return s, nil
+	})
 }
 
 // Schema is one compiled schema.

@@ -330,16 +330,19 @@ func fromJSONata(v any) (any, error) {
 	return out, nil
 }
 
-// pathRe matches a plain variable path such as $states.input.calls.
-var pathRe = regexp.MustCompile(`^\$[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+// pathSyntax is a plain variable path such as $states.input.calls.
+const pathSyntax = `\$[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*`
+
+// pathRe matches a plain path alone.
+var pathRe = regexp.MustCompile(`^` + pathSyntax + `$`)
 
 // eqRe matches a plain path compared with a string literal without
 // escapes: $states.input.next = "tools".
-var eqRe = regexp.MustCompile(`^(\$[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*=\s*"([^"\\]*)"$`)
+var eqRe = regexp.MustCompile(`^(` + pathSyntax + `)\s*=\s*"([^"\\]*)"$`)
 
 // orRe matches $exists(p) ? p : literal, with p a plain path and the
 // literal null, a number or a string without escapes.
-var orRe = regexp.MustCompile(`^\$exists\((\$[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\)\s*\?\s*(\$[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)\s*:\s*(null|-?[0-9]+(?:\.[0-9]+)?|"[^"\\]*")$`)
+var orRe = regexp.MustCompile(`^\$exists\((` + pathSyntax + `)\)\s*\?\s*(` + pathSyntax + `)\s*:\s*(null|-?[0-9]+(?:\.[0-9]+)?|"[^"\\]*")$`)
 
 // walkPath resolves a plain path over the bindings.
 func walkPath(expr string, states, vars map[string]any) (any, bool) {
