@@ -221,7 +221,9 @@ func (e *Engine) startExecution(ctx context.Context, smArn, name string, input j
 	if ok {
 		return same(x)
 	}
-	if e.persist != nil { // ended and gone from memory?
+	// An EXPRESS execution is never stored (save), so no stored one can
+	// hold its name.
+	if e.persist != nil && !sm.express { // ended and gone from memory?
 		if _, err := e.persist.Load(ctx, arn); err == nil {
 			return "", time.Time{}, nil, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
 		} else if !errors.Is(err, ErrExecutionDoesNotExist) {
@@ -255,9 +257,24 @@ func (e *Engine) startExecution(ctx context.Context, smArn, name string, input j
 		parent.children = append(parent.children, x)
 		parent.mu.Unlock()
 	}
-	e.save(x, c)
-	e.launch(x, c)
+	e.start(x, c)
 	return arn, now, x, nil
+}
+
+// start launches x at c and returns once its start is saved. The save's
+// round trip overlaps the first states: the snapshot is taken before the
+// launch, and every later save of x waits for this one (saveMu), so the
+// store never holds a position older than the last one saved.
+func (e *Engine) start(x *execution, c *cursor) {
+	if e.persist == nil || e.isClosed() || x.sm.express {
+		e.launch(x, c)
+		return
+	}
+	snap, ok, err := x.snapshot(c)
+	x.saveMu.Lock()
+	defer x.saveMu.Unlock()
+	e.launch(x, c)
+	e.write(x, snap, ok, err, false)
 }
 
 // DescribeExecution returns the execution's current description.
@@ -523,6 +540,12 @@ func (e *Engine) save(x *execution, c *cursor) {
 	x.saveMu.Lock()
 	defer x.saveMu.Unlock()
 	snap, ok, err := x.snapshot(c)
+	e.write(x, snap, ok, err, c == nil)
+}
+
+// write stores snap, the snapshot taken of x (ok false: x ended since),
+// as its end or as its position. The caller holds x.saveMu.
+func (e *Engine) write(x *execution, snap Snapshot, ok bool, err error, ended bool) {
 	if err != nil {
 		e.log.Error("snapshot execution", "execution", x.meta.ExecutionArn, "err", err)
 		return
@@ -531,7 +554,7 @@ func (e *Engine) save(x *execution, c *cursor) {
 		return
 	}
 	save := e.persist.Save
-	if c == nil {
+	if ended {
 		save = e.persist.End
 	}
 	if err := save(context.Background(), snap); err != nil {

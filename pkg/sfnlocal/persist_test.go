@@ -126,6 +126,93 @@ func TestSavesOnlyAtBoundaries(t *testing.T) {
 	}
 }
 
+// gatedPersister holds the first Save until released, and counts Loads.
+type gatedPersister struct {
+	countingPersister
+	gate  chan struct{}
+	once  sync.Once
+	loads atomic.Int64
+}
+
+func (p *gatedPersister) Save(ctx context.Context, s Snapshot) error {
+	p.once.Do(func() { <-p.gate })
+	return p.countingPersister.Save(ctx, s)
+}
+
+func (p *gatedPersister) Load(ctx context.Context, arn string) (Snapshot, error) {
+	p.loads.Add(1)
+	return p.countingPersister.Load(ctx, arn)
+}
+
+// The start's save overlaps the first states (the execution reaches its
+// first task while the save is held), StartExecution returns only once it
+// is stored, and no later save overtakes it: the saved positions stay in
+// order.
+func TestStartSaveOverlapsFirstStates(t *testing.T) {
+	t.Parallel()
+	rp, _, _ := redisPersister(t)
+	p := &gatedPersister{countingPersister: countingPersister{Persister: rp}, gate: make(chan struct{})}
+	e, _ := testEngine(t, Options{Persist: p})
+	reachedA := make(chan struct{})
+	e.RegisterFunction("A", func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		close(reachedA)
+		return in, nil
+	})
+	e.RegisterFunction("B", echo)
+	sm := mustCreate(t, e, "overlap", []byte(boundaryDef))
+	started := make(chan string)
+	go func() { started <- mustStart(t, e, sm, "o1", `{"n":1}`) }()
+	select {
+	case <-reachedA:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the execution did not reach its first task while its start was being saved")
+	}
+	select {
+	case <-started:
+		t.Fatal("StartExecution returned before the start was saved")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(p.gate)
+	x := mustWait(t, e, <-started)
+	if x.Status != StatusSucceeded {
+		t.Fatalf("Status = %s (%s %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
+	}
+	eventually(t, "the end saved", func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.ends == 1
+	})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if diff := cmp.Diff([]string{"Init", "B"}, p.saves); diff != "" {
+		t.Errorf("saved positions (-want +got):\n%s", diff)
+	}
+}
+
+// An EXPRESS execution is never stored, so its start reads nothing from
+// the store to learn whether its name is taken.
+func TestExpressStartReadsNothing(t *testing.T) {
+	t.Parallel()
+	rp, _, _ := redisPersister(t)
+	p := &gatedPersister{countingPersister: countingPersister{Persister: rp}, gate: make(chan struct{})}
+	close(p.gate)
+	e, _ := testEngine(t, Options{Persist: p})
+	e.RegisterFunction("A", echo)
+	e.RegisterFunction("B", echo)
+	arn, err := e.CreateStateMachineOfType("fast", TypeExpress, []byte(boundaryDef))
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := mustWait(t, e, mustStart(t, e, arn, "x1", `{"n":1}`))
+	if x.Status != StatusSucceeded {
+		t.Fatalf("Status = %s (%s %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
+	}
+	mustStart(t, e, mustCreate(t, e, "std", []byte(boundaryDef)), "s1", `{"n":1}`)
+	if n := p.loads.Load(); n != 1 {
+		t.Errorf("store reads at start = %d for one EXPRESS and one STANDARD execution, want 1 (the STANDARD's)", n)
+	}
+}
+
 // A crash (Close, as a kill -9 leaves the store) while B runs: the resumed
 // execution runs B again from the saved position, not A; the Choice and
 // Pass between them are not saved and need not be.
