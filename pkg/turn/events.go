@@ -25,6 +25,22 @@ func (h *Handlers) emit(ctx context.Context, cid string, evs ...record.Event) {
 	log.Publish(ctx, cid, evs...)
 }
 
+// emitAside is emit in the background, for an event written while the
+// step waits on something slower (the model's first tokens): the returned
+// wait returns once it is written and pushed, and every later write of
+// the step's events comes after a call of it, so the log keeps their order.
+func (h *Handlers) emitAside(ctx context.Context, cid string, evs ...record.Event) (wait func()) {
+	if len(evs) == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.emit(ctx, cid, evs...)
+	}()
+	return func() { <-done }
+}
+
 // LivePublisher pushes a conversation's events to its live subscribers
 // (livepub.Publisher). Publish queues and returns: it never blocks a step,
 // and what it fails to deliver a client reads from the turn.
@@ -128,6 +144,9 @@ type deltas struct {
 	cid     string
 	turnID  string
 	llmCall int
+	// after, when set, is waited on before the first write: the call's
+	// step.started (emitAside) comes first in the log.
+	after func()
 
 	// check, when set, checks each batch with the tail of what was shown
 	// before it is shown (outputCheck).
@@ -254,6 +273,9 @@ func (d *deltas) flushLocked() {
 	d.stopLocked()
 	if len(d.buf) == 0 || d.held || !d.allowedLocked() {
 		return
+	}
+	if d.after != nil {
+		d.after()
 	}
 	d.h.emit(d.ctx, d.cid, d.event())
 }

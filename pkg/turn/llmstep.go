@@ -112,14 +112,24 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		CacheKey: in.ConversationID,
 	}
 	llmCall := t.LLMCalls + 1
-	h.emit(ctx, in.ConversationID, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": "llm", "llm_call": llmCall}))
+	// The call's step.started is written while the model thinks: its round
+	// trip is off the step's path, and every later write of the step waits
+	// for it (issue 29).
+	var startedWritten func()
+	if h.events().Enabled() {
+		startedWritten = h.emitAside(ctx, in.ConversationID, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": "llm", "llm_call": llmCall}))
+	}
 	deltas := h.newDeltas(ctx, in.Ref, llmCall)
 	if deltas != nil {
 		req.OnText, req.OnReset = deltas.text, deltas.reset
 		deltas.check = h.streamCheck(ctx)
+		deltas.after = startedWritten
 	}
 	check := h.checkRequest(ctx, t, deltas)
 	resp, err := h.chat(ctx, req, llmCall)
+	if startedWritten != nil {
+		startedWritten()
+	}
 	if check != nil {
 		if out, done, gerr := h.applyRequestCheck(ctx, in, conv, t, check, resp); done {
 			deltas.reset() // the answer to a blocked or redacted request is never shown

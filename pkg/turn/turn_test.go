@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -1063,5 +1064,67 @@ func TestLostCallOfCancelledTurnRunsAgain(t *testing.T) {
 	}
 	if tr := f.turn(t); tr.Status != record.StatusCancelled || f.llm.Load() != 1 {
 		t.Errorf("turn = %s after %d LLM calls, want cancelled after 1", tr.Status, f.llm.Load())
+	}
+}
+
+// gatedEvents is the store's event log, whose write of a step.started
+// waits (up to a second) for the model to have been called.
+type gatedEvents struct {
+	*valkey.Store
+	called chan struct{}
+	early  atomic.Bool // a step.started was written before the model was called
+}
+
+func (g *gatedEvents) Emit(ctx context.Context, cid string, evs ...record.Event) error {
+	for _, e := range evs {
+		if e.Type == record.EventStepStarted {
+			select {
+			case <-g.called:
+			case <-time.After(time.Second):
+				g.early.Store(true)
+			}
+		}
+	}
+	return g.Store.Emit(ctx, cid, evs...)
+}
+
+// An LLM step writes its step.started while the model thinks, not before
+// calling it, and the log still reads step.started, the streamed text,
+// step.ended, in that order (docs/design.md, the event log).
+func TestLLMStepStartedWrittenWhileTheModelThinks(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, nil)
+	g := &gatedEvents{Store: f.store, called: make(chan struct{})}
+	f.h.Events = g
+	f.h.LLM = llmtest.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+		close(g.called)
+		for _, s := range []string{"Hel", "lo ", "there"} {
+			req.OnText(s)
+		}
+		return &llm.Response{Text: "Hello there"}, nil
+	})
+	if _, err := f.h.LLMStep(t.Context(), turn.StepInput{Ref: f.ref}); err != nil {
+		t.Fatal(err)
+	}
+	if g.early.Load() {
+		t.Error("step.started was written before the model was called")
+	}
+	evs, err := f.store.Events(t.Context(), "c1", "", 100, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	var text strings.Builder
+	for _, e := range evs {
+		if len(types) == 0 || types[len(types)-1] != e.Type {
+			types = append(types, e.Type)
+		}
+		if e.Type == record.EventLLMDelta {
+			text.WriteString(e.Data["text"].(string))
+		}
+	}
+	want := []string{record.EventStepStarted, record.EventLLMDelta, record.EventStepEnded}
+	if !slices.Equal(types[:min(3, len(types))], want) || text.String() != "Hello there" {
+		t.Errorf("event log = %v with text %q, want %v… with %q", types, text.String(), want, "Hello there")
 	}
 }
