@@ -120,25 +120,42 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if h.events().Enabled() && len(in.Fail) == 0 {
 		o.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, o.StepStatus(), o.StartedAt, o.EndedAt, nil)}
 	}
-	// The specialist ran: its outcome is written however long the store
-	// takes to come back (within the step's time), not run again.
+	// The specialist ran: the audit log records the call while its outcome
+	// is written (a retry that finds the outcome records it again, under
+	// the same name), so a call that ran is recorded even when the store
+	// cannot keep its outcome. The outcome is written however long the
+	// store takes to come back (within the step's time): the call is not
+	// run again. An iteration that failed (Fail), whose specialist may or
+	// may not have run, is recorded once its failed outcome is stored.
+	audited := make(chan error, 1)
+	if len(in.Fail) == 0 {
+		go func() { audited <- h.audit(ctx, h.executed(conv, t, *pc, o)) }()
+	} else {
+		audited <- nil
+	}
 	var put record.Put
 	tries, err := h.outlast(ctx, func() (err error) {
 		put, err = h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
 		return err
 	})
+	auditErr := <-audited
 	if tries > 1 && err == nil {
-		put.Stored = true // an earlier try may have stored it before it timed out: record the call either way
+		put.Stored = true // an earlier try may have stored it before it timed out
 	}
 	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
 	} else if err != nil {
 		return InvokeOutput{}, &TransientError{Err: fmt.Errorf("store outcome of %s: %w", pc.CallID, err)}
 	}
+	if auditErr != nil {
+		return InvokeOutput{}, auditErr
+	}
 	if put.Stored {
 		h.events().Publish(ctx, in.ConversationID, o.Events...) // as the log got them, with the first write
-		if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
-			return InvokeOutput{}, err
+		if len(in.Fail) > 0 {
+			if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
+				return InvokeOutput{}, err
+			}
 		}
 	}
 	if put.Cancelled {

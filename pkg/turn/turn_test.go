@@ -1128,3 +1128,78 @@ func TestLLMStepStartedWrittenWhileTheModelThinks(t *testing.T) {
 		t.Errorf("event log = %v with text %q, want %v… with %q", types, text.String(), want, "Hello there")
 	}
 }
+
+// outcomeAfterAudit is a store whose PutOutcome waits (up to a second)
+// for the audit log to be written, then answers err (nil: stores it).
+type outcomeAfterAudit struct {
+	record.Store
+	audited chan struct{}
+	late    atomic.Bool // the outcome was written before the audit
+	err     error
+}
+
+func (s *outcomeAfterAudit) PutOutcome(ctx context.Context, cid, tid string, o record.CallOutcome) (record.Put, error) {
+	select {
+	case <-s.audited:
+	case <-time.After(time.Second):
+		s.late.Store(true)
+	}
+	if s.err != nil {
+		return record.Put{}, s.err
+	}
+	return s.Store.PutOutcome(ctx, cid, tid, o)
+}
+
+// signalledAudit closes its channel at the first Record.
+type signalledAudit struct {
+	audit.Dir
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (a *signalledAudit) Record(ctx context.Context, evs ...audit.Event) error {
+	err := a.Dir.Record(ctx, evs...)
+	a.once.Do(func() { close(a.ch) })
+	return err
+}
+
+// docs/design.md §8: a call that ran is in the audit log whatever becomes
+// of its outcome, and the log's write does not wait for the outcome's:
+// both are written at once. With the conversation deleted while the call
+// ran, the outcome is refused and the call is still recorded.
+func TestExecutedCallAuditedWhileItsOutcomeIsStored(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{{"stored", nil}, {"conversation deleted", record.ErrNotFound}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, func(req llm.Request) *llm.Response {
+				return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
+			})
+			ch := make(chan struct{})
+			f.h.Audit = &signalledAudit{Dir: f.audit, ch: ch}
+			st := &outcomeAfterAudit{Store: f.store, audited: ch, err: tc.err}
+			ctx := t.Context()
+			if _, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}); err != nil {
+				t.Fatal(err)
+			}
+			f.h.Store = st
+			_, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"})
+			var nf *turn.NotFoundError
+			if (tc.err == nil && err != nil) || (tc.err != nil && !errors.As(err, &nf)) {
+				t.Fatalf("Invoke() error = %v", err)
+			}
+			if st.late.Load() {
+				t.Error("the audit log was written only after the outcome")
+			}
+			if diff := cmp.Diff([]string{"call_t1_1/call/succeeded"}, f.events(t)); diff != "" {
+				t.Errorf("audit events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
