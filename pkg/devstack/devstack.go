@@ -12,9 +12,6 @@ package devstack
 import (
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,8 +25,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/sfn"
 	"github.com/redis/go-redis/v9"
 
 	clientagent "github.com/clientagent/clientagent"
@@ -305,20 +300,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	st.engine.AddStatusRule(sfnlocal.StatusRule{StateMachineArn: smARN, Target: functionNames["LLMStepFunction"],
 		Statuses: []string{sfnlocal.StatusFailed, sfnlocal.StatusTimedOut, sfnlocal.StatusAborted}})
 
-	// The API talks to the engine through the real Step Functions SDK client.
-	// Its access key is derived from the stack's signing key, and the
-	// engine's endpoint answers only requests signed with it, so nothing
-	// but our API drives executions or answers task tokens.
-	sfnKey := derivedKey(key, "sfn-access-key")
-	sfnClient := sfn.New(sfn.Options{
-		Region:       "us-east-1",
-		Credentials:  credentials.NewStaticCredentialsProvider(sfnKey, sfnKey, ""),
-		BaseEndpoint: aws.String(url + "/sfn/"),
-	})
+	// The API calls the engine in process (sfnlocal.Client: the SDK
+	// client's inputs, outputs and errors, without an HTTP request and its
+	// signature per call). The stack serves no Step Functions endpoint, so
+	// nothing but our API drives executions or answers task tokens.
 	server := &api.Server{
 		Store:           p.Store,
 		Artifacts:       arts,
-		Executions:      sfnClient,
+		Executions:      sfnlocal.Client{Engine: st.engine},
 		StateMachineARN: smARN,
 		Catalogs:        p.Catalogs,
 		Auth:            st.auth,
@@ -358,7 +347,6 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	} else {
 		mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, StoreTimeout: agentStoreTimeout, Tracing: cfg.Tracing, Logger: log}))
 	}
-	mux.Handle("/sfn/", requireAccessKey(sfnKey, http.StripPrefix("/sfn", st.engine.HTTPHandler())))
 	mux.Handle("/", web.Handler())
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -399,28 +387,6 @@ func (s *Stack) mcpStatus(ctx context.Context) string {
 		}
 	}
 	return strings.Join(parts, ", ")
-}
-
-// derivedKey is a stable secret for purpose, derived from the stack's key.
-func derivedKey(key []byte, purpose string) string {
-	m := hmac.New(sha256.New, key)
-	m.Write([]byte(purpose))
-	return hex.EncodeToString(m.Sum(nil))[:20]
-}
-
-// requireAccessKey admits only requests whose SigV4 Authorization header
-// names accessKey. It checks no signature: the key itself is the secret,
-// and the endpoint is the local stack's, not AWS's.
-func requireAccessKey(accessKey string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.Contains(r.Header.Get("Authorization"), "Credential="+accessKey+"/") {
-			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write([]byte(`{"__type":"AccessDeniedException","message":"not signed with the local stack's key"}`))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // agentStoreTimeout is the dial and I/O timeout of the demo agents' Valkey client.

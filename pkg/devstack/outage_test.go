@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -114,22 +115,26 @@ func TestUnstartedTurnReadsFailed(t *testing.T) {
 	}
 }
 
-// The local engine's Step Functions endpoint answers only our API: a
-// request not signed with the stack's derived key is refused.
+// Nothing but our API drives the local engine: the stack serves no Step
+// Functions endpoint (its API calls the engine in process), so a Step
+// Functions request to it answers no task token.
 func TestEngineEndpointRefusesStrangers(t *testing.T) {
 	t.Parallel()
 	st, _ := stack(t, &model{decide: func(llm.Request) *llm.Response { return answer("hi") }})
-	req, _ := http.NewRequest("POST", st.URL()+"/sfn/", strings.NewReader(`{"taskToken":"x","output":"{}"}`))
-	req.Header.Set("X-Amz-Target", "AWSStepFunctions.SendTaskSuccess")
-	req.Header.Set("Content-Type", "application/x-amz-json-1.0")
-	req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20261130/us-east-1/states/aws4_request, SignedHeaders=host, Signature=00")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusForbidden {
-		t.Errorf("unsigned SendTaskSuccess = %d, want 403", resp.StatusCode)
+	for _, path := range []string{"/sfn/", "/"} {
+		req, _ := http.NewRequest("POST", st.URL()+path, strings.NewReader(`{"taskToken":"x","output":"{}"}`))
+		req.Header.Set("X-Amz-Target", "AWSStepFunctions.SendTaskSuccess")
+		req.Header.Set("Content-Type", "application/x-amz-json-1.0")
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential=local/20261130/us-east-1/states/aws4_request, SignedHeaders=host, Signature=00")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode < 400 || strings.Contains(string(body), "__type") {
+			t.Errorf("SendTaskSuccess to %s = %d %s, want no Step Functions answer", path, resp.StatusCode, body)
+		}
 	}
 }
 
