@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -61,23 +60,11 @@ func ownBlock(req llm.Request) []llm.Message {
 // auditLog reads every audit event under dataDir.
 func auditLog(t *testing.T, dataDir string) []audit.Event {
 	t.Helper()
-	var out []audit.Event
-	_ = filepath.WalkDir(filepath.Join(dataDir, "audit"), func(p string, d os.DirEntry, _ error) error {
-		if d == nil || d.IsDir() || !strings.HasSuffix(p, ".json") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e audit.Event
-		if err := json.Unmarshal(b, &e); err != nil {
-			t.Fatalf("audit %s: %v", p, err)
-		}
-		out = append(out, e)
-		return nil
-	})
-	return out
+	evs, err := audit.ReadDir(filepath.Join(dataDir, "audit"))
+	if err != nil {
+		t.Fatalf("read the audit log: %v", err)
+	}
+	return evs
 }
 
 // Issue 12 defect 1 (docs/design.md §3.4a, docs/design.md §4): a provider that sends the

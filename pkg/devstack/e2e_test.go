@@ -10,15 +10,12 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
@@ -548,17 +545,11 @@ func TestMaxConcurrencyFromConfig(t *testing.T) {
 func auditEvents(t *testing.T, dataDir, tool string) []string {
 	t.Helper()
 	var out []string
-	_ = filepath.WalkDir(filepath.Join(dataDir, "audit"), func(p string, d os.DirEntry, _ error) error {
-		if d == nil || d.IsDir() {
-			return nil
-		}
-		b, _ := os.ReadFile(p)
-		var e audit.Event
-		if json.Unmarshal(b, &e) == nil && e.Tool == tool {
+	for _, e := range auditLog(t, dataDir) {
+		if e.Tool == tool {
 			out = append(out, e.Tool+"/"+e.Kind)
 		}
-		return nil
-	})
+	}
 	sort.Strings(out)
 	return out
 }

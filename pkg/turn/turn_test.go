@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -79,25 +78,17 @@ type fixture struct {
 // events lists the audit log as "call_id/kind/status" lines, sorted.
 func (f *fixture) events(t *testing.T) []string {
 	t.Helper()
+	evs, err := audit.ReadDir(f.audit.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []string
-	_ = filepath.WalkDir(f.audit.Path, func(p string, d os.DirEntry, _ error) error {
-		if d == nil || d.IsDir() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var e audit.Event
-		if err := json.Unmarshal(b, &e); err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range evs {
 		if e.User != "dev" || e.ArgumentsHash == "" {
 			t.Errorf("audit event %+v lacks the user or the arguments hash", e)
 		}
 		out = append(out, e.CallID+"/"+e.Kind+"/"+e.Status)
-		return nil
-	})
+	}
 	sort.Strings(out)
 	return out
 }
