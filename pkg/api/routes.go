@@ -459,7 +459,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	if err != nil {
 		return fmt.Errorf("store turn: %w", err)
 	}
-	s.userEvent(ctx, user, record.EventConversationStatus, conv.Meta.ID, map[string]any{"status": t.Status, "turn_id": t.ID})
+	// The owner's conversation list hears of the turn while its execution
+	// starts: the event's round trip is off the request's path, and it is
+	// written long before the turn's first step could report a change.
+	told, status := make(chan struct{}), map[string]any{"status": t.Status, "turn_id": t.ID}
+	go func() {
+		defer close(told)
+		s.userEvent(ctx, user, record.EventConversationStatus, conv.Meta.ID, status)
+	}()
+	defer func() { <-told }()
 	if conv.Meta.Title == "" && msg.text == "" && msg.Workflow != nil {
 		// A conversation opened by a workflow is titled by its name (the
 		// first message's text titles the others).
