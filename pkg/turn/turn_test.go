@@ -1059,7 +1059,7 @@ func TestLostCallOfCancelledTurnRunsAgain(t *testing.T) {
 }
 
 // gatedEvents is the store's event log, whose write of a step.started
-// waits (up to a second) for the model to have been called.
+// waits (up to 5 s) for the model to have been called.
 type gatedEvents struct {
 	*valkey.Store
 	called chan struct{}
@@ -1071,7 +1071,7 @@ func (g *gatedEvents) Emit(ctx context.Context, cid string, evs ...record.Event)
 		if e.Type == record.EventStepStarted {
 			select {
 			case <-g.called:
-			case <-time.After(time.Second):
+			case <-time.After(5 * time.Second):
 				g.early.Store(true)
 			}
 		}
@@ -1120,8 +1120,8 @@ func TestLLMStepStartedWrittenWhileTheModelThinks(t *testing.T) {
 	}
 }
 
-// outcomeAfterAudit is a store whose PutOutcome waits (up to a second)
-// for the audit log to be written, then answers err (nil: stores it).
+// outcomeAfterAudit is a store whose PutOutcome waits for the audit log
+// to be written (up to 5 s), then answers err (nil: stores it).
 type outcomeAfterAudit struct {
 	record.Store
 	audited chan struct{}
@@ -1132,7 +1132,7 @@ type outcomeAfterAudit struct {
 func (s *outcomeAfterAudit) PutOutcome(ctx context.Context, cid, tid string, o record.CallOutcome) (record.Put, error) {
 	select {
 	case <-s.audited:
-	case <-time.After(time.Second):
+	case <-time.After(5 * time.Second):
 		s.late.Store(true)
 	}
 	if s.err != nil {
