@@ -47,7 +47,9 @@ type Event struct {
 	Type   string         `json:"type"`
 	TurnID string         `json:"turn_id"`
 	At     time.Time      `json:"at"`
-	Data   map[string]any `json:"-"`
+	// Data is the type's fields. An event read from the log carries
+	// none: Fields decodes them from Raw for the reader that needs them.
+	Data map[string]any `json:"-"`
 	// Raw, when the event was read from the log, is its JSON as stored
 	// (what MarshalJSON wrote), so a stream sends it without encoding it
 	// again.
@@ -55,14 +57,31 @@ type Event struct {
 }
 
 // MarshalJSON writes the event as one flat object: type, turn_id, at and
-// the type's fields.
+// the type's fields. An event read from the log whose fields were not
+// decoded is written as the log keeps it.
 func (e Event) MarshalJSON() ([]byte, error) {
+	if e.Data == nil && len(e.Raw) > 0 {
+		return e.Raw, nil
+	}
 	m := make(map[string]any, len(e.Data)+3)
 	for k, v := range e.Data {
 		m[k] = v
 	}
 	m["type"], m["turn_id"], m["at"] = e.Type, e.TurnID, e.At.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	return json.Marshal(m)
+}
+
+// Fields returns the type's fields: Data, or for an event read from the
+// log (which decodes only its type, turn and time), the fields of Raw.
+func (e Event) Fields() map[string]any {
+	if e.Data != nil || len(e.Raw) == 0 {
+		return e.Data
+	}
+	var full Event
+	if err := json.Unmarshal(e.Raw, &full); err != nil {
+		return nil
+	}
+	return full.Data
 }
 
 // UnmarshalJSON reads what MarshalJSON wrote.

@@ -57,17 +57,21 @@ func (h *Handlers) inflightLLM(ctx context.Context, r Ref, t *record.Turn) (*sto
 			if ev.TurnID != t.ID {
 				continue
 			}
-			n := intData(ev.Data, "llm_call")
+			if ev.Type != record.EventStepStarted && ev.Type != record.EventLLMDelta {
+				continue
+			}
+			data := ev.Fields()
+			n := intData(data, "llm_call")
 			switch {
-			case ev.Type == record.EventStepStarted && ev.Data["tool"] == "llm" && n > call:
+			case ev.Type == record.EventStepStarted && data["tool"] == "llm" && n > call:
 				call, started, text = n, ev.At, nil
 			case ev.Type == record.EventLLMDelta && n == call && call > 0:
 				// offset is where the chunk starts, in code points: a
 				// retried call starts again at 0.
-				if off := intData(ev.Data, "offset"); off >= 0 && off < len(text) {
+				if off := intData(data, "offset"); off >= 0 && off < len(text) {
 					text = text[:off]
 				}
-				s, _ := ev.Data["text"].(string)
+				s, _ := data["text"].(string)
 				text = append(text, []rune(s)...)
 			}
 		}

@@ -1111,7 +1111,7 @@ func TestLLMStepStartedWrittenWhileTheModelThinks(t *testing.T) {
 			types = append(types, e.Type)
 		}
 		if e.Type == record.EventLLMDelta {
-			text.WriteString(e.Data["text"].(string))
+			text.WriteString(e.Fields()["text"].(string))
 		}
 	}
 	want := []string{record.EventStepStarted, record.EventLLMDelta, record.EventStepEnded}

@@ -117,12 +117,18 @@ func (s *Store) readEvents(ctx context.Context, cid, after string, count int) ([
 	for _, st := range res {
 		for _, m := range st.Messages {
 			raw, _ := m.Values["e"].(string)
-			var e record.Event
-			if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			// Only what readers filter on is decoded: a stream sends Raw
+			// as it is, and a reader of the fields asks (Event.Fields).
+			var h struct {
+				Type   string `json:"type"`
+				TurnID string `json:"turn_id"`
+				At     string `json:"at"`
+			}
+			if err := json.Unmarshal([]byte(raw), &h); err != nil {
 				continue // not an event this version writes: skipped
 			}
-			e.ID, e.Raw = m.ID, json.RawMessage(raw)
-			out = append(out, e)
+			at, _ := time.Parse(time.RFC3339Nano, h.At)
+			out = append(out, record.Event{ID: m.ID, Type: h.Type, TurnID: h.TurnID, At: at, Raw: json.RawMessage(raw)})
 		}
 	}
 	return out, nil

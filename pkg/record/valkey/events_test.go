@@ -32,7 +32,7 @@ func TestEventLog(t *testing.T) {
 		if err != nil || len(evs) != 2 {
 			t.Fatalf("Events = %v, %v; want 2 events", evs, err)
 		}
-		if evs[0].Type != record.EventTurnStarted || evs[0].Data["text"] != "hi" || evs[1].Data["offset"] != float64(0) || evs[0].ID == "" || evs[0].ID >= evs[1].ID || !evs[1].At.Equal(at) {
+		if evs[0].Type != record.EventTurnStarted || evs[0].Fields()["text"] != "hi" || evs[1].Fields()["offset"] != float64(0) || evs[0].ID == "" || evs[0].ID >= evs[1].ID || !evs[1].At.Equal(at) {
 			t.Errorf("events = %+v", evs)
 		}
 		if more, err := s.Events(ctx, c1, evs[1].ID, 10, 0); err != nil || len(more) != 0 {
