@@ -43,10 +43,10 @@ func UserLog(owner string) string { return "u_" + base64.RawURLEncoding.EncodeTo
 // total. Data holds the type's fields (docs/api/openapi.yaml), besides type, turn_id and
 // at.
 type Event struct {
-	ID     string         `json:"-"`
-	Type   string         `json:"type"`
-	TurnID string         `json:"turn_id"`
-	At     time.Time      `json:"at"`
+	ID     string    `json:"-"`
+	Type   string    `json:"type"`
+	TurnID string    `json:"turn_id"`
+	At     time.Time `json:"at"`
 	// Data is the type's fields. An event read from the log carries
 	// none: Fields decodes them from Raw for the reader that needs them.
 	Data map[string]any `json:"-"`
