@@ -6,7 +6,8 @@
 //
 // Each event has a deterministic name (conversation, turn, call, kind), so a
 // step retried by Step Functions writes the same object again instead of a
-// second one (in a Dir, a line of the same name, which readers take as one). The package must not read events back into the loop.
+// second one (in a Dir, a line of the same name, which readers take as
+// one). The package must not read events back into the loop.
 package audit
 
 import (

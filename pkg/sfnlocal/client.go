@@ -85,36 +85,32 @@ func (c Client) SendTaskSuccess(ctx context.Context, in *sfn.SendTaskSuccessInpu
 }
 
 // sdkError is err as the SDK client would return it for op: an API
-// exception as its type (the message after the code, as the endpoint
-// sends it), anything else as the endpoint's 500.
+// exception as its modeled type (the message after the code, as the
+// endpoint sends it), anything else as the endpoint's 500.
 func sdkError(op string, err error) error {
 	code := apiCode(err)
-	msg := err.Error()
-	var apiErr error
-	switch code {
-	case "":
+	if code == "" {
 		resp := &http.Response{StatusCode: http.StatusInternalServerError, Header: http.Header{}}
 		return &smithy.OperationError{ServiceID: "SFN", OperationName: op, Err: &awshttp.ResponseError{
 			ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: resp}, Err: err},
 		}}
-	case ErrExecutionDoesNotExist.Code:
-		apiErr = &types.ExecutionDoesNotExist{Message: &msg}
-	case ErrExecutionAlreadyExists.Code:
-		apiErr = &types.ExecutionAlreadyExists{Message: &msg}
-	case ErrInvalidToken.Code:
-		apiErr = &types.InvalidToken{Message: &msg}
-	case ErrTaskTimedOut.Code:
-		apiErr = &types.TaskTimedOut{Message: &msg}
-	case ErrStateMachineDoesNotExist.Code:
-		apiErr = &types.StateMachineDoesNotExist{Message: &msg}
-	case ErrInvalidExecutionInput.Code:
-		apiErr = &types.InvalidExecutionInput{Message: &msg}
-	case ErrInvalidOutput.Code:
-		apiErr = &types.InvalidOutput{Message: &msg}
-	case ErrValidation.Code:
-		apiErr = &types.ValidationException{Message: &msg}
-	default:
-		apiErr = &smithy.GenericAPIError{Code: code, Message: strings.TrimPrefix(msg, code+": ")}
+	}
+	msg := err.Error()
+	var apiErr error = &smithy.GenericAPIError{Code: code, Message: strings.TrimPrefix(msg, code+": ")}
+	if modeled, ok := modeledErrors[code]; ok {
+		apiErr = modeled(&msg)
 	}
 	return &smithy.OperationError{ServiceID: "SFN", OperationName: op, Err: apiErr}
+}
+
+// modeledErrors are the SDK's types of the engine's API exceptions.
+var modeledErrors = map[string]func(msg *string) error{
+	ErrExecutionDoesNotExist.Code:    func(m *string) error { return &types.ExecutionDoesNotExist{Message: m} },
+	ErrExecutionAlreadyExists.Code:   func(m *string) error { return &types.ExecutionAlreadyExists{Message: m} },
+	ErrInvalidToken.Code:             func(m *string) error { return &types.InvalidToken{Message: m} },
+	ErrTaskTimedOut.Code:             func(m *string) error { return &types.TaskTimedOut{Message: m} },
+	ErrStateMachineDoesNotExist.Code: func(m *string) error { return &types.StateMachineDoesNotExist{Message: m} },
+	ErrInvalidExecutionInput.Code:    func(m *string) error { return &types.InvalidExecutionInput{Message: m} },
+	ErrInvalidOutput.Code:            func(m *string) error { return &types.InvalidOutput{Message: m} },
+	ErrValidation.Code:               func(m *string) error { return &types.ValidationException{Message: m} },
 }

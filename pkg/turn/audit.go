@@ -93,6 +93,14 @@ func (h *Handlers) audit(ctx context.Context, events []audit.Event) error {
 	return nil
 }
 
+// auditAside is audit in the background, beside a write the events do not
+// wait for; the returned wait gives audit's error.
+func (h *Handlers) auditAside(ctx context.Context, events []audit.Event) (wait func() error) {
+	done := make(chan error, 1)
+	go func() { done <- h.audit(ctx, events) }()
+	return func() error { return <-done }
+}
+
 // auditLog is h.Audit, or a log that keeps nothing.
 func (h *Handlers) auditLog() audit.Log {
 	if h.Audit == nil {

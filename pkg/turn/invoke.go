@@ -127,18 +127,16 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	// store takes to come back (within the step's time): the call is not
 	// run again. An iteration that failed (Fail), whose specialist may or
 	// may not have run, is recorded once its failed outcome is stored.
-	audited := make(chan error, 1)
+	audited := func() error { return nil }
 	if len(in.Fail) == 0 {
-		go func() { audited <- h.audit(ctx, h.executed(conv, t, *pc, o)) }()
-	} else {
-		audited <- nil
+		audited = h.auditAside(ctx, h.executed(conv, t, *pc, o))
 	}
 	var put record.Put
 	tries, err := h.outlast(ctx, func() (err error) {
 		put, err = h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
 		return err
 	})
-	auditErr := <-audited
+	auditErr := audited()
 	if tries > 1 && err == nil {
 		put.Stored = true // an earlier try may have stored it before it timed out
 	}
