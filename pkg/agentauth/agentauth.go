@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/clientagent/clientagent/pkg/awssign"
+	"github.com/clientagent/clientagent/pkg/keepalive"
 )
 
 // AgentAuthEnv names the variable that chooses how requests to specialists
@@ -129,7 +130,7 @@ func withBearerTokens(c *http.Client, tokens map[string]string) *http.Client {
 	}
 	base := out.Transport
 	if base == nil {
-		base = http.DefaultTransport
+		base = keepalive.Transport
 	}
 	out.Transport = bearerTransport{base: base, tokens: tokens}
 	return &out

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/capcache"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/keepalive"
 	"github.com/clientagent/clientagent/pkg/tool"
 )
 
@@ -45,7 +46,7 @@ type RegistryOptions struct {
 	DownRetry time.Duration
 	// FetchTimeout is the deadline of one card download (default 5 seconds).
 	FetchTimeout time.Duration
-	// HTTPClient fetches cards (default http.DefaultClient).
+	// HTTPClient fetches cards (default keepalive.Client()).
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 }
@@ -73,7 +74,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		}
 	}
 	if r.hc == nil {
-		r.hc = http.DefaultClient
+		r.hc = keepalive.Client()
 	}
 	if r.log == nil {
 		r.log = slog.Default()

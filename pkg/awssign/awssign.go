@@ -20,13 +20,15 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+
+	"github.com/clientagent/clientagent/pkg/keepalive"
 )
 
 // Transport signs each request it sends for Service in Region (redirects
 // included, each with its own signature), with the body's SHA-256 in
 // X-Amz-Content-Sha256 as services such as Lambda Function URLs require.
 type Transport struct {
-	Base    http.RoundTripper // default http.DefaultTransport
+	Base    http.RoundTripper // default keepalive.Transport
 	Creds   aws.CredentialsProvider
 	Region  string
 	Service string
@@ -38,10 +40,10 @@ type Transport struct {
 }
 
 // NewTransport is the Transport signing for service in region over base
-// (nil: http.DefaultTransport).
+// (nil: keepalive.Transport).
 func NewTransport(base http.RoundTripper, creds aws.CredentialsProvider, region, service string) *Transport {
 	if base == nil {
-		base = http.DefaultTransport
+		base = keepalive.Transport
 	}
 	return &Transport{Base: base, Creds: creds, Region: region, Service: service, signer: v4.NewSigner(), now: time.Now}
 }
@@ -63,7 +65,7 @@ func Client(base *http.Client, creds aws.CredentialsProvider, region, service st
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	base := t.Base
 	if base == nil {
-		base = http.DefaultTransport
+		base = keepalive.Transport
 	}
 	if t.Only != nil && !t.Only(req.URL.Hostname()) {
 		return base.RoundTrip(req)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -343,8 +344,10 @@ type slowAgent struct {
 	hold chan struct{}
 	// started counts the calls that reached the specialist.
 	started atomic.Int32
-	mu      sync.Mutex
-	runs    []span
+	// conns counts the connections its server accepted.
+	conns atomic.Int64
+	mu    sync.Mutex
+	runs  []span
 }
 
 type span struct{ start, end time.Time }
@@ -406,7 +409,13 @@ func serveAgentWith(t testing.TB, ag *slowAgent, wrap func(http.Handler) http.Ha
 	if wrap != nil {
 		h = wrap(mux)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			ag.conns.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	card := a2a.AgentCard{
 		Name: "echo", Description: "Echoes text slowly", URL: srv.URL + "/", Version: "1",

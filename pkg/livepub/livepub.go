@@ -25,6 +25,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/keepalive"
 	"github.com/clientagent/clientagent/pkg/livesub"
 	"github.com/clientagent/clientagent/pkg/metrics"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -270,7 +271,7 @@ func (p *Publisher) send(ctx context.Context, body []byte, n int) error {
 	req.Header.Set("Content-Type", "application/json")
 	c := p.Client
 	if c == nil {
-		c = http.DefaultClient
+		c = keepalive.Client()
 	}
 	resp, err := c.Do(req)
 	if err != nil {

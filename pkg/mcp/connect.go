@@ -10,6 +10,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/clientagent/clientagent/pkg/keepalive"
 )
 
 // clientInfo is how clientagent introduces itself to MCP servers.
@@ -50,12 +52,12 @@ func connect(ctx context.Context, s ServerConfig, hc *http.Client, opts *sdk.Cli
 		t = &sdk.CommandTransport{Command: cmd, TerminateDuration: time.Second}
 	} else {
 		if hc == nil {
-			hc = &http.Client{}
+			hc = keepalive.Client()
 		}
 		c := *hc
 		base := c.Transport
 		if base == nil {
-			base = http.DefaultTransport
+			base = keepalive.Transport
 		}
 		c.Transport = headerTransport{base: base, headers: s.Headers}
 		t = &sdk.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &c, MaxRetries: -1, DisableStandaloneSSE: !watch}

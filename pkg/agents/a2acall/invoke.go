@@ -27,6 +27,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/agents/files"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
+	"github.com/clientagent/clientagent/pkg/keepalive"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/tool"
 )
@@ -94,7 +95,7 @@ func NewInvoker(opts InvokerOptions) *Invoker {
 	hc := *base
 	rt := hc.Transport
 	if rt == nil {
-		rt = http.DefaultTransport
+		rt = keepalive.Transport
 	}
 	hc.Transport = captureTransport{base: rt}
 	i := &Invoker{

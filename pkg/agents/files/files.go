@@ -25,6 +25,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/agents/netguard"
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/keepalive"
 	"github.com/clientagent/clientagent/pkg/tool"
 )
 
@@ -94,7 +95,7 @@ type Fetcher struct {
 
 // NewFetcher returns a Fetcher.
 func NewFetcher(opts Options) *Fetcher {
-	f := &Fetcher{Client: &http.Client{}, origins: opts.Origins, anyAddr: opts.AllowPrivate, limits: opts.Limits.WithDefaults()}
+	f := &Fetcher{Client: keepalive.Client(), origins: opts.Origins, anyAddr: opts.AllowPrivate, limits: opts.Limits.WithDefaults()}
 	if !f.anyAddr {
 		f.Client = netguard.Client(netguard.Options{Allow: opts.Origins})
 	}

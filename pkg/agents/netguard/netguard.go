@@ -21,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/keepalive"
 )
 
 // ErrNotPublic is wrapped by every refusal: the address is loopback,
@@ -126,7 +128,7 @@ type Options struct {
 	// Timeout bounds one whole fetch (zero: none beyond the request's
 	// context).
 	Timeout time.Duration
-	// Base is the transport to clone (default http.DefaultTransport); its
+	// Base is the transport to clone (default keepalive.Transport); its
 	// dialing and proxy are replaced.
 	Base *http.Transport
 }
@@ -142,7 +144,7 @@ func Client(opts Options) *http.Client {
 func Transport(opts Options) *http.Transport {
 	base := opts.Base
 	if base == nil {
-		base = http.DefaultTransport.(*http.Transport)
+		base = keepalive.Transport
 	}
 	tr := base.Clone()
 	tr.Proxy = nil

@@ -37,6 +37,7 @@ import (
 	"github.com/a2aproject/a2a-go/a2a"
 
 	"github.com/clientagent/clientagent/pkg/guardian"
+	"github.com/clientagent/clientagent/pkg/keepalive"
 )
 
 // DefaultSkill is the skill asked when the URL names none.
@@ -66,7 +67,7 @@ func New(spec string, hc *http.Client) (*Client, error) {
 		skill = DefaultSkill
 	}
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = keepalive.Client()
 	}
 	return &Client{url: u, skill: skill, hc: hc}, nil
 }

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/clientagent/clientagent/pkg/keepalive"
 	"github.com/clientagent/clientagent/pkg/llm"
 )
 
@@ -104,7 +105,7 @@ func New(cfg Config) *Provider {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = &http.Client{}
+		hc = keepalive.Client()
 	}
 	base := cfg.BaseURL
 	if base == "" {

@@ -28,6 +28,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/clientagent/clientagent/pkg/keepalive"
 )
 
 // Defaults of the Config fields left zero.
@@ -117,7 +119,7 @@ func New(cfg Config) (*Exporter, error) {
 		return nil, fmt.Errorf("OTLP traces endpoint %q: want an http(s) URL", cfg.URL)
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = keepalive.Client()
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout

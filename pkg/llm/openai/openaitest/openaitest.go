@@ -12,10 +12,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -31,17 +33,28 @@ type Server struct {
 	bodies [][]byte
 	// last is the newest prompt per cache key.
 	last map[string]string
+	// conns counts the connections accepted.
+	conns atomic.Int64
 }
 
 // Start serves model until the test ends.
 func Start(t testing.TB, model llm.Provider) *Server {
 	t.Helper()
 	s := &Server{model: model, last: map[string]string{}}
-	srv := httptest.NewServer(s)
+	srv := httptest.NewUnstartedServer(s)
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.conns.Add(1)
+		}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL + "/v1"
 	return s
 }
+
+// Connections is how many connections the endpoint has accepted.
+func (s *Server) Connections() int64 { return s.conns.Load() }
 
 // Bodies returns a copy of the request bodies received, in order.
 func (s *Server) Bodies() [][]byte {

@@ -1,0 +1,38 @@
+// Package keepalive is the HTTP transport of clientagent's outbound
+// calls: the model, the specialists over A2A and their files, MCP
+// servers, the guardian agent, live-event posts and the OTLP exporter.
+//
+// Go's default transport keeps two idle connections per host. A process
+// with more calls than that in flight to one host — the local stack at
+// any concurrency, the invoke function's Map of calls to one specialist
+// — closes a connection after nearly every call and dials a new one for
+// the next: a handshake on the call's path and a socket left in
+// TIME_WAIT. This transport keeps as many idle connections per host as
+// calls a process has in flight, and is otherwise Go's default.
+//
+// It carries no credentials and dials anything: a package that must only
+// reach public addresses (pkg/agents/netguard) clones it and replaces
+// the dialer.
+package keepalive
+
+import "net/http"
+
+// MaxIdlePerHost is how many idle connections to one host are kept.
+const MaxIdlePerHost = 256
+
+// Transport is the shared transport. Sharing it shares its connections:
+// the model's, the specialists' and the rest of one process's calls reuse
+// what an earlier call opened.
+var Transport = New()
+
+// New returns a transport of its own with these limits: a clone of Go's
+// default transport that keeps MaxIdlePerHost idle connections per host.
+func New() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 4 * MaxIdlePerHost
+	t.MaxIdleConnsPerHost = MaxIdlePerHost
+	return t
+}
+
+// Client returns a client of the shared transport.
+func Client() *http.Client { return &http.Client{Transport: Transport} }
