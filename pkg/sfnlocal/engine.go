@@ -91,6 +91,8 @@ type Engine struct {
 	endedArns []string              // ARNs of the ended executions in execs, oldest first
 	rules     []StatusRule
 	closed    bool
+
+	workers *workers // the goroutines of executions, iterations and tasks
 }
 
 // New returns an Engine with opts.
@@ -99,6 +101,7 @@ func New(opts Options) *Engine {
 		clock: opts.Clock, persist: opts.Persist, log: opts.Logger,
 		region: opts.Region, account: opts.AccountID, jitter: opts.Jitter, invokeTimeout: opts.InvokeTimeout,
 		functions: map[string]Handler{}, machines: map[string]*machine{}, execs: map[string]*execution{},
+		workers: newWorkers(workerIdle),
 	}
 	if e.clock == nil {
 		e.clock = RealClock{}
@@ -408,6 +411,7 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	e.cancel()
 	e.wg.Wait()
+	e.workers.stop()
 }
 
 func (e *Engine) isClosed() bool {
@@ -478,7 +482,7 @@ func (e *Engine) launch(x *execution, c *cursor) {
 	ctx, cancel := context.WithCancel(e.root)
 	x.cancel = cancel
 	e.wg.Add(1)
-	go func() {
+	e.workers.Go(func() {
 		defer e.wg.Done()
 		defer cancel()
 		if x.sm.timeout > 0 {
@@ -510,7 +514,7 @@ func (e *Engine) launch(x *execution, c *cursor) {
 			e.log.Info("execution succeeded", "execution", x.meta.ExecutionArn)
 		}
 		e.ended(ctx, x)
-	}()
+	})
 }
 
 func (e *Engine) watchTimeout(ctx context.Context, x *execution) {

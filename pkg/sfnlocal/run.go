@@ -451,7 +451,7 @@ loop:
 			break loop
 		}
 		wg.Add(1)
-		go func() {
+		e.workers.Go(func() {
 			defer wg.Done()
 			defer func() { <-sem }()
 			it := &MapIterationDetails{Name: s.Name, Index: i}
@@ -473,7 +473,7 @@ loop:
 			}
 			results[i] = out
 			x.event(e.clock, HistoryEvent{Type: "MapIterationSucceeded", MapIterationSucceededEventDetails: it})
-		}()
+		})
 	}
 	wg.Wait()
 	if first != nil {

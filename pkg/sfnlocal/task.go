@@ -188,7 +188,7 @@ func (t *taskRun) start(ctx context.Context, states, vars map[string]any) (serr 
 		x.openToken(t.token, e.clock.Now())
 	}
 	resC := t.resC
-	go func() { resC <- invoke(hctx, h, payload) }()
+	e.workers.Go(func() { resC <- invoke(hctx, h, payload) })
 	if e.invokeTimeout > 0 {
 		tm := e.clock.NewTimer(e.invokeTimeout)
 		t.undo = append(t.undo, func() { tm.Stop() })
