@@ -250,3 +250,50 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A stream reads its log one Events call per batch of events: the channel
+// of its wake-ups stays subscribed between the calls (lingerFor), so the
+// next call waits for no SUBSCRIBE, and is unsubscribed once no reader
+// came back.
+func TestNextReadFindsItsChannelSubscribed(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s := valkey.New(c, valkey.Options{})
+		ctx := t.Context()
+		cid := valkeytest.ID(t, "c")
+		key := eventsKeys([]string{cid})[0]
+		numsub := func() int64 {
+			res, err := c.PubSubNumSub(ctx, key).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res[key]
+		}
+		at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+		after := ""
+		for i := range 3 {
+			got := make(chan []record.Event, 1)
+			go func() {
+				evs, _ := s.Events(ctx, cid, after, 10, time.Minute)
+				got <- evs
+			}()
+			waitFor(t, 10*time.Second, "the reader subscribed", func() bool { return numsub() == 1 })
+			if err := s.Emit(ctx, cid, record.Event{Type: record.EventStepStarted, TurnID: "t1", At: at}); err != nil {
+				t.Fatal(err)
+			}
+			var evs []record.Event
+			select {
+			case evs = <-got:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("read %d: not woken by the event", i+1)
+			}
+			if len(evs) != 1 {
+				t.Fatalf("read %d = %d events, want the one emitted", i+1, len(evs))
+			}
+			after = evs[0].ID
+			if n := numsub(); n != 1 {
+				t.Fatalf("after read %d: %d subscribers of the log's channel, want it still subscribed for the next read", i+1, n)
+			}
+		}
+		waitFor(t, 10*time.Second, "the channel unsubscribed once no reader came back", func() bool { return numsub() == 0 })
+	})
+}

@@ -37,6 +37,8 @@ type wakeSub struct {
 	readers map[*waker]struct{}
 	need    int           // confirmations still to come before ready
 	ready   chan struct{} // closed once the server confirmed the subscription
+	// linger, while no reader waits, ends the subscription when it fires.
+	linger *time.Timer
 }
 
 // waker is one reader's wake-up: a send means "read the log again".
@@ -60,6 +62,13 @@ func newWakes(rdb redis.UniversalClient) *wakes {
 // subscribeTimeout bounds the wait for the server to confirm a subscription.
 const subscribeTimeout = 5 * time.Second
 
+// lingerFor is how long a channel stays subscribed after its last reader
+// left. A stream reads its log in a loop, one Events call per batch of
+// events: the next call finds the channel subscribed and confirmed, not a
+// SUBSCRIBE and its confirmation on its path again. The reader itself —
+// its wake-up channel, its goroutine — is released at once.
+const lingerFor = 2 * time.Second
+
 // watch registers a reader of channel ch and returns once the server has
 // confirmed the subscription, so no publication after watch returns is
 // missed.
@@ -74,6 +83,10 @@ func (h *wakes) watch(ctx context.Context, ch string) (*waker, error) {
 		h.pending[ch]++
 		sub = &wakeSub{readers: map[*waker]struct{}{}, need: h.pending[ch], ready: make(chan struct{})}
 		h.subs[ch] = sub
+	}
+	if sub.linger != nil {
+		sub.linger.Stop() // a late fire finds a reader, and keeps the channel
+		sub.linger = nil
 	}
 	w := &waker{c: make(chan struct{}, 1), sub: sub, ch: ch}
 	sub.readers[w] = struct{}{}
@@ -106,7 +119,8 @@ func (h *wakes) watch(ctx context.Context, ch string) (*waker, error) {
 	}
 }
 
-// leave unregisters w; the last reader of a channel unsubscribes it.
+// leave unregisters w; the channel of its last reader is unsubscribed
+// lingerFor later, unless a reader came back meanwhile.
 func (h *wakes) leave(w *waker) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -114,17 +128,35 @@ func (h *wakes) leave(w *waker) {
 }
 
 func (h *wakes) leaveLocked(w *waker) {
-	delete(w.sub.readers, w)
-	if len(w.sub.readers) > 0 || h.subs[w.ch] != w.sub {
+	sub, ch := w.sub, w.ch
+	delete(sub.readers, w)
+	if len(sub.readers) > 0 || h.subs[ch] != sub || sub.linger != nil {
 		return
 	}
-	delete(h.subs, w.ch)
+	select {
+	case <-sub.ready:
+	default:
+		h.unsubscribeLocked(ch) // never confirmed: not kept
+		return
+	}
+	sub.linger = time.AfterFunc(lingerFor, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.subs[ch] == sub && len(sub.readers) == 0 {
+			h.unsubscribeLocked(ch)
+		}
+	})
+}
+
+// unsubscribeLocked ends the subscription of ch.
+func (h *wakes) unsubscribeLocked(ch string) {
+	delete(h.subs, ch)
 	ctx, cancel := context.WithTimeout(context.Background(), subscribeTimeout)
 	defer cancel()
 	// Not waited for: a late confirmation finds no subscription and is
 	// ignored; one that fails leaves a channel nobody reads, whose
 	// wake-ups are dropped.
-	_ = h.ps.Unsubscribe(ctx, w.ch)
+	_ = h.ps.Unsubscribe(ctx, ch)
 }
 
 // receive reads the Pub/Sub connection for the life of the process.
