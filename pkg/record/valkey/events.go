@@ -124,7 +124,7 @@ func (s *Store) readEvents(ctx context.Context, cid, after string, count int) ([
 				TurnID string `json:"turn_id"`
 				At     string `json:"at"`
 			}
-			if err := json.Unmarshal([]byte(raw), &h); err != nil {
+			if err := unmarshal([]byte(raw), &h); err != nil {
 				continue // not an event this version writes: skipped
 			}
 			at, _ := time.Parse(time.RFC3339Nano, h.At)
@@ -162,7 +162,7 @@ func (s *Store) ForgetText(ctx context.Context, cid, turnID, text string) error 
 			Type   string `json:"type"`
 			TurnID string `json:"turn_id"`
 		}
-		if json.Unmarshal([]byte(raw), &e) == nil && e.TurnID == turnID && e.Type == record.EventTurnStarted {
+		if unmarshal([]byte(raw), &e) == nil && e.TurnID == turnID && e.Type == record.EventTurnStarted {
 			ids = append(ids, m.ID)
 		}
 	}

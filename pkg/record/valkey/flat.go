@@ -1,7 +1,6 @@
 package valkey
 
 import (
-	"encoding/json"
 	"sync"
 	"sync/atomic"
 
@@ -32,7 +31,7 @@ func (c *flatCache[T]) decode(raw string) (T, error) {
 		return v.(T), nil
 	}
 	var v T
-	if err := json.Unmarshal([]byte(raw), &v); err != nil {
+	if err := unmarshal([]byte(raw), &v); err != nil {
 		return v, err
 	}
 	if c.n.Add(1) > maxFlat {

@@ -405,7 +405,7 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 	var catalog []artifact.Artifact
 	for id, v := range arts.Val() {
 		var a artifact.Artifact
-		if err := json.Unmarshal([]byte(v), &a); err != nil {
+		if err := unmarshal([]byte(v), &a); err != nil {
 			return nil, nil, fmt.Errorf("load conversation %s: artifact %s: %w", cid, id, err)
 		}
 		catalog = append(catalog, a)
@@ -552,14 +552,14 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 			continue
 		}
 		var h head
-		if err := json.Unmarshal([]byte(bodies[2*i]), &h); err != nil {
+		if err := unmarshal([]byte(bodies[2*i]), &h); err != nil {
 			return nil, nil, fmt.Errorf("load conversation %s: head of %s: %w", cid, id, err)
 		}
 		t := &record.Turn{ID: id, StartedAt: h.StartedAt, Status: h.Status, Supersedes: h.Supersedes}
 		for _, p := range h.Pending {
 			t.Pending = append(t.Pending, record.PendingCall{CallID: p.CallID, State: p.State})
 		}
-		if err := json.Unmarshal([]byte(bodies[2*i+1]), &t.Messages); err != nil {
+		if err := unmarshal([]byte(bodies[2*i+1]), &t.Messages); err != nil {
 			return nil, nil, fmt.Errorf("load conversation %s: messages of %s: %w", cid, id, err)
 		}
 		turns = append(turns, t)
@@ -588,7 +588,7 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 				continue
 			}
 			var o record.CallOutcome
-			if err := json.Unmarshal([]byte(kv[i+1]), &o); err != nil {
+			if err := unmarshal([]byte(kv[i+1]), &o); err != nil {
 				return nil, nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, kv[i], err)
 			}
 			outcomes[kv[i]] = o
@@ -649,11 +649,11 @@ func at(f []string, i int) string {
 // fields holds the turn's answered token and spend counters.
 func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, error) {
 	t := new(record.Turn)
-	if err := json.Unmarshal([]byte(body), t); err != nil {
+	if err := unmarshal([]byte(body), t); err != nil {
 		return nil, fmt.Errorf("turn %s: %w", id, err)
 	}
 	if msgs != "" {
-		if err := json.Unmarshal([]byte(msgs), &t.Messages); err != nil {
+		if err := unmarshal([]byte(msgs), &t.Messages); err != nil {
 			return nil, fmt.Errorf("messages of turn %s: %w", id, err)
 		}
 	}
@@ -710,7 +710,7 @@ func decodeOutcomes(cid string, res *redis.MapStringStringCmd) (map[string]recor
 			continue
 		}
 		var o record.CallOutcome
-		if err := json.Unmarshal([]byte(v), &o); err != nil {
+		if err := unmarshal([]byte(v), &o); err != nil {
 			return nil, fmt.Errorf("load conversation %s: outcome %s: %w", cid, id, err)
 		}
 		out[id] = o
@@ -730,7 +730,7 @@ func decodeInputs(fields map[string]string) (map[string]record.SkillInputs, erro
 			return nil, fmt.Errorf("inputs of %s: %q", tool, v)
 		}
 		in := record.SkillInputs{At: time.UnixMilli(n).UTC()}
-		if err := json.Unmarshal([]byte(body), &in.Inputs); err != nil {
+		if err := unmarshal([]byte(body), &in.Inputs); err != nil {
 			return nil, fmt.Errorf("inputs of %s: %w", tool, err)
 		}
 		out[tool] = in

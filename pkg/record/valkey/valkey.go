@@ -312,7 +312,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]record.Meta, error) {
 			continue
 		}
 		var m record.Meta
-		if err := json.Unmarshal([]byte(metaJSON), &m); err != nil {
+		if err := unmarshal([]byte(metaJSON), &m); err != nil {
 			return nil, fmt.Errorf("list conversations of %s: meta of %s: %w", owner, ids.Val()[i], err)
 		}
 		if m.Owner != owner { // an index entry must never leak another user's conversation
