@@ -3,6 +3,8 @@ package sfnlocal
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -148,6 +150,86 @@ func TestPlainPathsReadDirectly(t *testing.T) {
 		want, werr := slow.eval(states, vars)
 		if (gerr == nil) != (werr == nil) || errors.Is(gerr, errUndefined) != errors.Is(werr, errUndefined) || !cmp.Equal(got, want) {
 			t.Errorf("%s = %#v, %v; the library gives %#v, %v", src, got, gerr, want, werr)
+		}
+	}
+}
+
+// The loop's time-budget check, $toMillis(p) - $toMillis(q) compared with a
+// number, is read directly over two timestamps and a number, and gives what
+// the library gives, which answers everything else.
+func TestBudgetCheckReadsDirectly(t *testing.T) {
+	t.Parallel()
+	def, err := os.ReadFile("../../statemachine/loop.asl.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := `$toMillis($states.context.State.EnteredTime) - $toMillis($states.context.Execution.StartTime) >= $budgetMs`
+	if !strings.Contains(string(def), budget) {
+		t.Fatalf("the loop no longer checks its budget with %s: update this test", budget)
+	}
+	ctx := func(entered, started any) map[string]any {
+		return map[string]any{"context": map[string]any{
+			"State":     map[string]any{"Name": "AfterAppend", "EnteredTime": entered},
+			"Execution": map[string]any{"StartTime": started},
+		}}
+	}
+	for _, src := range []string{budget,
+		strings.Replace(budget, ">=", "<", 1), strings.Replace(budget, ">=", ">", 1), strings.Replace(budget, ">=", "<=", 1),
+	} {
+		fast, err := compileExpr(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast.since == nil {
+			t.Fatalf("%s: not read directly", src)
+		}
+		slow, _ := compileExpr(src)
+		slow.since = nil
+		for _, tc := range []struct {
+			states map[string]any
+			vars   map[string]any
+		}{
+			{ctx("2026-12-04T01:26:18.120Z", "2026-12-04T01:26:16.337Z"), map[string]any{"budgetMs": 150000.0}},
+			{ctx("2026-12-04T01:28:46.337Z", "2026-12-04T01:26:16.337Z"), map[string]any{"budgetMs": 150000.0}},
+			{ctx("2026-12-04T01:28:46.338Z", "2026-12-04T01:26:16.337Z"), map[string]any{"budgetMs": 150000.0}},
+			{ctx("2026-12-04T03:28:46.5+02:00", "2026-12-04T01:26:16Z"), map[string]any{"budgetMs": 150000.0}},
+			{ctx("2026-12-04T01:26:16.337Z", "2026-12-04T01:26:18.120Z"), map[string]any{"budgetMs": -2000.0}},
+			{ctx("2026-12-04T01:26:18.120Z", "2026-12-04T01:26:16.337Z"), map[string]any{"budgetMs": "150000"}},
+			{ctx("2026-12-04T01:26:18.120Z", "2026-12-04T01:26:16.337Z"), map[string]any{}},
+			{ctx("2026-12-04T01:26:18.120Z", 5.0), map[string]any{"budgetMs": 1.0}},
+			{ctx("2026-12-04", "2026-12-03"), map[string]any{"budgetMs": 1.0}},
+			{map[string]any{"context": map[string]any{}}, map[string]any{"budgetMs": 1.0}},
+		} {
+			got, gerr := fast.eval(tc.states, tc.vars)
+			want, werr := slow.eval(tc.states, tc.vars)
+			if (gerr == nil) != (werr == nil) || errors.Is(gerr, errUndefined) != errors.Is(werr, errUndefined) || !cmp.Equal(got, want) {
+				t.Errorf("%s over %v, %v = %#v, %v; the library gives %#v, %v", src, tc.states, tc.vars, got, gerr, want, werr)
+			}
+		}
+	}
+}
+
+// BenchmarkEvalBudgetCheck is the loop's AfterAppend condition: whether the
+// execution has spent its time budget, once per tool round.
+func BenchmarkEvalBudgetCheck(b *testing.B) {
+	p := &parser{names: map[string]bool{}, exprs: map[string]*expr{}}
+	cond, err := p.compile("AfterAppend", `{% $toMillis($states.context.State.EnteredTime) - $toMillis($states.context.Execution.StartTime) >= $budgetMs %}`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	states := map[string]any{"input": map[string]any{"next": "llm"},
+		"context": map[string]any{
+			"Execution": map[string]any{"Id": "arn:aws:states:us-east-1:123456789012:execution:clientagent-loop:t_1-1", "Name": "t_1-1", "StartTime": "2026-12-04T01:26:16.337Z",
+				"Input": map[string]any{"conversation_id": "c_1", "turn_id": "t_1", "trace": "", "budget_seconds": 150.0}, "RoleArn": "arn:aws:iam::123456789012:role/x"},
+			"State":        map[string]any{"Name": "AfterAppend", "EnteredTime": "2026-12-04T01:26:18.120Z", "RetryCount": 0.0},
+			"StateMachine": map[string]any{"Id": "arn:aws:states:us-east-1:123456789012:stateMachine:clientagent-loop", "Name": "clientagent-loop"},
+		}}
+	vars := map[string]any{"cid": "c_1", "tid": "t_1", "budgetMs": 150000.0}
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := evalTemplate(cond, states, vars)
+		if err != nil || v != false {
+			b.Fatalf("budget check = %v, %v; want false", v, err)
 		}
 	}
 }
