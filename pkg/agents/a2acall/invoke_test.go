@@ -43,7 +43,7 @@ type memFile struct {
 
 var _ artifact.Store = (*memStore)(nil)
 
-func newMemStore(t *testing.T) *memStore {
+func newMemStore(t testing.TB) *memStore {
 	t.Helper()
 	s := &memStore{files: map[string]memFile{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -226,7 +226,7 @@ func (e *testExecutor) Cancel(ctx context.Context, rc *a2asrv.RequestContext, q 
 
 // newA2AServer starts an in-process a2a-go specialist at /rpc, plus raw
 // endpoints misbehaving the ways real gateways do.
-func newA2AServer(t *testing.T) (*httptest.Server, *testExecutor) {
+func newA2AServer(t testing.TB) (*httptest.Server, *testExecutor) {
 	t.Helper()
 	exec := &testExecutor{release: make(chan struct{})}
 	t.Cleanup(func() { close(exec.release) })
