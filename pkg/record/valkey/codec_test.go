@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 )
@@ -28,11 +29,18 @@ func FuzzCodecMatchesTheStandardLibrary(f *testing.F) {
 	f.Add([]byte(`{"call_id":"c1","tool":"t","status":"succeeded","result":{"status":"succeeded","summary":"ok"},"Events":[{"type":"step.ended","turn_id":"t1","at":"2026-12-04T00:00:00Z"}]}`))
 	f.Add([]byte(`{"TURN_ID":"x","status":"running","pending":[{"call_id":"a","state":"ready","arguments":{"a":[1,2.5e3,"\u00e9\ud83d\ude00"]}}]}`))
 	f.Add([]byte(`[{"role":"tool","content":"<b>&amp;</b>","tool_call_id":"c"}]`))
+	f.Add([]byte(`{"id":"art_1","name":"a.png","mime_type":"image/png","size":12,"created_at":"2026-12-04T00:00:00.5Z","call_id":"c1","turn_id":"t1"}`))
+	f.Add([]byte(`{"conversation_id":"c_1","owner":"dev","title":"Hi","created_at":"2026-12-04T00:00:00Z","updated_at":"2026-12-04T00:00:01Z"}`))
+	f.Add([]byte(`{"type":"llm.delta","turn_id":"t1","at":"2026-12-04T00:00:00Z","offset":3,"text":"h\u00e9"}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		same(t, in, func() any { return new(record.Turn) })
 		same(t, in, func() any { return new([]llm.Message) })
 		same(t, in, func() any { return new(record.CallOutcome) })
 		same(t, in, func() any { return new(head) })
+		same(t, in, func() any { return new(record.Meta) })
+		same(t, in, func() any { return new(artifact.Artifact) })
+		same(t, in, func() any { return new(map[string]any) }) // a skill's newest inputs
+		same(t, in, func() any { return new(record.Event) })
 	})
 }
 
