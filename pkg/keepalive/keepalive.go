@@ -3,11 +3,12 @@
 // servers, the guardian agent, live-event posts and the OTLP exporter.
 //
 // Go's default transport keeps two idle connections per host. A process
-// with more calls than that in flight to one host — the local stack at
-// any concurrency, the invoke function's Map of calls to one specialist
-// — closes a connection after nearly every call and dials a new one for
-// the next: a handshake on the call's path and a socket left in
-// TIME_WAIT. This transport keeps as many idle connections per host as
+// with more calls than that in flight to one host — the local stack with
+// a few turns at once, each calling the model and the specialists —
+// closes a connection after nearly every call and dials a new one for the
+// next: a handshake on the call's path and a socket left in TIME_WAIT. (A
+// Lambda function serves one invocation at a time, so there it changes
+// little.) This transport keeps as many idle connections per host as
 // calls a process has in flight, and is otherwise Go's default.
 //
 // It carries no credentials and dials anything: a package that must only
