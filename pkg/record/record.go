@@ -106,6 +106,35 @@ type Query struct {
 	Artifacts int
 }
 
+// Start is the call a step starts in its read (Store.LoadStart), with the
+// events that tell it started.
+type Start struct {
+	CallID string
+	Events []Event
+}
+
+// CallTool, as a value of a Start event's data, stands for the call's
+// tool, which the step learns only from the read the start is part of.
+const CallTool = "\x00tool\x00"
+
+// Told is s's events as the store writes them for a call of tool: each
+// CallTool in their data replaced by tool.
+func (s Start) Told(tool string) []Event {
+	out := make([]Event, len(s.Events))
+	for i, e := range s.Events {
+		d := make(map[string]any, len(e.Data))
+		for k, v := range e.Data {
+			if v == CallTool {
+				v = tool
+			}
+			d[k] = v
+		}
+		e.Data = d
+		out[i] = e
+	}
+	return out
+}
+
 // DefaultCatalogSize is how many of a conversation's newest artifacts a
 // step reads for the system prompt's catalog; older ones are looked up by
 // id when a call names them (Store.Artifacts).
@@ -498,6 +527,16 @@ type Store interface {
 	// before starts again (true). evs go to the event log in the same
 	// write when the call starts (its step.started), none when it does not.
 	StartCall(ctx context.Context, cid, turnID, callID string, evs ...Event) (bool, error)
+	// LoadStart is LoadStep of q.TurnID with its outcomes and StartCall of
+	// callID in one atomic step, starting the call only when it may run:
+	// no outcome is stored for it, and it is ready in a turn that has not
+	// ended, or running (started before its turn was cancelled). It
+	// reports whether the call started; the read is the record as it was
+	// just before.
+	// start.Events go to the event log in the same write when the call
+	// starts (its step.started), CallTool in their data replaced by the
+	// call's tool.
+	LoadStart(ctx context.Context, cid string, q Query, start Start) (*Conversation, map[string]CallOutcome, bool, error)
 	// Outcomes reads the stored call outcomes of the given turns, by turn
 	// id, in one round trip (the conversation route shows running calls
 	// as the turn route does).

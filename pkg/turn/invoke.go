@@ -48,7 +48,31 @@ func (h *Handlers) Invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 
 func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, error) {
 	started := h.now()
-	conv, t, outcomes, err := h.load(ctx, in.Ref, true)
+	var (
+		conv     *record.Conversation
+		t        *record.Turn
+		outcomes map[string]record.CallOutcome
+		began    bool
+		err      error
+	)
+	if len(in.Fail) > 0 {
+		conv, t, outcomes, err = h.load(ctx, in.Ref, true)
+	} else {
+		// The call's start and a cancel are ordered here, in the store, in
+		// the step's read: a cancel marked first means the call never runs;
+		// a call started first runs to its end, and its outcome is what the
+		// record says. The call's step.started rides on that read.
+		start := record.Start{CallID: in.CallID}
+		if h.events().Enabled() {
+			start.Events = []record.Event{h.live(record.EventStepStarted, in.TurnID, map[string]any{"tool": record.CallTool, "call_id": in.CallID})}
+		}
+		conv, t, outcomes, began, err = h.loadStart(ctx, in.Ref, start)
+		if began && err == nil {
+			if pc := findCall(t, in.CallID); pc != nil {
+				h.events().Publish(ctx, in.ConversationID, start.Told(pc.Tool)...) // as the log got them
+			}
+		}
+	}
 	if err != nil {
 		return InvokeOutput{}, err
 	}
@@ -77,23 +101,10 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		h.log().ErrorContext(ctx, "call failed", "conversation", in.ConversationID, "turn", in.TurnID, "call", in.CallID, "error", name, "cause", cause)
 		o = failedOutcome(fmt.Sprintf("The call could not be completed: %s (%s).", failureCause(name, cause), name))
 	} else {
-		// The call's start and a cancel are ordered here, in the store: a
-		// cancel marked first means the call never runs; a call started
-		// first runs to its end, and its outcome is what the record says.
-		// The call's step.started rides on that write.
-		var evs []record.Event
-		if h.events().Enabled() {
-			evs = append(evs, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID}))
-		}
-		ok, err := h.Store.StartCall(ctx, in.ConversationID, in.TurnID, pc.CallID, evs...)
-		if err != nil {
-			return InvokeOutput{}, &TransientError{Err: err}
-		}
-		if !ok {
+		if !began {
 			h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s: the turn was cancelled before it started", pc.CallID))
 			return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 		}
-		h.events().Publish(ctx, in.ConversationID, evs...) // as the log got them, with StartCall
 		var cont *WorkflowContinuesError
 		o, cont, err = h.run(ctx, conv, t, pc, outcomes)
 		if err != nil {

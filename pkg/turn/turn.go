@@ -322,6 +322,21 @@ func (h *Handlers) loadForLLM(ctx context.Context, r Ref) (*record.Conversation,
 // (finishCancel), so every step and reader sees it ended.
 func (h *Handlers) read(ctx context.Context, r Ref, q record.Query, finish bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
 	conv, outcomes, err := h.Store.LoadStep(ctx, r.ConversationID, q)
+	return h.found(ctx, r, q, finish, conv, outcomes, err)
+}
+
+// loadStart is load with outcomes, and the start of a call in the same
+// round trip (record.Store.LoadStart): started reports whether the store
+// started it.
+func (h *Handlers) loadStart(ctx context.Context, r Ref, start record.Start) (conv *record.Conversation, t *record.Turn, outcomes map[string]record.CallOutcome, started bool, err error) {
+	q := record.Query{TurnID: r.TurnID, Outcomes: true}
+	conv, outcomes, started, err = h.Store.LoadStart(ctx, r.ConversationID, q, start)
+	conv, t, outcomes, err = h.found(ctx, r, q, true, conv, outcomes, err)
+	return conv, t, outcomes, started, err
+}
+
+// found is what read makes of a LoadStep's answer.
+func (h *Handlers) found(ctx context.Context, r Ref, q record.Query, finish bool, conv *record.Conversation, outcomes map[string]record.CallOutcome, err error) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
 	if errors.Is(err, record.ErrNotFound) {
 		return nil, nil, nil, &NotFoundError{What: "conversation " + r.ConversationID}
 	}

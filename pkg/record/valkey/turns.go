@@ -1,6 +1,7 @@
 package valkey
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,6 +34,9 @@ type head struct {
 type callState struct {
 	CallID string           `json:"call_id"`
 	State  record.CallState `json:"state"`
+	// Tool names the call's tool in its step.started, which LoadStart
+	// writes (none in heads written before it did).
+	Tool string `json:"tool,omitempty"`
 }
 
 // SaveTurn writes t's own fields (never another turn's), adds artifacts
@@ -170,7 +174,7 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	}
 	h := head{ID: t.ID, StartedAt: t.StartedAt, Status: t.Status, Supersedes: t.Supersedes}
 	for _, pc := range t.Pending {
-		h.Pending = append(h.Pending, callState{pc.CallID, pc.State})
+		h.Pending = append(h.Pending, callState{pc.CallID, pc.State, pc.Tool})
 	}
 	hb, err := json.Marshal(h)
 	if err != nil {
@@ -455,14 +459,85 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 	return decodeStep(cid, q.TurnID, raw)
 }
 
-// loadStepScript: KEYS as turnKeys; ARGV tid, window, catalog size,
+// LoadStart is LoadStep of q.TurnID with its outcomes and, in the same
+// script, StartCall of callID when the call may start: no outcome is
+// stored for it, and it is ready in a turn that has not ended, or running
+// (a call that had started when its turn was cancelled, resumed). A ready
+// call starts unless the turn is marked cancelled; one started before
+// starts again. The read is what the store held just before the start, so
+// the caller's view of the call and the store's decision are one atomic
+// step: an invoke reads and starts its call in one round trip (issue 29).
+// A call that did not start left the store as it was.
+func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start record.Start) (*record.Conversation, map[string]record.CallOutcome, bool, error) {
+	callID := start.CallID
+	if q.TurnID == "" || callID == "" {
+		return nil, nil, false, fmt.Errorf("load and start a call of %s: turn and call id are required", cid)
+	}
+	size := q.Artifacts
+	if size <= 0 {
+		size = record.DefaultCatalogSize
+	}
+	args := []any{q.TurnID, q.Window, size, "1", callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second)}
+	for _, e := range start.Events {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, nil, false, fmt.Errorf("start call %s of %s/%s: event %s: %w", callID, cid, q.TurnID, e.Type, err)
+		}
+		// The script writes the event's parts joined by the call's tool.
+		parts := bytes.Split(b, callToolJSON)
+		args = append(args, len(parts))
+		for _, p := range parts {
+			args = append(args, p)
+		}
+	}
+	raw, err := loadStartScript.Run(ctx, s.rdb, s.turnKeys(cid, q.TurnID), args...).Slice()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil, false, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, false, fmt.Errorf("load conversation %s and start call %s: %w", cid, callID, classify(err))
+	}
+	if len(raw) == 1 {
+		if err := s.migrate(ctx, cid); err != nil {
+			return nil, nil, false, err
+		}
+		return s.LoadStart(ctx, cid, q, start)
+	}
+	if len(raw) != 10 {
+		return nil, nil, false, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
+	}
+	started, _ := raw[9].(int64)
+	conv, outcomes, err := decodeStep(cid, q.TurnID, raw[:9])
+	if err == nil && started == 2 {
+		// A head written before heads named their calls' tools: the
+		// events are written here, with the tool the read found.
+		var t *record.Turn
+		if t, _ = conv.Turn(q.TurnID); t != nil {
+			for i := range t.Pending {
+				if t.Pending[i].CallID == callID {
+					err = s.Emit(ctx, cid, start.Told(t.Pending[i].Tool)...)
+				}
+			}
+		}
+	}
+	return conv, outcomes, started > 0, err
+}
+
+// callToolJSON is record.CallTool as json.Marshal writes it.
+var callToolJSON = func() []byte {
+	b, _ := json.Marshal(record.CallTool)
+	return b
+}()
+
+// loadStep is the Lua of LoadStep, up to its reply (loadStepScript),
+// which loadStartScript follows with its start. KEYS as turnKeys; ARGV tid, window, catalog size,
 // outcomes (1/0). It returns nil for a missing conversation, {"migrate"}
 // for one stored before this layout, else {meta fields, own fields, window
 // turn ids, their heads and messages, artifact JSONs, the catalog's size,
 // outcomes, inputs, active turns (id, fields)…}. The step's own turn and
 // the active ones are read whole (the API answers their task tokens); the
 // window's other turns only as far as the LLM view needs them.
-var loadStepScript = redis.NewScript(`
+const loadStep = `
 local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout', 'window')
 if not m[1] then return nil end
 if m[4] ~= '2' then return {'migrate'} end
@@ -509,8 +584,77 @@ local arts = {}
 if #artIDs > 0 then arts = redis.call('HMGET', KEYS[2], unpack(artIDs)) end
 local outcomes = {}
 if ARGV[4] == '1' then outcomes = redis.call('HGETALL', KEYS[3]) end
-return {m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]), outcomes, redis.call('HGETALL', KEYS[7]), active}
-`)
+`
+
+const loadStepReply = `{m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]), outcomes, redis.call('HGETALL', KEYS[7]), active}`
+
+var loadStepScript = redis.NewScript(loadStep + `return ` + loadStepReply)
+
+// loadStartScript is loadStep, then StartCall's rule for the call ARGV[5]
+// (now ARGV[6], ttl ARGV[7]): its state, its tool and the turn's status
+// come from the turn's head, the small summary SaveTurn writes with it.
+// Then, per event to write when the call starts, the number of its parts
+// and the parts, which the script joins with the tool's JSON. Its reply is
+// loadStep's with the start last: 1, 0 when the call did not start, 2
+// when it started but its head names no tool (the events are not written).
+var loadStartScript = redis.NewScript(loadStep + `
+local call, started = ARGV[5], 0
+if redis.call('HEXISTS', KEYS[3], call) == 0 then
+  local state, tool, final = nil, nil, false
+  local h = redis.call('HGET', KEYS[1], 'head:' .. tid)
+  if h then
+    local hd = cjson.decode(h)
+    final = ` + finalStatusesLua() + `[hd.status] == true
+    if type(hd.pending) == 'table' then
+      for _, pc in ipairs(hd.pending) do
+        if pc.call_id == call then state, tool = pc.state, pc.tool end
+      end
+    end
+  end
+  if state == '` + string(record.CallRunning) + `' or (state == '` + string(record.CallReady) + `' and not final) then
+    if redis.call('HEXISTS', KEYS[3], '` + startPrefix + `' .. call) == 1 then
+      started = 1
+    elseif not own[9] then
+      redis.call('HSET', KEYS[3], '` + startPrefix + `' .. call, ARGV[6])
+      redis.call('HSET', KEYS[1], '` + resultsPrefix + `' .. tid, 1)
+      redis.call('EXPIRE', KEYS[3], ARGV[7], 'XX')
+      started = 1
+    end
+  end
+  if started == 1 and #ARGV > 7 then
+    if type(tool) ~= 'string' then
+      started = 2
+    else
+      local i, sep = 8, cjson.encode(tool)
+      while i <= #ARGV do
+        local n = tonumber(ARGV[i])
+        local e = table.concat({unpack(ARGV, i + 1, i + n)}, sep)
+        redis.call('XADD', KEYS[8], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', e)
+        i = i + 1 + n
+      end
+      redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
+      redis.call('PUBLISH', KEYS[8], '')
+    end
+  end
+end
+local reply = ` + loadStepReply + `
+reply[10] = started
+return reply`)
+
+// finalStatusesLua is a Lua table literal of the statuses of a turn that
+// has ended (record.Status.Final).
+func finalStatusesLua() string {
+	var b strings.Builder
+	b.WriteString("({")
+	for _, st := range []record.Status{record.StatusRunning, record.StatusAwaitingInput, record.StatusAwaitingApproval,
+		record.StatusSucceeded, record.StatusFailed, record.StatusExpired, record.StatusSuperseded, record.StatusCancelled, record.StatusBlocked} {
+		if st.Final() {
+			b.WriteString("['" + string(st) + "'] = true, ")
+		}
+	}
+	b.WriteString("})")
+	return b.String()
+}
 
 func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]record.CallOutcome, error) {
 	if len(raw) != 9 {
@@ -557,7 +701,7 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 		}
 		t := &record.Turn{ID: id, StartedAt: h.StartedAt, Status: h.Status, Supersedes: h.Supersedes}
 		for _, p := range h.Pending {
-			t.Pending = append(t.Pending, record.PendingCall{CallID: p.CallID, State: p.State})
+			t.Pending = append(t.Pending, record.PendingCall{CallID: p.CallID, Tool: p.Tool, State: p.State})
 		}
 		if err := unmarshal([]byte(bodies[2*i+1]), &t.Messages); err != nil {
 			return nil, nil, fmt.Errorf("load conversation %s: messages of %s: %w", cid, id, err)
