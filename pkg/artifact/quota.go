@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 )
 
 // ErrTooLarge is returned for one file over a size limit: a store's own
@@ -82,7 +84,8 @@ func (q *Quota) Room(ctx context.Context, cid string) (int64, error) {
 // A body whose length is known before it is read (an inline file: a
 // bytes.Reader, say) needs no read of the room first: the reservation
 // after the write decides, atomically, as it does for a stream, so such a
-// Put costs one round trip to the count, not two.
+// Put costs one round trip to the count, not two. With a context of
+// DeferReservations the reservation is left to the caller (Deferred).
 func (q *Quota) Put(ctx context.Context, cid, id, mimeType string, body io.Reader) (int64, error) {
 	var n int64
 	if size, ok := knownLength(body); ok {
@@ -107,6 +110,10 @@ func (q *Quota) Put(ctx context.Context, cid, id, mimeType string, body io.Reade
 			return 0, err
 		}
 	}
+	if d, ok := ctx.Value(deferredKey{}).(*Deferred); ok && d != nil {
+		d.add(q, cid, id, n)
+		return n, nil
+	}
 	ok, err := q.Usage.Reserve(ctx, cid, id, n, q.Limit)
 	if err == nil && ok {
 		return n, nil
@@ -120,6 +127,74 @@ func (q *Quota) Put(ctx context.Context, cid, id, mimeType string, body io.Reade
 		return 0, fmt.Errorf("count storage use of %s: %w", cid, err)
 	}
 	return 0, q.exceeded(ctx, cid)
+}
+
+// Reservation is the count of one stored object against its
+// conversation's quota, not yet made (Deferred).
+type Reservation struct {
+	ID    string
+	Bytes int64
+	Limit int64 // the conversation's quota
+}
+
+// Deferred holds the reservations a Quota store did not make: a Put of
+// known length with a context of DeferReservations stores the file and
+// leaves its reservation here, for the caller to make atomically with
+// the write that records the file (a call's outcome: one round trip less
+// per returned file). What it cannot make, Discard deletes.
+type Deferred struct {
+	mu    sync.Mutex
+	items []Reservation
+	puts  []deferredPut
+}
+
+type deferredPut struct {
+	q       *Quota
+	cid, id string
+}
+
+type deferredKey struct{}
+
+// DeferReservations returns ctx, whose Quota Puts of known length leave
+// their reservations in the returned Deferred.
+func DeferReservations(ctx context.Context) (context.Context, *Deferred) {
+	d := &Deferred{}
+	return context.WithValue(ctx, deferredKey{}, d), d
+}
+
+func (d *Deferred) add(q *Quota, cid, id string, n int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.items = append(d.items, Reservation{ID: id, Bytes: n, Limit: q.Limit})
+	d.puts = append(d.puts, deferredPut{q, cid, id})
+}
+
+// Reservations are the reservations left so far, in the order of their Puts.
+func (d *Deferred) Reservations() []Reservation {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.items)
+}
+
+// Discard deletes every object whose reservation was left here: the
+// reservations could not be made, so the objects must not stay.
+func (d *Deferred) Discard(ctx context.Context) error {
+	if d == nil {
+		return nil
+	}
+	d.mu.Lock()
+	puts := slices.Clone(d.puts)
+	d.mu.Unlock()
+	var errs []error
+	for _, p := range puts {
+		if err := p.q.Store.Delete(context.WithoutCancel(ctx), p.cid, p.id); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // exceeded is the QuotaError of cid as its use stands now.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"sync"
 	"testing"
 
@@ -94,6 +95,46 @@ func TestQuotaPutOfKnownLength(t *testing.T) {
 		if rc, _, err := local.Get(ctx, "c1", "a3"); err == nil {
 			rc.Close()
 			t.Errorf("Put %s: the refused file was kept", name)
+		}
+	}
+}
+
+// A Put with a context of DeferReservations stores the file and leaves
+// its count to the caller: nothing is reserved, the reservation says what
+// to count, and Discard deletes what was stored.
+func TestQuotaPutDefersItsReservation(t *testing.T) {
+	t.Parallel()
+	local, err := localstore.New(t.TempDir(), "http://x", []byte("k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &countingUsage{bytes: map[string]int64{}}
+	q := artifact.WithQuota(local, u, 100)
+	ctx, d := artifact.DeferReservations(t.Context())
+	if n, err := q.Put(ctx, "c1", "a1", "text/plain", bytes.NewReader(make([]byte, 60))); err != nil || n != 60 {
+		t.Fatalf("Put = %d, %v", n, err)
+	}
+	if n, err := q.Put(ctx, "c1", "a2", "text/plain", struct{ io.Reader }{bytes.NewReader(make([]byte, 30))}); err != nil || n != 30 {
+		t.Fatalf("Put of a stream = %d, %v", n, err)
+	}
+	if len(u.bytes) != 0 {
+		t.Errorf("deferred Puts reserved %v, want nothing", u.bytes)
+	}
+	want := []artifact.Reservation{{ID: "a1", Bytes: 60, Limit: 100}, {ID: "a2", Bytes: 30, Limit: 100}}
+	if got := d.Reservations(); !slices.Equal(got, want) {
+		t.Errorf("Reservations() = %v, want %v", got, want)
+	}
+	// A file over what a single Put may store is still refused at once.
+	if _, err := q.Put(ctx, "c1", "a3", "text/plain", bytes.NewReader(make([]byte, 101))); !errors.Is(err, artifact.ErrQuotaExceeded) {
+		t.Errorf("deferred Put over the quota = %v, want ErrQuotaExceeded", err)
+	}
+	if err := d.Discard(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a1", "a2"} {
+		if rc, _, err := local.Get(t.Context(), "c1", id); err == nil {
+			rc.Close()
+			t.Errorf("%s is still stored after Discard", id)
 		}
 	}
 }

@@ -401,8 +401,13 @@ type CallOutcome struct {
 	Raw    json.RawMessage `json:"raw,omitempty"` // full raw result for turn_tool_results
 	// Events are appended to the event log with the outcome, when it is
 	// the first stored (Store.PutOutcome); not stored with it.
-	Events    []Event             `json:"-"`
-	Artifacts []artifact.Artifact `json:"artifacts,omitempty"`
+	Events []Event `json:"-"`
+	// Reserve counts the files of Artifacts against the conversation's
+	// quota with the outcome, when it is the first stored (the Quota
+	// store's Puts left them to it: artifact.DeferReservations); not
+	// stored with it.
+	Reserve   []artifact.Reservation `json:"-"`
+	Artifacts []artifact.Artifact    `json:"artifacts,omitempty"`
 	// InputRequired is set when the specialist answered input-required:
 	// the call goes back to a form and its answer continues Task.
 	InputRequired *InputRequired `json:"input_required,omitempty"`
@@ -454,6 +459,16 @@ type InputRequired struct {
 type Put struct {
 	Stored    bool // this call stored the outcome (the first one)
 	Cancelled bool // the turn was marked cancelled by then
+	// OverQuota is the outcome's first reservation (Reserve) that did not
+	// fit, with what the conversation stored before it: nothing was
+	// stored nor counted.
+	OverQuota *QuotaRefusal
+}
+
+// QuotaRefusal is a reservation of PutOutcome that did not fit.
+type QuotaRefusal struct {
+	Reservation artifact.Reservation
+	Used        int64 // bytes counted before it
 }
 
 // ErrNotFound is returned for a conversation or turn that does not exist.

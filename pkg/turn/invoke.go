@@ -9,6 +9,7 @@ import (
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 
+	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -95,7 +96,10 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		h.stepLog(ctx, in.Ref, "invoke", pc.Tool, "refused", started, 0, fmt.Errorf("call %s is %s in a %s turn", pc.CallID, pc.State, t.Status))
 		return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 	}
-	var o record.CallOutcome
+	var (
+		o        record.CallOutcome
+		deferred *artifact.Deferred
+	)
 	if len(in.Fail) > 0 {
 		name, cause := stateError(in.Fail)
 		h.log().ErrorContext(ctx, "call failed", "conversation", in.ConversationID, "turn", in.TurnID, "call", in.CallID, "error", name, "cause", cause)
@@ -106,7 +110,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 			return InvokeOutput{CallID: in.CallID, Status: record.ResultNotExecuted}, nil
 		}
 		var cont *WorkflowContinuesError
-		o, cont, err = h.run(ctx, conv, t, pc, outcomes)
+		o, deferred, cont, err = h.run(ctx, conv, t, pc, outcomes)
 		if err != nil {
 			return InvokeOutput{}, err
 		}
@@ -142,14 +146,20 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if len(in.Fail) == 0 {
 		audited = h.auditAside(ctx, h.executed(conv, t, *pc, o))
 	}
-	var put record.Put
-	tries, err := h.outlast(ctx, func() (err error) {
-		put, err = h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
-		return err
-	})
+	put, err := h.putOutcome(ctx, in, o)
 	auditErr := audited()
-	if tries > 1 && err == nil {
-		put.Stored = true // an earlier try may have stored it before it timed out
+	if err == nil && put.OverQuota != nil {
+		// A file the call returned does not fit the conversation's quota,
+		// which the outcome's write counts: the call fails whole, and its
+		// files go, as when a copy does not fit.
+		if derr := deferred.Discard(ctx); derr != nil {
+			h.log().WarnContext(ctx, "files over the quota not deleted", "conversation", in.ConversationID, "call", pc.CallID, "error", derr.Error())
+		}
+		o = h.overQuota(t, pc, o, put.OverQuota)
+		if auditErr == nil {
+			auditErr = h.audit(ctx, h.executed(conv, t, *pc, o)) // under the same name: the failed call
+		}
+		put, err = h.putOutcome(ctx, in, o)
 	}
 	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
@@ -179,25 +189,60 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	return InvokeOutput{CallID: in.CallID, Status: status}, nil
 }
 
+// putOutcome stores o however long the store takes to come back (within
+// the step's time).
+func (h *Handlers) putOutcome(ctx context.Context, in InvokeInput, o record.CallOutcome) (record.Put, error) {
+	var put record.Put
+	tries, err := h.outlast(ctx, func() (err error) {
+		put, err = h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
+		return err
+	})
+	if tries > 1 && err == nil && put.OverQuota == nil {
+		put.Stored = true // an earlier try may have stored it before it timed out
+	}
+	return put, err
+}
+
+// overQuota is the failed outcome of a call whose returned file r did not
+// fit the conversation's quota.
+func (h *Handlers) overQuota(t *record.Turn, pc *record.PendingCall, o record.CallOutcome, r *record.QuotaRefusal) record.CallOutcome {
+	name := r.Reservation.ID
+	for _, a := range o.Artifacts {
+		if a.ID == r.Reservation.ID {
+			name = a.Name
+		}
+	}
+	qe := &artifact.QuotaError{Limit: r.Reservation.Limit, Used: r.Used}
+	f := failedOutcome(fmt.Sprintf("file %q the call returned does not fit: %v; nothing was stored", name, qe))
+	f.CallID, f.Tool, f.StartedAt, f.EndedAt = o.CallID, o.Tool, o.StartedAt, o.EndedAt
+	if h.events().Enabled() {
+		f.Events = []record.Event{h.stepEnded(t.ID, pc.Tool, pc.CallID, f.StepStatus(), f.StartedAt, f.EndedAt, nil)}
+	}
+	return f
+}
+
 // run runs the call with the source of its tool's kind: a skill's
 // (pkg/agents, pkg/mcp) or a workflow's (pkg/workflow, whose steps are
-// calls of skills).
-func (h *Handlers) run(ctx context.Context, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, outcomes map[string]record.CallOutcome) (record.CallOutcome, *WorkflowContinuesError, error) {
+// calls of skills). The files a skill's call returns are stored, their
+// count against the quota left to the outcome's write (o.Reserve; what
+// that write refuses, the Deferred discards).
+func (h *Handlers) run(ctx context.Context, conv *record.Conversation, t *record.Turn, pc *record.PendingCall, outcomes map[string]record.CallOutcome) (record.CallOutcome, *artifact.Deferred, *WorkflowContinuesError, error) {
 	cat, err := h.catalog(ctx)
 	if err != nil {
-		return record.CallOutcome{}, nil, err
+		return record.CallOutcome{}, nil, nil, err
 	}
 	if err := ResolveArtifacts(ctx, h.Store, conv, t); err != nil {
-		return record.CallOutcome{}, nil, err
+		return record.CallOutcome{}, nil, nil, err
 	}
 	arts := Env(conv, t).Artifacts
 	// The specialist (or a workflow's steps) must finish before the step's
 	// own deadline, so its outcome, even a timeout, is still stored.
 	callCtx, cancel := withMargin(ctx)
 	defer cancel()
+	var deferred *artifact.Deferred
 	entry, ok := cat.Lookup(pc.Tool)
 	if !ok {
-		return failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool)), nil, nil
+		return failedOutcome(fmt.Sprintf("tool %s is no longer available", pc.Tool)), nil, nil, nil
 	}
 	call := tool.Call{
 		ConversationID: conv.Meta.ID,
@@ -213,18 +258,35 @@ func (h *Handlers) run(ctx context.Context, conv *record.Conversation, t *record
 		call.Workflow = &tool.WorkflowCall{Template: entry.Workflow, Catalog: cat, Known: arts, Done: outcomes}
 	case catalog.EntrySkill:
 		call.Files = tool.ReferencedFiles(pc.Arguments, arts)
+		callCtx, deferred = artifact.DeferReservations(callCtx)
 	default:
-		return failedOutcome(fmt.Sprintf("tool %s cannot be invoked", pc.Tool)), nil, nil
+		return failedOutcome(fmt.Sprintf("tool %s cannot be invoked", pc.Tool)), nil, nil, nil
 	}
 	tctx, span := h.startTool(callCtx, pc.Tool, pc.CallID, call.Capability.AgentURL, pc.Arguments)
 	o := h.calls().Invoke(tctx, call)
 	if o.ContinuesAt > 0 {
 		span.SetAttributes(attrStatus.String("continues"))
 		span.End()
-		return record.CallOutcome{}, &WorkflowContinuesError{CallID: pc.CallID, Next: o.ContinuesAt - 1}, nil
+		return record.CallOutcome{}, nil, &WorkflowContinuesError{CallID: pc.CallID, Next: o.ContinuesAt - 1}, nil
 	}
 	h.endTool(span, o)
-	return o, nil, nil
+	o.Reserve = reservationsOf(deferred, o.Artifacts)
+	return o, deferred, nil, nil
+}
+
+// reservationsOf are d's reservations of the files in arts: a file the
+// invoker stored and then deleted (a call that failed after it) has none.
+func reservationsOf(d *artifact.Deferred, arts []artifact.Artifact) []artifact.Reservation {
+	var out []artifact.Reservation
+	for _, r := range d.Reservations() {
+		for _, a := range arts {
+			if a.ID == r.ID {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // calls routes each call to the source of its kind: the skills' to

@@ -224,7 +224,10 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	if err != nil {
 		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
-	args := []any{int64(s.ttl / time.Second), o.CallID, b, resultsPrefix + turnID}
+	args := []any{int64(s.ttl / time.Second), o.CallID, b, resultsPrefix + turnID, len(o.Reserve)}
+	for _, r := range o.Reserve {
+		args = append(args, r.ID, r.Bytes, r.Limit)
+	}
 	for _, e := range o.Events {
 		eb, err := json.Marshal(e)
 		if err != nil {
@@ -232,10 +235,20 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 		}
 		args = append(args, eb)
 	}
-	n, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid)}, args...).Int()
+	reply, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid), quotaKey(cid)}, args...).Result()
 	if err != nil {
 		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
 	}
+	if over, ok := reply.([]any); ok && len(over) == 2 {
+		// {index of the reservation that did not fit, bytes counted before it}
+		i, _ := over[0].(int64)
+		used, _ := over[1].(int64)
+		if i < 1 || int(i) > len(o.Reserve) {
+			return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: unexpected reply %v", o.CallID, cid, turnID, over)
+		}
+		return record.Put{OverQuota: &record.QuotaRefusal{Reservation: o.Reserve[i-1], Used: used}}, nil
+	}
+	n, _ := reply.(int64)
 	if n < 0 {
 		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, record.ErrNotFound)
 	}
@@ -243,19 +256,38 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 }
 
 // putOutcomeScript stores a call's outcome once (HSETNX) and, when it is
-// the first, appends its events (ARGV 5…) to the event log; it names the
-// results hash in the conversation hash so Delete finds it even when the
-// turn's own field was never saved, and does nothing for a conversation
-// that no longer exists (-1). It adds 2 when the turn is marked cancelled.
+// the first, counts its files against the quota (KEYS[5], as reserveScript
+// does: ARGV[5] reservations of id, bytes, limit) and appends its events
+// (the ARGV after them) to the event log; it names the results hash in the
+// conversation hash so Delete finds it even when the turn's own field was
+// never saved, and does nothing for a conversation that no longer exists
+// (-1). It adds 2 when the turn is marked cancelled. A reservation that
+// does not fit stores nothing and counts nothing: the reply is {its
+// 1-based index, the bytes counted before it}.
 var putOutcomeScript = redis.NewScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
+local first = 6 + 3 * tonumber(ARGV[5])
+if ARGV[5] ~= '0' and redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
+  local total = tonumber(redis.call('HGET', KEYS[5], 'total') or '0')
+  local counts = {}
+  for i = 6, first - 1, 3 do
+    local old = tonumber(redis.call('HGET', KEYS[5], ARGV[i]) or '0')
+    local n = tonumber(ARGV[i + 1])
+    if total - old + n > tonumber(ARGV[i + 2]) then return {(i - 3) / 3, total} end
+    total = total - old + n
+    counts[#counts + 1] = ARGV[i]
+    counts[#counts + 1] = n
+  end
+  redis.call('HSET', KEYS[5], 'total', total, unpack(counts))
+  if redis.call('TTL', KEYS[1]) == -1 then redis.call('PERSIST', KEYS[5]) else redis.call('EXPIRE', KEYS[5], ARGV[1]) end
+end
 local set = redis.call('HSETNX', KEYS[2], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[1], ARGV[4], 1)
 -- Refresh only a TTL that is set: an active conversation's keys carry none
 -- (saveTurnScript), and a running turn's results none until it ends.
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1], 'XX') end
-if set == 1 and #ARGV > 4 then
-  for i = 5, #ARGV do
+if set == 1 and #ARGV >= first then
+  for i = first, #ARGV do
     redis.call('XADD', KEYS[4], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
   end
   redis.call('EXPIRE', KEYS[4], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
@@ -248,6 +249,48 @@ func TestLoadStartRacingACancel(t *testing.T) {
 			if started != slices.Contains(listed, "call") {
 				t.Fatalf("race %d: LoadStart started = %v, but MarkCancelled listed %v", i, started, listed)
 			}
+		}
+	})
+}
+
+// docs/design.md §3.6: an outcome counts its files against the quota in
+// the write that stores it, once: a retried write of the same outcome
+// counts nothing again, and an outcome whose file does not fit stores
+// nothing, counts nothing, and says which file and how much was counted.
+func TestPutOutcomeCountsItsFiles(t *testing.T) {
+	t.Parallel()
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		s, cid := readyCall(t, c)
+		ctx := t.Context()
+		used := func() int64 {
+			n, _ := s.Usage().Used(ctx, cid)
+			return n
+		}
+		first := record.CallOutcome{CallID: "call", Tool: "x", Result: record.ToolResult{Status: record.ResultSucceeded},
+			Reserve: []artifact.Reservation{{ID: "f1", Bytes: 60, Limit: 100}, {ID: "f2", Bytes: 30, Limit: 100}}}
+		for try := range 2 {
+			put, err := s.PutOutcome(ctx, cid, "t00", first)
+			if err != nil || put.OverQuota != nil || put.Stored != (try == 0) {
+				t.Fatalf("PutOutcome() try %d = %+v, %v", try, put, err)
+			}
+			if n := used(); n != 90 {
+				t.Errorf("after try %d the quota counts %d bytes, want 90", try, n)
+			}
+		}
+		over := record.CallOutcome{CallID: "other", Tool: "x", Result: record.ToolResult{Status: record.ResultSucceeded},
+			Reserve: []artifact.Reservation{{ID: "f3", Bytes: 5, Limit: 100}, {ID: "f4", Bytes: 10, Limit: 100}}}
+		put, err := s.PutOutcome(ctx, cid, "t00", over)
+		if err != nil || put.Stored {
+			t.Fatalf("PutOutcome() over the quota = %+v, %v", put, err)
+		}
+		if r := put.OverQuota; r == nil || r.Reservation.ID != "f4" || r.Used != 95 {
+			t.Errorf("OverQuota = %+v, want f4 refused with 95 bytes counted before it", r)
+		}
+		if n := used(); n != 90 {
+			t.Errorf("the refused outcome left %d bytes counted, want 90", n)
+		}
+		if outs, err := s.Outcomes(ctx, cid, "t00"); err != nil || len(outs["t00"]) != 1 {
+			t.Errorf("outcomes = %v, %v; want only the first", outs, err)
 		}
 	})
 }
