@@ -74,3 +74,13 @@ func TestMintedTokenCarriesTheAudience(t *testing.T) {
 		t.Errorf("GET /v1/conversations with the minted token = %d, want 200", resp.StatusCode)
 	}
 }
+
+// The local stack collects at GOGC=200 unless GOGC is set.
+func TestDevCollectorTarget(t *testing.T) {
+	if p, ok := gcPercent(func(string) string { return "" }); !ok || p != 200 {
+		t.Errorf("gcPercent() without GOGC = %d, %v; want 200", p, ok)
+	}
+	if _, ok := gcPercent(func(k string) string { return map[string]string{"GOGC": "50"}[k] }); ok {
+		t.Error("gcPercent() with GOGC=50 overrides it, want it left alone")
+	}
+}
