@@ -75,7 +75,8 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 		after = "0"
 	}
 	if block <= 0 {
-		return s.readEvents(ctx, cid, after, count)
+		evs, _, err := s.readEvents(ctx, cid, after, count)
+		return evs, err
 	}
 	h := s.wakeups()
 	w, err := h.watch(ctx, eventsKey(cid))
@@ -89,14 +90,28 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 	t := time.NewTimer(block)
 	defer t.Stop()
 	for {
-		// Subscribed before this read, so an event written after it wakes us.
-		evs, err := s.readEvents(ctx, cid, after, count)
-		if err != nil || len(evs) > 0 {
-			return evs, err
+		// Subscribed before this read, so an event written after it wakes
+		// us. A read is skipped when the subscription knows the log ends
+		// at after and has had no wake-up since it learnt that: a stream
+		// that comes back for the next batch of events reads once per
+		// batch, not a second time to find nothing new.
+		if !h.endsAt(w, after) {
+			gen := h.generation(w)
+			evs, end, err := s.readEvents(ctx, cid, after, count)
+			if err != nil {
+				return nil, err
+			}
+			if end != "" {
+				h.ended(w, end, gen)
+			}
+			if len(evs) > 0 {
+				return evs, nil
+			}
 		}
 		select {
 		case <-w.c:
 		case <-t.C:
+			h.forget(w) // a quiet log is read again by the next call
 			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -104,17 +119,24 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 	}
 }
 
-// readEvents is one XREAD of cid's log after after, without blocking.
-func (s *Store) readEvents(ctx context.Context, cid, after string, count int) ([]record.Event, error) {
+// readEvents is one XREAD of cid's log after after, without blocking. end
+// is where the log ends, when the read reached its end: the last id read,
+// or after when there was nothing (and "" when count cut the read short).
+func (s *Store) readEvents(ctx context.Context, cid, after string, count int) (out []record.Event, end string, err error) {
 	res, err := s.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{eventsKey(cid), after}, Count: int64(count), Block: -1}).Result()
 	if errors.Is(err, redis.Nil) {
-		return nil, nil
+		return nil, after, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read events of %s: %w", cid, classify(err))
+		return nil, "", fmt.Errorf("read events of %s: %w", cid, classify(err))
 	}
-	var out []record.Event
+	end = after
 	for _, st := range res {
+		if len(st.Messages) >= count {
+			end = ""
+		} else if len(st.Messages) > 0 {
+			end = st.Messages[len(st.Messages)-1].ID
+		}
 		for _, m := range st.Messages {
 			raw, _ := m.Values["e"].(string)
 			// Only what readers filter on is decoded: a stream sends Raw
@@ -131,7 +153,7 @@ func (s *Store) readEvents(ctx context.Context, cid, after string, count int) ([
 			out = append(out, record.Event{ID: m.ID, Type: h.Type, TurnID: h.TurnID, At: at, Raw: json.RawMessage(raw)})
 		}
 	}
-	return out, nil
+	return out, end, nil
 }
 
 // forgetTitleScript: KEYS conv; ARGV text, placeholder. The title is

@@ -2,8 +2,10 @@ package valkey_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -295,5 +297,74 @@ func TestNextReadFindsItsChannelSubscribed(t *testing.T) {
 			}
 		}
 		waitFor(t, 10*time.Second, "the channel unsubscribed once no reader came back", func() bool { return numsub() == 0 })
+	})
+}
+
+// xreads counts the XREADs of one key.
+type xreads struct {
+	key string
+	n   atomic.Int64
+}
+
+func (x *xreads) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (x *xreads) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if a := cmd.Args(); strings.EqualFold(cmd.Name(), "xread") && slices.Contains(a, any(x.key)) {
+			x.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (x *xreads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// A stream reads its log once per batch of events: coming back for the
+// next batch, it does not read again to find nothing new when nothing was
+// published since its last read, and still gets every event.
+func TestStreamReadsItsLogOncePerBatch(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		cid := valkeytest.ID(t, "c")
+		x := &xreads{key: eventsKeys([]string{cid})[0]}
+		c.AddHook(x)
+		s := valkey.New(c, valkey.Options{})
+		ctx := t.Context()
+		got := make(chan record.Event, 10)
+		go func() {
+			after := ""
+			for ctx.Err() == nil {
+				evs, err := s.Events(ctx, cid, after, 10, time.Minute)
+				if err != nil {
+					return
+				}
+				for _, e := range evs {
+					after = e.ID
+					got <- e
+				}
+			}
+		}()
+		const batches = 6
+		at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+		for i := range batches {
+			waitFor(t, 10*time.Second, "the reader waiting", func() bool {
+				n, _ := c.PubSubNumSub(ctx, x.key).Result()
+				return n[x.key] == 1
+			})
+			if err := s.Emit(ctx, cid, record.Event{Type: record.EventStepStarted, TurnID: "t1", At: at.Add(time.Duration(i) * time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case e := <-got:
+				if !e.At.Equal(at.Add(time.Duration(i) * time.Second)) {
+					t.Fatalf("batch %d: got the event of %v", i, e.At)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("batch %d: the event never reached the stream", i)
+			}
+		}
+		// The first read finds the log empty; then one read per batch.
+		if n := x.n.Load(); n > batches+1 {
+			t.Errorf("%d XREADs for %d batches, want at most %d", n, batches, batches+1)
+		}
 	})
 }

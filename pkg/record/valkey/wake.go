@@ -39,6 +39,46 @@ type wakeSub struct {
 	ready   chan struct{} // closed once the server confirmed the subscription
 	// linger, while no reader waits, ends the subscription when it fires.
 	linger *time.Timer
+	// gen counts the wake-ups the channel has had: its publications, and
+	// the connection's losses and subscriptions, around which one could
+	// have been missed.
+	gen uint64
+	// end, when set (hasEnd), is where the log ended at generation endGen:
+	// a read begun then found no event after it.
+	end    string
+	endGen uint64
+	hasEnd bool
+}
+
+// generation is w's channel's count of wake-ups.
+func (h *wakes) generation(w *waker) uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return w.sub.gen
+}
+
+// ended records that a read begun at generation gen found the log of w's
+// channel ending at id.
+func (h *wakes) ended(w *waker, id string, gen uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.sub.end, w.sub.endGen, w.sub.hasEnd = id, gen, true
+}
+
+// endsAt reports whether the log of w's channel is known to end at after:
+// a read found it so, and the channel has had no wake-up since.
+func (h *wakes) endsAt(w *waker, after string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := w.sub
+	return s.hasEnd && s.end == after && s.endGen == s.gen
+}
+
+// forget drops what w's channel knows of its log's end.
+func (h *wakes) forget(w *waker) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w.sub.hasEnd = false
 }
 
 // waker is one reader's wake-up: a send means "read the log again".
@@ -174,6 +214,7 @@ func (h *wakes) receive(ps *redis.PubSub) {
 		if err != nil {
 			clear(h.pending)
 			for _, sub := range h.subs {
+				sub.gen++
 				sub.markReady()
 				for w := range sub.readers {
 					w.wake()
@@ -195,6 +236,7 @@ func (h *wakes) receive(ps *redis.PubSub) {
 				delete(h.pending, m.Channel)
 			}
 			if sub := h.subs[m.Channel]; sub != nil {
+				sub.gen++
 				sub.need--
 				if sub.need <= 0 {
 					sub.markReady()
@@ -202,6 +244,7 @@ func (h *wakes) receive(ps *redis.PubSub) {
 			}
 		case *redis.Message:
 			if sub := h.subs[m.Channel]; sub != nil {
+				sub.gen++
 				for w := range sub.readers {
 					w.wake()
 				}
