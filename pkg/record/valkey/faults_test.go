@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
@@ -93,25 +92,19 @@ func TestPausedServerFailsFast(t *testing.T) {
 	}
 }
 
-// noEvictionServer is a store on a server of its own that evicts nothing.
-func noEvictionServer(t *testing.T) (redis.UniversalClient, *valkey.Store) {
-	t.Helper()
+// A full server (maxmemory, noeviction) refuses writes with
+// record.ErrFull and keeps serving reads: no read is a transaction (a
+// full server refuses every command of a MULTI), and the step's read
+// script is read-only (EVAL_RO).
+func TestFullServerServesReads(t *testing.T) {
+	t.Parallel()
 	addr, _ := valkeytest.Server(t, "--maxmemory-policy", "noeviction")
 	c, closeC, err := valkey.Open(t.Context(), "redis://"+addr+"/0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(closeC)
-	return c, valkey.New(c, valkey.Options{})
-}
-
-// A full server (maxmemory, noeviction) refuses writes with
-// record.ErrFull and keeps serving reads: a full server refuses every
-// command of a MULTI, so the step's read, a transaction, falls back to
-// its read-only script alone (EVAL_RO).
-func TestFullServerServesReads(t *testing.T) {
-	t.Parallel()
-	c, s := noEvictionServer(t)
+	defer closeC()
+	s := valkey.New(c, valkey.Options{})
 	seed(t, s, "full")
 	ctx := t.Context()
 	used, err := c.Do(ctx, "MEMORY", "USAGE", "conv:{full}").Int64()
@@ -242,45 +235,4 @@ func TestEveryMethodOnARealCluster(t *testing.T) {
 	if n := admin.Exists(ctx, "conv:{cl}", "conv:{cl}:turns", "conv:{cl}:results:t01", "conv:{cl}:artifacts").Val(); n != 0 {
 		t.Errorf("after Delete %d keys remain", n)
 	}
-}
-
-// A server that lost its scripts (a restart, a failover) serves the step's
-// read as before: the store loads the script again. A full server, which
-// refuses every command of a transaction, serves the same read from the
-// script alone.
-func TestStepReadWithoutItsScriptAndOnAFullServer(t *testing.T) {
-	t.Parallel()
-	c, s := noEvictionServer(t)
-	seed(t, s, "lost")
-	ctx := t.Context()
-	if _, err := s.PutOutcome(ctx, "lost", "t04", record.CallOutcome{CallID: "c1", Tool: "x", Result: record.ToolResult{Status: record.ResultSucceeded}}); err != nil {
-		t.Fatal(err)
-	}
-	q := record.Query{TurnID: "t04", Window: 80, Outcomes: true}
-	wantConv, wantOutcomes, err := s.LoadStep(ctx, "lost", q)
-	if err != nil || len(wantOutcomes) != 1 {
-		t.Fatalf("LoadStep() = %v outcomes, %v", wantOutcomes, err)
-	}
-	check := func(what string) {
-		t.Helper()
-		conv, outcomes, err := s.LoadStep(ctx, "lost", q)
-		if err != nil {
-			t.Fatalf("LoadStep %s = %v", what, err)
-		}
-		if d := cmp.Diff(wantConv, conv); d != "" {
-			t.Errorf("LoadStep %s read (-before +after):\n%s", what, d)
-		}
-		if d := cmp.Diff(wantOutcomes, outcomes); d != "" {
-			t.Errorf("LoadStep %s outcomes (-before +after):\n%s", what, d)
-		}
-	}
-	if err := c.ScriptFlush(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	check("after SCRIPT FLUSH")
-	if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(valkeytest.UsedMemory(t, c)/2)).Err(); err != nil {
-		t.Fatal(err)
-	}
-	defer c.ConfigSet(context.Background(), "maxmemory", "0")
-	check("on a full server")
 }

@@ -426,15 +426,23 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 	return c, outcomes, nil
 }
 
-// LoadStep reads what one step needs (record.Query) in one round trip
-// (stepRead: a read-only script and plain reads in one transaction; the
-// script alone on a full server): the meta; the turn in full with its outcomes; the active turns and, for a
+// LoadStep reads what one step needs (record.Query) in one read-only
+// script (EVALSHA_RO: it runs on replicas and on a full server): the
+// meta; the turn in full with its outcomes; the active turns and, for a
 // Window, the newest turns until their view sizes cover it (heads and
 // messages only); the newest catalog entries and the turn's own; the
 // skill-inputs summary. What it reads is bounded by the window and the
 // catalog size, never by the conversation's length.
 func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, error) {
-	raw, err := s.stepRead(ctx, loadStepScript, true, cid, q)
+	size := q.Artifacts
+	if size <= 0 {
+		size = record.DefaultCatalogSize
+	}
+	outcomes := "0"
+	if q.Outcomes && q.TurnID != "" {
+		outcomes = "1"
+	}
+	raw, err := loadStepScript.RunRO(ctx, s.rdb, s.turnKeys(cid, q.TurnID), q.TurnID, q.Window, size, outcomes).Slice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
 	}
@@ -451,83 +459,6 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 	return decodeStep(cid, q.TurnID, raw)
 }
 
-// stepRead runs script, loadStepScript or loadStartScript (read-only: ro),
-// with q's arguments and then args, and beside it, in one transaction
-// (MULTI/EXEC: one atomic step still), reads the step's own turn body and
-// messages and its outcomes with plain commands. It returns the script's
-// reply with them in their places.
-func (s *Store) stepRead(ctx context.Context, script *redis.Script, ro bool, cid string, q record.Query, args ...any) ([]any, error) {
-	size := q.Artifacts
-	if size <= 0 {
-		size = record.DefaultCatalogSize
-	}
-	keys := s.turnKeys(cid, q.TurnID)
-	args = append([]any{q.TurnID, q.Window, size, "0"}, args...)
-	var (
-		reply *redis.Cmd
-		own   *redis.SliceCmd
-		outs  *redis.MapStringStringCmd
-	)
-	read := func() error {
-		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			if ro {
-				reply = script.EvalShaRO(ctx, p, keys, args...)
-			} else {
-				reply = script.EvalSha(ctx, p, keys, args...)
-			}
-			if q.TurnID != "" {
-				own = p.HMGet(ctx, convKey(cid), turnPrefix+q.TurnID, msgsPrefix+q.TurnID)
-				if q.Outcomes {
-					outs = p.HGetAll(ctx, resultsKey(cid, q.TurnID))
-				}
-			}
-			return nil
-		})
-		if reply.Err() != nil {
-			return reply.Err()
-		}
-		return err
-	}
-	err := read()
-	if err != nil && ro && strings.HasPrefix(err.Error(), "OOM") {
-		// A full server refuses every command queued in a transaction,
-		// reads too: the script reads all of it, alone (EVALSHA_RO runs on
-		// a full server).
-		mode := "1"
-		if q.Outcomes && q.TurnID != "" {
-			mode = "2"
-		}
-		args[3] = mode
-		return script.RunRO(ctx, s.rdb, keys, args...).Slice()
-	}
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		// The server lost its scripts (a restart, a failover): loaded
-		// again, the read runs once more.
-		if err := script.Load(ctx, s.rdb).Err(); err != nil {
-			return nil, err
-		}
-		err = read()
-	}
-	if err != nil {
-		return nil, err
-	}
-	raw, err := reply.Slice()
-	if err != nil || len(raw) < 9 || own == nil {
-		return raw, err
-	}
-	if f, ok := raw[1].([]any); ok && len(f) >= 2 {
-		f[0], f[1] = own.Val()[0], own.Val()[1]
-	}
-	if outs != nil {
-		kv := make([]any, 0, 2*len(outs.Val()))
-		for k, v := range outs.Val() {
-			kv = append(kv, k, v)
-		}
-		raw[6] = kv
-	}
-	return raw, nil
-}
-
 // LoadStart is LoadStep of q.TurnID with its outcomes and, in the same
 // script, StartCall of callID when the call may start: no outcome is
 // stored for it, and it is ready in a turn that has not ended, or running
@@ -542,8 +473,11 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 	if q.TurnID == "" || callID == "" {
 		return nil, nil, false, fmt.Errorf("load and start a call of %s: turn and call id are required", cid)
 	}
-	q.Outcomes = true
-	args := []any{callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second)}
+	size := q.Artifacts
+	if size <= 0 {
+		size = record.DefaultCatalogSize
+	}
+	args := []any{q.TurnID, q.Window, size, "1", callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second)}
 	for _, e := range start.Events {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -556,7 +490,7 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 			args = append(args, p)
 		}
 	}
-	raw, err := s.stepRead(ctx, loadStartScript, false, cid, q, args...)
+	raw, err := loadStartScript.Run(ctx, s.rdb, s.turnKeys(cid, q.TurnID), args...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil, false, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
 	}
@@ -596,18 +530,13 @@ var callToolJSON = func() []byte {
 }()
 
 // loadStep is the Lua of LoadStep, up to its reply (loadStepScript),
-// which loadStartScript follows with its start. KEYS as turnKeys; ARGV
-// tid, window, catalog size, and how the step's own turn is read: "0"
-// without its body and messages, nor its outcomes (stepRead reads them
-// beside the script, with plain commands: every byte that passes through
-// a script is hashed into the script engine's strings, about 1.3 ns a
-// byte on Valkey and Redis 7), "1" whole, "2" whole with its outcomes. It
-// returns nil for a missing conversation, {"migrate"} for one stored
-// before this layout, else {meta fields, own fields, window turn ids,
-// their heads and messages, artifact JSONs, the catalog's size, outcomes,
-// inputs, active turns (id, fields)…}. The active turns are read whole
-// (the API answers their task tokens); the window's other turns only as
-// far as the LLM view needs them.
+// which loadStartScript follows with its start. KEYS as turnKeys; ARGV tid, window, catalog size,
+// outcomes (1/0). It returns nil for a missing conversation, {"migrate"}
+// for one stored before this layout, else {meta fields, own fields, window
+// turn ids, their heads and messages, artifact JSONs, the catalog's size,
+// outcomes, inputs, active turns (id, fields)…}. The step's own turn and
+// the active ones are read whole (the API answers their task tokens); the
+// window's other turns only as far as the LLM view needs them.
 const loadStep = `
 local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout', 'window')
 if not m[1] then return nil end
@@ -617,11 +546,7 @@ local function whole(id)
   return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id)
 end
 local own = {}
-if tid ~= '' and ARGV[4] ~= '0' then
-  own = whole(tid)
-elseif tid ~= '' then
-  own = {false, false, unpack(redis.call('HMGET', KEYS[1], 'answered:' .. tid, 'llm_calls:' .. tid, 'tokens:' .. tid, 'arts:' .. tid, 'cached:' .. tid, 'cost:' .. tid, 'cancel:' .. tid, 'superseded:' .. tid))}
-end
+if tid ~= '' then own = whole(tid) end
 local seen = {}
 seen[tid] = true
 local active = {}
@@ -658,7 +583,7 @@ end
 local arts = {}
 if #artIDs > 0 then arts = redis.call('HMGET', KEYS[2], unpack(artIDs)) end
 local outcomes = {}
-if ARGV[4] == '2' then outcomes = redis.call('HGETALL', KEYS[3]) end
+if ARGV[4] == '1' then outcomes = redis.call('HGETALL', KEYS[3]) end
 `
 
 const loadStepReply = `{m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]), outcomes, redis.call('HGETALL', KEYS[7]), active}`

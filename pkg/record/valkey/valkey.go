@@ -20,12 +20,10 @@
 // Every method is one round trip (Delete two). LoadStep reads only what a
 // step needs — its turn, the active turns, the newest turns of the
 // transcript window, the newest artifacts and the skill-inputs summary — in
-// one transaction (a read-only script, and the turn's own body, messages
-// and outcomes by plain commands beside it), so a step's cost does not grow
-// with the conversation's length; SaveTurn keeps the indexes and the
-// summary on write. A full server refuses every command of a transaction,
-// so on one LoadStep reads with its script alone (EVAL_RO), which keeps
-// working.
+// one read-only script, so a step's cost does not grow with the
+// conversation's length; SaveTurn keeps the indexes and the summary on
+// write. Reads never use MULTI/EXEC: a full server refuses every command of
+// a transaction, while plain reads (and EVAL_RO) keep working.
 //
 // The owner index is written only by Create (score: creation time) and read
 // by List, which orders by each conversation's `updated` field and prunes
