@@ -379,7 +379,9 @@ func (st *stream) open() error {
 func (st *stream) ended(tid string) error {
 	for {
 		sc := bufio.NewScanner(st.body)
-		sc.Buffer(make([]byte, 64<<10), 4<<20)
+		// The buffer grows to the longest line: most events are short, and
+		// a stream per turn should not cost the driver 64 KB each.
+		sc.Buffer(make([]byte, 0, 4<<10), 4<<20)
 		var id, typ, data string
 		for sc.Scan() {
 			line := sc.Text()
