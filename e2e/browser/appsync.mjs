@@ -36,9 +36,12 @@ await main("appsync", async (page) => {
   const ws = sockets.find((s) => s.url.endsWith("/event/realtime"));
   if (!ws) throw new Error(`no WebSocket to the Event API (sockets: ${sockets.map((s) => s.url).join(", ") || "none"})`);
   const types = (frames) => frames.map((f) => JSON.parse(f).type);
-  const sub = ws.sent.map((f) => JSON.parse(f)).find((m) => m.type === "subscribe");
-  if (!sub || !/^\/live\/dev\/c-/.test(sub.channel) || !sub.authorization?.Authorization) {
-    throw new Error(`subscribe frame ${JSON.stringify(sub)}, want the owner's channel with the token`);
+  // The page subscribes to the conversation's channel and to the owner's
+  // conversation list (/live/dev/user), in whichever order they come.
+  const subs = ws.sent.map((f) => JSON.parse(f)).filter((m) => m.type === "subscribe");
+  const sub = subs.find((m) => /^\/live\/dev\/c-/.test(m.channel));
+  if (!sub || subs.some((m) => !m.authorization?.Authorization)) {
+    throw new Error(`subscribe frames ${JSON.stringify(subs)}, want the conversation's channel of the owner, each with the token`);
   }
   const got = types(ws.received);
   if (!got.includes("connection_ack") || !got.includes("subscribe_success") || got.filter((t) => t === "data").length < 5) {
