@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -211,6 +212,19 @@ type choice struct {
 		Content   wireString     `json:"content"`
 		ToolCalls []wireToolCall `json:"tool_calls"`
 	} `json:"message"`
+	// notObject is set for an element of choices that is neither an
+	// object nor null: the official SDK then reads no choices at all, and
+	// so does this package.
+	notObject bool
+}
+
+func (c *choice) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' && string(b) != "null" {
+		c.notObject = true
+		return nil
+	}
+	type fields choice // the same fields, not this method
+	return unmarshalLenient(b, (*fields)(c))
 }
 
 // wireToolCall is a tool call of an answer: a function call, or a call of
@@ -434,7 +448,7 @@ func decodeCompletion(b []byte) (*llm.Response, error) {
 // mapResponse maps a completion, whole or assembled from a stream. OpenAI's
 // prompt_tokens already counts the cached tokens, as llm.Usage wants.
 func mapResponse(res *completion) (*llm.Response, error) {
-	if res == nil || len(res.Choices) == 0 {
+	if res == nil || len(res.Choices) == 0 || slices.ContainsFunc(res.Choices, func(c choice) bool { return c.notObject }) {
 		return nil, errors.New("openai: chat completion returned no choices")
 	}
 	msg := res.Choices[0].Message
