@@ -137,26 +137,27 @@ type Reservation struct {
 	Limit int64 // the conversation's quota
 }
 
-// Deferred holds the reservations a Quota store did not make: a Put of
-// known length with a context of DeferReservations stores the file and
-// leaves its reservation here, for the caller to make atomically with
-// the write that records the file (a call's outcome: one round trip less
-// per returned file). What it cannot make, Discard deletes.
+// Deferred holds the reservations a Quota store did not make: a Put with
+// a context of DeferReservations stores the file and leaves its
+// reservation here, for the caller to make atomically with the write that
+// records the file (a call's outcome: one round trip less per returned
+// file). What it cannot make, Discard deletes.
 type Deferred struct {
-	mu    sync.Mutex
-	items []Reservation
-	puts  []deferredPut
+	mu   sync.Mutex
+	puts []deferredPut
 }
 
+// deferredPut is one stored object whose reservation was left.
 type deferredPut struct {
-	q       *Quota
-	cid, id string
+	Reservation
+	q   *Quota
+	cid string
 }
 
 type deferredKey struct{}
 
-// DeferReservations returns ctx, whose Quota Puts of known length leave
-// their reservations in the returned Deferred.
+// DeferReservations returns ctx, whose Quota Puts leave their
+// reservations in the returned Deferred.
 func DeferReservations(ctx context.Context) (context.Context, *Deferred) {
 	d := &Deferred{}
 	return context.WithValue(ctx, deferredKey{}, d), d
@@ -165,8 +166,7 @@ func DeferReservations(ctx context.Context) (context.Context, *Deferred) {
 func (d *Deferred) add(q *Quota, cid, id string, n int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.items = append(d.items, Reservation{ID: id, Bytes: n, Limit: q.Limit})
-	d.puts = append(d.puts, deferredPut{q, cid, id})
+	d.puts = append(d.puts, deferredPut{Reservation{ID: id, Bytes: n, Limit: q.Limit}, q, cid})
 }
 
 // Reservations are the reservations left so far, in the order of their Puts.
@@ -176,7 +176,11 @@ func (d *Deferred) Reservations() []Reservation {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	return slices.Clone(d.items)
+	out := make([]Reservation, len(d.puts))
+	for i, p := range d.puts {
+		out[i] = p.Reservation
+	}
+	return out
 }
 
 // Discard deletes every object whose reservation was left here: the
@@ -190,7 +194,7 @@ func (d *Deferred) Discard(ctx context.Context) error {
 	d.mu.Unlock()
 	var errs []error
 	for _, p := range puts {
-		if err := p.q.Store.Delete(context.WithoutCancel(ctx), p.cid, p.id); err != nil {
+		if err := p.q.Store.Delete(context.WithoutCancel(ctx), p.cid, p.ID); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -434,6 +434,18 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 // skill-inputs summary. What it reads is bounded by the window and the
 // catalog size, never by the conversation's length.
 func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, error) {
+	raw, err := s.runStep(ctx, loadStepScript, cid, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	return decodeStep(cid, q.TurnID, raw)
+}
+
+// runStep runs a step's read script, loadStepScript (read-only) or
+// loadStartScript (then its extra arguments), for q, and returns its
+// reply: ErrNotFound for a missing conversation, and a conversation
+// stored before turns were indexed is indexed once, then read.
+func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q record.Query, extra ...any) ([]any, error) {
 	size := q.Artifacts
 	if size <= 0 {
 		size = record.DefaultCatalogSize
@@ -442,21 +454,25 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 	if q.Outcomes && q.TurnID != "" {
 		outcomes = "1"
 	}
-	raw, err := loadStepScript.RunRO(ctx, s.rdb, s.turnKeys(cid, q.TurnID), q.TurnID, q.Window, size, outcomes).Slice()
+	args := append([]any{q.TurnID, q.Window, size, outcomes}, extra...)
+	run := script.Run
+	if script == loadStepScript {
+		run = script.RunRO // EVALSHA_RO: it runs on replicas and on a full server
+	}
+	raw, err := run(ctx, s.rdb, s.turnKeys(cid, q.TurnID), args...).Slice()
 	if errors.Is(err, redis.Nil) {
-		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
+		return nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, classify(err))
+		return nil, fmt.Errorf("load conversation %s: %w", cid, classify(err))
 	}
 	if len(raw) == 1 {
-		// Stored before turns were indexed: index them once, then read.
 		if err := s.migrate(ctx, cid); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return s.LoadStep(ctx, cid, q)
+		return s.runStep(ctx, script, cid, q, extra...)
 	}
-	return decodeStep(cid, q.TurnID, raw)
+	return raw, nil
 }
 
 // LoadStart is LoadStep of q.TurnID with its outcomes and, in the same
@@ -473,11 +489,8 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 	if q.TurnID == "" || callID == "" {
 		return nil, nil, false, fmt.Errorf("load and start a call of %s: turn and call id are required", cid)
 	}
-	size := q.Artifacts
-	if size <= 0 {
-		size = record.DefaultCatalogSize
-	}
-	args := []any{q.TurnID, q.Window, size, "1", callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second)}
+	q.Outcomes = true
+	args := []any{callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second)}
 	for _, e := range start.Events {
 		b, err := json.Marshal(e)
 		if err != nil {
@@ -490,18 +503,9 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 			args = append(args, p)
 		}
 	}
-	raw, err := loadStartScript.Run(ctx, s.rdb, s.turnKeys(cid, q.TurnID), args...).Slice()
-	if errors.Is(err, redis.Nil) {
-		return nil, nil, false, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
-	}
+	raw, err := s.runStep(ctx, loadStartScript, cid, q, args...)
 	if err != nil {
-		return nil, nil, false, fmt.Errorf("load conversation %s and start call %s: %w", cid, callID, classify(err))
-	}
-	if len(raw) == 1 {
-		if err := s.migrate(ctx, cid); err != nil {
-			return nil, nil, false, err
-		}
-		return s.LoadStart(ctx, cid, q, start)
+		return nil, nil, false, err
 	}
 	if len(raw) != 10 {
 		return nil, nil, false, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
