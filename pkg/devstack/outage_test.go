@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 
+	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -199,7 +201,8 @@ func TestStoppedExecutionEndsItsTurn(t *testing.T) {
 	m := &model{decide: func(req llm.Request) *llm.Response {
 		return calls(call("s1", "slow_echo", map[string]any{"text": "hold on"}))
 	}}
-	st, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{agentURL} })
+	dir := t.TempDir()
+	st, c := stack(t, m, func(cfg *Config) { cfg.Agents = []string{agentURL}; cfg.DataDir = dir })
 	cid := c.newConversation()
 	tid := c.send(cid, "echo slowly")
 	arn := strings.Replace(st.StateMachineARN, ":stateMachine:", ":execution:", 1) + ":" + tid
@@ -226,6 +229,18 @@ func TestStoppedExecutionEndsItsTurn(t *testing.T) {
 	if !strings.Contains(tr.Error, "intact") {
 		t.Errorf("turn error = %q, want the internal-error message", tr.Error)
 	}
+	// The call in flight runs to its end, as a Lambda in flight does: the
+	// audit records it (and the test's data folder is not removed while
+	// that is written).
+	eventuallyTrue(t, 10*time.Second, "the call in flight is audited", func() bool {
+		evs, _ := audit.ReadDir(filepath.Join(dir, "audit"))
+		for _, e := range evs {
+			if e.Kind == audit.KindCall && e.Turn == tid {
+				return true
+			}
+		}
+		return false
+	})
 }
 
 // eventuallyTrue polls cond until it holds or d passes.
