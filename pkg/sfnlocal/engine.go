@@ -486,7 +486,10 @@ func (e *Engine) launch(x *execution, c *cursor) {
 		defer e.wg.Done()
 		defer cancel()
 		if x.sm.timeout > 0 {
-			go e.watchTimeout(ctx, x)
+			// The timer starts before the first state runs, so a clock
+			// that moves during a state cannot start it late.
+			t := e.clock.NewTimer(time.Duration(x.sm.timeout)*time.Second - e.clock.Now().Sub(x.describe().StartDate))
+			go e.watchTimeout(ctx, x, t)
 		}
 		out, serr := e.runGraph(ctx, x, x.sm.root, c)
 		if x.historyFull() {
@@ -517,9 +520,8 @@ func (e *Engine) launch(x *execution, c *cursor) {
 	})
 }
 
-func (e *Engine) watchTimeout(ctx context.Context, x *execution) {
-	rest := time.Duration(x.sm.timeout)*time.Second - e.clock.Now().Sub(x.describe().StartDate)
-	t := e.clock.NewTimer(rest)
+// watchTimeout ends x as timed out when t fires first.
+func (e *Engine) watchTimeout(ctx context.Context, x *execution, t Timer) {
 	defer t.Stop()
 	select {
 	case <-t.C():
