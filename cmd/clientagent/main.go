@@ -41,6 +41,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/procs"
 	"github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 	"github.com/clientagent/clientagent/pkg/smoke"
 	"github.com/clientagent/clientagent/pkg/telemetry"
@@ -57,7 +58,7 @@ const usage = `usage:
                                        are kept when VALKEY_URL is not set; default auto: a valkey-server
                                        or redis-server on PATH, its data under .data, else the embedded one),
                                        CLIENTAGENT_MAX_STREAMS=N (event streams one user may hold open, default 10)
-  clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--watch=false --poll 5ms] [--after N] [--pid PID,…]
+  clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--watch=false --poll 5ms] [--after N] [--pid PID,…] [--cpuprofile FILE]
                                        run N Popelnase turns, C at a time, through the API and print
                                        p50/p99 ms, turns/s and the stack's memory as one JSON line
   clientagent smoke [--url URL | --env ENV] [--token TOKEN] [--origin ORIGIN]
@@ -162,6 +163,12 @@ func gcPercent(getenv func(string) string) (int, bool) {
 		return 0, false
 	}
 	return 200, true
+}
+
+// adaptProcs reports whether the local stack sets its processors by how
+// many of its steps overlap (pkg/procs): unless GOMAXPROCS fixes them.
+func adaptProcs(getenv func(string) string) bool {
+	return getenv("GOMAXPROCS") == ""
 }
 
 func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) error {
@@ -299,6 +306,11 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
+	var adapter *procs.Adapter
+	if adaptProcs(os.Getenv) {
+		adapter = procs.New(procs.Options{})
+		defer adapter.Close()
+	}
 	st, err := start(ctx, devstack.Config{
 		ValkeyServer:    store.server,
 		PersistEmbedded: store.persist,
@@ -319,6 +331,7 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 		Agents:          agents.ParseAgentList(os.Getenv("CLIENTAGENT_AGENTS")),
 		Limits:          limits,
 		WorkflowsDir:    os.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
+		Procs:           adapter,
 		Logger:          logger,
 	})
 	if err != nil {
@@ -397,8 +410,20 @@ func benchCmd(dataDir string, args []string, stdout io.Writer) error {
 	after := fs.Int("after", 0, "then this many turns one at a time on the same stack (c=1 after the burst)")
 	pids := fs.String("pid", "", "the stack's process ids, comma-separated (a Valkey server's too), for their memory")
 	text := fs.String("text", bench.DefaultText, "the user message of every turn")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the driver itself to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return err
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	var pidList []int
 	for p := range strings.SplitSeq(*pids, ",") {

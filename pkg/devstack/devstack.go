@@ -12,6 +12,7 @@ package devstack
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -42,6 +43,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/invokeenv"
+	"github.com/clientagent/clientagent/pkg/procs"
 	"github.com/clientagent/clientagent/pkg/schemacheck"
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 	"github.com/clientagent/clientagent/pkg/telemetry"
@@ -146,7 +148,10 @@ type Config struct {
 	// Live, when set, publishes every live event to an AppSync Events API
 	// as a deployment does (tests: livepubtest's fake), and GET /v1/info
 	// tells clients to subscribe there; the SSE endpoint stays.
-	Live   *Live
+	Live *Live
+	// Procs, when set, is told of every step the engine runs, and sets the
+	// processors by how many overlap (pkg/procs; clientagent dev sets it).
+	Procs  *procs.Adapter
 	Logger *slog.Logger
 }
 
@@ -277,11 +282,21 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		InvokeTimeout: 15 * time.Minute, Logger: log})
 	st.Engine = st.engine
 	h := p.Handlers
-	st.engine.RegisterFunction(functionNames["LLMStepFunction"], turnlambda.LLMStepOrEvent(h))
-	st.engine.RegisterFunction(functionNames["ValidateFunction"], turnlambda.JSON(h.Validate))
-	st.engine.RegisterFunction(functionNames["AwaitFunction"], turnlambda.JSON(h.Await))
-	st.engine.RegisterFunction(functionNames["InvokeFunction"], turnlambda.JSON(h.Invoke))
-	st.engine.RegisterFunction(functionNames["AppendFunction"], turnlambda.JSON(h.Append))
+	register := func(name string, f sfnlocal.Handler) {
+		step := f
+		if a := cfg.Procs; a != nil {
+			step = func(ctx context.Context, payload json.RawMessage) (json.RawMessage, error) {
+				defer a.Enter()()
+				return f(ctx, payload)
+			}
+		}
+		st.engine.RegisterFunction(functionNames[name], step)
+	}
+	register("LLMStepFunction", turnlambda.LLMStepOrEvent(h))
+	register("ValidateFunction", turnlambda.JSON(h.Validate))
+	register("AwaitFunction", turnlambda.JSON(h.Await))
+	register("InvokeFunction", turnlambda.JSON(h.Invoke))
+	register("AppendFunction", turnlambda.JSON(h.Append))
 	// The turn is a STANDARD execution whose loop runs in EXPRESS children,
 	// from the same two files the stack deploys.
 	loopARN, err := st.engine.CreateStateMachineOfType("clientagent-loop", sfnlocal.TypeExpress, sfnlocal.Substitute(clientagent.LoopStateMachine, functionNames))
