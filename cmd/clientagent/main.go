@@ -165,12 +165,6 @@ func gcPercent(getenv func(string) string) (int, bool) {
 	return 200, true
 }
 
-// adaptProcs reports whether the local stack sets its processors by how
-// many of its steps overlap (pkg/procs): unless GOMAXPROCS fixes them.
-func adaptProcs(getenv func(string) string) bool {
-	return getenv("GOMAXPROCS") == ""
-}
-
 func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -306,11 +300,9 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if err != nil {
 		return err
 	}
-	var adapter *procs.Adapter
-	if adaptProcs(os.Getenv) {
-		adapter = procs.New(procs.Options{})
-		defer adapter.Close()
-	}
+	// One processor while the steps run one at a time (pkg/procs).
+	adapter := procs.FromEnv(os.Getenv)
+	defer adapter.Close()
 	st, err := start(ctx, devstack.Config{
 		ValkeyServer:    store.server,
 		PersistEmbedded: store.persist,

@@ -76,15 +76,6 @@ func TestMintedTokenCarriesTheAudience(t *testing.T) {
 }
 
 // The local stack collects at GOGC=200 unless GOGC is set.
-func TestDevAdaptsProcessorsUnlessGOMAXPROCSIsSet(t *testing.T) {
-	if !adaptProcs(func(string) string { return "" }) {
-		t.Error("adaptProcs() without GOMAXPROCS = false, want true")
-	}
-	if adaptProcs(func(k string) string { return map[string]string{"GOMAXPROCS": "2"}[k] }) {
-		t.Error("adaptProcs() with GOMAXPROCS=2 = true, want it left alone")
-	}
-}
-
 func TestDevCollectorTarget(t *testing.T) {
 	if p, ok := gcPercent(func(string) string { return "" }); !ok || p != 200 {
 		t.Errorf("gcPercent() without GOGC = %d, %v; want 200", p, ok)

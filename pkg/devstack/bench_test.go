@@ -15,6 +15,7 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmtest"
+	"github.com/clientagent/clientagent/pkg/procs"
 	"github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
@@ -115,7 +116,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // round-trip counter on the platform's Valkey client; the stack's shutdown
 // is kept out of the timed region.
 func benchStack(b *testing.B) (*Stack, *client, *roundTrips) {
-	st, err := Start(b.Context(), benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir()}))
+	st, err := Start(b.Context(), benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), Procs: benchProcs(b)}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 // benchTurns runs b.N turns of one prompt on a stack with model m and
 // returns nothing; b reports ns per whole turn (API start to execution end).
 func benchTurns(b *testing.B, m llm.Provider, agents []string, mutate ...func(*Config)) {
-	cfg := benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents})
+	cfg := benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents, Procs: benchProcs(b)})
 	for _, f := range mutate {
 		f(&cfg)
 	}
@@ -249,6 +250,15 @@ func BenchmarkWorkflowTurn(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
+}
+
+// benchProcs is the processors' adapter of make run (pkg/procs), so a
+// benchmark's turns run as that stack's do; GOMAXPROCS set in the
+// environment fixes them instead.
+func benchProcs(b *testing.B) *procs.Adapter {
+	a := procs.FromEnv(os.Getenv)
+	b.Cleanup(a.Close)
+	return a
 }
 
 // benchStore sets the store the benchmarks use from BENCH_STORE: memory

@@ -27,6 +27,15 @@ import (
 // the Adapter goes back to one processor.
 const DefaultQuiet = 300 * time.Millisecond
 
+// FromEnv is the Adapter of a process that runs the whole stack, nil when
+// the environment fixes the processors (GOMAXPROCS is set).
+func FromEnv(getenv func(string) string) *Adapter {
+	if getenv("GOMAXPROCS") != "" {
+		return nil
+	}
+	return New(Options{})
+}
+
 // Options configures an Adapter. Every field is optional.
 type Options struct {
 	// Max is the processors used when steps overlap (default
@@ -77,6 +86,9 @@ func New(o Options) *Adapter {
 
 // Procs is the number of processors the Adapter has set.
 func (a *Adapter) Procs() int {
+	if a == nil {
+		return runtime.GOMAXPROCS(0)
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.cur
@@ -122,8 +134,12 @@ func (a *Adapter) check() {
 	a.timer.Reset(a.quiet)
 }
 
-// Close gives the process every processor back and stops adapting.
+// Close gives the process every processor back and stops adapting. A nil
+// Adapter has nothing to close.
 func (a *Adapter) Close() {
+	if a == nil {
+		return
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.closed {

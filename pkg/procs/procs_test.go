@@ -39,6 +39,16 @@ func newAdapter(t *testing.T, max int) (*Adapter, *setter) {
 	return a, s
 }
 
+func TestFromEnvLeavesASetGOMAXPROCSAlone(t *testing.T) {
+	t.Parallel()
+	if a := FromEnv(func(k string) string { return map[string]string{"GOMAXPROCS": "2"}[k] }); a != nil {
+		a.Close()
+		t.Error("FromEnv with GOMAXPROCS=2 returned an Adapter, want nil")
+	}
+	var none *Adapter
+	none.Close() // a nil Adapter closes as nothing
+}
+
 func TestStartsWithOneProcessor(t *testing.T) {
 	t.Parallel()
 	a, s := newAdapter(t, 4)
