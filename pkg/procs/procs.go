@@ -7,8 +7,9 @@
 // a wake-up of another vCPU. A turn at a time is a chain of short waits
 // (each Valkey round trip, each model and A2A call), and with two
 // processors each wait ends with such a wake-up: a PING to a Valkey server
-// after a moment of idleness took 82–104 µs with GOMAXPROCS=2 and 42–47 µs
-// with 1 on the 2-vCPU host of docs/benchmarks.md. Under load the
+// 100 µs after the last took 103–112 µs with GOMAXPROCS=2 and 46–49 µs
+// with 1 on the 2-vCPU host of docs/benchmarks.md
+// (BenchmarkRoundTripAfterIdle). Under load the
 // processors are busy and there is nothing to wake, while the work needs
 // them all. A Lambda function below 1,769 MB has one vCPU, so one
 // processor at low load is also how the functions run on AWS.
