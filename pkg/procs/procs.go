@@ -1,7 +1,8 @@
 // Package procs sets how many processors run the local stack's Go code
-// (GOMAXPROCS) by how many of its steps overlap: one while steps run one
-// at a time, every processor as soon as two overlap, and one again once
-// they have run one at a time for a while.
+// (GOMAXPROCS) by how busy it is: one while its steps run one at a time,
+// every processor as soon as two overlap or goroutines keep waiting for
+// the one (many pages' event streams beside one turn, say), and one again
+// after a period with neither.
 //
 // Why: on a virtual machine a goroutine woken on another processor costs
 // a wake-up of another vCPU. A turn at a time is a chain of short waits
@@ -24,9 +25,19 @@ import (
 	"time"
 )
 
-// DefaultQuiet is how long the steps must have run one at a time before
-// the Adapter goes back to one processor.
+// DefaultQuiet is how often the Adapter looks again at how busy the stack
+// was: once a period has passed without two steps overlapping and without
+// goroutines waiting for a processor, it goes back to one.
 const DefaultQuiet = 300 * time.Millisecond
+
+// Goroutines ready to run that waited longWait or more for a processor,
+// per period: from raiseWaits on, one processor is too few, whatever the
+// steps do (many pages' event streams, say); below lowerWaits, every
+// processor is more than the stack needs.
+const (
+	raiseWaits = 20
+	lowerWaits = 5
+)
 
 // FromEnv is the Adapter of a process that runs the whole stack, nil when
 // the environment fixes the processors (GOMAXPROCS is set).
@@ -47,6 +58,10 @@ type Options struct {
 	// Set sets the number of processors and returns the previous one
 	// (default runtime.GOMAXPROCS; tests record the calls instead).
 	Set func(n int) int
+	// Waits counts, since the process started, the goroutines ready to run
+	// that waited a millisecond or more for a processor (default: the
+	// runtime's scheduling latencies; tests count their own).
+	Waits func() uint64
 }
 
 // Adapter counts the steps that run and sets the processors by it. Its
@@ -55,19 +70,21 @@ type Adapter struct {
 	max   int
 	quiet time.Duration
 	set   func(int) int
+	waits func() uint64
 
 	mu     sync.Mutex
 	cur    int
-	busy   int // steps running now
-	peak   int // the most at once since the last check
+	busy   int    // steps running now
+	peak   int    // the most at once since the last tick
+	waited uint64 // waits() at the last tick
 	timer  *time.Timer
 	closed bool
 }
 
-// New returns an Adapter that has set one processor (none is set on a
-// machine with one CPU).
+// New returns an Adapter that has set one processor and looks again every
+// Quiet (nothing is set, nor looked at, on a machine with one CPU).
 func New(o Options) *Adapter {
-	a := &Adapter{max: o.Max, quiet: o.Quiet, set: o.Set}
+	a := &Adapter{max: o.Max, quiet: o.Quiet, set: o.Set, waits: o.Waits}
 	if a.max <= 0 {
 		a.max = runtime.NumCPU()
 	}
@@ -77,10 +94,15 @@ func New(o Options) *Adapter {
 	if a.set == nil {
 		a.set = runtime.GOMAXPROCS
 	}
+	if a.waits == nil {
+		a.waits = schedWaits
+	}
 	a.cur = a.max
 	if a.max > 1 {
 		a.set(1)
 		a.cur = 1
+		a.waited = a.waits()
+		a.timer = time.AfterFunc(a.quiet, a.tick)
 	}
 	return a
 }
@@ -105,7 +127,6 @@ func (a *Adapter) Enter() (leave func()) {
 	if a.busy > 1 && a.cur < a.max && !a.closed {
 		a.set(a.max)
 		a.cur = a.max
-		a.timer = time.AfterFunc(a.quiet, a.check)
 	}
 	a.mu.Unlock()
 	return a.leave
@@ -117,19 +138,25 @@ func (a *Adapter) leave() {
 	a.mu.Unlock()
 }
 
-// check runs every Quiet while the stack has every processor: when no two
-// steps overlapped since the last check, it goes back to one.
-func (a *Adapter) check() {
+// tick runs every Quiet. On one processor, goroutines that kept waiting
+// for it give the stack every processor; on every processor, a period
+// without overlapping steps and without such waits gives it one again.
+func (a *Adapter) tick() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.closed || a.cur == 1 {
+	if a.closed || a.max <= 1 {
 		return
 	}
-	if a.peak <= 1 {
+	w := a.waits()
+	waited := w - a.waited
+	a.waited = w
+	switch {
+	case a.cur == 1 && waited >= raiseWaits:
+		a.set(a.max)
+		a.cur = a.max
+	case a.cur == a.max && a.peak <= 1 && waited < lowerWaits:
 		a.set(1)
 		a.cur = 1
-		a.timer = nil
-		return
 	}
 	a.peak = a.busy
 	a.timer.Reset(a.quiet)

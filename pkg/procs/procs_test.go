@@ -3,15 +3,18 @@ package procs
 import (
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// setter records what an Adapter sets instead of changing the runtime.
+// setter records what an Adapter sets instead of changing the runtime,
+// and counts the waits for a processor the test says there were.
 type setter struct {
 	mu    sync.Mutex
 	calls []int
 	cur   int
+	waits atomic.Uint64
 }
 
 func (s *setter) set(n int) int {
@@ -34,7 +37,7 @@ func (s *setter) got() []int {
 func newAdapter(t *testing.T, max int) (*Adapter, *setter) {
 	t.Helper()
 	s := &setter{cur: max}
-	a := New(Options{Max: max, Quiet: time.Hour, Set: s.set})
+	a := New(Options{Max: max, Quiet: time.Hour, Set: s.set, Waits: s.waits.Load})
 	t.Cleanup(a.Close)
 	return a, s
 }
@@ -63,7 +66,7 @@ func TestOneStepAtATimeKeepsOneProcessor(t *testing.T) {
 	for range 100 {
 		a.Enter()()
 	}
-	a.check()
+	a.tick()
 	if got := s.got(); !slices.Equal(got, []int{1}) {
 		t.Errorf("sets %v after steps one at a time, want only the first [1]", got)
 	}
@@ -88,16 +91,16 @@ func TestGoesBackToOneAfterAQuietWhile(t *testing.T) {
 	t.Parallel()
 	a, s := newAdapter(t, 2)
 	l1, l2 := a.Enter(), a.Enter()
-	a.check() // the overlap is in this window
+	a.tick() // the overlap is in this window
 	if a.Procs() != 2 {
 		t.Fatalf("after the window of the overlap: Procs() = %d, want 2", a.Procs())
 	}
 	l2()
-	a.check() // the window began with both running
+	a.tick() // the window began with both running
 	if a.Procs() != 2 {
 		t.Fatalf("after the window the second step ended in: Procs() = %d, want 2", a.Procs())
 	}
-	a.check() // one step ran through this window: still busy, no overlap
+	a.tick() // one step ran through this window: still busy, no overlap
 	if a.Procs() != 1 {
 		t.Errorf("after a window without overlap: Procs() = %d, want 1", a.Procs())
 	}
@@ -114,10 +117,41 @@ func TestStepsStillOverlappingKeepEveryProcessor(t *testing.T) {
 	defer l1()
 	defer l2()
 	for range 3 {
-		a.check() // no new step entered, but two still run
+		a.tick() // no new step entered, but two still run
 		if a.Procs() != 2 {
 			t.Fatalf("two steps running through the window: Procs() = %d, want 2", a.Procs())
 		}
+	}
+}
+
+// Goroutines that keep waiting for the one processor (many pages'
+// streams, with one turn running) give the stack every processor, and it
+// stays so while they would have waited.
+func TestWaitsForTheProcessorGetEveryProcessor(t *testing.T) {
+	t.Parallel()
+	a, s := newAdapter(t, 2)
+	s.waits.Add(raiseWaits - 1)
+	a.tick()
+	if a.Procs() != 1 {
+		t.Fatalf("%d waits in a period: Procs() = %d, want 1", raiseWaits-1, a.Procs())
+	}
+	s.waits.Add(raiseWaits)
+	a.tick()
+	if a.Procs() != 2 {
+		t.Fatalf("%d waits in a period: Procs() = %d, want 2", raiseWaits, a.Procs())
+	}
+	s.waits.Add(lowerWaits)
+	a.tick()
+	if a.Procs() != 2 {
+		t.Errorf("%d waits on every processor: Procs() = %d, want 2 still", lowerWaits, a.Procs())
+	}
+	s.waits.Add(lowerWaits - 1)
+	a.tick()
+	if a.Procs() != 1 {
+		t.Errorf("%d waits on every processor and no steps overlapping: Procs() = %d, want 1", lowerWaits-1, a.Procs())
+	}
+	if got := s.got(); !slices.Equal(got, []int{1, 2, 1}) {
+		t.Errorf("sets %v, want [1 2 1]", got)
 	}
 }
 
@@ -138,19 +172,19 @@ func TestOneCPUChangesNothing(t *testing.T) {
 	a, s := newAdapter(t, 1)
 	a.Enter()
 	a.Enter()
-	a.check()
+	a.tick()
 	a.Close()
 	if got := s.got(); len(got) != 0 {
 		t.Errorf("sets %v on one CPU, want nothing", got)
 	}
 }
 
-// The timer does its work by itself: with a short quiet time the adapter
-// goes back to one processor once the overlap is over.
+// The timer does its work by itself: with a short period the adapter goes
+// back to one processor once the overlap is over.
 func TestTimerGoesBackToOne(t *testing.T) {
 	t.Parallel()
 	s := &setter{cur: 2}
-	a := New(Options{Max: 2, Quiet: 5 * time.Millisecond, Set: s.set})
+	a := New(Options{Max: 2, Quiet: 5 * time.Millisecond, Set: s.set, Waits: s.waits.Load})
 	defer a.Close()
 	l1, l2 := a.Enter(), a.Enter()
 	l2()
