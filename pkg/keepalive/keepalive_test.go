@@ -1,6 +1,8 @@
 package keepalive_test
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -68,4 +70,53 @@ func TestClientSharesTheTransport(t *testing.T) {
 	if keepalive.New() == keepalive.Transport {
 		t.Error("New() returned the shared transport, want one of its own")
 	}
+}
+
+// writes counts the writes a transport makes on its connections for one
+// POST of a body of n bytes.
+func writes(t *testing.T, tr *http.Transport, n int) int64 {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		io.WriteString(w, "ok")
+	}))
+	defer srv.Close()
+	var count atomic.Int64
+	dial := tr.DialContext
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return countingConn{Conn: c, writes: &count}, nil
+	}
+	resp, err := (&http.Client{Transport: tr}).Post(srv.URL, "application/json", bytes.NewReader(make([]byte, n)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return count.Load()
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(b []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(b)
+}
+
+// A request the size of a model's prompt goes out in one write (Go's
+// default transport writes its head and first 4 KB, then the rest).
+func TestRequestGoesOutInOneWrite(t *testing.T) {
+	t.Parallel()
+	const body = 24 << 10
+	if got := writes(t, keepalive.New(), body); got != 1 {
+		t.Errorf("keepalive.New(): %d writes for a %d-byte POST, want 1", got, body)
+	}
+	std := http.DefaultTransport.(*http.Transport).Clone()
+	t.Logf("Go's default transport: %d writes for the same POST", writes(t, std, body))
 }
