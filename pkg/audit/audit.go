@@ -22,6 +22,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/clientagent/clientagent/pkg/rawfile"
 )
 
 // Kinds of events.
@@ -131,18 +133,11 @@ func (d Dir) Record(_ context.Context, events ...Event) error {
 }
 
 func (d Dir) append(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	err := rawfile.Append(path, b, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(d.Path, 0o700); err == nil {
-			f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			err = rawfile.Append(path, b, 0o600)
 		}
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
 	}
 	return err
 }

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/rawfile"
 )
 
 // FilesPath is where the local stack mounts Handler.
@@ -78,35 +79,20 @@ func (s *Store) Put(ctx context.Context, cid, id, mimeType string, body io.Reade
 	if err != nil {
 		return 0, err
 	}
-	if err := os.MkdirAll(filepath.Dir(data), 0o755); err != nil {
-		return 0, fmt.Errorf("put artifact %s/%s: %w", cid, id, err)
+	// The conversation's directory is made when the first write finds it
+	// missing, not stat'ed before every file (pkg/rawfile).
+	n, err := rawfile.WriteAtomic(data, body, 0o600)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err = os.MkdirAll(filepath.Dir(data), 0o755); err == nil {
+			n, err = rawfile.WriteAtomic(data, body, 0o600)
+		}
 	}
-	n, err := writeAtomic(data, body)
 	if err != nil {
 		return 0, fmt.Errorf("put artifact %s/%s: %w", cid, id, err)
 	}
-	if _, err := writeAtomic(typ, strings.NewReader(mimeType)); err != nil {
+	if _, err := rawfile.WriteAtomic(typ, strings.NewReader(mimeType), 0o600); err != nil {
 		os.Remove(data) // no object without its type, and none left uncounted
 		return 0, fmt.Errorf("put artifact type %s/%s: %w", cid, id, err)
-	}
-	return n, nil
-}
-
-func writeAtomic(path string, r io.Reader) (int64, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return 0, err
 	}
 	return n, nil
 }
