@@ -165,6 +165,23 @@ func gcPercent(getenv func(string) string) (int, bool) {
 	return 200, true
 }
 
+// profileCPU writes a CPU profile of this process to path until the
+// returned stop is called; with path empty it does nothing.
+func profileCPU(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
 func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -173,17 +190,11 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if p, ok := gcPercent(os.Getenv); ok {
 		debug.SetGCPercent(p)
 	}
-	if cpuprofile != "" {
-		f, err := os.Create(cpuprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return err
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	stopProfile, err := profileCPU(cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	model, modelName, err := llmconfig.FromEnv(os.Getenv)
 	if err != nil {
 		return err
@@ -406,17 +417,11 @@ func benchCmd(dataDir string, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
-		}
-		if err := pprof.StartCPUProfile(f); err != nil {
-			f.Close()
-			return err
-		}
-		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	stopProfile, err := profileCPU(*cpuprofile)
+	if err != nil {
+		return err
 	}
+	defer stopProfile()
 	var pidList []int
 	for p := range strings.SplitSeq(*pids, ",") {
 		if p = strings.TrimSpace(p); p == "" {
