@@ -27,6 +27,11 @@ func TestSmokeAgainstTheLocalStack(t *testing.T) {
 			t.Errorf("smoke output lacks a passing %q line:\n%s", step, out.String())
 		}
 	}
+	for _, said := range []string{"approved, turn succeeded", "rejected, turn succeeded"} {
+		if !strings.Contains(out.String(), said) {
+			t.Errorf("smoke output lacks %q:\n%s", said, out.String())
+		}
+	}
 	// It must be able to fail: a wrong token fails at the first step.
 	out.Reset()
 	if res, err := smoke.Run(t.Context(), smoke.Config{URL: st.URL(), Token: "nope", Out: &out}); err == nil || res.Failed == 0 {

@@ -284,7 +284,7 @@ func (s *run) approval(ctx context.Context, decision string) (string, error) {
 	if v.Status != "succeeded" {
 		return "", fmt.Errorf("turn %s %s after %s: %s", v.TurnID, v.Status, decision, v.Reply)
 	}
-	return decision + "d, turn succeeded", nil
+	return strings.TrimSuffix(decision, "e") + "ed, turn succeeded", nil
 }
 
 // download fetches the PNG as the web page does: its link as JSON
