@@ -109,9 +109,6 @@ func New(o Options) *Adapter {
 
 // Procs is the number of processors the Adapter has set.
 func (a *Adapter) Procs() int {
-	if a == nil {
-		return runtime.GOMAXPROCS(0)
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.cur

@@ -20,13 +20,13 @@ func Append(path string, b []byte, perm uint32) error {
 		return err
 	}
 	_, err = write(fd, b)
+	if err != nil {
+		err = &pathError{"write", path, err}
+	}
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		err = &pathError{"close", path, cerr}
 	}
-	if err != nil {
-		return &pathError{"write", path, err}
-	}
-	return nil
+	return err
 }
 
 // WriteAtomic writes what r reads to a new file in path's directory and
@@ -41,7 +41,7 @@ func WriteAtomic(path string, r io.Reader, perm uint32) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, err := copyTo(fd, r)
+	n, err := copyTo(fd, tmp, r)
 	if cerr := unix.Close(fd); err == nil && cerr != nil {
 		err = &pathError{"close", tmp, cerr}
 	}
@@ -70,18 +70,21 @@ func open(path string, flags int, perm uint32) (int, error) {
 	}
 }
 
-// copyTo writes what r reads to fd; a read error is returned as it is.
-func copyTo(fd int, r io.Reader) (int64, error) {
+// copyTo writes what r reads to fd, the file at path; a read error is
+// returned as it is. A reader that knows its length (a file's bytes in
+// memory) gets a buffer of that size.
+func copyTo(fd int, path string, r io.Reader) (int64, error) {
 	var n int64
-	buf := make([]byte, 32<<10)
-	if l, ok := r.(interface{ Len() int }); ok && l.Len() < len(buf) {
-		buf = buf[:max(l.Len(), 1)]
+	size := 32 << 10
+	if l, ok := r.(interface{ Len() int }); ok {
+		size = min(size, max(l.Len(), 1))
 	}
+	buf := make([]byte, size)
 	for {
 		m, rerr := r.Read(buf)
 		if m > 0 {
 			if _, err := write(fd, buf[:m]); err != nil {
-				return n, &pathError{"write", "", err}
+				return n, &pathError{"write", path, err}
 			}
 			n += int64(m)
 		}
@@ -117,11 +120,6 @@ type pathError struct {
 	err      error
 }
 
-func (e *pathError) Error() string {
-	if e.path == "" {
-		return e.op + ": " + e.err.Error()
-	}
-	return e.op + " " + e.path + ": " + e.err.Error()
-}
+func (e *pathError) Error() string { return e.op + " " + e.path + ": " + e.err.Error() }
 
 func (e *pathError) Unwrap() error { return e.err }
