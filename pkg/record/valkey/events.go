@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,19 +26,60 @@ const (
 
 var _ record.EventLog = (*Store)(nil)
 
-// Emit appends evs to cid's event log in one pipeline (XADD each, EXPIRE,
-// and the wake-up of its readers), trimming it to about maxEvents.
+// emitLua defines emit(key, evs), which the scripts that write events
+// share: it appends each event's JSON of evs to the log at key (XADD,
+// trimmed to about maxEvents), keeps the log eventTTL, and PUBLISHes on
+// key what the log gained (eventNews), so that a reader that has read up
+// to where the log ended gets the new events from the publication itself,
+// without reading the log again.
+var emitLua = `
+local function emit(key, evs)
+  local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)
+  local news = {last[1] and last[1][1] or '0'}
+  for _, e in ipairs(evs) do
+    news[#news + 1] = redis.call('XADD', key, 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', e)
+    news[#news + 1] = e
+  end
+  redis.call('EXPIRE', key, ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
+  redis.call('PUBLISH', key, table.concat(news, '\n'))
+end
+`
+
+// emitScript: KEYS events; ARGV the events' JSON.
+var emitScript = redis.NewScript(emitLua + `emit(KEYS[1], ARGV)
+return 1`)
+
+// Emit appends evs to cid's event log in one script (emitLua).
 func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		return appendEvents(ctx, p, cid, evs)
-	})
+	args, err := appendEventArgs(make([]any, 0, len(evs)), evs)
 	if err != nil {
+		return fmt.Errorf("emit %d events of %s: %w", len(evs), cid, err)
+	}
+	if err := emitScript.Run(ctx, s.rdb, []string{eventsKey(cid)}, args...).Err(); err != nil {
 		return fmt.Errorf("emit %d events of %s: %w", len(evs), cid, classify(err))
 	}
 	return nil
+}
+
+// appendEventArgs appends the JSON of each of evs to a script's args.
+func appendEventArgs(args []any, evs []record.Event) ([]any, error) {
+	for _, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return nil, fmt.Errorf("event %s: %w", e.Type, err)
+		}
+		args = append(args, b)
+	}
+	return args, nil
+}
+
+// dropNews forgets what the publications on cid's log told this Store's
+// readers, once events left the log.
+func (s *Store) dropNews(cid string) {
+	s.wakeups().drop(eventsKey(cid))
 }
 
 // wakeups is the Store's Pub/Sub fan-out for the readers that wait, made
@@ -45,25 +87,6 @@ func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error
 func (s *Store) wakeups() *wakes {
 	s.wakesOnce.Do(func() { s.wakes = newWakes(s.rdb) })
 	return s.wakes
-}
-
-// appendEvents queues evs for cid's event log on p (XADD each, EXPIRE, and
-// the wake-up of its readers), trimming it to about maxEvents.
-func appendEvents(ctx context.Context, p redis.Pipeliner, cid string, evs []record.Event) error {
-	if len(evs) == 0 {
-		return nil
-	}
-	key := eventsKey(cid)
-	for _, e := range evs {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		p.XAdd(ctx, &redis.XAddArgs{Stream: key, MaxLen: maxEvents, Approx: true, Values: []any{"e", b}})
-	}
-	p.Expire(ctx, key, eventTTL)
-	p.Publish(ctx, key, "")
-	return nil
 }
 
 // Events reads up to count events of cid's log after id after, waiting up
@@ -95,7 +118,11 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 		// at after and has had no wake-up since it learnt that: a stream
 		// that comes back for the next batch of events reads once per
 		// batch, not a second time to find nothing new.
-		if !h.endsAt(w, after) {
+		if evs, ok := h.fromNews(w, after, count); ok {
+			if len(evs) > 0 {
+				return evs, nil
+			}
+		} else if !h.endsAt(w, after) {
 			gen := h.generation(w)
 			evs, end, err := s.readEvents(ctx, cid, after, count)
 			if err != nil {
@@ -139,21 +166,28 @@ func (s *Store) readEvents(ctx context.Context, cid, after string, count int) (o
 		}
 		for _, m := range st.Messages {
 			raw, _ := m.Values["e"].(string)
-			// Only what readers filter on is decoded: a stream sends Raw
-			// as it is, and a reader of the fields asks (Event.Fields).
-			var h struct {
-				Type   string `json:"type"`
-				TurnID string `json:"turn_id"`
-				At     string `json:"at"`
-			}
-			if err := unmarshal([]byte(raw), &h); err != nil {
-				continue // not an event this version writes: skipped
-			}
-			at, _ := time.Parse(time.RFC3339Nano, h.At)
-			out = append(out, record.Event{ID: m.ID, Type: h.Type, TurnID: h.TurnID, At: at, Raw: json.RawMessage(raw)})
+			if e, ok := decodeEvent(m.ID, raw); ok {
+				out = append(out, e)
+			} // else not an event this version writes: skipped
 		}
 	}
 	return out, end, nil
+}
+
+// decodeEvent is the event of log entry id, whose JSON is raw. Only what
+// readers filter on is decoded: a stream sends Raw as it is, and a reader
+// of the fields asks (Event.Fields).
+func decodeEvent(id, raw string) (record.Event, bool) {
+	var h struct {
+		Type   string `json:"type"`
+		TurnID string `json:"turn_id"`
+		At     string `json:"at"`
+	}
+	if id == "" || unmarshal([]byte(raw), &h) != nil {
+		return record.Event{}, false
+	}
+	at, _ := time.Parse(time.RFC3339Nano, h.At)
+	return record.Event{ID: id, Type: h.Type, TurnID: h.TurnID, At: at, Raw: json.RawMessage(raw)}, true
 }
 
 // forgetTitleScript: KEYS conv; ARGV text, placeholder. The title is
@@ -191,7 +225,16 @@ func (s *Store) ForgetText(ctx context.Context, cid, turnID, text string) error 
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := s.rdb.XDel(ctx, eventsKey(cid), ids...).Err(); err != nil {
+	// What the publications told of the log may hold a deleted event: it
+	// is dropped here, and by every other process's readers at the bare
+	// wake-up after the deletion.
+	_, err = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.XDel(ctx, eventsKey(cid), ids...)
+		p.Publish(ctx, eventsKey(cid), "")
+		return nil
+	})
+	s.dropNews(cid)
+	if err != nil {
 		return fmt.Errorf("forget events of %s: %w", cid, classify(err))
 	}
 	return nil

@@ -2,9 +2,11 @@ package valkey_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -121,7 +123,7 @@ func TestForgetText(t *testing.T) {
 // Issue 29: readers that wait hold no connection of the server's (no
 // blocked XREAD, no connection each), leave at once when their context
 // ends, and are woken by the event writes of the step scripts as well as
-// by Emit's pipeline.
+// by Emit.
 func TestWaitingReadersHoldNoConnection(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
 		s := valkey.New(c, valkey.Options{})
@@ -362,9 +364,232 @@ func TestStreamReadsItsLogOncePerBatch(t *testing.T) {
 				t.Fatalf("batch %d: the event never reached the stream", i)
 			}
 		}
-		// The first read finds the log empty; then one read per batch.
-		if n := x.n.Load(); n > batches+1 {
-			t.Errorf("%d XREADs for %d batches, want at most %d", n, batches, batches+1)
+		// The first read finds the log empty; every batch after it comes
+		// with its publication.
+		if n := x.n.Load(); n > 1 {
+			t.Errorf("%d XREADs for %d batches, want the first alone", n, batches)
+		}
+	})
+}
+
+// streamAll reads cid's log the way a stream does, one Events call per
+// batch, sending every event it gets on got until ctx ends.
+func streamAll(ctx context.Context, s *valkey.Store, cid, after string, got chan<- record.Event) {
+	for ctx.Err() == nil {
+		evs, err := s.Events(ctx, cid, after, 10, time.Minute)
+		if err != nil {
+			return
+		}
+		for _, e := range evs {
+			after = e.ID
+			got <- e
+		}
+	}
+}
+
+// logOf is cid's whole event log as "id raw" lines, read with XRANGE.
+func logOf(t *testing.T, c redis.UniversalClient, cid string) []string {
+	t.Helper()
+	msgs, err := c.XRange(t.Context(), eventsKeys([]string{cid})[0], "-", "+").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, m := range msgs {
+		out = append(out, m.ID+" "+m.Values["e"].(string))
+	}
+	return out
+}
+
+// A write's publication carries the events it appended, so a stream that
+// has read its log to the end gets the next ones without reading it
+// again. Writers racing on one conversation (each kind of write that
+// appends events) still reach every stream as the log has them: the same
+// ids, the same JSON, in the log's order, with no event twice.
+func TestStreamsGetTheEventsFromThePublication(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		cid := valkeytest.ID(t, "c")
+		x := &xreads{key: eventsKeys([]string{cid})[0]}
+		c.AddHook(x)
+		s := valkey.New(c, valkey.Options{})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		if err := s.Create(ctx, record.Meta{ID: cid, Owner: "u", CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		const streams = 3
+		got := make([]chan record.Event, streams)
+		for i := range got {
+			got[i] = make(chan record.Event, 1000)
+			go streamAll(ctx, s, cid, "", got[i])
+		}
+		waitFor(t, 10*time.Second, "the streams waiting", func() bool {
+			n, _ := c.PubSubNumSub(ctx, x.key).Result()
+			return n[x.key] == 1 && x.n.Load() >= 1
+		})
+
+		ev := func(typ string, i int) record.Event {
+			return record.Event{Type: typ, TurnID: "t1", At: at.Add(time.Duration(i) * time.Millisecond), Data: map[string]any{"n": i, "text": "line one\nline two"}}
+		}
+		const rounds = 15
+		var wg sync.WaitGroup
+		for i := range rounds {
+			wg.Go(func() {
+				if err := s.Emit(ctx, cid, ev(record.EventStepStarted, i), ev(record.EventLLMDelta, i)); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Go(func() {
+				if err := s.AddSpend(ctx, cid, "t1", record.Spend{Calls: 1, Tokens: 2, Events: []record.Event{ev(record.EventStepEnded, i)}}); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Go(func() {
+				if _, err := s.StartCall(ctx, cid, "t1", "k"+strconv.Itoa(i), ev(record.EventStepStarted, 100+i)); err != nil {
+					t.Error(err)
+				}
+			})
+			wg.Go(func() {
+				o := record.CallOutcome{CallID: "k" + strconv.Itoa(i), Events: []record.Event{ev(record.EventStepEnded, 100+i)}}
+				if _, err := s.PutOutcome(ctx, cid, "t1", o); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		want := logOf(t, c, cid)
+		if len(want) != 5*rounds {
+			t.Fatalf("the log holds %d events, want %d", len(want), 5*rounds)
+		}
+		for i, ch := range got {
+			var have []string
+			for len(have) < len(want) {
+				select {
+				case e := <-ch:
+					have = append(have, e.ID+" "+string(e.Raw))
+				case <-time.After(10 * time.Second):
+					t.Fatalf("stream %d got %d of the %d events", i, len(have), len(want))
+				}
+			}
+			if !slices.Equal(have, want) {
+				t.Errorf("stream %d got\n%s\nwant the log's\n%s", i, strings.Join(have, "\n"), strings.Join(want, "\n"))
+			}
+		}
+		// Each stream reads the log once, when it starts (or not at all,
+		// when another had just found it empty): every batch after that
+		// comes with its publication.
+		if n := x.n.Load(); n > streams {
+			t.Errorf("%d XREADs for %d writes to %d streams, want at most one per stream", n, 4*rounds, streams)
+		}
+	})
+}
+
+// What the publications told a stream is dropped when events leave the
+// log: a stream then reads the log, and never gets the turn.started the
+// guardian had forgotten (ForgetText), nor an event of a deleted
+// conversation.
+func TestStreamsDropThePublishedEventsThatLeftTheLog(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		cid := valkeytest.ID(t, "c")
+		key := eventsKeys([]string{cid})[0]
+		s := valkey.New(c, valkey.Options{})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		if err := s.Create(ctx, record.Meta{ID: cid, Owner: "u", CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Emit(ctx, cid, record.Event{Type: record.EventTurnEnded, TurnID: "t0", At: at}); err != nil {
+			t.Fatal(err)
+		}
+		before := logOf(t, c, cid)[0]
+		before = before[:strings.IndexByte(before, ' ')]
+
+		// A stream waits after the first event, and keeps the channel
+		// subscribed (so what it was told stays) while the others read.
+		waiting := make(chan record.Event, 10)
+		go streamAll(ctx, s, cid, before, waiting)
+		waitFor(t, 10*time.Second, "the stream waiting", func() bool {
+			n, _ := c.PubSubNumSub(ctx, key).Result()
+			return n[key] == 1
+		})
+		const text = "draw the word forbidden"
+		if err := s.Emit(ctx, cid, record.Event{Type: record.EventTurnStarted, TurnID: "t1", At: at, Data: map[string]any{"text": text}},
+			record.Event{Type: record.EventStepStarted, TurnID: "t1", At: at}); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			select {
+			case <-waiting:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiting stream did not get the events")
+			}
+		}
+		if err := s.ForgetText(ctx, cid, "t1", text); err != nil {
+			t.Fatal(err)
+		}
+		// A stream that resumes after the first event now: the blocked
+		// message's turn.started is no longer its to get.
+		evs, err := s.Events(ctx, cid, before, 10, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 1 || evs[0].Type != record.EventStepStarted {
+			t.Errorf("a stream resuming after the forgetting got %+v, want the step.started alone", evs)
+		}
+
+		// A deleted conversation's events are not served from what the
+		// publications told: its log is empty.
+		if err := s.Delete(ctx, cid); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the deletion's wake-up reaches the subscription (the log is read either way)
+		short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancelShort()
+		evs, err = s.Events(short, cid, before, 10, 200*time.Millisecond)
+		if err != nil && short.Err() == nil {
+			t.Fatal(err)
+		}
+		if len(evs) != 0 {
+			t.Errorf("a stream of a deleted conversation got %+v, want nothing", evs)
+		}
+	})
+}
+
+// A publication the streams cannot read (a bare wake-up, as an older
+// version's writes sent, or a damaged one) is a wake-up: they read the log.
+func TestStreamsReadTheLogAfterAPublicationTheyCannotRead(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		cid := valkeytest.ID(t, "c")
+		key := eventsKeys([]string{cid})[0]
+		s := valkey.New(c, valkey.Options{})
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		got := make(chan record.Event, 10)
+		go streamAll(ctx, s, cid, "", got)
+		waitFor(t, 10*time.Second, "the stream waiting", func() bool {
+			n, _ := c.PubSubNumSub(ctx, key).Result()
+			return n[key] == 1
+		})
+		for i, payload := range []string{"", "0\n1-1", "garbage", "0\n9-9\n{not json"} {
+			b, _ := json.Marshal(record.Event{Type: record.EventStepStarted, TurnID: "t1", At: at})
+			id, err := c.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"e", b}}).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Publish(ctx, key, payload).Err(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case e := <-got:
+				if e.ID != id {
+					t.Errorf("publication %d (%q): the stream got %s, want the log's %s", i, payload, e.ID, id)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("publication %d (%q): the stream did not read the log", i, payload)
+			}
 		}
 	})
 }

@@ -121,12 +121,9 @@ return started
 // the call starts.
 func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string, evs ...record.Event) (bool, error) {
 	args := []any{turnID, startPrefix + callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second), resultsPrefix + turnID}
-	for _, e := range evs {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return false, fmt.Errorf("start call %s of %s/%s: event %s: %w", callID, cid, turnID, e.Type, err)
-		}
-		args = append(args, b)
+	args, err := appendEventArgs(args, evs)
+	if err != nil {
+		return false, fmt.Errorf("start call %s of %s/%s: %w", callID, cid, turnID, err)
 	}
 	n, err := startCallScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), eventsKey(cid)}, args...).Int()
 	if err != nil {
@@ -137,7 +134,7 @@ func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string, evs .
 
 // startCallScript: KEYS conv, results:<tid>, events; ARGV tid, start:<call>,
 // now, ttl, results:<tid> (the conversation's mark), then the events' JSON.
-var startCallScript = redis.NewScript(`
+var startCallScript = redis.NewScript(emitLua + `
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
   if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
   if redis.call('HEXISTS', KEYS[1], 'cancel:' .. ARGV[1]) == 1 then return 0 end
@@ -145,13 +142,7 @@ if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
   redis.call('HSET', KEYS[1], ARGV[5], 1)
   redis.call('EXPIRE', KEYS[2], ARGV[4], 'XX')
 end
-if #ARGV > 5 then
-  for i = 6, #ARGV do
-    redis.call('XADD', KEYS[3], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
-  end
-  redis.call('EXPIRE', KEYS[3], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
-  redis.call('PUBLISH', KEYS[3], '')
-end
+if #ARGV > 5 then emit(KEYS[3], {unpack(ARGV, 6)}) end
 return 1
 `)
 
@@ -204,13 +195,9 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	if t.Spend != nil {
 		events = append(append([]record.Event(nil), t.Spend.Events...), events...)
 	}
-	args = append(args, len(events))
-	for _, e := range events {
-		eb, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("event %s: %w", e.Type, err)
-		}
-		args = append(args, eb)
+	args, err = appendEventArgs(append(args, len(events)), events)
+	if err != nil {
+		return nil, err
 	}
 	for _, a := range arts {
 		ab, err := json.Marshal(a)
@@ -229,21 +216,29 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 func appendFieldOps(args []any, t *record.Turn) []any {
 	var ops []any
 	if sp := t.Spend; sp != nil {
-		ops = append(ops, "i", callsPrefix+t.ID, sp.Calls, "i", tokensPrefix+t.ID, sp.Tokens)
-		if sp.CachedTokens != 0 {
-			ops = append(ops, "i", cachedPrefix+t.ID, sp.CachedTokens)
-		}
-		if sp.CostMicros != 0 {
-			ops = append(ops, "i", costPrefix+t.ID, sp.CostMicros)
-		}
-		if sp.WindowFrom != "" {
-			ops = append(ops, "s", fieldWindow, sp.WindowFrom)
-		}
+		ops = spendOps(ops, t.ID, *sp)
 	}
 	if t.Supersedes != "" {
 		ops = append(ops, "s", supersededPrefix+t.Supersedes, t.ID)
 	}
 	return append(append(args, len(ops)/3), ops...)
+}
+
+// spendOps appends the (op, field, value) triples that count sp, a
+// provider call's spend, on turn turnID's counters of the conversation's
+// hash ("i": HINCRBY, "s": HSET).
+func spendOps(ops []any, turnID string, sp record.Spend) []any {
+	ops = append(ops, "i", callsPrefix+turnID, sp.Calls, "i", tokensPrefix+turnID, sp.Tokens)
+	if sp.CachedTokens != 0 {
+		ops = append(ops, "i", cachedPrefix+turnID, sp.CachedTokens)
+	}
+	if sp.CostMicros != 0 {
+		ops = append(ops, "i", costPrefix+turnID, sp.CostMicros)
+	}
+	if sp.WindowFrom != "" {
+		ops = append(ops, "s", fieldWindow, sp.WindowFrom)
+	}
+	return ops
 }
 
 // saveTurnScript: KEYS conv, artifacts, results:<tid>, turns, active,
@@ -255,7 +250,7 @@ func appendFieldOps(args []any, t *record.Turn) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = redis.NewScript(`
+var saveTurnScript = redis.NewScript(emitLua + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 local tid = ARGV[2]
 local sp = 14 + 2 * tonumber(ARGV[13])
@@ -281,15 +276,8 @@ for _ = 1, tonumber(ARGV[13]) do
 end
 i = sp + 1 -- past the spend
 local events = tonumber(ARGV[i])
-i = i + 1
-for _ = 1, events do
-  redis.call('XADD', KEYS[8], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
-  i = i + 1
-end
-if events > 0 then
-  redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
-  redis.call('PUBLISH', KEYS[8], '')
-end
+if events > 0 then emit(KEYS[8], {unpack(ARGV, i + 1, i + events)}) end
+i = i + 1 + events
 while i <= #ARGV do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   redis.call('ZADD', KEYS[6], ARGV[i + 2], ARGV[i])
@@ -601,7 +589,7 @@ var loadStepScript = redis.NewScript(loadStep + `return ` + loadStepReply)
 // and the parts, which the script joins with the tool's JSON. Its reply is
 // loadStep's with the start last: 1, 0 when the call did not start, 2
 // when it started but its head names no tool (the events are not written).
-var loadStartScript = redis.NewScript(loadStep + `
+var loadStartScript = redis.NewScript(emitLua + loadStep + `
 local call, started = ARGV[5], 0
 if redis.call('HEXISTS', KEYS[3], call) == 0 then
   local state, tool, final = nil, nil, false
@@ -629,15 +617,13 @@ if redis.call('HEXISTS', KEYS[3], call) == 0 then
     if type(tool) ~= 'string' then
       started = 2
     else
-      local i, sep = 8, cjson.encode(tool)
+      local i, sep, evs = 8, cjson.encode(tool), {}
       while i <= #ARGV do
         local n = tonumber(ARGV[i])
-        local e = table.concat({unpack(ARGV, i + 1, i + n)}, sep)
-        redis.call('XADD', KEYS[8], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', e)
+        evs[#evs + 1] = table.concat({unpack(ARGV, i + 1, i + n)}, sep)
         i = i + 1 + n
       end
-      redis.call('EXPIRE', KEYS[8], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
-      redis.call('PUBLISH', KEYS[8], '')
+      emit(KEYS[8], evs)
     end
   end
 end
@@ -952,10 +938,12 @@ func (s *Store) Delete(ctx context.Context, cid string) error {
 		for _, k := range keys {
 			p.Del(ctx, k)
 		}
+		p.Publish(ctx, eventsKey(cid), "") // the log's readers drop what they knew of it
 		return nil
 	}); err != nil {
 		return fmt.Errorf("delete conversation %s: %w", cid, classify(err))
 	}
+	s.dropNews(cid)
 	return nil
 }
 

@@ -162,36 +162,37 @@ func (s *Store) Create(ctx context.Context, m record.Meta) error {
 	return nil
 }
 
-// AddSpend adds one provider call's spend to the turn's counters with
-// HINCRBY, in one pipeline of plain commands (no script: the embedded
-// server interprets every script afresh). It does not check that the
-// conversation exists: a step only spends after loading it, and counters
-// left by a step racing a deletion sit in a hash without meta, which no
-// read takes for a conversation, until they expire.
+// AddSpend adds one provider call's spend to the turn's counters
+// (HINCRBY) and appends its events to the event log, in one script. It
+// does not check that the conversation exists: a step only spends after
+// loading it, and counters left by a step racing a deletion sit in a hash
+// without meta, which no read takes for a conversation, until they expire.
 func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spend) error {
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.HIncrBy(ctx, convKey(cid), callsPrefix+turnID, int64(sp.Calls))
-		p.HIncrBy(ctx, convKey(cid), tokensPrefix+turnID, int64(sp.Tokens))
-		if sp.CachedTokens != 0 {
-			p.HIncrBy(ctx, convKey(cid), cachedPrefix+turnID, int64(sp.CachedTokens))
-		}
-		if sp.CostMicros != 0 {
-			p.HIncrBy(ctx, convKey(cid), costPrefix+turnID, sp.CostMicros)
-		}
-		if sp.WindowFrom != "" {
-			p.HSet(ctx, convKey(cid), fieldWindow, sp.WindowFrom)
-		}
-		if err := appendEvents(ctx, p, cid, sp.Events); err != nil {
-			return err
-		}
-		p.ExpireXX(ctx, convKey(cid), s.ttl) // an active conversation carries no TTL (SaveTurn)
-		return nil
-	})
+	ops := spendOps(nil, turnID, sp)
+	args := append(make([]any, 0, 2+len(ops)+len(sp.Events)), int64(s.ttl/time.Second), len(ops)/3)
+	args, err := appendEventArgs(append(args, ops...), sp.Events)
+	if err == nil {
+		err = classify(addSpendScript.Run(ctx, s.rdb, []string{convKey(cid), eventsKey(cid)}, args...).Err())
+	}
 	if err != nil {
-		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, classify(err))
+		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, err)
 	}
 	return nil
 }
+
+// addSpendScript: KEYS conv, events; ARGV ttl, the number of field ops,
+// the ops (spendOps), then the events' JSON. An active conversation
+// carries no TTL (saveTurnScript), so only a TTL that is set is renewed.
+var addSpendScript = redis.NewScript(emitLua + `
+local i = 3
+for _ = 1, tonumber(ARGV[2]) do
+  if ARGV[i] == 'i' then redis.call('HINCRBY', KEYS[1], ARGV[i + 1], ARGV[i + 2]) else redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i + 2]) end
+  i = i + 3
+end
+if i <= #ARGV then emit(KEYS[2], {unpack(ARGV, i)}) end
+redis.call('EXPIRE', KEYS[1], ARGV[1], 'XX')
+return 1
+`)
 
 // MarkAnswered stores the answered token beside the turn's own field, so
 // the API never writes a turn its execution owns. A script, not MULTI: a
@@ -228,12 +229,9 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	for _, r := range o.Reserve {
 		args = append(args, r.ID, r.Bytes, r.Limit)
 	}
-	for _, e := range o.Events {
-		eb, err := json.Marshal(e)
-		if err != nil {
-			return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: event %s: %w", o.CallID, cid, turnID, e.Type, err)
-		}
-		args = append(args, eb)
+	args, err = appendEventArgs(args, o.Events)
+	if err != nil {
+		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
 	reply, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid), quotaKey(cid)}, args...).Result()
 	if err != nil {
@@ -264,7 +262,7 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 // (-1). It adds 2 when the turn is marked cancelled. A reservation that
 // does not fit stores nothing and counts nothing: the reply is {its
 // 1-based index, the bytes counted before it}.
-var putOutcomeScript = redis.NewScript(`
+var putOutcomeScript = redis.NewScript(emitLua + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
 local first = 6 + 3 * tonumber(ARGV[5])
 if ARGV[5] ~= '0' and redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
@@ -286,13 +284,7 @@ redis.call('HSET', KEYS[1], ARGV[4], 1)
 -- Refresh only a TTL that is set: an active conversation's keys carry none
 -- (saveTurnScript), and a running turn's results none until it ends.
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1], 'XX') end
-if set == 1 and #ARGV >= first then
-  for i = first, #ARGV do
-    redis.call('XADD', KEYS[4], 'MAXLEN', '~', '` + strconv.Itoa(maxEvents) + `', '*', 'e', ARGV[i])
-  end
-  redis.call('EXPIRE', KEYS[4], ` + strconv.Itoa(int(eventTTL/time.Second)) + `)
-  redis.call('PUBLISH', KEYS[4], '')
-end
+if set == 1 and #ARGV >= first then emit(KEYS[4], {unpack(ARGV, first)}) end
 if redis.call('HEXISTS', KEYS[1], 'cancel:' .. string.sub(ARGV[4], ` + strconv.Itoa(len(resultsPrefix)+1) + `)) == 1 then set = set + 2 end
 return set
 `)

@@ -4,18 +4,29 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/record"
 )
 
 // A reader of the event log waits for a wake-up, not on the server: every
 // write that appends events also PUBLISHes on the log's key (in the same
-// script or pipeline, so no round trip more), and one Pub/Sub connection per
+// script, emitLua, so no round trip more), and one Pub/Sub connection per
 // Store carries the wake-ups of all the conversations its streams watch. A
 // stream that waits holds a channel, no connection; a stream whose client
 // has gone leaves at once through its context.
+//
+// A publication carries what the write appended, with the id of the entry
+// before it (eventNews). A reader that has read up to that id takes the
+// new events from the publication and reads the log only when the
+// publications do not tell: when it starts, after a bare wake-up (a
+// deletion, a lost connection, a subscription) or when it is behind what
+// its channel kept.
 
 // wakes fans one Pub/Sub connection out to the readers waiting on event
 // logs. Made on the first blocking read.
@@ -48,6 +59,87 @@ type wakeSub struct {
 	end    string
 	endGen uint64
 	hasEnd bool
+	// news is what the channel's publications told of the log's newest
+	// entries, while newsGen is gen: the log holds exactly news.events
+	// after news.prev.
+	news    eventNews
+	newsGen uint64
+}
+
+// eventNews is what a publication on an event log's channel tells: the
+// events a write appended, and the id of the entry before them ("0": the
+// log held nothing before them). It reads "prev\nid\njson\nid\njson…"
+// (emitLua); an event's JSON holds no raw newline.
+type eventNews struct {
+	prev   string
+	events []record.Event
+}
+
+// maxNews bounds the events a channel keeps from its publications, for the
+// readers a little behind its newest.
+const maxNews = 256
+
+// parseNews reads a publication's payload; false for a bare wake-up or one
+// it cannot read, after which readers read the log.
+func parseNews(payload string) (eventNews, bool) {
+	prev, rest, ok := strings.Cut(payload, "\n")
+	if !ok || prev == "" {
+		return eventNews{}, false
+	}
+	n := eventNews{prev: prev}
+	for rest != "" {
+		id, after, ok := strings.Cut(rest, "\n")
+		if !ok {
+			return eventNews{}, false
+		}
+		raw, next, _ := strings.Cut(after, "\n")
+		e, ok := decodeEvent(id, raw)
+		if !ok {
+			return eventNews{}, false
+		}
+		n.events = append(n.events, e)
+		rest = next
+	}
+	return n, len(n.events) > 0
+}
+
+// publish records a publication on s's channel, made generation gen:
+// news continuing the kept ones extend them, others replace them.
+func (s *wakeSub) publish(n eventNews, gen uint64) {
+	if s.newsGen == gen-1 && len(s.news.events) > 0 && s.news.events[len(s.news.events)-1].ID == n.prev {
+		n.events = append(s.news.events, n.events...)
+		n.prev = s.news.prev
+	}
+	if drop := len(n.events) - maxNews; drop > 0 {
+		n.prev = n.events[drop-1].ID
+		n.events = n.events[drop:]
+	}
+	s.news, s.newsGen = n, gen
+	s.end, s.endGen, s.hasEnd = n.events[len(n.events)-1].ID, gen, true
+}
+
+// fromNews returns up to count events after id after from the
+// publications of w's channel; ok is false when they do not tell (the
+// reader reads the log).
+func (h *wakes) fromNews(w *waker, after string, count int) (evs []record.Event, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := w.sub
+	if s.newsGen != s.gen || len(s.news.events) == 0 {
+		return nil, false
+	}
+	i := 0
+	if after != s.news.prev {
+		i = slices.IndexFunc(s.news.events, func(e record.Event) bool { return e.ID == after }) + 1
+		if i == 0 {
+			return nil, false
+		}
+	}
+	evs = s.news.events[i:]
+	if len(evs) > count {
+		evs = evs[:count]
+	}
+	return slices.Clone(evs), true
 }
 
 // generation is w's channel's count of wake-ups.
@@ -74,11 +166,24 @@ func (h *wakes) endsAt(w *waker, after string) bool {
 	return s.hasEnd && s.end == after && s.endGen == s.gen
 }
 
-// forget drops what w's channel knows of its log's end.
+// drop forgets what channel ch's publications told of its log, once
+// events have left the log (deleted, or the whole log): the readers of
+// this Store read it again at once, and those of other processes at the
+// bare wake-up that follows the deletion.
+func (h *wakes) drop(ch string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if sub := h.subs[ch]; sub != nil {
+		sub.news, sub.hasEnd = eventNews{}, false
+	}
+}
+
+// forget drops what w's channel knows of its log's end and newest events.
 func (h *wakes) forget(w *waker) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	w.sub.hasEnd = false
+	w.sub.news = eventNews{}
 }
 
 // waker is one reader's wake-up: a send means "read the log again".
@@ -210,6 +315,11 @@ func (h *wakes) receive(ps *redis.PubSub) {
 		if errors.Is(err, redis.ErrClosed) {
 			return
 		}
+		var news eventNews
+		hasNews := false
+		if m, ok := msg.(*redis.Message); ok {
+			news, hasNews = parseNews(m.Payload) // read before taking h.mu
+		}
 		h.mu.Lock()
 		if err != nil {
 			clear(h.pending)
@@ -245,6 +355,9 @@ func (h *wakes) receive(ps *redis.PubSub) {
 		case *redis.Message:
 			if sub := h.subs[m.Channel]; sub != nil {
 				sub.gen++
+				if hasNews {
+					sub.publish(news, sub.gen)
+				}
 				for w := range sub.readers {
 					w.wake()
 				}

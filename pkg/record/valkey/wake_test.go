@@ -1,0 +1,84 @@
+package valkey
+
+import (
+	"strconv"
+	"testing"
+)
+
+// news builds a publication's payload of n events after prev, with ids
+// from, from+1, …
+func news(prev string, from, n int) string {
+	p := prev
+	for i := range n {
+		p += "\n" + strconv.Itoa(from+i) + "-0\n" + `{"type":"step.started","turn_id":"t1"}`
+	}
+	return p
+}
+
+// A channel keeps the events of its publications while each continues the
+// last (up to maxNews, the oldest dropped first) and serves a reader at
+// any of them; a publication that does not continue them replaces them,
+// and a wake-up of any other kind makes them unusable.
+func TestNewsOfAChannel(t *testing.T) {
+	h := &wakes{}
+	s := &wakeSub{}
+	w := &waker{sub: s}
+	pub := func(payload string) {
+		s.gen++
+		if n, ok := parseNews(payload); ok {
+			s.publish(n, s.gen)
+		}
+	}
+	ids := func(after string) (string, bool) {
+		evs, ok := h.fromNews(w, after, 1000)
+		out := ""
+		for _, e := range evs {
+			out += e.ID + " "
+		}
+		return out, ok
+	}
+
+	pub(news("0", 1, 2))
+	pub(news("2-0", 3, 1))
+	if got, ok := ids("0"); !ok || got != "1-0 2-0 3-0 " {
+		t.Errorf("after 0: %q, %v; want the three events", got, ok)
+	}
+	if got, ok := ids("2-0"); !ok || got != "3-0 " {
+		t.Errorf("after 2-0: %q, %v; want 3-0", got, ok)
+	}
+	if got, ok := ids("3-0"); !ok || got != "" {
+		t.Errorf("after the newest: %q, %v; want none, known", got, ok)
+	}
+	if _, ok := ids("0-5"); ok {
+		t.Error("an id the news do not hold was served from them")
+	}
+	if evs, _ := h.fromNews(w, "0", 2); len(evs) != 2 {
+		t.Errorf("count 2 gave %d events", len(evs))
+	}
+
+	pub(news("7-0", 8, 1)) // a gap: replaces
+	if _, ok := ids("3-0"); ok {
+		t.Error("news were served across a gap")
+	}
+	if got, ok := ids("7-0"); !ok || got != "8-0 " {
+		t.Errorf("after 7-0: %q, %v", got, ok)
+	}
+
+	pub(news("8-0", 9, maxNews+10)) // continues, then is trimmed
+	if len(s.news.events) != maxNews || s.news.prev != strconv.Itoa(9+9)+"-0" {
+		t.Errorf("kept %d events after %s, want %d after 18-0", len(s.news.events), s.news.prev, maxNews)
+	}
+	if _, ok := ids("8-0"); ok {
+		t.Error("a trimmed event was served")
+	}
+
+	pub("") // a bare wake-up
+	if _, ok := ids(s.news.prev); ok {
+		t.Error("news were served after a bare wake-up")
+	}
+	for _, bad := range []string{"", "0", "0\n1-0", "0\n\n{}", "0\n1-0\n{not json"} {
+		if _, ok := parseNews(bad); ok {
+			t.Errorf("parseNews(%q) read it", bad)
+		}
+	}
+}
