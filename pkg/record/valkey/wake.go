@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -118,6 +119,28 @@ func (s *wakeSub) publish(n eventNews, gen uint64) {
 	s.end, s.endGen, s.hasEnd = n.events[len(n.events)-1].ID, gen, true
 }
 
+// idAfter reports whether stream id a comes after b; false when either
+// is not an id ("ms-seq", or "ms" for "ms-0").
+func idAfter(a, b string) bool {
+	am, as, ok1 := parseID(a)
+	bm, bs, ok2 := parseID(b)
+	return ok1 && ok2 && (am > bm || am == bm && as > bs)
+}
+
+func parseID(id string) (ms, seq uint64, ok bool) {
+	m, q, hasSeq := strings.Cut(id, "-")
+	ms, err := strconv.ParseUint(m, 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	if hasSeq {
+		if seq, err = strconv.ParseUint(q, 10, 64); err != nil {
+			return 0, 0, false
+		}
+	}
+	return ms, seq, true
+}
+
 // fromNews returns up to count events after id after from the
 // publications of w's channel; ok is false when they do not tell (the
 // reader reads the log).
@@ -128,12 +151,14 @@ func (h *wakes) fromNews(w *waker, after string, count int) (evs []record.Event,
 	if s.newsGen != s.gen || len(s.news.events) == 0 {
 		return nil, false
 	}
+	// The log holds exactly the news after their prev, so after any id
+	// from prev on it holds the news after that id.
+	if after != s.news.prev && !idAfter(after, s.news.prev) {
+		return nil, false
+	}
 	i := 0
-	if after != s.news.prev {
-		i = slices.IndexFunc(s.news.events, func(e record.Event) bool { return e.ID == after }) + 1
-		if i == 0 {
-			return nil, false
-		}
+	for i < len(s.news.events) && !idAfter(s.news.events[i].ID, after) {
+		i++
 	}
 	evs = s.news.events[i:]
 	if len(evs) > count {

@@ -49,8 +49,17 @@ func TestNewsOfAChannel(t *testing.T) {
 	if got, ok := ids("3-0"); !ok || got != "" {
 		t.Errorf("after the newest: %q, %v; want none, known", got, ok)
 	}
-	if _, ok := ids("0-5"); ok {
-		t.Error("an id the news do not hold was served from them")
+	if got, ok := ids("0-5"); !ok || got != "1-0 2-0 3-0 " {
+		t.Errorf("after 0-5 (after prev 0, before the first event): %q, %v; want the three events", got, ok)
+	}
+	if got, ok := ids("2-5"); !ok || got != "3-0 " {
+		t.Errorf("after 2-5 (between two events): %q, %v; want 3-0", got, ok)
+	}
+	if got, ok := ids("99"); !ok || got != "" {
+		t.Errorf("after an id past the newest: %q, %v; want none, known", got, ok)
+	}
+	if _, ok := ids("not-an-id"); ok {
+		t.Error("a malformed id was served from the news")
 	}
 	if evs, _ := h.fromNews(w, "0", 2); len(evs) != 2 {
 		t.Errorf("count 2 gave %d events", len(evs))
@@ -58,7 +67,7 @@ func TestNewsOfAChannel(t *testing.T) {
 
 	pub(news("7-0", 8, 1)) // a gap: replaces
 	if _, ok := ids("3-0"); ok {
-		t.Error("news were served across a gap")
+		t.Error("news were served across a gap (an id before their prev)")
 	}
 	if got, ok := ids("7-0"); !ok || got != "8-0 " {
 		t.Errorf("after 7-0: %q, %v", got, ok)
