@@ -197,7 +197,7 @@ func BenchmarkTextTurn(b *testing.B) {
 // orchestration overhead of one step (validate, Map, invoke over HTTP,
 // append, the second LLM step).
 func BenchmarkOneToolTurn(b *testing.B) {
-	ag := &slowAgent{}
+	ag := &slowAgent{noTasks: true} // the specialist's own task store is not our overhead
 	url := serveAgent(b, ag)
 	benchTurns(b, oneToolModel, []string{url})
 }

@@ -346,6 +346,9 @@ type slowAgent struct {
 	started atomic.Int32
 	// conns counts the connections its server accepted.
 	conns atomic.Int64
+	// noTasks serves it with a task store that keeps nothing
+	// (discardTasks): every call finishes in the request that starts it.
+	noTasks bool
 	mu    sync.Mutex
 	runs  []span
 }
@@ -433,8 +436,23 @@ func serveAgentWith(t testing.TB, ag *slowAgent, wrap func(http.Handler) http.Ha
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(card)
 	})
-	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ag)))
+	var opts []a2asrv.RequestHandlerOption
+	if ag.noTasks {
+		opts = append(opts, a2asrv.WithTaskStore(discardTasks{}))
+	}
+	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ag, opts...)))
 	return srv.URL
+}
+
+// discardTasks is a task store that keeps nothing, as the fast demo
+// agents' (pkg/demoagents): a2a-go's own in-memory store deep-copies every
+// task it saves through encoding/gob, about 150 µs of the specialist's CPU
+// per call, which the benchmarks of our overhead per step must not count.
+type discardTasks struct{}
+
+func (discardTasks) Save(context.Context, *a2a.Task) error { return nil }
+func (discardTasks) Get(context.Context, a2a.TaskID) (*a2a.Task, error) {
+	return nil, a2a.ErrTaskNotFound
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -291,7 +291,7 @@ func TestTurnTrace(t *testing.T) {
 // exported to an in-process OTLP receiver (docs/benchmarks.md: the
 // overhead of tracing).
 func BenchmarkOneToolTurnTraced(b *testing.B) {
-	ag := &slowAgent{}
+	ag := &slowAgent{noTasks: true}
 	url := serveAgent(b, ag)
 	rcv := startOTLP(b)
 	env := map[string]string{telemetry.EnvEndpoint: rcv.url}
