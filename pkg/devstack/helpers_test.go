@@ -349,8 +349,8 @@ type slowAgent struct {
 	// noTasks serves it with a task store that keeps nothing
 	// (discardTasks): every call finishes in the request that starts it.
 	noTasks bool
-	mu    sync.Mutex
-	runs  []span
+	mu      sync.Mutex
+	runs    []span
 }
 
 type span struct{ start, end time.Time }

@@ -109,7 +109,8 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 		}
 		return nil, fmt.Errorf("watch events of %s: %w", cid, classify(err))
 	}
-	defer h.leave(w)
+	w.cursor = after
+	defer func() { h.leave(w) }()
 	t := time.NewTimer(block)
 	defer t.Stop()
 	for {
@@ -120,6 +121,7 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 		// batch, not a second time to find nothing new.
 		if evs, ok := h.fromNews(w, after, count); ok {
 			if len(evs) > 0 {
+				w.cursor = evs[len(evs)-1].ID
 				return evs, nil
 			}
 		} else if !h.endsAt(w, after) {
@@ -132,6 +134,7 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 				h.ended(w, end, gen)
 			}
 			if len(evs) > 0 {
+				w.cursor = evs[len(evs)-1].ID
 				return evs, nil
 			}
 		}

@@ -76,6 +76,20 @@ type eventNews struct {
 	events []record.Event
 }
 
+// after is n without the events up to id: the news after id, or none
+// when id is not where they begin or one of theirs.
+func (n eventNews) after(id string) eventNews {
+	if id == n.prev {
+		return n
+	}
+	for i, e := range n.events {
+		if e.ID == id {
+			return eventNews{prev: id, events: n.events[i+1:]}
+		}
+	}
+	return eventNews{}
+}
+
 // maxNews bounds the events a channel keeps from its publications, for the
 // readers a little behind its newest.
 const maxNews = 256
@@ -148,7 +162,7 @@ func (h *wakes) fromNews(w *waker, after string, count int) (evs []record.Event,
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := w.sub
-	if s.newsGen != s.gen || len(s.news.events) == 0 {
+	if s.newsGen != s.gen || s.news.prev == "" {
 		return nil, false
 	}
 	// The log holds exactly the news after their prev, so after any id
@@ -216,6 +230,9 @@ type waker struct {
 	c   chan struct{} // capacity 1
 	sub *wakeSub
 	ch  string
+	// cursor is the id after which its reader will read next, once it
+	// leaves: the last event it returned, or where it began.
+	cursor string
 }
 
 func (w *waker) wake() {
@@ -309,6 +326,9 @@ func (h *wakes) leaveLocked(w *waker) {
 		h.unsubscribeLocked(ch) // never confirmed: not kept
 		return
 	}
+	// A lingering channel keeps only the news after where its last reader
+	// left (w.cursor): what that stream, coming back, has not had yet.
+	sub.news = sub.news.after(w.cursor)
 	sub.linger = time.AfterFunc(lingerFor, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()

@@ -65,6 +65,25 @@ func TestNewsOfAChannel(t *testing.T) {
 		t.Errorf("count 2 gave %d events", len(evs))
 	}
 
+	// What a channel keeps once its last reader left, at 2-0: the news
+	// after it, which still tell that nothing else follows.
+	kept := s.news
+	s.news = kept.after("2-0")
+	if got, ok := ids("2-0"); !ok || got != "3-0 " {
+		t.Errorf("kept after 2-0, then after 2-0: %q, %v; want 3-0", got, ok)
+	}
+	s.news = kept.after("3-0")
+	if got, ok := ids("3-0"); !ok || got != "" {
+		t.Errorf("kept after the newest, then after it: %q, %v; want none, known", got, ok)
+	}
+	if _, ok := ids("1-0"); ok {
+		t.Error("an event left behind at the reader's leaving was served")
+	}
+	if n := kept.after("5-5"); n.prev != "" {
+		t.Errorf("kept after an id not in the news: %+v, want nothing", n)
+	}
+	s.news = kept
+
 	pub(news("7-0", 8, 1)) // a gap: replaces
 	if _, ok := ids("3-0"); ok {
 		t.Error("news were served across a gap (an id before their prev)")
