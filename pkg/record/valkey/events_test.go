@@ -593,3 +593,86 @@ func TestStreamsReadTheLogAfterAPublicationTheyCannotRead(t *testing.T) {
 		}
 	})
 }
+
+// A stream that loses its wake-ups' connection loses no event: the
+// publications made while go-redis dials again never reach it, so what
+// its channel was told cannot be trusted past the loss, and the stream
+// reads the log again. The Pub/Sub connection of the stream's Store is
+// killed on the server, between writes, three times.
+func TestStreamsKeepEveryEventAcrossALostConnection(t *testing.T) {
+	base := valkeytest.Real(t)
+	o := *base.(*redis.Client).Options()
+	o.ClientName = valkeytest.ID(t, "n")
+	c := redis.NewClient(&o)
+	defer c.Close()
+	s := valkey.New(c, valkey.Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	cid := valkeytest.ID(t, "c")
+	key := eventsKeys([]string{cid})[0]
+	got := make(chan record.Event, 100)
+	go streamAll(ctx, s, cid, "", got)
+	subscribed := func() bool {
+		n, _ := base.PubSubNumSub(ctx, key).Result()
+		return n[key] == 1
+	}
+	waitFor(t, 10*time.Second, "the stream subscribed", subscribed)
+	// killSub kills the connection of c that holds a subscription.
+	killSub := func() {
+		list, err := base.ClientList(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(list, "\n") {
+			if !strings.Contains(line, " name="+o.ClientName+" ") || strings.Contains(line, " sub=0 ") {
+				continue
+			}
+			for _, f := range strings.Fields(line) {
+				if id, ok := strings.CutPrefix(f, "id="); ok {
+					if err := base.Do(ctx, "CLIENT", "KILL", "ID", id).Err(); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+			}
+		}
+		t.Fatal("no subscribed connection of the stream's Store found")
+	}
+	at := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	n := 0
+	emit := func() {
+		n++
+		if err := s.Emit(ctx, cid, record.Event{Type: record.EventStepStarted, TurnID: "t1", At: at.Add(time.Duration(n) * time.Second)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 3 {
+		emit()
+		emit()
+		killSub()
+		emit() // published while the stream's Store has no subscription, or before it knows
+		waitFor(t, 10*time.Second, "the stream subscribed again", subscribed)
+		emit()
+	}
+	want := logOf(t, c, cid)
+	if len(want) != n {
+		t.Fatalf("the log holds %d events, want %d", len(want), n)
+	}
+	var have []string
+	for len(have) < len(want) {
+		select {
+		case e := <-got:
+			have = append(have, e.ID+" "+string(e.Raw))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the stream got %d of the %d events:\n%s", len(have), len(want), strings.Join(have, "\n"))
+		}
+	}
+	if !slices.Equal(have, want) {
+		t.Errorf("the stream got\n%s\nwant the log's\n%s", strings.Join(have, "\n"), strings.Join(want, "\n"))
+	}
+	select {
+	case e := <-got:
+		t.Errorf("the stream got %s once more", e.ID)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
