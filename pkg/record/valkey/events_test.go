@@ -332,19 +332,7 @@ func TestStreamReadsItsLogOncePerBatch(t *testing.T) {
 		s := valkey.New(c, valkey.Options{})
 		ctx := t.Context()
 		got := make(chan record.Event, 10)
-		go func() {
-			after := ""
-			for ctx.Err() == nil {
-				evs, err := s.Events(ctx, cid, after, 10, time.Minute)
-				if err != nil {
-					return
-				}
-				for _, e := range evs {
-					after = e.ID
-					got <- e
-				}
-			}
-		}()
+		go streamAll(ctx, s, cid, "", got)
 		const batches = 6
 		at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 		for i := range batches {
@@ -385,6 +373,22 @@ func streamAll(ctx context.Context, s *valkey.Store, cid, after string, got chan
 			got <- e
 		}
 	}
+}
+
+// received is the next n events a stream sent on got, as "id raw" lines
+// (logOf's form); the test fails when they do not come within 10 s.
+func received(t *testing.T, got <-chan record.Event, n int) []string {
+	t.Helper()
+	var have []string
+	for len(have) < n {
+		select {
+		case e := <-got:
+			have = append(have, e.ID+" "+string(e.Raw))
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the stream got %d of the %d events:\n%s", len(have), n, strings.Join(have, "\n"))
+		}
+	}
+	return have
 }
 
 // logOf is cid's whole event log as "id raw" lines, read with XRANGE.
@@ -463,16 +467,7 @@ func TestStreamsGetTheEventsFromThePublication(t *testing.T) {
 			t.Fatalf("the log holds %d events, want %d", len(want), 5*rounds)
 		}
 		for i, ch := range got {
-			var have []string
-			for len(have) < len(want) {
-				select {
-				case e := <-ch:
-					have = append(have, e.ID+" "+string(e.Raw))
-				case <-time.After(10 * time.Second):
-					t.Fatalf("stream %d got %d of the %d events", i, len(have), len(want))
-				}
-			}
-			if !slices.Equal(have, want) {
+			if have := received(t, ch, len(want)); !slices.Equal(have, want) {
 				t.Errorf("stream %d got\n%s\nwant the log's\n%s", i, strings.Join(have, "\n"), strings.Join(want, "\n"))
 			}
 		}
@@ -658,16 +653,7 @@ func TestStreamsKeepEveryEventAcrossALostConnection(t *testing.T) {
 	if len(want) != n {
 		t.Fatalf("the log holds %d events, want %d", len(want), n)
 	}
-	var have []string
-	for len(have) < len(want) {
-		select {
-		case e := <-got:
-			have = append(have, e.ID+" "+string(e.Raw))
-		case <-time.After(10 * time.Second):
-			t.Fatalf("the stream got %d of the %d events:\n%s", len(have), len(want), strings.Join(have, "\n"))
-		}
-	}
-	if !slices.Equal(have, want) {
+	if have := received(t, got, len(want)); !slices.Equal(have, want) {
 		t.Errorf("the stream got\n%s\nwant the log's\n%s", strings.Join(have, "\n"), strings.Join(want, "\n"))
 	}
 	select {
