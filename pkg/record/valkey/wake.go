@@ -90,9 +90,13 @@ func (n eventNews) after(id string) eventNews {
 	return eventNews{}
 }
 
-// maxNews bounds the events a channel keeps from its publications, for the
-// readers a little behind its newest.
-const maxNews = 256
+// maxNews and maxNewsBytes bound the events a channel keeps from its
+// publications, for the readers a little behind its newest (which always
+// stays).
+const (
+	maxNews      = 256
+	maxNewsBytes = 256 << 10 // of the events' JSON
+)
 
 // parseNews reads a publication's payload; false for a bare wake-up or one
 // it cannot read, after which readers read the log.
@@ -125,7 +129,16 @@ func (s *wakeSub) publish(n eventNews, gen uint64) {
 		n.events = append(s.news.events, n.events...)
 		n.prev = s.news.prev
 	}
-	if drop := len(n.events) - maxNews; drop > 0 {
+	size := 0
+	for _, e := range n.events {
+		size += len(e.Raw)
+	}
+	drop := 0 // the oldest first, never the newest
+	for drop < len(n.events)-1 && (len(n.events)-drop > maxNews || size > maxNewsBytes) {
+		size -= len(n.events[drop].Raw)
+		drop++
+	}
+	if drop > 0 {
 		n.prev = n.events[drop-1].ID
 		n.events = n.events[drop:]
 	}

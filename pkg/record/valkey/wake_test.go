@@ -2,6 +2,7 @@ package valkey
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -98,6 +99,27 @@ func TestNewsOfAChannel(t *testing.T) {
 	}
 	if _, ok := ids("8-0"); ok {
 		t.Error("a trimmed event was served")
+	}
+
+	// Large events: the oldest go first, past maxNewsBytes; the newest
+	// stays even alone past it.
+	big := strings.Repeat("x", maxNewsBytes/3)
+	bigNews := func(prev string, id int) string {
+		return prev + "\n" + strconv.Itoa(id) + "-0\n" + `{"type":"llm.delta","turn_id":"t1","text":"` + big + `"}`
+	}
+	hugeNews := func(prev string, id int) string {
+		return prev + "\n" + strconv.Itoa(id) + "-0\n" + `{"type":"llm.delta","turn_id":"t1","text":"` + big + big + big + big + `"}`
+	}
+	last := s.news.events[len(s.news.events)-1].ID
+	pub(bigNews(last, 1000))
+	pub(bigNews("1000-0", 1001))
+	pub(bigNews("1001-0", 1002))
+	if got, ok := ids("1000-0"); !ok || got != "1001-0 1002-0 " || s.news.prev != "1000-0" {
+		t.Errorf("after three large events: %q, %v after %s; want the two newest after 1000-0", got, ok, s.news.prev)
+	}
+	pub(hugeNews("1002-0", 1003)) // one alone past the bound
+	if len(s.news.events) != 1 || s.news.prev != "1002-0" {
+		t.Errorf("after an event larger than the bound: %d kept after %s, want it alone after 1002-0", len(s.news.events), s.news.prev)
 	}
 
 	pub("") // a bare wake-up
