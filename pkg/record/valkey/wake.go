@@ -76,18 +76,17 @@ type eventNews struct {
 	events []record.Event
 }
 
-// after is n without the events up to id: the news after id, or none
-// when id is not where they begin or one of theirs.
+// after is n without the events up to id: the news after id, which the
+// log holds exactly as well, or none when id comes before their prev.
 func (n eventNews) after(id string) eventNews {
-	if id == n.prev {
-		return n
+	if id != n.prev && !idAfter(id, n.prev) && !idSame(id, n.prev) {
+		return eventNews{}
 	}
-	for i, e := range n.events {
-		if e.ID == id {
-			return eventNews{prev: id, events: n.events[i+1:]}
-		}
+	i := 0
+	for i < len(n.events) && !idAfter(n.events[i].ID, id) {
+		i++
 	}
-	return eventNews{}
+	return eventNews{prev: id, events: n.events[i:]}
 }
 
 // maxNews and maxNewsBytes bound the events a channel keeps from its
@@ -154,6 +153,13 @@ func idAfter(a, b string) bool {
 	return ok1 && ok2 && (am > bm || am == bm && as > bs)
 }
 
+// idSame reports whether stream ids a and b are one id ("5" and "5-0").
+func idSame(a, b string) bool {
+	am, as, ok1 := parseID(a)
+	bm, bs, ok2 := parseID(b)
+	return ok1 && ok2 && am == bm && as == bs
+}
+
 func parseID(id string) (ms, seq uint64, ok bool) {
 	m, q, hasSeq := strings.Cut(id, "-")
 	ms, err := strconv.ParseUint(m, 10, 64)
@@ -180,14 +186,11 @@ func (h *wakes) fromNews(w *waker, after string, count int) (evs []record.Event,
 	}
 	// The log holds exactly the news after their prev, so after any id
 	// from prev on it holds the news after that id.
-	if after != s.news.prev && !idAfter(after, s.news.prev) {
+	n := s.news.after(after)
+	if n.prev == "" {
 		return nil, false
 	}
-	i := 0
-	for i < len(s.news.events) && !idAfter(s.news.events[i].ID, after) {
-		i++
-	}
-	evs = s.news.events[i:]
+	evs = n.events
 	if len(evs) > count {
 		evs = evs[:count]
 	}

@@ -80,8 +80,14 @@ func TestNewsOfAChannel(t *testing.T) {
 	if _, ok := ids("1-0"); ok {
 		t.Error("an event left behind at the reader's leaving was served")
 	}
-	if n := kept.after("5-5"); n.prev != "" {
-		t.Errorf("kept after an id not in the news: %+v, want nothing", n)
+	if n := kept.after("0-0"); n.prev != "0-0" || len(n.events) != 3 {
+		t.Errorf("kept after their prev, spelt 0-0: %+v, want all three", n)
+	}
+	if n := kept.after("2-5"); n.prev != "2-5" || len(n.events) != 1 {
+		t.Errorf("kept after 2-5, between two events: %+v, want 3-0 alone", n)
+	}
+	if n := kept.after("not-an-id"); n.prev != "" {
+		t.Errorf("kept after a malformed id: %+v, want nothing", n)
 	}
 	s.news = kept
 
