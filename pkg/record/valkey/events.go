@@ -110,7 +110,7 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 		return nil, fmt.Errorf("watch events of %s: %w", cid, classify(err))
 	}
 	w.cursor = after
-	defer func() { h.leave(w) }()
+	defer h.leave(w) // reads w.cursor as the call returns
 	t := time.NewTimer(block)
 	defer t.Stop()
 	for {

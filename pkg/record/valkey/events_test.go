@@ -302,6 +302,15 @@ func TestNextReadFindsItsChannelSubscribed(t *testing.T) {
 	})
 }
 
+// countXReads returns a new conversation id and the count of c's XREADs
+// of its log.
+func countXReads(t *testing.T, c redis.UniversalClient) (string, *xreads) {
+	cid := valkeytest.ID(t, "c")
+	x := &xreads{key: eventsKeys([]string{cid})[0]}
+	c.AddHook(x)
+	return cid, x
+}
+
 // xreads counts the XREADs of one key.
 type xreads struct {
 	key string
@@ -326,9 +335,7 @@ func (x *xreads) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proce
 // published since its last read, and still gets every event.
 func TestStreamReadsItsLogOncePerBatch(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		cid := valkeytest.ID(t, "c")
-		x := &xreads{key: eventsKeys([]string{cid})[0]}
-		c.AddHook(x)
+		cid, x := countXReads(t, c)
 		s := valkey.New(c, valkey.Options{})
 		ctx := t.Context()
 		got := make(chan record.Event, 10)
@@ -412,9 +419,7 @@ func logOf(t *testing.T, c redis.UniversalClient, cid string) []string {
 // ids, the same JSON, in the log's order, with no event twice.
 func TestStreamsGetTheEventsFromThePublication(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		cid := valkeytest.ID(t, "c")
-		x := &xreads{key: eventsKeys([]string{cid})[0]}
-		c.AddHook(x)
+		cid, x := countXReads(t, c)
 		s := valkey.New(c, valkey.Options{})
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()

@@ -224,6 +224,20 @@ func appendFieldOps(args []any, t *record.Turn) []any {
 	return append(append(args, len(ops)/3), ops...)
 }
 
+// fieldOpsLua defines fieldOps(key, at), which applies the field ops
+// (spendOps, appendFieldOps) whose number is ARGV[at] and which follow it
+// to the hash at key, and returns the index of the ARGV after them.
+const fieldOpsLua = `
+local function fieldOps(key, at)
+  local i = at + 1
+  for _ = 1, tonumber(ARGV[at]) do
+    if ARGV[i] == 'i' then redis.call('HINCRBY', key, ARGV[i + 1], ARGV[i + 2]) else redis.call('HSET', key, ARGV[i + 1], ARGV[i + 2]) end
+    i = i + 3
+  end
+  return i
+end
+`
+
 // spendOps appends the (op, field, value) triples that count sp, a
 // provider call's spend, on turn turnID's counters of the conversation's
 // hash ("i": HINCRBY, "s": HSET).
@@ -250,14 +264,10 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = redis.NewScript(emitLua + `
+var saveTurnScript = redis.NewScript(emitLua + fieldOpsLua + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 local tid = ARGV[2]
-local sp = 14 + 2 * tonumber(ARGV[13])
-for _ = 1, tonumber(ARGV[sp]) do
-  if ARGV[sp + 1] == 'i' then redis.call('HINCRBY', KEYS[1], ARGV[sp + 2], ARGV[sp + 3]) else redis.call('HSET', KEYS[1], ARGV[sp + 2], ARGV[sp + 3]) end
-  sp = sp + 3
-end
+local pastOps = fieldOps(KEYS[1], 14 + 2 * tonumber(ARGV[13]))
 if ARGV[8] ~= 'cancelled' and redis.call('HEXISTS', KEYS[1], 'cancel:' .. tid) == 1 then return -1 end
 redis.call('HSET', KEYS[1], 'turn:' .. tid, ARGV[3], 'msgs:' .. tid, ARGV[4], 'head:' .. tid, ARGV[5],
   'n:' .. tid, ARGV[6], 'arts:' .. tid, ARGV[12], 'updated', ARGV[7])
@@ -274,7 +284,7 @@ for _ = 1, tonumber(ARGV[13]) do
   end
   i = i + 2
 end
-i = sp + 1 -- past the spend
+i = pastOps
 local events = tonumber(ARGV[i])
 if events > 0 then emit(KEYS[8], {unpack(ARGV, i + 1, i + events)}) end
 i = i + 1 + events

@@ -183,12 +183,8 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spen
 // addSpendScript: KEYS conv, events; ARGV ttl, the number of field ops,
 // the ops (spendOps), then the events' JSON. An active conversation
 // carries no TTL (saveTurnScript), so only a TTL that is set is renewed.
-var addSpendScript = redis.NewScript(emitLua + `
-local i = 3
-for _ = 1, tonumber(ARGV[2]) do
-  if ARGV[i] == 'i' then redis.call('HINCRBY', KEYS[1], ARGV[i + 1], ARGV[i + 2]) else redis.call('HSET', KEYS[1], ARGV[i + 1], ARGV[i + 2]) end
-  i = i + 3
-end
+var addSpendScript = redis.NewScript(emitLua + fieldOpsLua + `
+local i = fieldOps(KEYS[1], 2)
 if i <= #ARGV then emit(KEYS[2], {unpack(ARGV, i)}) end
 redis.call('EXPIRE', KEYS[1], ARGV[1], 'XX')
 return 1

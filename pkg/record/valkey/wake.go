@@ -1,6 +1,7 @@
 package valkey
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -79,11 +80,14 @@ type eventNews struct {
 // after is n without the events up to id: the news after id, which the
 // log holds exactly as well, or none when id comes before their prev.
 func (n eventNews) after(id string) eventNews {
-	if id != n.prev && !idAfter(id, n.prev) && !idSame(id, n.prev) {
+	if c, ok := compareIDs(id, n.prev); id != n.prev && (!ok || c < 0) {
 		return eventNews{}
 	}
 	i := 0
-	for i < len(n.events) && !idAfter(n.events[i].ID, id) {
+	for i < len(n.events) {
+		if c, ok := compareIDs(n.events[i].ID, id); ok && c > 0 {
+			break
+		}
 		i++
 	}
 	return eventNews{prev: id, events: n.events[i:]}
@@ -145,19 +149,18 @@ func (s *wakeSub) publish(n eventNews, gen uint64) {
 	s.end, s.endGen, s.hasEnd = n.events[len(n.events)-1].ID, gen, true
 }
 
-// idAfter reports whether stream id a comes after b; false when either
-// is not an id ("ms-seq", or "ms" for "ms-0").
-func idAfter(a, b string) bool {
+// compareIDs compares stream ids a and b ("ms-seq", or "ms" for
+// "ms-0"): -1, 0 or +1; ok is false when either is not an id.
+func compareIDs(a, b string) (c int, ok bool) {
 	am, as, ok1 := parseID(a)
 	bm, bs, ok2 := parseID(b)
-	return ok1 && ok2 && (am > bm || am == bm && as > bs)
-}
-
-// idSame reports whether stream ids a and b are one id ("5" and "5-0").
-func idSame(a, b string) bool {
-	am, as, ok1 := parseID(a)
-	bm, bs, ok2 := parseID(b)
-	return ok1 && ok2 && am == bm && as == bs
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	if c = cmp.Compare(am, bm); c == 0 {
+		c = cmp.Compare(as, bs)
+	}
+	return c, true
 }
 
 func parseID(id string) (ms, seq uint64, ok bool) {
@@ -229,7 +232,7 @@ func (h *wakes) drop(ch string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if sub := h.subs[ch]; sub != nil {
-		sub.news, sub.hasEnd = eventNews{}, false
+		sub.forgetLog()
 	}
 }
 
@@ -237,9 +240,11 @@ func (h *wakes) drop(ch string) {
 func (h *wakes) forget(w *waker) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w.sub.hasEnd = false
-	w.sub.news = eventNews{}
+	w.sub.forgetLog()
 }
+
+// forgetLog drops what s knows of its log: where it ends, and its news.
+func (s *wakeSub) forgetLog() { s.news, s.hasEnd = eventNews{}, false }
 
 // waker is one reader's wake-up: a send means "read the log again".
 type waker struct {
