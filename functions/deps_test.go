@@ -35,10 +35,16 @@ const (
 	turnSteps     = "github.com/clientagent/clientagent/pkg/turn"
 	otlpCollector = "go.opentelemetry.io/proto/otlp/collector" // its gRPC service stubs
 	otlpHTTP      = "go.opentelemetry.io/otel/exporters/otlp"  // otlptracehttp imports the collector
-	// The JSON Schema validator, whose initialiser compiles its draft
-	// meta-schemas (milliseconds of each cold start): only the functions
-	// that check tool arguments link it (pkg/schemacheck).
+	// The JSON Schema validator pkg/schemacheck replaced, whose initialiser
+	// compiled its draft meta-schemas (milliseconds of each cold start);
+	// it stays as pkg/schemacheck's test oracle only.
 	jsonSchema = "github.com/santhosh-tekuri/jsonschema"
+	// The SDK's shared-config chain and the clients it links for profiles
+	// (SSO, SSO OIDC, STS, sign-in): the functions read their environment
+	// (pkg/awsconfig); the clientagent command reads profiles.
+	sharedConfig = "github.com/aws/aws-sdk-go-v2/config"
+	ssoClient    = "github.com/aws/aws-sdk-go-v2/service/sso"
+	stsClient    = "github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // mustNotLink is, for each function, what its binary must not link: the
@@ -49,27 +55,28 @@ const (
 // calls; the guardian agent's checks make their one JSON-RPC call
 // themselves, pkg/guardian/a2aagent), and with it gRPC (the OTLP exporter
 // is pkg/telemetry/otlphttp, without the collector's gRPC stubs), and the
-// embedded Valkey, the local Valkey server and the local engine nobody's;
-// the JSON Schema validator only validate's and api's, which check tool
-// arguments (and the demo agents', which check their own inputs). Secrets
+// embedded Valkey, the local Valkey server and the local engine nobody's.
+// Secrets
 // Manager is linked by the functions that build the tool catalogue or call
 // tools (api, llmstep, validate, invoke, append: MCP header secrets,
 // pkg/platform/mcpenv), never by await, events or the demo agents.
 var mustNotLink = map[string][]string{
-	"api":        {grpc, bedrock, llmconfig, demoAgentsPkg, a2aClient},                                         // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
-	"llmstep":    {jsonSchema, grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // bedrockruntime: the model; a2a (types only): the guardian agent
-	"validate":   {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                            // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
-	"invoke":     {jsonSchema, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                        // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
-	"append":     {jsonSchema, grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
-	"await":      {jsonSchema, grpc, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
-	"events":     {jsonSchema, grpc, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
+	"api":        {grpc, bedrock, llmconfig, demoAgentsPkg, a2aClient},                             // a2asrv: clientagent as an A2A agent (pkg/a2aserver); secretsmanager: MCP header secrets
+	"llmstep":    {grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // bedrockruntime: the model; a2a (types only): the guardian agent
+	"validate":   {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
+	"invoke":     {bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                        // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
+	"append":     {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
+	"await":      {grpc, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
+	"events":     {grpc, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
 	"demoagents": {grpc, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)
 }
 
 // nobody links these: the local stack's parts; openai-go (pkg/llm/openai
 // speaks the wire protocol itself, the SDK is its tests' oracle); the
-// OTLP exporters and collector types that bring gRPC.
-var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine, openAI, otlpCollector, otlpHTTP}
+// OTLP exporters and collector types that bring gRPC; the JSON Schema
+// validator pkg/schemacheck replaced (its tests' oracle); the AWS SDK's
+// shared-config chain (pkg/awsconfig).
+var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine, openAI, otlpCollector, otlpHTTP, jsonSchema, sharedConfig, ssoClient, stsClient}
 
 // pending are links that are wrong but wait on another package's change.
 // The test fails when one of them is gone, so that it moves to mustNotLink

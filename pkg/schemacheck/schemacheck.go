@@ -1,21 +1,40 @@
 // Package schemacheck compiles JSON Schemas and validates values against
-// them (santhosh-tekuri/jsonschema/v5: drafts 4 to 2020-12, every
-// violation with its instance pointer), reporting what is wrong as a
-// *schemaerr.Error. The validator's package initialiser compiles its
-// draft meta-schemas, milliseconds of every cold start, so only the
-// binaries that check tool arguments link this package: the validate and
-// api functions and the local stack call Use; the catalog of the others
-// checks nothing (pkg/catalog.UseSchemas).
+// them, reporting what is wrong as a *schemaerr.Error: every leaf
+// violation with its instance pointer, in words the model can act on.
+//
+// It is the project's own validator, because the one it replaced
+// compiled five draft meta-schemas in its package initialiser: about
+// 5 ms of every cold start of the functions that check tool arguments.
+// This package's initialiser does nothing.
+//
+// What it reads: drafts 4, 6, 7, 2019-09 and 2020-12 (chosen by "$schema";
+// 2020-12 when there is none), every validation and applicator keyword of
+// them (unevaluatedProperties and unevaluatedItems included), "$ref" into
+// the schema itself (JSON pointers, "$id"s and anchors), "format" as an
+// assertion in drafts 4 to 7 and in a schema that names no draft, and
+// draft 7's "contentEncoding" (base64) and "contentMediaType"
+// (application/json). A malformed keyword (a "type" that names no type, a
+// "pattern" that is not a regular expression, a "minimum" that is not a
+// number) is a compile error, and so is a schema that would apply itself
+// to the same value without end.
+//
+// Its verdicts and messages are those of the reference implementation it
+// replaced (santhosh-tekuri/jsonschema/v5), shown by the differential
+// test in oracle_test.go, except where it differs on purpose:
+//   - a schema is self-contained: a "$ref" to anything outside it — a
+//     file, another URL, a draft's meta-schema — does not compile (a
+//     schema may come from an agent card);
+//   - a violation's pointer is a plain JSON pointer ("/sp ace"; "/" for
+//     the empty property name), and violations come in the same order
+//     every time;
+//   - "$recursiveRef" and "$dynamicRef" resolve like "$ref", to the
+//     anchor they name; the dynamic scope that would let an outer schema
+//     override it is not followed;
+//   - a number too large for an exact rational (1e1000001) is checked as
+//     a 4,096-bit float rather than crashing.
 package schemacheck
 
 import (
-	"bytes"
-	"errors"
-	"fmt"
-	"io"
-
-	"github.com/santhosh-tekuri/jsonschema/v5"
-
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/schemaerr"
 )
@@ -32,47 +51,31 @@ func Use() {
 	})
 }
 
-// Schema is one compiled schema.
-type Schema struct{ s *jsonschema.Schema }
-
-// Compile compiles the schema raw, named url. The schema is
-// self-contained: a $ref may point into it or to the draft meta-schemas,
-// never to a file or another URL (a schema may come from an agent card).
-func Compile(url string, raw []byte) (*Schema, error) {
-	c := jsonschema.NewCompiler()
-	c.LoadURL = func(u string) (io.ReadCloser, error) {
-		return nil, fmt.Errorf("external $ref %q is not allowed in a schema here", u)
-	}
-	if err := c.AddResource(url, bytes.NewReader(raw)); err != nil {
-		return nil, fmt.Errorf("load schema %s: %w", url, err)
-	}
-	s, err := c.Compile(url)
-	if err != nil {
-		return nil, fmt.Errorf("compile schema %s: %w", url, err)
-	}
-	return &Schema{s: s}, nil
+// Schema is one compiled schema. It is immutable and safe for
+// concurrent use.
+type Schema struct {
+	url  string
+	root *node
+	// tracks: some node reads unevaluatedProperties or unevaluatedItems,
+	// so validation records what each keyword evaluated.
+	tracks bool
 }
 
 // Validate checks v, decoded JSON (maps, slices, float64 or json.Number,
 // strings, booleans, nil): nil when it is valid, a *schemaerr.Error with
 // its leaf violations when it is not.
 func (s *Schema) Validate(v any) error {
-	err := s.s.Validate(v)
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return err
+	c := checker{tracks: s.tracks}
+	errs, _ := c.check(s.root, v, "")
+	if c.bad != nil {
+		return c.bad
 	}
-	var out []schemaerr.Violation
-	var walk func(v *jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) == 0 {
-			out = append(out, schemaerr.Violation{Pointer: v.InstanceLocation, Message: v.Message})
-			return
-		}
-		for _, c := range v.Causes {
-			walk(c)
-		}
+	if len(errs) == 0 {
+		return nil
 	}
-	walk(ve)
-	return &schemaerr.Error{Violations: out, Err: err}
+	out := make([]schemaerr.Violation, len(errs))
+	for i, e := range errs {
+		out[i] = e.Violation
+	}
+	return &schemaerr.Error{Violations: out, Err: &validationError{url: s.url, first: errs[0]}}
 }
