@@ -30,6 +30,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/agentauth"
 	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/auth"
+	"github.com/clientagent/clientagent/pkg/awsconfig/sharedconfig"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/chatcli"
 	"github.com/clientagent/clientagent/pkg/demoagents"
@@ -73,6 +74,7 @@ const usage = `usage:
 ` + evalcli.Usage
 
 func main() {
+	sharedconfig.Use() // a person's AWS profiles, SSO and shared config files; the Lambda functions read their environment only
 	if err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
 		return // -h / --help: the usage was printed, as asked
 	} else if err != nil {

@@ -15,8 +15,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/awssign"
 	"github.com/clientagent/clientagent/pkg/keepalive"
 )
@@ -61,7 +60,7 @@ func authClientFromEnv(ctx context.Context, getenv func(string) string) (*http.C
 		if region == "" {
 			return nil, fmt.Errorf("%s=sigv4 needs AWS_REGION", AgentAuthEnv)
 		}
-		cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+		cfg, err := awsconfig.Load(ctx, awsconfig.Options{Region: region})
 		if err != nil {
 			return nil, fmt.Errorf("%s=sigv4: aws config: %w", AgentAuthEnv, err)
 		}

@@ -7,8 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/awssign"
 	"github.com/clientagent/clientagent/pkg/livesub"
 )
@@ -100,7 +99,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, owners Owners, log
 	if region == "" {
 		return nil, fmt.Errorf("%s needs AWS_REGION", HTTPDomainEnv)
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+	cfg, err := awsconfig.Load(ctx, awsconfig.Options{Region: region})
 	if err != nil {
 		return nil, fmt.Errorf("live events: aws config: %w", err)
 	}

@@ -10,9 +10,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/guardian/a2aagent"
 	"github.com/clientagent/clientagent/pkg/guardian/bedrock"
@@ -75,7 +75,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, opts Options) (*gu
 		if api == nil {
 			// Loading reads the environment and shared files; credentials
 			// are fetched on the first call.
-			cfg, err := config.LoadDefaultConfig(ctx)
+			cfg, err := awsconfig.Load(ctx, awsconfig.Options{})
 			if err != nil {
 				return nil, fmt.Errorf("%s: load AWS config: %w", guardian.EnvGuardian, err)
 			}

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/bedrock"
 )
@@ -23,7 +23,7 @@ func newBedrock(model string, flavours map[llm.Flavour]string, attempts int, tim
 	}
 	// Loading the config only reads the environment and shared files; the
 	// credentials are fetched lazily on the first call.
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithRetryMaxAttempts(attempts))
+	cfg, err := awsconfig.Load(context.Background(), awsconfig.Options{MaxAttempts: attempts})
 	if err != nil {
 		return nil, "", fmt.Errorf("llm config: load AWS config for bedrock: %w", err)
 	}

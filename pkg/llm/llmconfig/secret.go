@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/awssecrets"
 )
 
@@ -74,7 +74,7 @@ func openAIKey(ctx context.Context, getenv func(string) string) (string, error) 
 	if arn == "" {
 		return "", nil
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsconfig.Load(ctx, awsconfig.Options{})
 	if err != nil {
 		return "", fmt.Errorf("read OpenAI key from secret %s: load AWS config: %w", arn, err)
 	}

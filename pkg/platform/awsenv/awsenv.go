@@ -16,12 +16,12 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/clientagent/clientagent/pkg/artifact/s3store"
 	"github.com/clientagent/clientagent/pkg/audit"
 	"github.com/clientagent/clientagent/pkg/audit/s3audit"
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 )
 
 // AWS is the function's AWS configuration and its S3 client.
@@ -32,7 +32,7 @@ type AWS struct {
 
 // Load reads the AWS configuration of the environment (no request is made).
 func Load(ctx context.Context) (*AWS, error) {
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsconfig.Load(ctx, awsconfig.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}

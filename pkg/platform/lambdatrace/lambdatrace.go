@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 )
 
@@ -31,7 +31,7 @@ func Tracing(ctx context.Context, getenv func(string) string) (*telemetry.Tracin
 		opts.Attributes = []attribute.KeyValue{attribute.String("faas.name", name), attribute.String("cloud.provider", "aws"), attribute.String("cloud.region", getenv("AWS_REGION"))}
 	}
 	if region, ok := telemetry.XRayRegion(telemetry.TracesEndpoint(getenv)); ok {
-		cfg, err := config.LoadDefaultConfig(ctx, config.WithRegion(region))
+		cfg, err := awsconfig.Load(ctx, awsconfig.Options{Region: region})
 		if err != nil {
 			return nil, fmt.Errorf("X-Ray OTLP endpoint: aws config: %w", err)
 		}

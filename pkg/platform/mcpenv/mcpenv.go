@@ -13,9 +13,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/awssecrets"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
@@ -62,7 +62,7 @@ func Secrets(ctx context.Context, servers []mcp.ServerConfig) (mcp.Secrets, erro
 	if !namesSecret(servers) {
 		return nil, nil
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsconfig.Load(ctx, awsconfig.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("%s: secret headers: load AWS config: %w", mcp.EnvVar, err)
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
-	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 )
 
@@ -129,7 +129,7 @@ func FromEnv(ctx context.Context, getenv func(string) string) ([]valkey.ClientOp
 	if src.UserID == "" || src.CacheName == "" {
 		return nil, fmt.Errorf("%s=iam needs %s and %s", EnvAuth, EnvUser, EnvCacheName)
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	cfg, err := awsconfig.Load(ctx, awsconfig.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("valkey IAM auth: AWS config: %w", err)
 	}
