@@ -17,31 +17,22 @@ const DefaultWindow = 80
 const TitleLimit = 80
 
 // Placeholder results for a call without a stored result (docs/design.md §3.4a,
-// docs/design.md §4). They are compact ToolResult JSON like every other result, and
-// each says what is true of the call.
-var (
-	notExecutedResult  = mustJSON(ToolResult{Status: ResultNotExecuted, Summary: "This call was not executed."})
-	stillRunningResult = mustJSON(ToolResult{Status: ResultNotExecuted,
-		Summary: "This call is still running in another turn; its result will appear later."})
-	waitingResult = mustJSON(ToolResult{Status: ResultNotExecuted,
-		Summary: "This call is waiting for the user's answer in another turn; it may never run."})
+// docs/design.md §4). They are compact ToolResult JSON like every other result
+// (TestPlaceholderResultsAreToolResults), and each says what is true of the
+// call. Constants rather than encoded at start: a package initialiser is
+// part of every function's cold start.
+const (
+	notExecutedResult  = `{"status":"not_executed","summary":"This call was not executed."}`
+	stillRunningResult = `{"status":"not_executed","summary":"This call is still running in another turn; its result will appear later."}`
+	waitingResult      = `{"status":"not_executed","summary":"This call is waiting for the user's answer in another turn; it may never run."}`
 	// A call that had started when its turn was cancelled runs to its end;
 	// until its result is recorded, the model must not think it did not run.
-	runningAfterCancelResult = mustJSON(ToolResult{Status: CallRunningStatus,
-		Summary: "This call had started when its turn was cancelled and is still running; its result will appear when it ends. Do not assume it did not run."})
+	runningAfterCancelResult = `{"status":"running","summary":"This call had started when its turn was cancelled and is still running; its result will appear when it ends. Do not assume it did not run."}`
 )
 
 // CallRunningStatus is the status of the placeholder result of a call
 // still running after its turn was cancelled (CallRunning).
 const CallRunningStatus = "running"
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
 
 // Assemble builds the merged view of a conversation from what is stored:
 // turns ordered by StartedAt then id, artifacts by CreatedAt then id,
@@ -500,4 +491,12 @@ func StampTurnArtifacts(history []HistoryEntry, produced []artifact.Artifact, fi
 		}
 	}
 	return out
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -275,5 +276,25 @@ func TestStampTurnArtifacts(t *testing.T) {
 				t.Errorf("StampTurnArtifacts() modified its input")
 			}
 		})
+	}
+}
+
+// The placeholder results are the compact JSON of the ToolResult each
+// says, as every stored result is.
+func TestPlaceholderResultsAreToolResults(t *testing.T) {
+	for _, c := range []struct {
+		got  string
+		want ToolResult
+	}{
+		{notExecutedResult, ToolResult{Status: ResultNotExecuted, Summary: "This call was not executed."}},
+		{stillRunningResult, ToolResult{Status: ResultNotExecuted, Summary: "This call is still running in another turn; its result will appear later."}},
+		{waitingResult, ToolResult{Status: ResultNotExecuted, Summary: "This call is waiting for the user's answer in another turn; it may never run."}},
+		{runningAfterCancelResult, ToolResult{Status: CallRunningStatus,
+			Summary: "This call had started when its turn was cancelled and is still running; its result will appear when it ends. Do not assume it did not run."}},
+	} {
+		b, err := json.Marshal(c.want)
+		if err != nil || string(b) != c.got {
+			t.Errorf("placeholder %s, want %s (%v)", c.got, b, err)
+		}
 	}
 }

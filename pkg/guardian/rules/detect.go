@@ -3,6 +3,7 @@ package rules
 import (
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Detector names.
@@ -19,14 +20,20 @@ type span struct{ start, end int }
 type finder func(text string) []span
 
 var (
-	emailRE = regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
+	emailRE = lazyRegexp(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`)
 	// A card number: 13 to 19 digits, single spaces or dashes between them.
-	cardRE = regexp.MustCompile(`\d(?:[ -]?\d){12,18}`)
+	cardRE = lazyRegexp(`\d(?:[ -]?\d){12,18}`)
 	// A phone number: an optional +country code, an optional (area code),
 	// then groups of digits with single separators.
-	phoneRE = regexp.MustCompile(`(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,14}(?:[ .-]\d{1,14}){0,5}`)
-	isoDate = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}`)
+	phoneRE = lazyRegexp(`(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,5}\)[ .-]?)?\d{1,14}(?:[ .-]\d{1,14}){0,5}`)
+	isoDate = lazyRegexp(`^\d{4}-\d{2}-\d{2}`)
 )
+
+// lazyRegexp compiles expr on first use: a package initialiser is part of
+// the cold start of every function that links the guardian, enabled or not.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // detectors are the built-in PII detectors by name.
 var detectors = map[string]finder{
@@ -37,7 +44,7 @@ var detectors = map[string]finder{
 
 func findEmails(text string) []span {
 	var out []span
-	for _, m := range emailRE.FindAllStringIndex(text, -1) {
+	for _, m := range emailRE().FindAllStringIndex(text, -1) {
 		if isWordByte(text, m[0]-1) && text[m[0]-1] != '.' {
 			// Part of a longer token the pattern could not take whole.
 			continue
@@ -53,7 +60,7 @@ func findEmails(text string) []span {
 // ten).
 func findCards(text string) []span {
 	var out []span
-	for _, m := range cardRE.FindAllStringIndex(text, -1) {
+	for _, m := range cardRE().FindAllStringIndex(text, -1) {
 		if isDigitAt(text, m[0]-1) || isDigitAt(text, m[1]) || (m[0] > 0 && text[m[0]-1] == '+') {
 			continue
 		}
@@ -71,7 +78,7 @@ func findCards(text string) []span {
 // card number.
 func findPhones(text string) []span {
 	var out []span
-	for _, m := range phoneRE.FindAllStringIndex(text, -1) {
+	for _, m := range phoneRE().FindAllStringIndex(text, -1) {
 		s := text[m[0]:m[1]]
 		if isWordByte(text, m[0]-1) || isWordByte(text, m[1]) || (m[0] > 0 && text[m[0]-1] == '+') {
 			continue
@@ -85,7 +92,7 @@ func findPhones(text string) []span {
 		default:
 			continue
 		}
-		if isoDate.MatchString(s) || len(findCards(s)) > 0 {
+		if isoDate().MatchString(s) || len(findCards(s)) > 0 {
 			continue
 		}
 		out = append(out, span{m[0], m[1]})
