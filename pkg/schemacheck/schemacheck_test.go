@@ -154,4 +154,8 @@ func TestHugeNumbersAndTheEmptyKey(t *testing.T) {
 	if err := s.Validate(map[string]any{"n": json.Number("-1e1000001"), "u": []any{huge, json.Number("-1e1000001")}}); err != nil {
 		t.Errorf("a valid value = %v", err)
 	}
+	// Beyond even a big float's exponent: read as infinite.
+	if vs := schemaerr.Violations(s.Validate(map[string]any{"n": json.Number("1E2170000000")})); len(vs) != 1 || vs[0].Pointer != "/n" {
+		t.Errorf("1E2170000000 against a maximum: %v", vs)
+	}
 }

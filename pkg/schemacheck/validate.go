@@ -72,153 +72,184 @@ func (e *evaluated) merge(o *evaluated) {
 
 // check validates v, at the instance pointer ptr, against n: its leaf
 // violations (none when it is valid) and what it evaluated.
-func (c *checker) check(n *node, v any, ptr string) (errs []violation, ev *evaluated) {
+func (c *checker) check(n *node, v any, ptr string) ([]violation, *evaluated) {
+	f := frame{c: c, n: n, v: v, ptr: ptr}
 	if c.tracks {
-		ev = &evaluated{}
+		f.ev = &evaluated{}
 	}
+	f.run()
+	return f.errs, f.ev
+}
+
+// frame is one schema applied to one value: the violations found so far
+// and what the schema evaluated of the value.
+type frame struct {
+	c    *checker
+	n    *node
+	v    any
+	ptr  string
+	ev   *evaluated
+	errs []violation
+}
+
+// fail records a leaf violation found by the keyword kw.
+func (f *frame) fail(kw, format string, args ...any) {
+	f.errs = append(f.errs, violation{schemaerr.Violation{Pointer: f.ptr, Message: fmt.Sprintf(format, args...)}, f.n.loc + "/" + kw})
+}
+
+// inPlace applies s to the value itself: its violations are the value's,
+// and what it evaluated counts as f's when it passes.
+func (f *frame) inPlace(s *node) []violation {
+	sub, ev := f.c.check(s, f.v, f.ptr)
+	if len(sub) == 0 {
+		f.ev.merge(ev)
+	}
+	return sub
+}
+
+// child applies s to x, the member or item tok of the value.
+func (f *frame) child(s *node, x any, tok string) {
+	sub, _ := f.c.check(s, x, f.ptr+"/"+escape(tok))
+	f.errs = append(f.errs, sub...)
+}
+
+func (f *frame) run() {
+	n, v := f.n, f.v
 	if n.always {
-		return nil, ev
-	}
-	leaf := func(kw, format string, args ...any) violation {
-		return violation{schemaerr.Violation{Pointer: ptr, Message: fmt.Sprintf(format, args...)}, n.loc + "/" + kw}
+		return
 	}
 	if n.never {
-		return []violation{{schemaerr.Violation{Pointer: ptr, Message: "not allowed"}, n.loc}}, ev
+		f.errs = []violation{{schemaerr.Violation{Pointer: f.ptr, Message: "not allowed"}, n.loc}}
+		return
 	}
 	t := jsonType(v)
 	if t == "" {
-		c.bad = fmt.Errorf("jsonschema: invalid jsonType: %T", v)
-		return nil, ev
+		f.c.bad = fmt.Errorf("jsonschema: invalid jsonType: %T", v)
+		return
 	}
 	if len(n.types) > 0 && !typeMatches(n.types, t, v) {
-		return []violation{leaf("type", "expected %s, but got %s", strings.Join(n.types, " or "), t)}, ev
+		f.fail("type", "expected %s, but got %s", strings.Join(n.types, " or "), t)
+		return // nothing else is said of a value of the wrong type
 	}
 	if n.hasConst && !equal(v, n.constant) {
 		switch n.constant.(type) {
 		case map[string]any, []any:
-			errs = append(errs, leaf("const", "const failed"))
+			f.fail("const", "const failed")
 		default:
-			errs = append(errs, leaf("const", "value must be %#v", n.constant))
+			f.fail("const", "value must be %#v", n.constant)
 		}
 	}
 	if len(n.enum) > 0 && !inEnum(n.enum, v) {
-		errs = append(errs, leaf("enum", "%s", n.enumMsg))
+		f.fail("enum", "%s", n.enumMsg)
 	}
 	if s, ok := v.(string); ok && n.formatOK != nil && !n.formatOK(s) {
-		errs = append(errs, leaf("format", "%s is not valid %s", quote(s), quote(n.format)))
+		f.fail("format", "%s is not valid %s", quote(s), quote(n.format))
 	}
-
-	// inPlace applies s to v itself: its violations are v's, and what it
-	// evaluated counts as n's when it passes.
-	inPlace := func(s *node) []violation {
-		sub, sev := c.check(s, v, ptr)
-		if len(sub) == 0 {
-			ev.merge(sev)
-		}
-		return sub
-	}
-	child := func(s *node, x any, tok string) []violation {
-		sub, _ := c.check(s, x, ptr+"/"+escape(tok))
-		return sub
-	}
-
 	switch v := v.(type) {
 	case map[string]any:
-		errs = c.checkObject(n, v, errs, ev, leaf, inPlace, child)
+		f.object(v)
 	case []any:
-		errs = c.checkArray(n, v, errs, ev, leaf, child)
+		f.array(v)
 	case string:
-		errs = c.checkString(n, v, ptr, errs, leaf)
+		f.string(v)
 	case bool, nil:
 	default:
-		errs = checkNumber(n, v, errs, leaf)
+		f.number(v)
 	}
+	f.applicators()
+	f.unevaluated()
+}
 
+// applicators applies the subschemas that check the value itself: $ref,
+// not, allOf, anyOf, oneOf, if/then/else.
+func (f *frame) applicators() {
+	n := f.n
 	if n.ref != nil {
-		errs = append(errs, inPlace(n.ref)...)
+		f.errs = append(f.errs, f.inPlace(n.ref)...)
 	}
 	for _, r := range n.extraRefs {
-		errs = append(errs, inPlace(r)...)
+		f.errs = append(f.errs, f.inPlace(r)...)
 	}
-	if n.not != nil && len(inPlace(n.not)) == 0 {
-		errs = append(errs, leaf("not", "not failed"))
+	if n.not != nil && len(f.inPlace(n.not)) == 0 {
+		f.fail("not", "not failed")
 	}
 	for _, s := range n.allOf {
-		errs = append(errs, inPlace(s)...)
+		f.errs = append(f.errs, f.inPlace(s)...)
 	}
 	if len(n.anyOf) > 0 {
 		var causes []violation
 		matched := false
-		for _, s := range n.anyOf {
-			sub := inPlace(s)
+		for _, s := range n.anyOf { // every one, for what each evaluates
+			sub := f.inPlace(s)
 			matched = matched || len(sub) == 0
 			causes = append(causes, sub...)
 		}
 		if !matched {
-			errs = append(errs, causes...)
+			f.errs = append(f.errs, causes...)
 		}
 	}
 	if len(n.oneOf) > 0 {
 		var causes []violation
 		matched := -1
 		for i, s := range n.oneOf {
-			sub := inPlace(s)
+			sub := f.inPlace(s)
 			if len(sub) > 0 {
 				causes = append(causes, sub...)
 				continue
 			}
 			if matched >= 0 {
-				errs = append(errs, leaf("oneOf", "valid against schemas at indexes %d and %d", matched, i))
+				f.fail("oneOf", "valid against schemas at indexes %d and %d", matched, i)
 				break
 			}
 			matched = i
 		}
 		if matched < 0 {
-			errs = append(errs, causes...)
+			f.errs = append(f.errs, causes...)
 		}
 	}
 	if n.ifNode != nil {
-		if len(inPlace(n.ifNode)) == 0 {
+		if len(f.inPlace(n.ifNode)) == 0 {
 			if n.thenNode != nil {
-				errs = append(errs, inPlace(n.thenNode)...)
+				f.errs = append(f.errs, f.inPlace(n.thenNode)...)
 			}
 		} else if n.elseNode != nil {
-			errs = append(errs, inPlace(n.elseNode)...)
+			f.errs = append(f.errs, f.inPlace(n.elseNode)...)
 		}
 	}
-
-	switch v := v.(type) {
-	case map[string]any:
-		if n.unevaluatedProps != nil {
-			for _, name := range sortedKeys(v) {
-				if !ev.hasProp(name) {
-					errs = append(errs, child(n.unevaluatedProps, v[name], name)...)
-				}
-			}
-			ev.allProps = true
-		}
-	case []any:
-		if n.unevaluatedItems != nil {
-			for i, item := range v {
-				if !ev.hasItem(i) {
-					errs = append(errs, child(n.unevaluatedItems, item, strconv.Itoa(i))...)
-				}
-			}
-			ev.allItems = true
-		}
-	}
-	return errs, ev
 }
 
-type leafFunc func(kw, format string, args ...any) violation
+// unevaluated applies unevaluatedProperties and unevaluatedItems to what
+// neither this schema nor the ones it applied in place evaluated.
+func (f *frame) unevaluated() {
+	switch v := f.v.(type) {
+	case map[string]any:
+		if f.n.unevaluatedProps != nil {
+			for _, name := range sortedKeys(v) {
+				if !f.ev.hasProp(name) {
+					f.child(f.n.unevaluatedProps, v[name], name)
+				}
+			}
+			f.ev.allProps = true
+		}
+	case []any:
+		if f.n.unevaluatedItems != nil {
+			for i, item := range v {
+				if !f.ev.hasItem(i) {
+					f.child(f.n.unevaluatedItems, item, strconv.Itoa(i))
+				}
+			}
+			f.ev.allItems = true
+		}
+	}
+}
 
-func (c *checker) checkObject(n *node, v map[string]any, errs []violation, ev *evaluated, leaf leafFunc,
-	inPlace func(*node) []violation, child func(*node, any, string) []violation) []violation {
+func (f *frame) object(v map[string]any) {
+	n := f.n
 	if n.minProps >= 0 && len(v) < n.minProps {
-		errs = append(errs, leaf("minProperties", "minimum %d properties allowed, but found %d properties", n.minProps, len(v)))
+		f.fail("minProperties", "minimum %d properties allowed, but found %d properties", n.minProps, len(v))
 	}
 	if n.maxProps >= 0 && len(v) > n.maxProps {
-		errs = append(errs, leaf("maxProperties", "maximum %d properties allowed, but found %d properties", n.maxProps, len(v)))
+		f.fail("maxProperties", "maximum %d properties allowed, but found %d properties", n.maxProps, len(v))
 	}
 	var missing []string
 	for _, name := range n.required {
@@ -227,12 +258,12 @@ func (c *checker) checkObject(n *node, v map[string]any, errs []violation, ev *e
 		}
 	}
 	if len(missing) > 0 {
-		errs = append(errs, leaf("required", "missing properties: %s", strings.Join(missing, ", ")))
+		f.fail("required", "missing properties: %s", strings.Join(missing, ", "))
 	}
 	for _, p := range n.properties {
 		if pv, ok := v[p.name]; ok {
-			ev.prop(p.name)
-			errs = append(errs, child(p.node, pv, p.name)...)
+			f.ev.prop(p.name)
+			f.child(p.node, pv, p.name)
 		}
 	}
 	var names []string // sorted, for a stable order of violations
@@ -241,14 +272,14 @@ func (c *checker) checkObject(n *node, v map[string]any, errs []violation, ev *e
 	}
 	if n.propertyNames != nil {
 		for _, name := range names {
-			errs = append(errs, child(n.propertyNames, name, name)...)
+			f.child(n.propertyNames, name, name)
 		}
 	}
 	for _, p := range n.patternProps {
 		for _, name := range names {
 			if p.re.MatchString(name) {
-				ev.prop(name)
-				errs = append(errs, child(p.node, v[name], name)...)
+				f.ev.prop(name)
+				f.child(p.node, v[name], name)
 			}
 		}
 	}
@@ -264,16 +295,16 @@ func (c *checker) checkObject(n *node, v map[string]any, errs []violation, ev *e
 			for i, name := range extra {
 				quoted[i] = quote(name)
 			}
-			errs = append(errs, leaf("additionalProperties", "additionalProperties %s not allowed", strings.Join(quoted, ", ")))
+			f.fail("additionalProperties", "additionalProperties %s not allowed", strings.Join(quoted, ", "))
 		}
 		if n.additionalProps != nil {
 			for _, name := range extra {
-				errs = append(errs, child(n.additionalProps, v[name], name)...)
+				f.child(n.additionalProps, v[name], name)
 			}
 		}
 	}
-	if (n.additionalNone || n.additionalAll || n.additionalProps != nil) && ev != nil {
-		ev.allProps = true
+	if (n.additionalNone || n.additionalAll || n.additionalProps != nil) && f.ev != nil {
+		f.ev.allProps = true
 	}
 	for _, d := range n.depRequired {
 		if _, ok := v[d.name]; !ok {
@@ -281,17 +312,16 @@ func (c *checker) checkObject(n *node, v map[string]any, errs []violation, ev *e
 		}
 		for i, req := range d.required {
 			if _, ok := v[req]; !ok {
-				errs = append(errs, leaf(d.keyword+"/"+escape(d.name)+"/"+strconv.Itoa(i),
-					"property %s is required, if %s property exists", quote(req), quote(d.name)))
+				f.fail(d.keyword+"/"+escape(d.name)+"/"+strconv.Itoa(i),
+					"property %s is required, if %s property exists", quote(req), quote(d.name))
 			}
 		}
 	}
 	for _, d := range n.depSchemas {
 		if _, ok := v[d.name]; ok {
-			errs = append(errs, inPlace(d.node)...)
+			f.errs = append(f.errs, f.inPlace(d.node)...)
 		}
 	}
-	return errs
 }
 
 // declares: name is one of n's properties or matches one of its
@@ -310,121 +340,122 @@ func (n *node) declares(name string) bool {
 	return false
 }
 
-func (c *checker) checkArray(n *node, v []any, errs []violation, ev *evaluated, leaf leafFunc,
-	child func(*node, any, string) []violation) []violation {
+func (f *frame) array(v []any) {
+	n := f.n
 	if n.minItems >= 0 && len(v) < n.minItems {
-		errs = append(errs, leaf("minItems", "minimum %d items required, but found %d items", n.minItems, len(v)))
+		f.fail("minItems", "minimum %d items required, but found %d items", n.minItems, len(v))
 	}
 	if n.maxItems >= 0 && len(v) > n.maxItems {
-		errs = append(errs, leaf("maxItems", "maximum %d items required, but found %d items", n.maxItems, len(v)))
+		f.fail("maxItems", "maximum %d items required, but found %d items", n.maxItems, len(v))
 	}
 	if n.uniqueItems {
 		if j, i, dup := firstDuplicate(v); dup {
-			errs = append(errs, leaf("uniqueItems", "items at index %d and %d are equal", j, i))
+			f.fail("uniqueItems", "items at index %d and %d are equal", j, i)
 		}
 	}
 	for i, item := range v {
 		switch {
 		case i < len(n.prefixItems):
-			ev.item(i)
-			errs = append(errs, child(n.prefixItems[i], item, strconv.Itoa(i))...)
+			f.ev.item(i)
+			f.child(n.prefixItems[i], item, strconv.Itoa(i))
 		case n.restItems != nil:
-			ev.item(i)
-			errs = append(errs, child(n.restItems, item, strconv.Itoa(i))...)
+			f.ev.item(i)
+			f.child(n.restItems, item, strconv.Itoa(i))
 		}
 	}
-	if n.restAllowed && ev != nil {
-		ev.allItems = true
+	if n.restAllowed && f.ev != nil {
+		f.ev.allItems = true
 	}
 	if n.restForbidden && len(v) > len(n.prefixItems) {
-		errs = append(errs, leaf("additionalItems", "only %d items are allowed, but found %d items", len(n.prefixItems), len(v)))
+		f.fail("additionalItems", "only %d items are allowed, but found %d items", len(n.prefixItems), len(v))
 	}
-	if n.contains != nil {
-		var causes []violation
-		matched := 0
-		for i, item := range v {
-			if sub := child(n.contains, item, strconv.Itoa(i)); len(sub) > 0 {
-				causes = append(causes, sub...)
-				continue
-			}
-			matched++
-			if n.containsEvaluates {
-				ev.item(i)
-			}
+	if n.contains == nil {
+		return
+	}
+	var causes []violation
+	matched := 0
+	for i, item := range v {
+		if sub, _ := f.c.check(n.contains, item, f.ptr+"/"+strconv.Itoa(i)); len(sub) > 0 {
+			causes = append(causes, sub...)
+			continue
 		}
-		if matched < n.minContains {
-			if len(causes) == 0 {
-				causes = []violation{leaf("minContains", "valid must be >= %d, but got %d", n.minContains, matched)}
-			}
-			errs = append(errs, causes...)
-		}
-		if n.maxContains >= 0 && matched > n.maxContains {
-			errs = append(errs, leaf("maxContains", "valid must be <= %d, but got %d", n.maxContains, matched))
+		matched++
+		if n.containsEvaluates {
+			f.ev.item(i)
 		}
 	}
-	return errs
+	if matched < n.minContains {
+		if len(causes) == 0 {
+			f.fail("minContains", "valid must be >= %d, but got %d", n.minContains, matched)
+		}
+		f.errs = append(f.errs, causes...)
+	}
+	if n.maxContains >= 0 && matched > n.maxContains {
+		f.fail("maxContains", "valid must be <= %d, but got %d", n.maxContains, matched)
+	}
 }
 
-func (c *checker) checkString(n *node, v, ptr string, errs []violation, leaf leafFunc) []violation {
+func (f *frame) string(v string) {
+	n := f.n
 	if n.minLength >= 0 || n.maxLength >= 0 {
 		length := utf8.RuneCountInString(v)
 		if n.minLength >= 0 && length < n.minLength {
-			errs = append(errs, leaf("minLength", "length must be >= %d, but got %d", n.minLength, length))
+			f.fail("minLength", "length must be >= %d, but got %d", n.minLength, length)
 		}
 		if n.maxLength >= 0 && length > n.maxLength {
-			errs = append(errs, leaf("maxLength", "length must be <= %d, but got %d", n.maxLength, length))
+			f.fail("maxLength", "length must be <= %d, but got %d", n.maxLength, length)
 		}
 	}
 	if n.pattern != nil && !n.pattern.MatchString(v) {
-		errs = append(errs, leaf("pattern", "does not match pattern %s", quote(n.pattern.String())))
+		f.fail("pattern", "does not match pattern %s", quote(n.pattern.String()))
 	}
 	if n.decode == nil && n.mediaOK == nil {
-		return errs
+		return
 	}
 	content, decoded := []byte(v), n.encoding == ""
 	if n.decode != nil {
 		b, err := n.decode(v)
 		if err != nil {
-			errs = append(errs, leaf("contentEncoding", "value is not %s encoded", n.encoding))
+			f.fail("contentEncoding", "value is not %s encoded", n.encoding)
 		} else {
 			content, decoded = b, true
 		}
 	}
 	if decoded && n.mediaOK != nil && !n.mediaOK(content) {
-		errs = append(errs, leaf("contentMediaType", "value is not of mediatype %s", quote(n.mediaType)))
+		f.fail("contentMediaType", "value is not of mediatype %s", quote(n.mediaType))
 	}
 	if decoded && n.contentSchema != nil {
 		doc, err := decodeJSON(content)
 		if err != nil {
-			return append(errs, leaf("contentSchema", "value is not valid json"))
+			f.fail("contentSchema", "value is not valid json")
+			return
 		}
-		sub, _ := c.check(n.contentSchema, doc, ptr)
-		errs = append(errs, sub...)
+		sub, _ := f.c.check(n.contentSchema, doc, f.ptr)
+		f.errs = append(f.errs, sub...)
 	}
-	return errs
 }
 
-func checkNumber(n *node, v any, errs []violation, leaf leafFunc) []violation {
+func (f *frame) number(v any) {
+	n := f.n
 	if n.minimum == nil && n.maximum == nil && n.exclusiveMin == nil && n.exclusiveMax == nil && n.multipleOf == nil {
-		return errs
+		return
 	}
 	r, _ := numberOf(v)
 	if n.minimum != nil && r.Cmp(n.minimum) < 0 {
-		errs = append(errs, leaf("minimum", "must be >= %v but found %v", f64(n.minimum), v))
+		f.fail("minimum", "must be >= %v but found %v", f64(n.minimum), v)
 	}
 	if n.exclusiveMin != nil && r.Cmp(n.exclusiveMin) <= 0 {
-		errs = append(errs, leaf("exclusiveMinimum", "must be > %v but found %v", f64(n.exclusiveMin), v))
+		f.fail("exclusiveMinimum", "must be > %v but found %v", f64(n.exclusiveMin), v)
 	}
 	if n.maximum != nil && r.Cmp(n.maximum) > 0 {
-		errs = append(errs, leaf("maximum", "must be <= %v but found %v", f64(n.maximum), v))
+		f.fail("maximum", "must be <= %v but found %v", f64(n.maximum), v)
 	}
 	if n.exclusiveMax != nil && r.Cmp(n.exclusiveMax) >= 0 {
-		errs = append(errs, leaf("exclusiveMaximum", "must be < %v but found %v", f64(n.exclusiveMax), v))
+		f.fail("exclusiveMaximum", "must be < %v but found %v", f64(n.exclusiveMax), v)
 	}
 	if n.multipleOf != nil && !r.MultipleOf(n.multipleOf) {
-		errs = append(errs, leaf("multipleOf", "%v not multipleOf %v", v, f64(n.multipleOf)))
+		f.fail("multipleOf", "%v not multipleOf %v", v, f64(n.multipleOf))
 	}
-	return errs
 }
 
 func f64(r *big.Rat) float64 {
@@ -486,7 +517,7 @@ func ratOf(v any) (*big.Rat, bool) {
 
 // number is a JSON number's value: exact, a rational, when it can be;
 // a 4,096-bit float for the few a rational cannot hold (an exponent of a
-// million digits).
+// million digits); ±Inf or 0 beyond a float's exponent.
 type number struct {
 	r *big.Rat
 	f *big.Float
@@ -502,7 +533,11 @@ func numberOf(v any) (number, bool) {
 		return number{}, false
 	}
 	f, _, err := big.ParseFloat(fmt.Sprint(v), 10, floatPrec, big.ToNearestEven)
-	return number{f: f}, err == nil
+	if err != nil { // an exponent beyond even a big.Float's: ±Inf, or 0
+		g, _ := strconv.ParseFloat(fmt.Sprint(v), 64)
+		f = new(big.Float).SetPrec(floatPrec).SetFloat64(g)
+	}
+	return number{f: f}, true
 }
 
 func (x number) float() *big.Float {
