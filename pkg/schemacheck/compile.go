@@ -91,9 +91,8 @@ type node struct {
 	propertyNames      *node
 	depRequired        []dependency // dependencies (array form) and dependentRequired, by name
 	depSchemas         []dependentNode
-	ref                *node
-	refKeyword         string // $ref, $recursiveRef or $dynamicRef
-	extraRefs          []*node
+	ref                *node   // $ref, or else $recursiveRef or $dynamicRef
+	extraRefs          []*node // $recursiveRef or $dynamicRef beside another
 	not                *node
 	allOf, anyOf       []*node
 	oneOf              []*node
@@ -390,7 +389,7 @@ func (c *compiler) keywords(n *node, m map[string]any) error {
 	n.minLength, n.maxLength, n.minItems, n.maxItems, n.minProps, n.maxProps = -1, -1, -1, -1, -1, -1
 	n.minContains, n.maxContains = 1, -1
 	if ref, ok := m["$ref"]; ok {
-		n.ref, n.refKeyword = k.ref("$ref", ref), "$ref"
+		n.ref = k.ref("$ref", ref)
 		if c.draft < draft2019 { // the other keywords beside a $ref are ignored
 			return k.err
 		}
@@ -558,12 +557,13 @@ func (k *keywordReader) fail(kw, format string, args ...any) {
 	}
 }
 
-// schema compiles the subschema at the relative pointer rel, if there is one.
+// schema compiles the subschema at rel, a keyword ("not") or a pointer
+// below one ("properties/a"); nil for a keyword the schema does not have.
 func (k *keywordReader) schema(rel string) *node {
 	if k.err != nil {
 		return nil
 	}
-	if top, _, _ := strings.Cut(rel, "/"); top == rel {
+	if !strings.Contains(rel, "/") {
 		if _, ok := k.m[rel]; !ok {
 			return nil
 		}
@@ -608,7 +608,7 @@ func (k *keywordReader) ref(kw string, v any) *node {
 func (k *keywordReader) addRef(kw string, v any) {
 	if n := k.ref(kw, v); n != nil {
 		if k.n.ref == nil {
-			k.n.ref, k.n.refKeyword = n, kw
+			k.n.ref = n
 		} else {
 			k.n.extraRefs = append(k.n.extraRefs, n)
 		}
