@@ -172,3 +172,47 @@ func TestLocalChecksAudience(t *testing.T) {
 		t.Errorf("a stack with audience another-stack accepted a token minted for %s", DefaultAudience)
 	}
 }
+
+// A verified token is remembered until it expires, and then refused as
+// any expired token is; a token that failed is never remembered, and one
+// stack's verified token is nothing to another's.
+func TestLocalRemembersAVerifiedTokenUntilItExpires(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	l := &Local{Key: []byte("0123456789abcdef0123456789abcdef"), TTL: time.Hour, now: func() time.Time { return now }}
+	tok, err := l.Mint("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := func(l *Local, tok string) (string, error) {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		return l.Subject(r)
+	}
+	for range 3 {
+		if got, err := subject(l, tok); err != nil || got != "alice" {
+			t.Fatalf("Subject = %q, %v", got, err)
+		}
+	}
+	if len(l.verified.tokens) != 1 {
+		t.Errorf("%d tokens remembered, want 1", len(l.verified.tokens))
+	}
+	other := &Local{Key: []byte("another-key-another-key-another-")}
+	if _, err := subject(other, tok); err == nil {
+		t.Error("another stack accepted the token")
+	}
+	tampered := tok[:len(tok)-2] + "AA"
+	if _, err := subject(l, tampered); err == nil {
+		t.Error("a token with another signature was accepted")
+	}
+	if len(l.verified.tokens) != 1 {
+		t.Errorf("%d tokens remembered after a failure, want 1", len(l.verified.tokens))
+	}
+	now = now.Add(time.Hour + time.Second)
+	if _, err := subject(l, tok); err == nil {
+		t.Error("the remembered token was accepted after its exp")
+	}
+	if len(l.verified.tokens) != 0 {
+		t.Errorf("%d tokens remembered after the expiry, want 0", len(l.verified.tokens))
+	}
+}
