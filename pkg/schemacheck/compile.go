@@ -165,9 +165,12 @@ type compiler struct {
 	bases     map[string]string // base URI of each indexed schema, by pointer
 	resources map[string]string // pointer of each resource's root, by its URI
 	anchors   map[string]string // pointer of each anchor, by URI#name
-	tracks    bool
+	tracks    bool              // some schema has unevaluatedProperties or unevaluatedItems
 }
 
+// compileRoot compiles the document, named name: its draft, the index of
+// its resources and anchors, then its schemas from the root, refusing
+// one that loops.
 func (c *compiler) compileRoot(name string) (*node, error) {
 	c.draft = draft2020
 	if m, ok := c.doc.(map[string]any); ok {
