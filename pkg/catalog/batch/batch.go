@@ -456,9 +456,11 @@ func describe(err error, skipMissing bool) string {
 	return strings.Join(parts, "; ")
 }
 
-// fieldPath turns a JSON pointer (/a/0/b) into a.[0].b style text.
+// fieldPath turns a JSON pointer (/a/0/b) into a.[0].b style text; the
+// root is "arguments", and a property named "" is "" in quotes (its
+// pointer is "/").
 func fieldPath(ptr string) string {
-	if ptr == "" || ptr == "/" {
+	if ptr == "" {
 		return "arguments"
 	}
 	var b strings.Builder
@@ -470,6 +472,9 @@ func fieldPath(ptr string) string {
 		}
 		if i > 0 {
 			b.WriteByte('.')
+		}
+		if part == "" {
+			part = `""`
 		}
 		b.WriteString(part)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/schemaerr"
 )
 
 // ctxSkill is a test skill whose schema asks the platform for values
@@ -711,5 +712,24 @@ func TestApprovalID(t *testing.T) {
 	}
 	if got := batch.ApprovalID([]record.PendingCall{a, form}); got != "" {
 		t.Errorf("ApprovalID() with a form open = %q, want none (forms come first)", got)
+	}
+}
+
+// A violation is told by the field it is about: the arguments themselves,
+// a member, an item, or a member whose name is empty.
+func TestDescribeValidationNamesTheField(t *testing.T) {
+	for ptr, want := range map[string]string{
+		"":            "arguments",
+		"/word":       "word",
+		"/tags/1":     "tags[1]",
+		"/a/0/b":      "a[0].b",
+		"/x~1y/m~0n":  "x/y.m~n",
+		"/":           `""`,
+		"/opts//mode": `opts."".mode`,
+	} {
+		err := &schemaerr.Error{Violations: []schemaerr.Violation{{Pointer: ptr, Message: "wrong"}}, Err: errors.New("wrong")}
+		if got := batch.DescribeValidation(err); got != want+": wrong" {
+			t.Errorf("DescribeValidation at %q = %q, want %q", ptr, got, want+": wrong")
+		}
 	}
 }
