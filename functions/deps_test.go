@@ -14,13 +14,19 @@ import (
 // Package paths (prefixes) a function may link only when its role uses them
 // (docs/design.md §12 rule 1).
 const (
-	openAI        = "github.com/openai/openai-go"
-	bedrock       = "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	secrets       = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	llmconfig     = "github.com/clientagent/clientagent/pkg/llm/llmconfig"
-	sfnClient     = "github.com/aws/aws-sdk-go-v2/service/sfn"
-	a2aServer     = "github.com/a2aproject/a2a-go/a2asrv"
-	a2aClient     = "github.com/a2aproject/a2a-go/a2aclient"
+	openAI    = "github.com/openai/openai-go"
+	bedrock   = "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	secrets   = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+	llmconfig = "github.com/clientagent/clientagent/pkg/llm/llmconfig"
+	sfnClient = "github.com/aws/aws-sdk-go-v2/service/sfn"
+	a2aServer = "github.com/a2aproject/a2a-go/a2asrv"
+	a2aClient = "github.com/a2aproject/a2a-go/a2aclient"
+	// The sources of tools and the catalogue (pkg/platform/toolenv): the
+	// A2A types and the MCP SDK, with their package initialisers (gob's
+	// among them), only in the functions that build the catalogue.
+	toolEnv       = "github.com/clientagent/clientagent/pkg/platform/toolenv"
+	a2aSDK        = "github.com/a2aproject/a2a-go"
+	mcpSDK        = "github.com/modelcontextprotocol/go-sdk"
 	grpc          = "google.golang.org/grpc"
 	miniredis     = "github.com/alicebob/miniredis"
 	lua           = "github.com/yuin/gopher-lua"
@@ -66,8 +72,8 @@ var mustNotLink = map[string][]string{
 	"validate":   {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
 	"invoke":     {bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                        // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv); secretsmanager: MCP header secrets
 	"append":     {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent; secretsmanager: MCP header secrets
-	"await":      {grpc, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
-	"events":     {grpc, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient},
+	"await":      {grpc, bedrock, secrets, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
+	"events":     {grpc, bedrock, secrets, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
 	"demoagents": {grpc, bedrock, secrets, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/platform/toolenv"
 	"github.com/clientagent/clientagent/pkg/schemacheck"
 )
 
@@ -33,7 +34,11 @@ func main() {
 			return nil, err
 		}
 		// The catalogue, with the MCP servers' secret headers read from Secrets Manager.
-		cats, err := mcpenv.Catalogs(ctx, env)
+		servers, err := mcpenv.Servers(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		cats, err := toolenv.Catalogs(ctx, env, servers)
 		if err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/platform/toolenv"
 	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
@@ -20,7 +21,11 @@ func main() {
 			return nil, err
 		}
 		// The catalogue, with the MCP servers' secret headers read from Secrets Manager.
-		if h.Catalogs, err = mcpenv.Catalogs(ctx, env); err != nil {
+		servers, err := mcpenv.Servers(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		if h.Catalogs, err = toolenv.Catalogs(ctx, env, servers); err != nil {
 			return nil, err
 		}
 		return turnlambda.JSON(h.Append), nil

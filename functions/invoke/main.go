@@ -11,6 +11,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/invokeenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/platform/toolenv"
 	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
@@ -21,7 +22,11 @@ func main() {
 			return nil, err
 		}
 		// The catalogue, with the MCP servers' secret headers read from Secrets Manager.
-		if h.Catalogs, err = mcpenv.Catalogs(ctx, env); err != nil {
+		servers, err := mcpenv.Servers(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		if h.Catalogs, err = toolenv.Catalogs(ctx, env, servers); err != nil {
 			return nil, err
 		}
 		aws, err := awsenv.Load(ctx)
@@ -36,7 +41,7 @@ func main() {
 		if err != nil {
 			return nil, err
 		}
-		if h.Invoker, err = invokeenv.Invoker(ctx, env, arts); err != nil {
+		if h.Invoker, err = invokeenv.Invoker(ctx, env, arts, servers); err != nil {
 			return nil, err
 		}
 		h.Audit = aws.Audit(env.Getenv)

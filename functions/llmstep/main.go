@@ -14,6 +14,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/awsenv"
 	"github.com/clientagent/clientagent/pkg/platform/guardianenv"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
+	"github.com/clientagent/clientagent/pkg/platform/toolenv"
 	"github.com/clientagent/clientagent/pkg/turn/turnlambda"
 )
 
@@ -24,7 +25,11 @@ func main() {
 			return nil, err
 		}
 		// The catalogue, with the MCP servers' secret headers read from Secrets Manager.
-		if h.Catalogs, err = mcpenv.Catalogs(ctx, env); err != nil {
+		servers, err := mcpenv.Servers(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		if h.Catalogs, err = toolenv.Catalogs(ctx, env, servers); err != nil {
 			return nil, err
 		}
 		if h.LLM, _, err = llmconfig.FromEnvContext(ctx, env.Getenv); err != nil {

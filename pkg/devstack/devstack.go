@@ -43,6 +43,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/invokeenv"
+	"github.com/clientagent/clientagent/pkg/platform/toolenv"
 	"github.com/clientagent/clientagent/pkg/procs"
 	"github.com/clientagent/clientagent/pkg/schemacheck"
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
@@ -101,7 +102,7 @@ type Config struct {
 	AgentClient *http.Client
 	// FileOrigins are origins (scheme://host:port) a specialist's file
 	// links may point at although not public, e.g. another local
-	// clientagent's (platform.Config.FileOrigins).
+	// clientagent's (toolenv.Config.FileOrigins).
 	FileOrigins []string
 	// Files bound stored files: each specialist's file (size, deadline,
 	// rate) and each conversation's bytes (zero: the defaults of
@@ -176,7 +177,7 @@ type Stack struct {
 	closeOnce sync.Once
 	stopLive  context.CancelFunc
 	// Platform is the wired object graph (tests inspect its store).
-	Platform *platform.Platform
+	Platform *toolenv.Platform
 	// Engine is the local Step Functions engine (tests read histories).
 	Engine *sfnlocal.Engine
 	// StateMachineARN is the turn state machine's ARN on Engine.
@@ -246,8 +247,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	arts := cfg.Files.WithQuota(local, rdb, 0)
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
-	pcfg := platform.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Files: cfg.Files.Limits, CardTTL: cfg.CardTTL, CatalogTTL: cfg.CatalogTTL, MCPFetchTimeout: cfg.MCPFetchTimeout, Logger: log}
-	p, err := platform.New(pcfg, rdb, arts, model, invokeenv.Router(pcfg, arts))
+	pcfg := toolenv.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Files: cfg.Files.Limits, CardTTL: cfg.CardTTL, CatalogTTL: cfg.CatalogTTL, MCPFetchTimeout: cfg.MCPFetchTimeout, Logger: log}
+	p, err := toolenv.New(pcfg, rdb, arts, model, invokeenv.Router(pcfg, arts))
 	if err != nil {
 		return nil, err
 	}

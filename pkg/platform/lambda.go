@@ -13,17 +13,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/agentauth"
-	"github.com/clientagent/clientagent/pkg/agents"
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/livepub"
 	"github.com/clientagent/clientagent/pkg/llm"
-	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform/lambdalog"
 	"github.com/clientagent/clientagent/pkg/platform/lambdatrace"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/record/valkey/valkeyiam"
 	"github.com/clientagent/clientagent/pkg/telemetry"
-	"github.com/clientagent/clientagent/pkg/tool"
 	"github.com/clientagent/clientagent/pkg/turn"
 )
 
@@ -58,29 +55,22 @@ const InvokeTimeout = 5 * time.Minute
 //
 //	VALKEY_URL           rediss://… of the ElastiCache Serverless cache (required)
 //	VALKEY_AUTH=iam, VALKEY_USER, VALKEY_CACHE_NAME  sign in with IAM auth tokens (valkeyiam.FromEnv)
-//	CLIENTAGENT_AGENTS   specialist base URLs, comma-separated (the tool catalogue)
 //	CLIENTAGENT_AGENT_AUTH=sigv4   sign card fetches and A2A calls (agentauth.ClientFromEnv)
-//	CLIENTAGENT_MCP                MCP servers whose tools are skills (mcp.LoadConfig; streamable HTTP only:
-//	                               stdio is refused here; "secret:<arn>" headers need Env.Secrets,
-//	                               which pkg/platform/mcpenv sets)
-//	CLIENTAGENT_WORKFLOWS_DIR      a folder of workflow templates (default: the built-in examples)
-//	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
 //	CLIENTAGENT_CONVERSATION_QUOTA, CLIENTAGENT_MAX_FILE_SIZE, CLIENTAGENT_FILE_TIMEOUT …  file bounds (FilesFromEnv)
 //	CLIENTAGENT_MAX_LLM_CALLS …    the turn limits (LimitsFromEnv)
 //	CLIENTAGENT_GUARDIAN …         the guardian, in the functions that check (pkg/platform/guardianenv)
 //	AWS_LAMBDA_LOG_LEVEL           the log level (pkg/platform/lambdalog)
 //	OTEL_EXPORTER_OTLP_TRACES_ENDPOINT …  one trace per turn (pkg/platform/lambdatrace)
 //
-// The S3 pieces (artifacts, the audit log) are pkg/platform/awsenv's and
-// the model is pkg/llm/llmconfig's, so that a function without them does
-// not link them. An Env is for one goroutine: the cold start.
+// The S3 pieces (artifacts, the audit log) are pkg/platform/awsenv's, the
+// model is pkg/llm/llmconfig's, the tool catalogue (CLIENTAGENT_AGENTS,
+// CLIENTAGENT_MCP, CLIENTAGENT_WORKFLOWS_DIR) pkg/platform/toolenv's with
+// pkg/platform/mcpenv's servers, and the invoker pkg/platform/invokeenv's,
+// so that a function without them does not link them. An Env is for one
+// goroutine: the cold start.
 type Env struct {
 	Getenv func(string) string
 	Logger *slog.Logger
-	// Secrets reads the "secret:<arn-or-name>" header values of
-	// CLIENTAGENT_MCP (nil: such a header is a configuration error);
-	// pkg/platform/mcpenv sets it to a Secrets Manager reader.
-	Secrets mcp.Secrets
 	// Tracing is the function's tracer provider (Start sets it from
 	// OTEL_*: lambdatrace.Tracing); nil: none.
 	Tracing *telemetry.Tracing
@@ -88,8 +78,6 @@ type Env struct {
 	rdb         redis.UniversalClient
 	agentClient *http.Client
 	agentAuth   bool // agentClient was made
-	mcpServers  []mcp.ServerConfig
-	mcpLoaded   bool
 	live        *livepub.Publisher // CLIENTAGENT_LIVE_*: nil without an Event API
 }
 
@@ -138,13 +126,12 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := e.Config()
-	cfg.Limits = limits
-	if cfg.Prices, err = llm.LoadPrices(e.Getenv("CLIENTAGENT_PRICES")); err != nil {
+	prices, err := llm.LoadPrices(e.Getenv("CLIENTAGENT_PRICES"))
+	if err != nil {
 		return nil, fmt.Errorf("CLIENTAGENT_PRICES: %w", err)
 	}
 	store := valkey.New(rdb, valkey.Options{})
-	h := newHandlers(cfg, store)
+	h := NewHandlers(store, HandlerOptions{Limits: limits, CallTimeout: InvokeTimeout, Prices: prices, Logger: e.Logger})
 	h.Tracing = e.Tracing
 	if e.live == nil {
 		if e.live, err = livepub.FromEnv(context.Background(), e.Getenv, store, e.Logger); err != nil {
@@ -160,28 +147,6 @@ func (e *Env) Handlers() (*turn.Handlers, error) {
 // Live is the publisher of live events to the deployment's AppSync Events
 // API (livepub.FromEnv; nil without one), made by Handlers.
 func (e *Env) Live() *livepub.Publisher { return e.live }
-
-// Catalogs is the tool catalogue: the agent cards of CLIENTAGENT_AGENTS
-// (cached in Valkey, fetched when stale) and the workflow templates.
-func (e *Env) Catalogs(ctx context.Context) (*tool.Catalogs, error) {
-	rdb, err := e.Valkey()
-	if err != nil {
-		return nil, err
-	}
-	cfg := e.Config()
-	workflows, err := loadWorkflows(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if cfg.AgentClient, err = e.AgentClient(ctx); err != nil {
-		return nil, err
-	}
-	if cfg.MCP, err = e.MCPServers(ctx); err != nil {
-		return nil, err
-	}
-	reg, src := newSources(cfg, rdb)
-	return newCatalogs(cfg, workflows, reg, src), nil
-}
 
 // WithQuota bounds arts to CLIENTAGENT_CONVERSATION_QUOTA bytes per
 // conversation, counted in Valkey (FilesFromEnv): the functions that store
@@ -199,37 +164,6 @@ func (e *Env) WithQuota(arts artifact.Store) (artifact.Store, error) {
 	return files.WithQuota(arts, rdb, 0), nil
 }
 
-// MCPServers are the servers of CLIENTAGENT_MCP with their secret headers
-// read (Secrets), made once. A stdio server is an error: a function cannot
-// keep a child process (mcp.ErrStdioOnLambda). A server whose secret
-// cannot be read does not stop the function: it is kept as unusable
-// (mcp.ResolveEach), so its tools are unavailable and a call of one fails
-// saying why, while every other tool works; the next cold start reads the
-// secret again.
-func (e *Env) MCPServers(ctx context.Context) ([]mcp.ServerConfig, error) {
-	if e.mcpLoaded {
-		return e.mcpServers, nil
-	}
-	servers, err := mcp.LoadConfig(e.Getenv)
-	if err != nil {
-		return nil, err
-	}
-	if e.Secrets == nil {
-		// No reader at all is the function's wiring, not a secret: an error.
-		if servers, err = mcp.Resolve(ctx, servers, nil); err != nil {
-			return nil, fmt.Errorf("%s: %w", mcp.EnvVar, err)
-		}
-	}
-	servers = mcp.ResolveEach(ctx, servers, e.Secrets)
-	for _, s := range servers {
-		if s.Unusable != nil && e.Logger != nil {
-			e.Logger.ErrorContext(ctx, "MCP server unusable: its tools are unavailable", "server", s.Name, "error", s.Unusable.Error())
-		}
-	}
-	e.mcpServers, e.mcpLoaded = servers, true
-	return servers, nil
-}
-
 // AgentClient is the HTTP client of card fetches and A2A calls that
 // CLIENTAGENT_AGENT_AUTH asks for (nil: Go's default), made once.
 func (e *Env) AgentClient(ctx context.Context) (*http.Client, error) {
@@ -241,17 +175,6 @@ func (e *Env) AgentClient(ctx context.Context) (*http.Client, error) {
 		e.agentClient, e.agentAuth = c, true
 	}
 	return e.agentClient, nil
-}
-
-// Config is the part of Config the environment sets for every role.
-func (e *Env) Config() Config {
-	return Config{
-		Agents:            agents.ParseAgentList(e.Getenv("CLIENTAGENT_AGENTS")),
-		InvokeTimeout:     InvokeTimeout,
-		AllowPrivateFiles: e.Getenv("CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS") != "",
-		WorkflowsDir:      e.Getenv("CLIENTAGENT_WORKFLOWS_DIR"),
-		Logger:            e.Logger,
-	}
 }
 
 // Start builds a function's handler once, at cold start, from the

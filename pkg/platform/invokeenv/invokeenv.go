@@ -13,13 +13,14 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
+	"github.com/clientagent/clientagent/pkg/platform/toolenv"
 	"github.com/clientagent/clientagent/pkg/tool"
 )
 
 // Router sends each call to the invoker of its kind: the A2A invoker,
 // storing what specialists return in arts, and the MCP servers' when cfg
 // lists any.
-func Router(cfg platform.Config, arts artifact.Store) tool.Router {
+func Router(cfg toolenv.Config, arts artifact.Store) tool.Router {
 	r := tool.Router{tool.KindA2A: a2acall.NewInvoker(a2acall.InvokerOptions{Artifacts: arts, HTTPClient: cfg.AgentClient,
 		Timeout: cfg.InvokeTimeout, FileOrigins: cfg.FileOrigins, AllowPrivateFiles: cfg.AllowPrivateFiles, Files: cfg.Files,
 		Logger: cfg.Logger})}
@@ -30,15 +31,14 @@ func Router(cfg platform.Config, arts artifact.Store) tool.Router {
 }
 
 // Invoker is the invoke function's invoker, from the environment env
-// reads: the agent client of CLIENTAGENT_AGENT_AUTH, the servers of
-// CLIENTAGENT_MCP and the file bounds (platform.FilesFromEnv).
-func Invoker(ctx context.Context, env *platform.Env, arts artifact.Store) (tool.Router, error) {
-	cfg := env.Config()
+// reads: the agent client of CLIENTAGENT_AGENT_AUTH and the file bounds
+// (platform.FilesFromEnv), with servers, the MCP servers of
+// CLIENTAGENT_MCP (pkg/platform/mcpenv.Servers).
+func Invoker(ctx context.Context, env *platform.Env, arts artifact.Store, servers []mcp.ServerConfig) (tool.Router, error) {
+	cfg := toolenv.FromEnv(env)
+	cfg.MCP = servers
 	var err error
 	if cfg.AgentClient, err = env.AgentClient(ctx); err != nil {
-		return nil, err
-	}
-	if cfg.MCP, err = env.MCPServers(ctx); err != nil {
 		return nil, err
 	}
 	files, err := platform.FilesFromEnv(env.Getenv)

@@ -1,16 +1,18 @@
-// Package mcpenv gives a Lambda function's platform.Env the reader of the
-// MCP servers' secret headers: a header value "secret:<arn-or-name>" or
-// "secret:<arn-or-name>#<field>" in CLIENTAGENT_MCP is read from AWS Secrets
-// Manager (pkg/awssecrets) once per cold start, with the function's role.
-// Every function that builds the tool catalogue or calls tools (api,
-// llmstep, validate, append, invoke) loads it; it lives apart from
-// pkg/platform.Env so that the functions that do neither (await, events)
-// do not link the Secrets Manager client (docs/design.md §12 rule 1).
+// Package mcpenv gives a Lambda function the MCP servers of
+// CLIENTAGENT_MCP with their secret headers read: a header value
+// "secret:<arn-or-name>" or "secret:<arn-or-name>#<field>" is read from AWS
+// Secrets Manager (pkg/awssecrets) once per cold start, with the
+// function's role. Every function that builds the tool catalogue or calls
+// tools (api, llmstep, validate, append, invoke) asks for them; it lives
+// apart from pkg/platform.Env so that the functions that do neither
+// (await, events) do not link the Secrets Manager client nor the MCP SDK
+// (docs/design.md §12 rule 1).
 package mcpenv
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
@@ -19,40 +21,46 @@ import (
 	"github.com/clientagent/clientagent/pkg/awssecrets"
 	"github.com/clientagent/clientagent/pkg/mcp"
 	"github.com/clientagent/clientagent/pkg/platform"
-	"github.com/clientagent/clientagent/pkg/tool"
 )
 
-// Catalogs is env.Catalogs once Load has set the reader of the MCP
-// servers' secret headers: the tool catalogue of a function that builds it.
-func Catalogs(ctx context.Context, env *platform.Env) (*tool.Catalogs, error) {
-	if err := Load(ctx, env); err != nil {
-		return nil, err
-	}
-	return env.Catalogs(ctx)
-}
-
-// Load sets env.Secrets to a Secrets Manager reader when a server of
-// CLIENTAGENT_MCP has a secret header, and leaves it alone otherwise (no
-// AWS configuration is loaded then). Call it before env.Catalogs and
-// invokeenv.Invoker, which read the secrets (Env.MCPServers). No request is made
-// here. A configuration error (bad JSON, a stdio server) is returned as
-// Env.MCPServers would return it.
-func Load(ctx context.Context, env *platform.Env) error {
-	if env.Secrets != nil {
-		return nil
-	}
+// Servers are the servers of CLIENTAGENT_MCP with their secret headers
+// read, for toolenv.Catalogs and invokeenv.Invoker. A stdio server is an
+// error: a function cannot keep a child process (mcp.ErrStdioOnLambda). A
+// Secrets Manager reader is made only when a header names a secret, and no
+// request is made before one is read.
+func Servers(ctx context.Context, env *platform.Env) ([]mcp.ServerConfig, error) {
 	servers, err := mcp.LoadConfig(env.Getenv)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secrets, err := Secrets(ctx, servers)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if secrets != nil {
-		env.Secrets = secrets
+	return Resolve(ctx, env.Logger, servers, secrets)
+}
+
+// Resolve reads the secret headers of servers with secrets (nil: a secret
+// header is a configuration error). A server whose secret cannot be read
+// does not stop the function: it is kept as unusable (mcp.ResolveEach),
+// so its tools are unavailable and a call of one fails saying why, while
+// every other tool works; the next cold start reads the secret again.
+func Resolve(ctx context.Context, log *slog.Logger, servers []mcp.ServerConfig, secrets mcp.Secrets) ([]mcp.ServerConfig, error) {
+	if secrets == nil {
+		// No reader at all is the function's wiring, not a secret: an error.
+		servers, err := mcp.Resolve(ctx, servers, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", mcp.EnvVar, err)
+		}
+		return servers, nil
 	}
-	return nil
+	servers = mcp.ResolveEach(ctx, servers, secrets)
+	for _, s := range servers {
+		if s.Unusable != nil && log != nil {
+			log.ErrorContext(ctx, "MCP server unusable: its tools are unavailable", "server", s.Name, "error", s.Unusable.Error())
+		}
+	}
+	return servers, nil
 }
 
 // Secrets is a Secrets Manager reader with the default AWS configuration
