@@ -77,7 +77,7 @@ type Env struct {
 
 	rdb         redis.UniversalClient
 	agentClient *http.Client
-	agentAuth   bool // agentClient was made
+	agentAuth   bool               // agentClient was made
 	live        *livepub.Publisher // CLIENTAGENT_LIVE_*: nil without an Event API
 }
 
