@@ -91,8 +91,12 @@ type node struct {
 	propertyNames      *node
 	depRequired        []dependency // dependencies (array form) and dependentRequired, by name
 	depSchemas         []dependentNode
-	ref                *node   // $ref, or else $recursiveRef or $dynamicRef
-	extraRefs          []*node // $recursiveRef or $dynamicRef beside another
+	resource           string // the URI of the schema resource n is in (its dynamic scope)
+	ref                *node  // $ref
+	recursiveRef       *node  // $recursiveRef, as written
+	recursive          bool   // its target has $recursiveAnchor: the dynamic scope may override it
+	dynamicRef         *node  // $dynamicRef, as written
+	dynamicName        string // the $dynamicAnchor its target has: the dynamic scope may override it
 	not                *node
 	allOf, anyOf       []*node
 	oneOf              []*node
@@ -133,12 +137,23 @@ func Compile(url string, raw []byte) (*Schema, error) {
 		return nil, fmt.Errorf("load schema %s: %w", url, err)
 	}
 	c := &compiler{doc: doc, nodes: map[string]*node{}, bases: map[string]string{},
-		resources: map[string]string{}, anchors: map[string]string{}}
+		resources: map[string]string{}, anchors: map[string]string{},
+		dynamicAnchors: map[string]map[string]string{}, recursiveAnchors: map[string]bool{}}
 	root, err := c.compileRoot(url)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema %s: %w", url, err)
 	}
-	return &Schema{url: url, root: root, tracks: c.tracks}, nil
+	s := &Schema{url: url, root: root, tracks: c.tracks, dynamic: map[string]map[string]*node{}, recursive: map[string]*node{}}
+	for res, names := range c.dynamicAnchors {
+		s.dynamic[res] = map[string]*node{}
+		for name, ptr := range names {
+			s.dynamic[res][name] = c.nodes[ptr]
+		}
+	}
+	for res := range c.recursiveAnchors {
+		s.recursive[res] = c.nodes[c.resources[res]]
+	}
+	return s, nil
 }
 
 // decodeJSON decodes one JSON value, numbers as json.Number.
@@ -165,7 +180,12 @@ type compiler struct {
 	bases     map[string]string // base URI of each indexed schema, by pointer
 	resources map[string]string // pointer of each resource's root, by its URI
 	anchors   map[string]string // pointer of each anchor, by URI#name
-	tracks    bool              // some schema has unevaluatedProperties or unevaluatedItems
+	// dynamicAnchors are the pointers of each resource's $dynamicAnchors by
+	// name, by the resource's URI; recursiveAnchors the resources whose root
+	// has $recursiveAnchor: true.
+	dynamicAnchors   map[string]map[string]string
+	recursiveAnchors map[string]bool
+	tracks           bool // some schema has unevaluatedProperties or unevaluatedItems
 }
 
 // compileRoot compiles the document, named name: its draft, the index of
@@ -198,6 +218,20 @@ func (c *compiler) compileRoot(name string) (*node, error) {
 	root, err := c.compile("")
 	if err != nil {
 		return nil, err
+	}
+	// What a dynamic reference may land on, compiled whether or not a
+	// static one reaches it.
+	for _, names := range c.dynamicAnchors {
+		for _, ptr := range names {
+			if _, err := c.compile(ptr); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for res := range c.recursiveAnchors {
+		if _, err := c.compile(c.resources[res]); err != nil {
+			return nil, err
+		}
 	}
 	if err := c.checkLoops(); err != nil {
 		return nil, err
@@ -245,6 +279,15 @@ func (c *compiler) index(v any, ptr string, base *url.URL) error {
 			if a, ok := m[kw].(string); ok {
 				c.anchors[base.String()+"#"+a] = ptr
 			}
+		}
+		if a, ok := m["$dynamicAnchor"].(string); ok && c.draft >= draft2020 {
+			if c.dynamicAnchors[base.String()] == nil {
+				c.dynamicAnchors[base.String()] = map[string]string{}
+			}
+			c.dynamicAnchors[base.String()][a] = ptr
+		}
+		if r, _ := m["$recursiveAnchor"].(bool); r && c.resources[base.String()] == ptr {
+			c.recursiveAnchors[base.String()] = true
 		}
 	}
 	c.bases[ptr] = base.String()
@@ -371,7 +414,7 @@ func (c *compiler) compile(ptr string) (*node, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: no schema here", at(ptr))
 	}
-	n := &node{loc: ptr}
+	n := &node{loc: ptr, resource: c.baseOf(ptr)}
 	c.nodes[ptr] = n
 	switch v := v.(type) {
 	case bool:
@@ -399,12 +442,21 @@ func (c *compiler) keywords(n *node, m map[string]any) error {
 	}
 	if c.draft >= draft2019 {
 		if ref, ok := m["$recursiveRef"]; ok {
-			k.addRef("$recursiveRef", ref)
+			if n.recursiveRef = k.ref("$recursiveRef", ref); n.recursiveRef != nil {
+				n.recursive = c.recursiveAnchors[n.recursiveRef.resource] && c.resources[n.recursiveRef.resource] == n.recursiveRef.loc
+			}
 		}
 	}
 	if c.draft >= draft2020 {
 		if ref, ok := m["$dynamicRef"]; ok {
-			k.addRef("$dynamicRef", ref)
+			if n.dynamicRef = k.ref("$dynamicRef", ref); n.dynamicRef != nil {
+				// Only a plain-name fragment naming the target's own
+				// $dynamicAnchor lets the dynamic scope override it.
+				if _, frag, _ := strings.Cut(ref.(string), "#"); frag != "" && !strings.HasPrefix(frag, "/") &&
+					c.dynamicAnchors[n.dynamicRef.resource][frag] == n.dynamicRef.loc {
+					n.dynamicName = frag
+				}
+			}
 		}
 	}
 
@@ -608,16 +660,6 @@ func (k *keywordReader) ref(kw string, v any) *node {
 	return n
 }
 
-func (k *keywordReader) addRef(kw string, v any) {
-	if n := k.ref(kw, v); n != nil {
-		if k.n.ref == nil {
-			k.n.ref = n
-		} else {
-			k.n.extraRefs = append(k.n.extraRefs, n)
-		}
-	}
-}
-
 func (k *keywordReader) str(kw string, v any) string {
 	s, ok := v.(string)
 	if !ok {
@@ -798,8 +840,7 @@ func (c *compiler) checkLoops() error {
 
 // inPlace is the subschemas that n applies to the very value it checks.
 func (n *node) inPlace() []*node {
-	out := []*node{n.ref, n.not, n.ifNode, n.thenNode, n.elseNode}
-	out = append(out, n.extraRefs...)
+	out := []*node{n.ref, n.recursiveRef, n.dynamicRef, n.not, n.ifNode, n.thenNode, n.elseNode}
 	out = append(out, n.allOf...)
 	out = append(out, n.anyOf...)
 	out = append(out, n.oneOf...)

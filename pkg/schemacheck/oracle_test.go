@@ -27,8 +27,7 @@ package schemacheck_test
 // in schemacheck_test.go show ours): an instance pointer is a plain JSON
 // pointer ("/sp ace", where the reference percent-encodes "/sp%20ace";
 // the empty key is "/", where the reference names the object itself); a
-// $ref to a draft's meta-schema does not compile; $dynamicRef and
-// $recursiveRef do not follow the dynamic scope; a time whose hh:mm:ss
+// $ref to a draft's meta-schema does not compile; a time whose hh:mm:ss
 // holds a sign ("00:00:+0Z") is not a valid "time" or "date-time"; a
 // string of JSON holding a number beyond float64 ("1E700") is
 // application/json.

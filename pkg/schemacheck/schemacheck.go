@@ -27,9 +27,6 @@
 //   - a violation's pointer is a plain JSON pointer ("/sp ace"; "/" for
 //     the empty property name), and violations come in the same order
 //     every time;
-//   - "$recursiveRef" and "$dynamicRef" resolve like "$ref", to the
-//     anchor they name; the dynamic scope that would let an outer schema
-//     override it is not followed;
 //   - a number too large for an exact rational (1e1000001) is checked as
 //     a 4,096-bit float rather than crashing.
 package schemacheck
@@ -59,13 +56,21 @@ type Schema struct {
 	// tracks: some node reads unevaluatedProperties or unevaluatedItems,
 	// so validation records what each keyword evaluated.
 	tracks bool
+	// dynamic are the $dynamicAnchors of each resource by name, recursive
+	// the roots with $recursiveAnchor, by the resource's URI: what a
+	// $dynamicRef or $recursiveRef may land on in the dynamic scope.
+	dynamic   map[string]map[string]*node
+	recursive map[string]*node
 }
 
 // Validate checks v, decoded JSON (maps, slices, float64 or json.Number,
 // strings, booleans, nil): nil when it is valid, a *schemaerr.Error with
 // its leaf violations when it is not.
 func (s *Schema) Validate(v any) error {
-	c := checker{tracks: s.tracks}
+	c := checker{schema: s, tracks: s.tracks}
+	if len(s.dynamic) > 0 || len(s.recursive) > 0 {
+		c.active = map[activeKey]bool{}
+	}
 	errs, _ := c.check(s.root, v, "")
 	if c.bad != nil {
 		return c.bad

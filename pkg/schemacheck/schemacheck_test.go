@@ -3,6 +3,7 @@ package schemacheck_test
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -157,5 +158,39 @@ func TestHugeNumbersAndTheEmptyKey(t *testing.T) {
 	// Beyond even a big float's exponent: read as infinite.
 	if vs := schemaerr.Violations(s.Validate(map[string]any{"n": json.Number("1E2170000000")})); len(vs) != 1 || vs[0].Pointer != "/n" {
 		t.Errorf("1E2170000000 against a maximum: %v", vs)
+	}
+}
+
+// $dynamicRef follows the dynamic scope: the strict tree extends the tree
+// schema so that unevaluatedProperties reaches every node of it; a
+// dynamic reference that could loop back on the same value is told, not
+// followed without end.
+func TestDynamicRefFollowsTheDynamicScope(t *testing.T) {
+	t.Parallel()
+	s, err := schemacheck.Compile("mem:///strict.json", []byte(`{"$id":"https://example.com/strict.json","$dynamicAnchor":"node",
+		"$ref":"tree.json","unevaluatedProperties":false,
+		"$defs":{"tree":{"$id":"tree.json","$dynamicAnchor":"node","type":"object",
+			"properties":{"data":true,"children":{"type":"array","items":{"$dynamicRef":"#node"}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(map[string]any{"data": 1.0, "children": []any{map[string]any{"data": 2.0}}}); err != nil {
+		t.Errorf("a valid tree = %v", err)
+	}
+	// The misspelt member of a child, and so (its tree having failed) the
+	// children member itself, are not evaluated by any schema.
+	got := schemaerr.Violations(s.Validate(map[string]any{"children": []any{map[string]any{"daat": 1.0}}}))
+	want := []schemaerr.Violation{{Pointer: "/children/0/daat", Message: "not allowed"}, {Pointer: "/children", Message: "not allowed"}}
+	if !cmp.Equal(got, want) {
+		t.Errorf("violations %v, want %v", got, want)
+	}
+	loop, err := schemacheck.Compile("mem:///loop.json", []byte(`{"$id":"https://example.com/loop.json","$dynamicAnchor":"x",
+		"$ref":"inner.json","$defs":{"inner":{"$id":"inner.json","$dynamicRef":"#x",
+			"$defs":{"leaf":{"$dynamicAnchor":"x","type":"number"}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loop.Validate(1.0); err == nil || schemaerr.Violations(err) != nil || !strings.Contains(err.Error(), "without end") {
+		t.Errorf("a dynamic loop = %v, want an error saying it does not end", err)
 	}
 }

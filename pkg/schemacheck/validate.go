@@ -19,8 +19,21 @@ type violation struct {
 
 // checker validates one value against one compiled schema.
 type checker struct {
+	schema *Schema
 	tracks bool  // record what each schema evaluated (unevaluated* keywords)
 	bad    error // the value holds something that is not JSON
+	// scope is the dynamic scope: the URIs of the schema resources entered
+	// on the way to the schema being applied, outermost first.
+	scope []string
+	// active are the schemas being applied, each at its instance pointer,
+	// kept where a dynamic reference could loop back (the compiler checks
+	// the static ones): the same pair twice is a loop.
+	active map[activeKey]bool
+}
+
+type activeKey struct {
+	n   *node
+	ptr string
 }
 
 // evaluated is what one schema, with the schemas it applies in place,
@@ -73,6 +86,22 @@ func (e *evaluated) merge(o *evaluated) {
 // check validates v, at the instance pointer ptr, against n: its leaf
 // violations (none when it is valid) and what it evaluated.
 func (c *checker) check(n *node, v any, ptr string) ([]violation, *evaluated) {
+	if c.bad != nil {
+		return nil, nil
+	}
+	if c.active != nil {
+		k := activeKey{n, ptr}
+		if c.active[k] {
+			c.bad = fmt.Errorf("jsonschema: %s#%s applies itself to %s without end", c.schema.url, n.loc, quote(ptr))
+			return nil, nil
+		}
+		c.active[k] = true
+		defer delete(c.active, k)
+	}
+	if len(c.scope) == 0 || c.scope[len(c.scope)-1] != n.resource {
+		c.scope = append(c.scope, n.resource)
+		defer func() { c.scope = c.scope[:len(c.scope)-1] }()
+	}
 	f := frame{c: c, n: n, v: v, ptr: ptr}
 	if c.tracks {
 		f.ev = &evaluated{}
@@ -167,8 +196,11 @@ func (f *frame) applicators() {
 	if n.ref != nil {
 		f.errs = append(f.errs, f.inPlace(n.ref)...)
 	}
-	for _, r := range n.extraRefs {
-		f.errs = append(f.errs, f.inPlace(r)...)
+	if n.recursiveRef != nil {
+		f.errs = append(f.errs, f.inPlace(f.c.recursiveTarget(n))...)
+	}
+	if n.dynamicRef != nil {
+		f.errs = append(f.errs, f.inPlace(f.c.dynamicTarget(n))...)
 	}
 	if n.not != nil && len(f.inPlace(n.not)) == 0 {
 		f.fail("not", "not failed")
@@ -216,6 +248,34 @@ func (f *frame) applicators() {
 			f.errs = append(f.errs, f.inPlace(n.elseNode)...)
 		}
 	}
+}
+
+// recursiveTarget is where n's $recursiveRef lands: when its target has
+// $recursiveAnchor, the outermost resource of the dynamic scope whose root
+// has it too.
+func (c *checker) recursiveTarget(n *node) *node {
+	if n.recursive {
+		for _, res := range c.scope {
+			if root, ok := c.schema.recursive[res]; ok {
+				return root
+			}
+		}
+	}
+	return n.recursiveRef
+}
+
+// dynamicTarget is where n's $dynamicRef lands: when it names its target's
+// $dynamicAnchor, the outermost resource of the dynamic scope with a
+// $dynamicAnchor of that name.
+func (c *checker) dynamicTarget(n *node) *node {
+	if n.dynamicName != "" {
+		for _, res := range c.scope {
+			if target, ok := c.schema.dynamic[res][n.dynamicName]; ok {
+				return target
+			}
+		}
+	}
+	return n.dynamicRef
 }
 
 // unevaluated applies unevaluatedProperties and unevaluatedItems to what
