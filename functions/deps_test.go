@@ -48,9 +48,12 @@ const (
 	// The SDK's shared-config chain and the clients it links for profiles
 	// (SSO, SSO OIDC, STS, sign-in): the functions read their environment
 	// (pkg/awsconfig); the clientagent command reads profiles.
-	sharedConfig = "github.com/aws/aws-sdk-go-v2/config"
-	ssoClient    = "github.com/aws/aws-sdk-go-v2/service/sso"
-	stsClient    = "github.com/aws/aws-sdk-go-v2/service/sts"
+	// The confusables library builds a map of ~6,000 entries at init; the
+	// guardian reads a static table generated from it (pkg/guardian/rules).
+	confusablesLib = "github.com/mtibben/confusables"
+	sharedConfig   = "github.com/aws/aws-sdk-go-v2/config"
+	ssoClient      = "github.com/aws/aws-sdk-go-v2/service/sso"
+	stsClient      = "github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // mustNotLink is, for each function, what its binary must not link: the
@@ -82,7 +85,7 @@ var mustNotLink = map[string][]string{
 // OTLP exporters and collector types that bring gRPC; the JSON Schema
 // validator pkg/schemacheck replaced (its tests' oracle); the AWS SDK's
 // shared-config chain (pkg/awsconfig).
-var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine, openAI, otlpCollector, otlpHTTP, jsonSchema, sharedConfig, ssoClient, stsClient}
+var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine, openAI, otlpCollector, otlpHTTP, jsonSchema, sharedConfig, ssoClient, stsClient, confusablesLib}
 
 // pending are links that are wrong but wait on another package's change.
 // The test fails when one of them is gone, so that it moves to mustNotLink

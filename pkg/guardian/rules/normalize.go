@@ -1,12 +1,13 @@
 package rules
 
 import (
+	"cmp"
+	"slices"
 	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/mtibben/confusables"
 	"golang.org/x/text/unicode/norm"
 )
 
@@ -79,6 +80,24 @@ func normalize(text string) normalized {
 	return n
 }
 
+//go:generate go run ./internal/skeletongen
+
+// skeletonEntry is one row of skeletonTable (skeleton_table.go).
+type skeletonEntry struct {
+	r rune
+	s string
+}
+
+// skeleton is the confusable skeleton of d, a code point in NFD (Unicode's
+// UTS #39): the letters it is drawn like ("ѕ" → "s"). The table is static
+// data, so it costs nothing at a function's start.
+func skeleton(d rune) string {
+	if i, ok := slices.BinarySearchFunc(skeletonTable[:], d, func(e skeletonEntry, r rune) int { return cmp.Compare(e.r, r) }); ok {
+		return skeletonTable[i].s
+	}
+	return string(d)
+}
+
 // foldCache holds the normal form of the non-ASCII runes met so far: each
 // is computed once per process (the skeleton table is a map, NFKD per rune
 // allocates).
@@ -108,7 +127,7 @@ func foldRune(r rune) string {
 			b.WriteRune(d)
 			continue
 		}
-		for _, s := range confusables.Skeleton(string(d)) {
+		for _, s := range skeleton(d) {
 			if !invisible(s) {
 				b.WriteRune(unicode.ToLower(s))
 			}

@@ -11,6 +11,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/mtibben/confusables"
+	"golang.org/x/text/unicode/norm"
+
 	"github.com/clientagent/clientagent/pkg/guardian"
 )
 
@@ -215,4 +218,22 @@ func FuzzNormalizedCheck(f *testing.F) {
 			t.Fatalf("%+q: %s, with invisible characters between its runes: %s", text, d1.Action, d2.Action)
 		}
 	})
+}
+
+// The static skeleton table is the confusables library's skeleton for every
+// code point in NFD (go generate writes it from the library).
+func TestSkeletonTableIsTheLibrarys(t *testing.T) {
+	t.Parallel()
+	for r := rune(utf8.RuneSelf); r <= utf8.MaxRune; r++ {
+		if !utf8.ValidRune(r) {
+			continue
+		}
+		s := string(r)
+		if norm.NFD.String(s) != s {
+			continue
+		}
+		if got, want := skeleton(r), confusables.Skeleton(s); got != want {
+			t.Fatalf("skeleton(%U) = %q, want %q (go generate ./pkg/guardian/rules/)", r, got, want)
+		}
+	}
 }
