@@ -5,6 +5,16 @@
 // functions that build the catalogue (api, llmstep, validate, append,
 // invoke) and the local stack import it; await and events do not, so they
 // link neither the A2A types, the MCP SDK nor their package initialisers.
+//
+// What a Lambda function's environment gives it (FromEnv, Catalogs):
+//
+//	CLIENTAGENT_AGENTS             specialist base URLs, comma-separated
+//	CLIENTAGENT_MCP                MCP servers whose tools are skills, read by
+//	                               pkg/platform/mcpenv.Servers (streamable HTTP only:
+//	                               stdio is refused on Lambda; "secret:<arn>" headers
+//	                               are read from Secrets Manager)
+//	CLIENTAGENT_WORKFLOWS_DIR      a folder of workflow templates (default: the built-in examples)
+//	CLIENTAGENT_ALLOW_PRIVATE_FILE_URLS=1  let specialists return files on private addresses
 package toolenv
 
 import (
