@@ -2,7 +2,8 @@
 // OpenAI-compatible key of pkg/llm/llmconfig and the "secret:" header
 // values of MCP servers (Reader, an mcp.Secrets). It makes one call,
 // GetSecretValue, with a deadline, in the secret's own region when it is
-// named by ARN. It must not log or return a secret's value in an error.
+// named by ARN, through its own Client (no SDK service client). It must
+// not log or return a secret's value in an error.
 package awssecrets
 
 import (
@@ -13,9 +14,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 )
 
 // Timeout bounds one read, retries included: a function that cannot reach
@@ -33,10 +31,11 @@ const FieldSeparator = "#"
 // where a plain string was expected.
 var ErrNoValue = errors.New("secret holds no usable value")
 
-// API is the call of the Secrets Manager client this package makes
-// (*secretsmanager.Client implements it).
+// API is the one Secrets Manager call this package makes (Client makes
+// it): GetSecretValue of secret id in region ("": the client's), its
+// SecretString, nil for a binary secret.
 type API interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	SecretValue(ctx context.Context, id, region string) (*string, error)
 }
 
 // Read returns the string of secret id (an ARN or a name), as stored. A
@@ -44,18 +43,14 @@ type API interface {
 func Read(ctx context.Context, api API, id string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, Timeout)
 	defer cancel()
-	var opts []func(*secretsmanager.Options)
-	if region := arnRegion(id); region != "" {
-		opts = append(opts, func(o *secretsmanager.Options) { o.Region = region })
-	}
-	out, err := api.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(id)}, opts...)
+	s, err := api.SecretValue(ctx, id, arnRegion(id))
 	if err != nil {
 		return "", err
 	}
-	if out.SecretString == nil {
+	if s == nil {
 		return "", fmt.Errorf("%w (no secret string: binary secrets are not read)", ErrNoValue)
 	}
-	return *out.SecretString, nil
+	return *s, nil
 }
 
 // arnRegion is the region of arn:<partition>:secretsmanager:<region>:…, or

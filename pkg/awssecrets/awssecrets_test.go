@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clientagent/clientagent/pkg/awssecrets"
@@ -28,23 +27,21 @@ type fakeAPI struct {
 
 var _ awssecrets.API = (*fakeAPI)(nil)
 
-func (f *fakeAPI) GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+func (f *fakeAPI) SecretValue(ctx context.Context, id, region string) (*string, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		return nil, errors.New("no deadline")
 	}
-	o := secretsmanager.Options{Region: "us-east-1"}
-	for _, fn := range optFns {
-		fn(&o)
+	if region == "" {
+		region = "us-east-1" // the client's
 	}
-	id := aws.ToString(in.SecretId)
 	f.mu.Lock()
-	f.calls = append(f.calls, id+"@"+o.Region)
+	f.calls = append(f.calls, id+"@"+region)
 	f.mu.Unlock()
 	s, ok := f.secrets[id]
 	if !ok {
 		return nil, errors.New("ResourceNotFoundException: Secrets Manager can't find the specified secret")
 	}
-	return &secretsmanager.GetSecretValueOutput{ARN: in.SecretId, SecretString: s}, nil
+	return s, nil
 }
 
 var _ mcp.Secrets = (*awssecrets.Reader)(nil)

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
 	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/awssecrets"
 )
@@ -17,8 +15,8 @@ import (
 // binary, or a JSON object without api_key / OPENAI_API_KEY).
 var ErrNoKeyInSecret = errors.New("secret holds no API key")
 
-// SecretGetter is the part of the Secrets Manager client ReadOpenAIKey uses
-// (*secretsmanager.Client implements it).
+// SecretGetter is the Secrets Manager call ReadOpenAIKey makes
+// (*awssecrets.Client makes it).
 type SecretGetter = awssecrets.API
 
 // ReadOpenAIKey reads the OpenAI-compatible API key from the secret arn
@@ -80,5 +78,5 @@ func openAIKey(ctx context.Context, getenv func(string) string) (string, error) 
 	}
 	// With no region configured (outside Lambda), an ARN's region is the
 	// one awssecrets.Read calls.
-	return ReadOpenAIKey(ctx, secretsmanager.NewFromConfig(cfg), arn)
+	return ReadOpenAIKey(ctx, awssecrets.NewClient(cfg), arn)
 }

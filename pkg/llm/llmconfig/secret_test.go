@@ -10,10 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/clientagent/clientagent/pkg/awssecrets"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmconfig"
 )
@@ -78,11 +77,8 @@ func TestReadOpenAIKey(t *testing.T) {
 	}}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	client := secretsmanager.New(secretsmanager.Options{
-		BaseEndpoint: aws.String(srv.URL),
-		Region:       "eu-west-1",
-		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),
-	})
+	client := &awssecrets.Client{Endpoint: srv.URL, Region: "eu-west-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "")}
 	tests := []struct {
 		id       string
 		want     string

@@ -15,8 +15,6 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
 	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/awssecrets"
 	"github.com/clientagent/clientagent/pkg/mcp"
@@ -74,7 +72,7 @@ func Secrets(ctx context.Context, servers []mcp.ServerConfig) (mcp.Secrets, erro
 	if err != nil {
 		return nil, fmt.Errorf("%s: secret headers: load AWS config: %w", mcp.EnvVar, err)
 	}
-	return awssecrets.NewReader(secretsmanager.NewFromConfig(cfg)), nil
+	return awssecrets.NewReader(awssecrets.NewClient(cfg)), nil
 }
 
 // namesSecret reports whether a header of servers names a secret.
