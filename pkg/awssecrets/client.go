@@ -6,11 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -19,11 +18,11 @@ import (
 
 // Client makes Secrets Manager's GetSecretValue call itself: the AWS JSON
 // 1.1 protocol (POST /, X-Amz-Target: secretsmanager.GetSecretValue),
-// signed with SigV4 by pkg/awssign. It is the only call the platform makes
-// to Secrets Manager, and the SDK's client costs every function that links
-// it its package initialisers (endpoint tables and schemas) at each cold
-// start. A throttled, failed (5xx) or unreachable attempt is tried again,
-// up to MaxAttempts, as the SDK's standard retryer would.
+// signed with SigV4 and sent by pkg/awssign. It is the only call the
+// platform makes to Secrets Manager, and the SDK's client costs every
+// function that links it its package initialisers (endpoint tables and
+// schemas) at each cold start. A throttled, failed (5xx) or unreachable
+// attempt is tried again, up to MaxAttempts (awssign.Send).
 type Client struct {
 	Credentials aws.CredentialsProvider
 	// Region is the region of a secret named without one (by name).
@@ -70,61 +69,44 @@ func (c *Client) SecretValue(ctx context.Context, id, region string) (*string, e
 	if err != nil {
 		return nil, err
 	}
-	client := awssign.Client(c.HTTP, c.Credentials, region, "secretsmanager")
-	attempts := c.MaxAttempts
-	if attempts <= 0 {
-		attempts = 3
-	}
-	for attempt := 1; ; attempt++ {
-		out, retry, err := c.attempt(ctx, client, endpoint, body)
-		if err == nil || !retry || attempt >= attempts || ctx.Err() != nil {
-			return out, err
-		}
-		// 100 ms, 200 ms, …: a throttled or failing service gets room.
-		select {
-		case <-ctx.Done():
+	build := func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(endpoint, "/")+"/", bytes.NewReader(body))
+		if err != nil {
 			return nil, err
-		case <-time.After(time.Duration(1<<(attempt-1)) * 100 * time.Millisecond):
 		}
+		req.Header.Set("Content-Type", "application/x-amz-json-1.1")
+		req.Header.Set("X-Amz-Target", "secretsmanager.GetSecretValue")
+		return req, nil
 	}
-}
-
-// attempt makes one request: the secret string, or the error and whether
-// another attempt may succeed.
-func (c *Client) attempt(ctx context.Context, client *http.Client, endpoint string, body []byte) (*string, bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(endpoint, "/")+"/", bytes.NewReader(body))
+	a, err := awssign.Send(ctx, awssign.Client(c.HTTP, c.Credentials, region, "secretsmanager"), build, c.MaxAttempts, func(a awssign.Answer) bool {
+		code, _ := errorOf(a)
+		return code == "ThrottlingException" || code == "RequestLimitExceeded"
+	})
 	if err != nil {
-		return nil, false, fmt.Errorf("secretsmanager GetSecretValue: %w", err)
+		return nil, fmt.Errorf("secretsmanager GetSecretValue: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
-	req.Header.Set("X-Amz-Target", "secretsmanager.GetSecretValue")
-	res, err := client.Do(req)
-	if err != nil {
-		return nil, true, fmt.Errorf("secretsmanager GetSecretValue: %w", err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20)) // a secret holds at most 64 KB
-	if err != nil {
-		return nil, true, fmt.Errorf("secretsmanager GetSecretValue: %w", err)
-	}
-	if res.StatusCode != http.StatusOK {
-		var e struct {
-			Type     string `json:"__type"`
-			Message  string `json:"message"`
-			MessageU string `json:"Message"`
-		}
-		_ = json.Unmarshal(b, &e)
-		code := e.Type[strings.LastIndexByte(e.Type, '#')+1:]
-		if code == "" {
-			code = res.Status
-		}
-		retry := res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests ||
-			code == "ThrottlingException" || code == "RequestLimitExceeded"
-		return nil, retry, fmt.Errorf("secretsmanager GetSecretValue: %s: %s", code, e.Message+e.MessageU)
+	if a.Status != http.StatusOK {
+		code, msg := errorOf(a)
+		return nil, fmt.Errorf("secretsmanager GetSecretValue: %s: %s", code, msg)
 	}
 	var out struct{ SecretString *string }
-	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, false, fmt.Errorf("secretsmanager GetSecretValue: the answer is not JSON: %w", err)
+	if err := json.Unmarshal(a.Body, &out); err != nil {
+		return nil, fmt.Errorf("secretsmanager GetSecretValue: the answer is not JSON: %w", err)
 	}
-	return out.SecretString, false, nil
+	return out.SecretString, nil
+}
+
+// errorOf is the error code and message of a JSON 1.1 error answer.
+func errorOf(a awssign.Answer) (code, msg string) {
+	var e struct {
+		Type     string `json:"__type"`
+		Message  string `json:"message"`
+		MessageU string `json:"Message"`
+	}
+	_ = json.Unmarshal(a.Body, &e)
+	code = e.Type[strings.LastIndexByte(e.Type, '#')+1:]
+	if code == "" {
+		code = strconv.Itoa(a.Status) + " " + http.StatusText(a.Status)
+	}
+	return code, e.Message + e.MessageU
 }

@@ -1,0 +1,57 @@
+package awssign
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// Answer is the status, headers and body of a service's answer.
+type Answer struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Send sends the request build makes over client (which signs it) up to
+// attempts times (0: 3), as the AWS SDKs' standard retryer would: again
+// after a transport error, a 429 or a 5xx, or an answer retry says is worth
+// another attempt (a throttling error a service sends as a 400), waiting
+// 100 ms, then 200 ms, … and never past ctx. It returns the last answer; an
+// error only when no answer came. A body is read up to 1 MB.
+func Send(ctx context.Context, client *http.Client, build func(context.Context) (*http.Request, error), attempts int, retry func(Answer) bool) (Answer, error) {
+	if attempts <= 0 {
+		attempts = 3
+	}
+	for attempt := 1; ; attempt++ {
+		a, err := send(ctx, client, build)
+		again := err != nil || a.Status == http.StatusTooManyRequests || a.Status >= 500 || (retry != nil && a.Status != http.StatusOK && retry(a))
+		if !again || attempt >= attempts || ctx.Err() != nil {
+			return a, err
+		}
+		select {
+		case <-ctx.Done():
+			return a, err
+		case <-time.After(time.Duration(1<<(attempt-1)) * 100 * time.Millisecond):
+		}
+	}
+}
+
+func send(ctx context.Context, client *http.Client, build func(context.Context) (*http.Request, error)) (Answer, error) {
+	req, err := build(ctx)
+	if err != nil {
+		return Answer{}, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return Answer{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return Answer{}, fmt.Errorf("read the answer: %w", err)
+	}
+	return Answer{Status: res.StatusCode, Header: res.Header, Body: b}, nil
+}
