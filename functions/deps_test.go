@@ -69,11 +69,11 @@ const (
 // secret (MCP header secrets, the OpenAI key) make their one call through
 // pkg/awssecrets.Client.
 var mustNotLink = map[string][]string{
-	"api":        {grpc, bedrock, llmconfig, demoAgentsPkg, a2aClient},                             // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
-	"llmstep":    {grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // bedrockruntime: the model; a2a (types only): the guardian agent
-	"validate":   {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent
-	"invoke":     {bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                        // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv)
-	"append":     {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // bedrockruntime: the guardian's ApplyGuardrail; a2a (types only): the guardian agent
+	"api":        {grpc, bedrock, llmconfig, demoAgentsPkg, a2aClient},                                      // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
+	"llmstep":    {grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                                    // bedrockruntime: the model; a2a (types only): the guardian agent
+	"validate":   {grpc, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
+	"invoke":     {bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                                 // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv)
+	"append":     {grpc, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
 	"await":      {grpc, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
 	"events":     {grpc, bedrock, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
 	"demoagents": {grpc, bedrock, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)

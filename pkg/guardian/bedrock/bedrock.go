@@ -20,16 +20,51 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-
 	"github.com/clientagent/clientagent/pkg/guardian"
 )
 
-// API is the one Bedrock call the guardian makes (a *bedrockruntime.Client).
+// API is the one Bedrock call the guardian makes (Client makes it):
+// ApplyGuardrail of guardrail id at version on text, from source (INPUT
+// or OUTPUT).
 type API interface {
-	ApplyGuardrail(ctx context.Context, in *bedrockruntime.ApplyGuardrailInput, opts ...func(*bedrockruntime.Options)) (*bedrockruntime.ApplyGuardrailOutput, error)
+	ApplyGuardrail(ctx context.Context, id, version, source, text string) (*Result, error)
+}
+
+// Result is what ApplyGuardrail answers, as far as the guardian reads it.
+type Result struct {
+	Action       string       `json:"action"` // NONE or GUARDRAIL_INTERVENED
+	ActionReason string       `json:"actionReason"`
+	Outputs      []Output     `json:"outputs"`
+	Assessments  []Assessment `json:"assessments"`
+}
+
+// Output is one text the guardrail returns (the input, masked).
+type Output struct {
+	Text *string `json:"text"`
+}
+
+// Assessment is what each policy of the guardrail found.
+type Assessment struct {
+	TopicPolicy *struct {
+		Topics []struct{ Name, Action string } `json:"topics"`
+	} `json:"topicPolicy"`
+	ContentPolicy *struct {
+		Filters []struct{ Type, Action string } `json:"filters"`
+	} `json:"contentPolicy"`
+	WordPolicy *struct {
+		CustomWords      []struct{ Action string }       `json:"customWords"`
+		ManagedWordLists []struct{ Type, Action string } `json:"managedWordLists"`
+	} `json:"wordPolicy"`
+	SensitiveInformationPolicy *struct {
+		PiiEntities []struct{ Type, Action string } `json:"piiEntities"`
+		Regexes     []struct{ Name, Action string } `json:"regexes"`
+	} `json:"sensitiveInformationPolicy"`
+	ContextualGroundingPolicy *struct {
+		Filters []struct{ Type, Action string } `json:"filters"`
+	} `json:"contextualGroundingPolicy"`
+	AutomatedReasoningPolicy *struct {
+		Findings []any `json:"findings"`
+	} `json:"automatedReasoningPolicy"`
 }
 
 // Guardrail is a guardian.Guardian applying one guardrail version; it is
@@ -52,25 +87,18 @@ func (g *Guardrail) Name() string { return "bedrock:" + g.id + ":" + g.version }
 
 // Check applies the guardrail to in.Checked().
 func (g *Guardrail) Check(ctx context.Context, in guardian.Input) (guardian.Decision, error) {
-	source := types.GuardrailContentSourceInput
+	source := "INPUT"
 	if in.Kind == guardian.ToolResult || in.Kind == guardian.ModelOutput {
-		source = types.GuardrailContentSourceOutput
+		source = "OUTPUT"
 	}
-	out, err := g.api.ApplyGuardrail(ctx, &bedrockruntime.ApplyGuardrailInput{
-		GuardrailIdentifier: aws.String(g.id),
-		GuardrailVersion:    aws.String(g.version),
-		Source:              source,
-		Content: []types.GuardrailContentBlock{
-			&types.GuardrailContentBlockMemberText{Value: types.GuardrailTextBlock{Text: aws.String(in.Checked())}},
-		},
-	})
+	out, err := g.api.ApplyGuardrail(ctx, g.id, g.version, source, in.Checked())
 	if err != nil {
 		return guardian.Decision{}, fmt.Errorf("bedrock guardrail %s:%s: %w", g.id, g.version, err)
 	}
 	switch out.Action {
-	case types.GuardrailActionNone:
+	case "NONE":
 		return guardian.Decision{Action: guardian.Allow, Rule: g.Name()}, nil
-	case types.GuardrailActionGuardrailIntervened:
+	case "GUARDRAIL_INTERVENED":
 	default:
 		return guardian.Decision{}, fmt.Errorf("bedrock guardrail %s:%s: unknown action %q", g.id, g.version, out.Action)
 	}
@@ -78,8 +106,8 @@ func (g *Guardrail) Check(ctx context.Context, in guardian.Input) (guardian.Deci
 	reason := "the guardrail intervened"
 	if len(f.what) > 0 {
 		reason += ": " + strings.Join(f.what, ", ")
-	} else if out.ActionReason != nil && *out.ActionReason != "" {
-		reason += ": " + *out.ActionReason
+	} else if out.ActionReason != "" {
+		reason += ": " + out.ActionReason
 	}
 	if !f.blocked && f.anonymized {
 		if text, err := masked(out.Outputs); err == nil {
@@ -91,7 +119,7 @@ func (g *Guardrail) Check(ctx context.Context, in guardian.Input) (guardian.Deci
 
 // masked is the guardrail's output text: the input with its anonymized
 // parts masked.
-func masked(outs []types.GuardrailOutputContent) (string, error) {
+func masked(outs []Output) (string, error) {
 	var texts []string
 	for _, o := range outs {
 		if o.Text != nil {
@@ -120,52 +148,52 @@ func (f *found) add(s string) {
 // findings reads the assessments: every policy entry whose action is not
 // NONE. An entry of a kind this package does not know (a newer policy)
 // counts as a block.
-func findings(as []types.GuardrailAssessment) found {
+func findings(as []Assessment) found {
 	var f found
 	for _, a := range as {
 		if p := a.TopicPolicy; p != nil {
 			for _, t := range p.Topics {
-				if t.Action != types.GuardrailTopicPolicyActionNone {
+				if t.Action != "NONE" {
 					f.blocked = true
-					f.add("topic " + aws.ToString(t.Name))
+					f.add("topic " + t.Name)
 				}
 			}
 		}
 		if p := a.ContentPolicy; p != nil {
 			for _, c := range p.Filters {
-				if c.Action != types.GuardrailContentPolicyActionNone {
+				if c.Action != "NONE" {
 					f.blocked = true
-					f.add("content filter " + string(c.Type))
+					f.add("content filter " + c.Type)
 				}
 			}
 		}
 		if p := a.WordPolicy; p != nil {
 			for _, w := range p.CustomWords {
-				if w.Action != types.GuardrailWordPolicyActionNone {
+				if w.Action != "NONE" {
 					f.blocked = true
 					f.add("custom word")
 				}
 			}
 			for _, w := range p.ManagedWordLists {
-				if w.Action != types.GuardrailWordPolicyActionNone {
+				if w.Action != "NONE" {
 					f.blocked = true
-					f.add("managed word list " + string(w.Type))
+					f.add("managed word list " + w.Type)
 				}
 			}
 		}
 		if p := a.SensitiveInformationPolicy; p != nil {
 			for _, e := range p.PiiEntities {
-				f.sensitive(e.Action, "pii "+string(e.Type))
+				f.sensitive(e.Action, "pii "+e.Type)
 			}
 			for _, r := range p.Regexes {
-				f.sensitive(r.Action, "regex "+aws.ToString(r.Name))
+				f.sensitive(r.Action, "regex "+r.Name)
 			}
 		}
 		if p := a.ContextualGroundingPolicy; p != nil {
 			for _, c := range p.Filters {
-				if c.Action != types.GuardrailContextualGroundingPolicyActionNone {
+				if c.Action != "NONE" {
 					f.blocked = true
-					f.add("grounding " + string(c.Type))
+					f.add("grounding " + c.Type)
 				}
 			}
 		}
@@ -177,10 +205,10 @@ func findings(as []types.GuardrailAssessment) found {
 	return f
 }
 
-func (f *found) sensitive(act types.GuardrailSensitiveInformationPolicyAction, what string) {
+func (f *found) sensitive(act, what string) {
 	switch act {
-	case types.GuardrailSensitiveInformationPolicyActionNone:
-	case types.GuardrailSensitiveInformationPolicyActionAnonymized:
+	case "NONE":
+	case "ANONYMIZED":
 		f.anonymized = true
 		f.add(what + " (anonymized)")
 	default:

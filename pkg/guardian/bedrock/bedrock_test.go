@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clientagent/clientagent/pkg/guardian"
@@ -68,13 +66,9 @@ func (s *server) answer(status int, body string) {
 	s.status, s.body = status, body
 }
 
-func (s *server) client() *bedrockruntime.Client {
-	return bedrockruntime.New(bedrockruntime.Options{
-		Region:           "us-east-1",
-		BaseEndpoint:     aws.String(s.srv.URL),
-		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),
-		RetryMaxAttempts: 1,
-	})
+func (s *server) client() *bedrock.Client {
+	return &bedrock.Client{Region: "us-east-1", Endpoint: s.srv.URL,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""), MaxAttempts: 1}
 }
 
 func TestApplyGuardrailWire(t *testing.T) {
@@ -176,5 +170,43 @@ func TestApplyGuardrailFailures(t *testing.T) {
 	var ge *guardian.CheckError
 	if !errors.As(err, &ge) || time.Since(start) > 30*time.Second {
 		t.Errorf("Check(slow) error = %v after %s, want a *guardian.CheckError at the deadline", err, time.Since(start))
+	}
+}
+
+// A throttled check is tried again, up to the client's attempts; a refused
+// one is not, and its error names the service's error type and message.
+func TestApplyGuardrailRetries(t *testing.T) {
+	t.Parallel()
+	var calls int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.Contains(r.URL.Path, "/guardrail/refused/"):
+			w.Header().Set("X-Amzn-ErrorType", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+			w.WriteHeader(http.StatusBadRequest)
+			io.WriteString(w, `{"message":"1 validation error detected"}`)
+		case n <= 2:
+			w.Header().Set("X-Amzn-ErrorType", "ThrottlingException")
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"message":"Too many requests"}`)
+		default:
+			io.WriteString(w, `{"action":"NONE","outputs":[],"assessments":[]}`)
+		}
+	}))
+	defer srv.Close()
+	c := &bedrock.Client{Region: "us-east-1", Endpoint: srv.URL, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "")}
+	got, err := bedrock.New(c, "gr-1", "1").Check(t.Context(), guardian.Input{Kind: guardian.Request, Text: "hi"})
+	if err != nil || got.Action != guardian.Allow || calls != 3 {
+		t.Errorf("throttled twice: %+v, %v after %d requests; want an allow at the third", got, err, calls)
+	}
+	calls = 0
+	_, err = bedrock.New(c, "refused", "1").Check(t.Context(), guardian.Input{Kind: guardian.Request, Text: "hi"})
+	if err == nil || !strings.Contains(err.Error(), "ValidationException: 1 validation error detected") || calls != 1 {
+		t.Errorf("refused: %v after %d requests; want the type and message, once", err, calls)
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-
 	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/guardian/a2aagent"
@@ -82,7 +80,7 @@ func FromEnv(ctx context.Context, getenv func(string) string, opts Options) (*gu
 			if cfg.Region == "" {
 				return nil, fmt.Errorf("%s=bedrock:… needs an AWS region (AWS_REGION)", guardian.EnvGuardian)
 			}
-			api = bedrockruntime.NewFromConfig(cfg)
+			api = bedrock.NewClient(cfg)
 		}
 		g := bedrock.New(api, id, version)
 		return guardian.New(g, g.Name(), policy), nil

@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-
 	"github.com/clientagent/clientagent/pkg/guardian"
+	"github.com/clientagent/clientagent/pkg/guardian/bedrock"
 	"github.com/clientagent/clientagent/pkg/guardian/guardianconfig"
 )
 
@@ -17,9 +15,9 @@ import (
 // guardrail asked.
 type fakeBedrock struct{ id, version string }
 
-func (f *fakeBedrock) ApplyGuardrail(_ context.Context, in *bedrockruntime.ApplyGuardrailInput, _ ...func(*bedrockruntime.Options)) (*bedrockruntime.ApplyGuardrailOutput, error) {
-	f.id, f.version = *in.GuardrailIdentifier, *in.GuardrailVersion
-	return &bedrockruntime.ApplyGuardrailOutput{Action: types.GuardrailActionNone}, nil
+func (f *fakeBedrock) ApplyGuardrail(_ context.Context, id, version, _, _ string) (*bedrock.Result, error) {
+	f.id, f.version = id, version
+	return &bedrock.Result{Action: "NONE"}, nil
 }
 
 func TestFromEnv(t *testing.T) {
