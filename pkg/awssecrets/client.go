@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 
@@ -18,59 +17,34 @@ import (
 
 // Client makes Secrets Manager's GetSecretValue call itself: the AWS JSON
 // 1.1 protocol (POST /, X-Amz-Target: secretsmanager.GetSecretValue),
-// signed with SigV4 and sent by pkg/awssign. It is the only call the
+// signed with SigV4 and sent by pkg/awssign, which tries a throttled,
+// failed (5xx) or unreachable attempt again. It is the only call the
 // platform makes to Secrets Manager, and the SDK's client costs every
-// function that links it its package initialisers (endpoint tables and
-// schemas) at each cold start. A throttled, failed (5xx) or unreachable
-// attempt is tried again, up to MaxAttempts (awssign.Send).
-type Client struct {
-	Credentials aws.CredentialsProvider
-	// Region is the region of a secret named without one (by name).
-	Region string
-	// Endpoint, when set, is the base URL of every request
-	// (AWS_ENDPOINT_URL_SECRETS_MANAGER: tests, local emulators); else
-	// https://secretsmanager.<region>.amazonaws.com.
-	Endpoint string
-	// HTTP carries the requests (nil: a client over keepalive.Transport).
-	HTTP *http.Client
-	// MaxAttempts bounds the attempts of one read (0: 3).
-	MaxAttempts int
-}
+// function that links it its package initialisers at each cold start.
+type Client struct{ awssign.Service }
 
 // NewClient is the Client of cfg: its region and credentials, its
 // AWS_ENDPOINT_URL_SECRETS_MANAGER or AWS_ENDPOINT_URL, its attempts.
 func NewClient(cfg aws.Config) *Client {
-	c := &Client{Credentials: cfg.Credentials, Region: cfg.Region, MaxAttempts: cfg.RetryMaxAttempts}
-	if e := os.Getenv("AWS_ENDPOINT_URL_SECRETS_MANAGER"); e != "" {
-		c.Endpoint = e
-	} else if cfg.BaseEndpoint != nil {
-		c.Endpoint = *cfg.BaseEndpoint
-	}
-	return c
+	return &Client{awssign.ServiceOf(cfg, "secretsmanager", "secretsmanager", "SECRETS_MANAGER")}
 }
 
 var _ API = (*Client)(nil)
 
-// SecretValue is GetSecretValue of secret id in region ("": c.Region): its
-// SecretString, nil when it has none (a binary secret). An error names the
-// service's error code and message, which never hold the secret's value.
+// SecretValue is GetSecretValue of secret id in region ("": the client's):
+// its SecretString, nil when it has none (a binary secret). An error names
+// the service's error code and message, which never hold the secret's
+// value.
 func (c *Client) SecretValue(ctx context.Context, id, region string) (*string, error) {
-	if region == "" {
-		region = c.Region
-	}
-	if region == "" {
+	if region == "" && c.Region == "" {
 		return nil, errors.New("secretsmanager GetSecretValue: no region (set AWS_REGION, or name the secret by ARN)")
-	}
-	endpoint := c.Endpoint
-	if endpoint == "" {
-		endpoint = "https://secretsmanager." + region + ".amazonaws.com"
 	}
 	body, err := json.Marshal(map[string]string{"SecretId": id})
 	if err != nil {
 		return nil, err
 	}
-	build := func(ctx context.Context) (*http.Request, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(endpoint, "/")+"/", bytes.NewReader(body))
+	build := func(ctx context.Context, base string) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/", bytes.NewReader(body))
 		if err != nil {
 			return nil, err
 		}
@@ -78,7 +52,7 @@ func (c *Client) SecretValue(ctx context.Context, id, region string) (*string, e
 		req.Header.Set("X-Amz-Target", "secretsmanager.GetSecretValue")
 		return req, nil
 	}
-	a, err := awssign.Send(ctx, awssign.Client(c.HTTP, c.Credentials, region, "secretsmanager"), build, c.MaxAttempts, func(a awssign.Answer) bool {
+	a, err := c.Send(ctx, region, build, func(a awssign.Answer) bool {
 		code, _ := errorOf(a)
 		return code == "ThrottlingException" || code == "RequestLimitExceeded"
 	})

@@ -85,7 +85,7 @@ func TestClientGetSecretValue(t *testing.T) {
 	if s, _, err := get("binary", ""); err != nil || s != nil {
 		t.Errorf("binary: %v, %v; want no string", s, err)
 	}
-	if _, err := (&awssecrets.Client{Credentials: c.Credentials}).SecretValue(t.Context(), "plain", ""); err == nil || !strings.Contains(err.Error(), "no region") {
+	if _, err := awssecrets.NewClient(aws.Config{Credentials: c.Credentials}).SecretValue(t.Context(), "plain", ""); err == nil || !strings.Contains(err.Error(), "no region") {
 		t.Errorf("no region: %v", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/google/go-cmp/cmp"
 
@@ -67,8 +68,8 @@ func (s *server) answer(status int, body string) {
 }
 
 func (s *server) client() *bedrock.Client {
-	return &bedrock.Client{Region: "us-east-1", Endpoint: s.srv.URL,
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""), MaxAttempts: 1}
+	return bedrock.NewClient(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(s.srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""), RetryMaxAttempts: 1})
 }
 
 func TestApplyGuardrailWire(t *testing.T) {
@@ -199,7 +200,8 @@ func TestApplyGuardrailRetries(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c := &bedrock.Client{Region: "us-east-1", Endpoint: srv.URL, Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "")}
+	c := bedrock.NewClient(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "")})
 	got, err := bedrock.New(c, "gr-1", "1").Check(t.Context(), guardian.Input{Kind: guardian.Request, Text: "hi"})
 	if err != nil || got.Action != guardian.Allow || calls != 3 {
 		t.Errorf("throttled twice: %+v, %v after %d requests; want an allow at the third", got, err, calls)

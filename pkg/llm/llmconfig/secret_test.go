@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/clientagent/clientagent/pkg/awssecrets"
@@ -77,8 +78,8 @@ func TestReadOpenAIKey(t *testing.T) {
 	}}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
-	client := &awssecrets.Client{Endpoint: srv.URL, Region: "eu-west-1",
-		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "")}
+	client := awssecrets.NewClient(aws.Config{BaseEndpoint: aws.String(srv.URL), Region: "eu-west-1",
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", "")})
 	tests := []struct {
 		id       string
 		want     string

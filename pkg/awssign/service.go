@@ -1,0 +1,56 @@
+package awssign
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+)
+
+// Service is an AWS service a package calls itself, without the SDK's
+// client for it (whose package initialisers cost every cold start): where
+// its requests go, how they are signed and how many attempts each gets.
+type Service struct {
+	// Name is the SigV4 signing name ("secretsmanager", "bedrock").
+	Name string
+	// Host is the service's host prefix: https://<Host>.<region>.amazonaws.com.
+	Host        string
+	Credentials aws.CredentialsProvider
+	// Region is the region of a request that names none.
+	Region string
+	// Endpoint, when set, is the base URL of every request (tests, local
+	// emulators).
+	Endpoint string
+	// HTTP carries the requests (nil: a client over keepalive.Transport).
+	HTTP *http.Client
+	// MaxAttempts bounds the attempts of one request (0: 3).
+	MaxAttempts int
+}
+
+// ServiceOf is the service name, at host, with cfg's region, credentials
+// and attempts, and its endpoint from AWS_ENDPOINT_URL_<ID> (id as the
+// SDK names the variable, e.g. SECRETS_MANAGER) or cfg's base endpoint.
+func ServiceOf(cfg aws.Config, name, host, id string) Service {
+	s := Service{Name: name, Host: host, Credentials: cfg.Credentials, Region: cfg.Region, MaxAttempts: cfg.RetryMaxAttempts}
+	if e := os.Getenv("AWS_ENDPOINT_URL_" + id); e != "" {
+		s.Endpoint = e
+	} else if cfg.BaseEndpoint != nil {
+		s.Endpoint = *cfg.BaseEndpoint
+	}
+	return s
+}
+
+// Send sends the request build makes for the base URL of region (""
+// for s.Region), signed for it, as Send does.
+func (s Service) Send(ctx context.Context, region string, build func(ctx context.Context, base string) (*http.Request, error), retry func(Answer) bool) (Answer, error) {
+	if region == "" {
+		region = s.Region
+	}
+	base := strings.TrimSuffix(s.Endpoint, "/")
+	if base == "" {
+		base = "https://" + s.Host + "." + region + ".amazonaws.com"
+	}
+	return Send(ctx, Client(s.HTTP, s.Credentials, region, s.Name), func(ctx context.Context) (*http.Request, error) { return build(ctx, base) }, s.MaxAttempts, retry)
+}
