@@ -1,7 +1,9 @@
 // Package awssign signs HTTP requests with AWS Signature V4: the one
 // RoundTripper of every signed client of the platform (A2A calls to Lambda
 // Function URLs, pkg/agentauth; traces to X-Ray's OTLP endpoint,
-// pkg/telemetry).
+// pkg/telemetry; the calls made without the SDK's service clients,
+// Service and Send: Secrets Manager's GetSecretValue, pkg/awssecrets, and
+// Bedrock's ApplyGuardrail, pkg/guardian/bedrock).
 //
 // It signs what it is given and nothing more: it must not decide which
 // requests deserve credentials beyond the host filter its caller sets, nor
