@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -80,7 +79,7 @@ func errorOf(a awssign.Answer) (code, msg string) {
 	_ = json.Unmarshal(a.Body, &e)
 	code = e.Type[strings.LastIndexByte(e.Type, '#')+1:]
 	if code == "" {
-		code = strconv.Itoa(a.Status) + " " + http.StatusText(a.Status)
+		code = a.StatusText()
 	}
 	return code, e.Message + e.MessageU
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -14,6 +15,10 @@ type Answer struct {
 	Header http.Header
 	Body   []byte
 }
+
+// StatusText is the answer's status as an error code for an answer that
+// names none: "503 Service Unavailable".
+func (a Answer) StatusText() string { return strconv.Itoa(a.Status) + " " + http.StatusText(a.Status) }
 
 // Send sends the request build makes over client (which signs it) up to
 // attempts times (0: 3), as the AWS SDKs' standard retryer would: again

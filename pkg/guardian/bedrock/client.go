@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -72,7 +71,7 @@ func (c *Client) ApplyGuardrail(ctx context.Context, id, version, source, text s
 func errorType(a awssign.Answer) string {
 	t, _, _ := strings.Cut(a.Header.Get("X-Amzn-ErrorType"), ":")
 	if t == "" {
-		return strconv.Itoa(a.Status) + " " + http.StatusText(a.Status)
+		return a.StatusText()
 	}
 	return t
 }
