@@ -14,7 +14,10 @@ import (
 // Package paths (prefixes) a function may link only when its role uses them
 // (docs/design.md §12 rule 1).
 const (
-	openAI    = "github.com/openai/openai-go"
+	openAI = "github.com/openai/openai-go"
+	// The SDK's Bedrock runtime client: its package initialisers cost a cold
+	// start; the model's ConverseStream is pkg/llm/bedrock.Client, the
+	// guardian's ApplyGuardrail pkg/guardian/bedrock.Client.
 	bedrock   = "github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	secrets   = "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	llmconfig = "github.com/clientagent/clientagent/pkg/llm/llmconfig"
@@ -69,22 +72,24 @@ const (
 // secret (MCP header secrets, the OpenAI key) make their one call through
 // pkg/awssecrets.Client.
 var mustNotLink = map[string][]string{
-	"api":        {grpc, bedrock, llmconfig, demoAgentsPkg, a2aClient},                                      // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
-	"llmstep":    {grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                                    // bedrockruntime: the model; a2a (types only): the guardian agent
-	"validate":   {grpc, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
-	"invoke":     {bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg},                                 // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv)
-	"append":     {grpc, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
-	"await":      {grpc, bedrock, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
-	"events":     {grpc, bedrock, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
-	"demoagents": {grpc, bedrock, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)
+	"api":        {grpc, llmconfig, demoAgentsPkg, a2aClient},                                      // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
+	"llmstep":    {grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // the model (pkg/llm/bedrock.Client); a2a (types only): the guardian agent
+	"validate":   {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
+	"invoke":     {llmconfig, sfnClient, a2aServer, demoAgentsPkg},                                 // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv)
+	"append":     {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
+	"await":      {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
+	"events":     {grpc, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
+	"demoagents": {grpc, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)
 }
 
 // nobody links these: the local stack's parts; openai-go (pkg/llm/openai
 // speaks the wire protocol itself, the SDK is its tests' oracle); the
 // OTLP exporters and collector types that bring gRPC; the JSON Schema
 // validator pkg/schemacheck replaced (its tests' oracle); the AWS SDK's
-// shared-config chain (pkg/awsconfig).
-var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine, openAI, otlpCollector, otlpHTTP, jsonSchema, sharedConfig, ssoClient, stsClient, confusablesLib, secrets}
+// shared-config chain (pkg/awsconfig); the SDK's Bedrock runtime and
+// Secrets Manager clients (pkg/llm/bedrock, pkg/guardian/bedrock and
+// pkg/awssecrets make their calls themselves).
+var noFunctionLinks = []string{miniredis, lua, embeddedStore, localServer, localStack, localEngine, openAI, otlpCollector, otlpHTTP, jsonSchema, sharedConfig, ssoClient, stsClient, confusablesLib, secrets, bedrock}
 
 // pending are links that are wrong but wait on another package's change.
 // The test fails when one of them is gone, so that it moves to mustNotLink

@@ -27,36 +27,57 @@ func (a Answer) StatusText() string { return strconv.Itoa(a.Status) + " " + http
 // 100 ms, then 200 ms, … and never past ctx. It returns the last answer; an
 // error only when no answer came. A body is read up to 1 MB.
 func Send(ctx context.Context, client *http.Client, build func(context.Context) (*http.Request, error), attempts int, retry func(Answer) bool) (Answer, error) {
+	a, _, err := exchange(ctx, client, build, attempts, retry, false)
+	return a, err
+}
+
+// Open is Send for an answer that streams: an answer of status 200 ends
+// the attempts unread, its body returned for the caller to read and close
+// (the Answer has its status and headers only). Any other answer is read
+// and tried again as Send does; then the body is nil.
+func Open(ctx context.Context, client *http.Client, build func(context.Context) (*http.Request, error), attempts int, retry func(Answer) bool) (Answer, io.ReadCloser, error) {
+	return exchange(ctx, client, build, attempts, retry, true)
+}
+
+func exchange(ctx context.Context, client *http.Client, build func(context.Context) (*http.Request, error), attempts int, retry func(Answer) bool, stream bool) (Answer, io.ReadCloser, error) {
 	if attempts <= 0 {
 		attempts = 3
 	}
 	for attempt := 1; ; attempt++ {
-		a, err := send(ctx, client, build)
+		a, body, err := send(ctx, client, build, stream)
+		if body != nil {
+			return a, body, nil
+		}
 		again := err != nil || a.Status == http.StatusTooManyRequests || a.Status >= 500 || (retry != nil && a.Status != http.StatusOK && retry(a))
 		if !again || attempt >= attempts || ctx.Err() != nil {
-			return a, err
+			return a, nil, err
 		}
 		select {
 		case <-ctx.Done():
-			return a, err
+			return a, nil, err
 		case <-time.After(time.Duration(1<<(attempt-1)) * 100 * time.Millisecond):
 		}
 	}
 }
 
-func send(ctx context.Context, client *http.Client, build func(context.Context) (*http.Request, error)) (Answer, error) {
+// send makes one attempt. With stream, a 200 answer's body comes back
+// unread.
+func send(ctx context.Context, client *http.Client, build func(context.Context) (*http.Request, error), stream bool) (Answer, io.ReadCloser, error) {
 	req, err := build(ctx)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, nil, err
 	}
 	res, err := client.Do(req)
 	if err != nil {
-		return Answer{}, err
+		return Answer{}, nil, err
+	}
+	if stream && res.StatusCode == http.StatusOK {
+		return Answer{Status: res.StatusCode, Header: res.Header}, res.Body, nil
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
-		return Answer{}, fmt.Errorf("read the answer: %w", err)
+		return Answer{}, nil, fmt.Errorf("read the answer: %w", err)
 	}
-	return Answer{Status: res.StatusCode, Header: res.Header, Body: b}, nil
+	return Answer{Status: res.StatusCode, Header: res.Header, Body: b}, nil, nil
 }

@@ -2,6 +2,7 @@ package awssign
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -29,11 +30,15 @@ type Service struct {
 	MaxAttempts int
 }
 
-// ServiceOf is the service name, at host, with cfg's region, credentials
-// and attempts, and its endpoint from AWS_ENDPOINT_URL_<ID> (id as the
-// SDK names the variable, e.g. SECRETS_MANAGER) or cfg's base endpoint.
+// ServiceOf is the service name, at host, with cfg's region, credentials,
+// attempts and HTTP client (when it is an *http.Client), and its endpoint
+// from AWS_ENDPOINT_URL_<ID> (id as the SDK names the variable, e.g.
+// SECRETS_MANAGER) or cfg's base endpoint.
 func ServiceOf(cfg aws.Config, name, host, id string) Service {
 	s := Service{Name: name, Host: host, Credentials: cfg.Credentials, Region: cfg.Region, MaxAttempts: cfg.RetryMaxAttempts}
+	if c, ok := cfg.HTTPClient.(*http.Client); ok {
+		s.HTTP = c
+	}
 	if e := os.Getenv("AWS_ENDPOINT_URL_" + id); e != "" {
 		s.Endpoint = e
 	} else if cfg.BaseEndpoint != nil {
@@ -45,6 +50,19 @@ func ServiceOf(cfg aws.Config, name, host, id string) Service {
 // Send sends the request build makes for the base URL of region (""
 // for s.Region), signed for it, as Send does.
 func (s Service) Send(ctx context.Context, region string, build func(ctx context.Context, base string) (*http.Request, error), retry func(Answer) bool) (Answer, error) {
+	client, b := s.prepare(region, build)
+	return Send(ctx, client, b, s.MaxAttempts, retry)
+}
+
+// Open is Send for an answer that streams, as Open does.
+func (s Service) Open(ctx context.Context, region string, build func(ctx context.Context, base string) (*http.Request, error), retry func(Answer) bool) (Answer, io.ReadCloser, error) {
+	client, b := s.prepare(region, build)
+	return Open(ctx, client, b, s.MaxAttempts, retry)
+}
+
+// prepare is the signing client for region ("" for s.Region) and build
+// bound to the base URL of its requests.
+func (s Service) prepare(region string, build func(ctx context.Context, base string) (*http.Request, error)) (*http.Client, func(context.Context) (*http.Request, error)) {
 	if region == "" {
 		region = s.Region
 	}
@@ -52,5 +70,5 @@ func (s Service) Send(ctx context.Context, region string, build func(ctx context
 	if base == "" {
 		base = "https://" + s.Host + "." + region + ".amazonaws.com"
 	}
-	return Send(ctx, Client(s.HTTP, s.Credentials, region, s.Name), func(ctx context.Context) (*http.Request, error) { return build(ctx, base) }, s.MaxAttempts, retry)
+	return Client(s.HTTP, s.Credentials, region, s.Name), func(ctx context.Context) (*http.Request, error) { return build(ctx, base) }
 }

@@ -5,9 +5,9 @@
 // included, from the stream. For models that support prompt caching it
 // places cache points after the tools, after the system rules and at the
 // end of the transcript, before the per-call Context (issue 18). Retries of
-// throttling and 5xx before a stream starts are the SDK's retryer
-// (configure its attempts on the client); a stream that breaks midway is
-// retried here. It must not interpret tool calls or the transcript.
+// throttling and 5xx before a stream starts are the Client's (its
+// MaxAttempts); a stream that breaks midway is retried here. It must not
+// interpret tool calls or the transcript.
 package bedrock
 
 import (
@@ -16,26 +16,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-	"github.com/aws/smithy-go"
-
 	"github.com/clientagent/clientagent/pkg/llm"
 )
-
-// ConverseStreamAPI is the one SDK call this package makes;
-// *bedrockruntime.Client implements it.
-type ConverseStreamAPI interface {
-	ConverseStream(ctx context.Context, in *bedrockruntime.ConverseStreamInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error)
-}
 
 // Defaults used when the corresponding Config field is zero.
 const (
@@ -71,7 +60,7 @@ type Config struct {
 	Timeout time.Duration
 	// MaxAttempts bounds the calls per Complete when a stream breaks after
 	// it started (first call included). Failures before a stream starts are
-	// the SDK retryer's.
+	// the Client's to try again.
 	MaxAttempts int
 	// BackoffBase is the first delay before calling again after a broken
 	// stream, before jitter; it doubles per retry.
@@ -120,14 +109,18 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 	if m := p.cfg.FlavourModels[req.Flavour]; m != "" {
 		model = m
 	}
-	in, err := buildInput(model, req, p.cachePoints(model))
+	in, err := buildInput(req, p.cachePoints(model))
 	if err != nil {
 		return nil, fmt.Errorf("bedrock: build request: %w", err)
+	}
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("bedrock: encode request: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.Timeout)
 	defer cancel()
 	for attempt := 1; ; attempt++ {
-		res, gaveText, err := p.attempt(ctx, in, &req)
+		res, gaveText, err := p.attempt(ctx, model, body, &req)
 		if err == nil {
 			res.Model = model
 			return res, nil
@@ -158,14 +151,13 @@ func (p *Provider) Complete(ctx context.Context, req llm.Request) (*llm.Response
 
 // attempt makes one ConverseStream call and reads its stream to the end.
 // gaveText says whether text already went to req.OnText.
-func (p *Provider) attempt(ctx context.Context, in *bedrockruntime.ConverseStreamInput, req *llm.Request) (*llm.Response, bool, error) {
-	out, err := p.api.ConverseStream(ctx, in)
+func (p *Provider) attempt(ctx context.Context, model string, body []byte, req *llm.Request) (*llm.Response, bool, error) {
+	stream, err := p.api.ConverseStream(ctx, model, body)
 	if err != nil {
 		return nil, false, err
 	}
-	stream := out.GetStream()
 	defer stream.Close()
-	return readStream(stream.Events(), stream.Err, req.Text)
+	return readStream(stream.Recv, req.Text)
 }
 
 // backoff is exponential with "equal jitter" (half fixed, half random).
@@ -242,12 +234,12 @@ func classify(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	var apiErr smithy.APIError
+	var apiErr *APIError
 	if !errors.As(err, &apiErr) {
 		return fmt.Errorf("%w: %w", llm.ErrUnavailable, err)
 	}
-	msg := apiErr.ErrorCode() + ": " + apiErr.ErrorMessage()
-	switch apiErr.ErrorCode() {
+	msg := apiErr.Error()
+	switch apiErr.Code {
 	case "ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException":
 		return fmt.Errorf("%s: %w", msg, llm.ErrRateLimited)
 	case "ServiceUnavailableException", "InternalServerException", "ModelNotReadyException", "ModelTimeoutException",
@@ -255,72 +247,139 @@ func classify(err error) error {
 
 		return fmt.Errorf("%s: %w", msg, llm.ErrUnavailable)
 	}
-	if apiErr.ErrorFault() == smithy.FaultServer {
+	if apiErr.serverFault() {
 		return fmt.Errorf("%s: %w", msg, llm.ErrUnavailable)
 	}
 	return errors.New(msg)
 }
 
-// buildInput maps req to ConverseStream. Converse has no tool role: tool
-// results are toolResult blocks in a user message, and consecutive messages
-// of one role are merged into one (Converse requires user and assistant to
-// alternate), so a batch's results become one user message. The per-call
-// Context closes the last user message (or a user message of its own), after
-// the transcript's cache point, so the request up to there is the prefix of
-// the conversation's next call. The body is byte-stable for the same
-// request: tools in the given order, schemas and inputs are maps, which
-// encode with sorted keys.
-func buildInput(model string, req llm.Request, cache cachePoints) (*bedrockruntime.ConverseStreamInput, error) {
-	in := &bedrockruntime.ConverseStreamInput{ModelId: aws.String(model)}
+// converseRequest is a ConverseStream body, in the Converse wire format
+// (the model id is in the path).
+type converseRequest struct {
+	Messages   []message   `json:"messages"`
+	System     []block     `json:"system,omitempty"`
+	ToolConfig *toolConfig `json:"toolConfig,omitempty"`
+}
+
+type message struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is a content block or a system block: exactly one field is set.
+type block struct {
+	Text       string       `json:"text,omitempty"`
+	ToolUse    *toolUseOut  `json:"toolUse,omitempty"`
+	ToolResult *toolResult  `json:"toolResult,omitempty"`
+	CachePoint *cachePointT `json:"cachePoint,omitempty"`
+}
+
+type toolUseOut struct {
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type toolResult struct {
+	ToolUseID string  `json:"toolUseId"`
+	Content   []block `json:"content"`
+}
+
+type cachePointT struct {
+	Type string `json:"type"`
+}
+
+type toolConfig struct {
+	Tools      []toolEntry `json:"tools"`
+	ToolChoice struct {
+		Auto struct{} `json:"auto"`
+	} `json:"toolChoice"`
+}
+
+// toolEntry is a tool specification or a cache point.
+type toolEntry struct {
+	ToolSpec   *toolSpec    `json:"toolSpec,omitempty"`
+	CachePoint *cachePointT `json:"cachePoint,omitempty"`
+}
+
+type toolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	InputSchema struct {
+		JSON json.RawMessage `json:"json"`
+	} `json:"inputSchema"`
+}
+
+const (
+	roleUser      = "user"
+	roleAssistant = "assistant"
+)
+
+// defaultSchema is the input schema of a tool that declares none.
+var defaultSchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// jsonObject is b compacted when it is a JSON object, else nil.
+func jsonObject(b []byte) json.RawMessage {
+	var compact bytes.Buffer
+	if json.Compact(&compact, b) != nil || compact.Len() == 0 || compact.Bytes()[0] != '{' {
+		return nil
+	}
+	return compact.Bytes()
+}
+
+// buildInput maps req to a ConverseStream body. Converse has no tool
+// role: tool results are toolResult blocks in a user message, and
+// consecutive messages of one role are merged into one (Converse requires
+// user and assistant to alternate), so a batch's results become one user
+// message. The per-call Context closes the last user message (or a user
+// message of its own), after the transcript's cache point, so the request
+// up to there is the prefix of the conversation's next call. The body is
+// byte-stable for the same request: tools in the given order, schemas
+// and inputs as the request has them, compacted.
+func buildInput(req llm.Request, cache cachePoints) (*converseRequest, error) {
+	in := &converseRequest{Messages: []message{}}
 	if req.System != "" {
-		in.System = append(in.System, &types.SystemContentBlockMemberText{Value: req.System})
+		in.System = append(in.System, block{Text: req.System})
 	}
 	for i, m := range req.Messages {
-		var role types.ConversationRole
-		var blocks []types.ContentBlock
+		var role string
+		var blocks []block
 		switch m.Role {
 		case llm.RoleSystem:
 			if m.Content != "" {
-				in.System = append(in.System, &types.SystemContentBlockMemberText{Value: m.Content})
+				in.System = append(in.System, block{Text: m.Content})
 			}
 			continue
 		case llm.RoleUser:
-			role = types.ConversationRoleUser
+			role = roleUser
 			if strings.TrimSpace(m.Content) != "" {
-				blocks = append(blocks, &types.ContentBlockMemberText{Value: m.Content})
+				blocks = append(blocks, block{Text: m.Content})
 			}
 		case llm.RoleAssistant:
-			role = types.ConversationRoleAssistant
+			role = roleAssistant
 			if strings.TrimSpace(m.Content) != "" {
-				blocks = append(blocks, &types.ContentBlockMemberText{Value: m.Content})
+				blocks = append(blocks, block{Text: m.Content})
 			}
 			for _, c := range m.ToolCalls {
 				// A call whose arguments were malformed is replayed with an
 				// empty input: Converse only accepts a JSON object, and the
 				// error result that follows tells the model what went wrong.
-				var input map[string]any
-				if json.Unmarshal([]byte(c.Arguments), &input) != nil || input == nil {
-					input = map[string]any{}
+				input := jsonObject([]byte(c.Arguments))
+				if input == nil {
+					input = json.RawMessage(`{}`)
 				}
-				blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
-					ToolUseId: aws.String(c.ID),
-					Name:      aws.String(c.Name),
-					Input:     document.NewLazyDocument(input),
-				}})
+				blocks = append(blocks, block{ToolUse: &toolUseOut{ToolUseID: c.ID, Name: c.Name, Input: input}})
 			}
 		case llm.RoleTool:
 			if m.ToolCallID == "" {
 				return nil, fmt.Errorf("message %d: tool message without tool_call_id", i)
 			}
-			role = types.ConversationRoleUser
+			role = roleUser
 			content := m.Content
 			if strings.TrimSpace(content) == "" {
 				content = "(empty result)"
 			}
-			blocks = append(blocks, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
-				ToolUseId: aws.String(m.ToolCallID),
-				Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: content}},
-			}})
+			blocks = append(blocks, block{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: []block{{Text: content}}}})
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -331,111 +390,139 @@ func buildInput(model string, req llm.Request, cache cachePoints) (*bedrockrunti
 			in.Messages[n-1].Content = append(in.Messages[n-1].Content, blocks...)
 			continue
 		}
-		in.Messages = append(in.Messages, types.Message{Role: role, Content: blocks})
+		in.Messages = append(in.Messages, message{Role: role, Content: blocks})
 	}
-	point := types.CachePointBlock{Type: types.CachePointTypeDefault}
+	point := &cachePointT{Type: "default"}
 	if cache.system && len(in.System) > 0 {
-		in.System = append(in.System, &types.SystemContentBlockMemberCachePoint{Value: point})
+		in.System = append(in.System, block{CachePoint: point})
 	}
 	if n := len(in.Messages); cache.messages && n > 0 {
-		in.Messages[n-1].Content = append(in.Messages[n-1].Content, &types.ContentBlockMemberCachePoint{Value: point})
+		in.Messages[n-1].Content = append(in.Messages[n-1].Content, block{CachePoint: point})
 	}
 	if strings.TrimSpace(req.Context) != "" {
-		text := &types.ContentBlockMemberText{Value: req.Context}
-		if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == types.ConversationRoleUser {
+		text := block{Text: req.Context}
+		if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == roleUser {
 			in.Messages[n-1].Content = append(in.Messages[n-1].Content, text)
 		} else {
-			in.Messages = append(in.Messages, types.Message{Role: types.ConversationRoleUser, Content: []types.ContentBlock{text}})
+			in.Messages = append(in.Messages, message{Role: roleUser, Content: []block{text}})
 		}
 	}
 	if len(req.Tools) > 0 {
-		tc := &types.ToolConfiguration{ToolChoice: &types.ToolChoiceMemberAuto{}}
+		tc := &toolConfig{}
 		for _, t := range req.Tools {
-			schema := map[string]any{"type": "object", "properties": map[string]any{}}
+			spec := &toolSpec{Name: t.Name, Description: t.Description}
+			spec.InputSchema.JSON = defaultSchema
 			if len(t.Parameters) > 0 && string(t.Parameters) != "null" {
-				schema = nil
-				if err := json.Unmarshal(t.Parameters, &schema); err != nil {
-					return nil, fmt.Errorf("tool %s: parameters are not a JSON object: %w", t.Name, err)
+				if spec.InputSchema.JSON = jsonObject(t.Parameters); spec.InputSchema.JSON == nil {
+					return nil, fmt.Errorf("tool %s: parameters are not a JSON object", t.Name)
 				}
 			}
-			spec := types.ToolSpecification{
-				Name:        aws.String(t.Name),
-				InputSchema: &types.ToolInputSchemaMemberJson{Value: document.NewLazyDocument(schema)},
-			}
-			if t.Description != "" {
-				spec.Description = aws.String(t.Description)
-			}
-			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
+			tc.Tools = append(tc.Tools, toolEntry{ToolSpec: spec})
 		}
 		if cache.tools {
-			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: point})
+			tc.Tools = append(tc.Tools, toolEntry{CachePoint: point})
 		}
 		in.ToolConfig = tc
 	}
 	return in, nil
 }
 
-// readStream reads a stream's events to their end (then err says whether
-// it broke), passing text deltas to onText, and assembles the answer. Text
-// blocks are joined with a newline, given to onText as well. A stream that
-// ends before messageStop is broken.
-func readStream(events <-chan types.ConverseStreamOutput, errFn func() error, onText func(string)) (res *llm.Response, gaveText bool, err error) {
+// streamEvent is the payload of a ConverseStream event, as far as the
+// answer needs it.
+type streamEvent struct {
+	ContentBlockIndex int `json:"contentBlockIndex"`
+	Start             *struct {
+		ToolUse *struct {
+			ToolUseID string `json:"toolUseId"`
+			Name      string `json:"name"`
+		} `json:"toolUse"`
+	} `json:"start"`
+	Delta *struct {
+		Text    string `json:"text"`
+		ToolUse *struct {
+			Input string `json:"input"`
+		} `json:"toolUse"`
+	} `json:"delta"`
+	Usage *usage `json:"usage"`
+}
+
+// usage is Bedrock's token count of a call (the metadata event's).
+type usage struct {
+	InputTokens           int `json:"inputTokens"`
+	OutputTokens          int `json:"outputTokens"`
+	CacheReadInputTokens  int `json:"cacheReadInputTokens"`
+	CacheWriteInputTokens int `json:"cacheWriteInputTokens"`
+}
+
+// readStream reads a stream's events to their end, passing text deltas to
+// onText, and assembles the answer. Text blocks are joined with a newline,
+// given to onText as well. A stream that ends before messageStop, or in an
+// error, is broken.
+func readStream(recv func() (Event, error), onText func(string)) (res *llm.Response, gaveText bool, err error) {
 	var (
 		n        int
 		text     strings.Builder
-		textAt   = int32(-1) // the block the text came from last
-		tools    = map[int32]*toolUse{}
+		textAt   = -1 // the block the text came from last
+		tools    = map[int]*toolUse{}
 		stopped  bool
-		usage    *types.TokenUsage
+		use      *usage
 		giveText = func(s string) {
 			text.WriteString(s)
 			onText(s)
 		}
 	)
-	tool := func(i int32) *toolUse {
+	tool := func(i int) *toolUse {
 		if tools[i] == nil {
 			tools[i] = &toolUse{}
 		}
 		return tools[i]
 	}
-	for ev := range events {
+	for {
+		ev, err := recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, text.Len() > 0, &streamError{events: n, err: err}
+		}
 		n++
-		switch ev := ev.(type) {
-		case *types.ConverseStreamOutputMemberContentBlockStart:
-			if s, ok := ev.Value.Start.(*types.ContentBlockStartMemberToolUse); ok {
-				t := tool(aws.ToInt32(ev.Value.ContentBlockIndex))
-				t.id, t.name = aws.ToString(s.Value.ToolUseId), aws.ToString(s.Value.Name)
+		var e streamEvent
+		switch ev.Type {
+		case "contentBlockStart", "contentBlockDelta", "metadata":
+			if err := json.Unmarshal(ev.Payload, &e); err != nil {
+				return nil, text.Len() > 0, &streamError{events: n, err: fmt.Errorf("event %s: %w", ev.Type, err)}
 			}
-		case *types.ConverseStreamOutputMemberContentBlockDelta:
-			i := aws.ToInt32(ev.Value.ContentBlockIndex)
-			switch d := ev.Value.Delta.(type) {
-			case *types.ContentBlockDeltaMemberText:
-				if d.Value == "" {
-					continue
-				}
-				if text.Len() > 0 && i != textAt {
+		}
+		switch ev.Type {
+		case "contentBlockStart":
+			if e.Start != nil && e.Start.ToolUse != nil {
+				t := tool(e.ContentBlockIndex)
+				t.id, t.name = e.Start.ToolUse.ToolUseID, e.Start.ToolUse.Name
+			}
+		case "contentBlockDelta":
+			switch {
+			case e.Delta == nil:
+			case e.Delta.ToolUse != nil:
+				tool(e.ContentBlockIndex).input.WriteString(e.Delta.ToolUse.Input)
+			case e.Delta.Text != "":
+				if text.Len() > 0 && e.ContentBlockIndex != textAt {
 					giveText("\n")
 				}
-				textAt = i
-				giveText(d.Value)
-			case *types.ContentBlockDeltaMemberToolUse:
-				tool(i).input.WriteString(aws.ToString(d.Value.Input))
+				textAt = e.ContentBlockIndex
+				giveText(e.Delta.Text)
 			}
-		case *types.ConverseStreamOutputMemberMessageStop:
+		case "messageStop":
 			stopped = true
-		case *types.ConverseStreamOutputMemberMetadata:
-			usage = ev.Value.Usage
+		case "metadata":
+			use = e.Usage
 		}
 	}
 	gaveText = text.Len() > 0
-	if err := errFn(); err != nil {
-		return nil, gaveText, &streamError{events: n, err: err}
-	}
 	if !stopped {
 		return nil, gaveText, &streamError{events: n, err: errors.New("stream ended before messageStop")}
 	}
-	res = &llm.Response{Text: text.String(), Usage: mapUsage(usage)}
-	indices := make([]int32, 0, len(tools))
+	res = &llm.Response{Text: text.String(), Usage: mapUsage(use)}
+	indices := make([]int, 0, len(tools))
 	for i := range tools {
 		indices = append(indices, i)
 	}
@@ -471,16 +558,15 @@ type toolUse struct {
 // mapUsage maps Bedrock's count, whose inputTokens leaves out the tokens
 // read from and written to the cache, to llm.Usage, whose InputTokens
 // counts them all.
-func mapUsage(u *types.TokenUsage) llm.Usage {
+func mapUsage(u *usage) llm.Usage {
 	if u == nil {
 		return llm.Usage{}
 	}
-	read, write := int(aws.ToInt32(u.CacheReadInputTokens)), int(aws.ToInt32(u.CacheWriteInputTokens))
 	return llm.Usage{
-		InputTokens:       int(aws.ToInt32(u.InputTokens)) + read + write,
-		OutputTokens:      int(aws.ToInt32(u.OutputTokens)),
-		CachedInputTokens: read,
-		CacheWriteTokens:  write,
+		InputTokens:       u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens,
+		OutputTokens:      u.OutputTokens,
+		CachedInputTokens: u.CacheReadInputTokens,
+		CacheWriteTokens:  u.CacheWriteInputTokens,
 	}
 }
 

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
-
 	"github.com/clientagent/clientagent/pkg/llm/bedrock"
 )
 
@@ -107,30 +104,34 @@ type wireBlock struct {
 // streamEvents is the ConverseStream a model sends for content: a text
 // block as two deltas, a tool use as its start and its input text in pieces
 // of n bytes, then messageStop and the metadata.
-func streamEvents(content []wireBlock, n int) []types.ConverseStreamOutput {
-	events := []types.ConverseStreamOutput{&types.ConverseStreamOutputMemberMessageStart{Value: types.MessageStartEvent{Role: types.ConversationRoleAssistant}}}
+func streamEvents(content []wireBlock, n int) []bedrock.Event {
+	ev := func(typ string, payload any) bedrock.Event {
+		b, err := json.Marshal(payload)
+		if err != nil {
+			panic(err)
+		}
+		return bedrock.Event{Type: typ, Payload: b}
+	}
+	events := []bedrock.Event{ev("messageStart", map[string]any{"role": "assistant"})}
 	for i, c := range content {
-		idx := aws.Int32(int32(i))
 		tu := c.ToolUse
 		if tu == nil {
 			for _, p := range []string{"te", "xt"} {
-				events = append(events, &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: idx, Delta: &types.ContentBlockDeltaMemberText{Value: p}}})
+				events = append(events, ev("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"text": p}}))
 			}
 		} else {
-			events = append(events, &types.ConverseStreamOutputMemberContentBlockStart{Value: types.ContentBlockStartEvent{
-				ContentBlockIndex: idx,
-				Start:             &types.ContentBlockStartMemberToolUse{Value: types.ToolUseBlockStart{ToolUseId: aws.String(tu.ID), Name: aws.String(tu.Name)}},
-			}})
+			events = append(events, ev("contentBlockStart", map[string]any{"contentBlockIndex": i,
+				"start": map[string]any{"toolUse": map[string]any{"toolUseId": tu.ID, "name": tu.Name}}}))
 			for in := string(tu.Input); in != ""; {
 				k := min(n, len(in))
-				events = append(events, &types.ConverseStreamOutputMemberContentBlockDelta{Value: types.ContentBlockDeltaEvent{ContentBlockIndex: idx, Delta: &types.ContentBlockDeltaMemberToolUse{Value: types.ToolUseBlockDelta{Input: aws.String(in[:k])}}}})
+				events = append(events, ev("contentBlockDelta", map[string]any{"contentBlockIndex": i, "delta": map[string]any{"toolUse": map[string]any{"input": in[:k]}}}))
 				in = in[k:]
 			}
 		}
-		events = append(events, &types.ConverseStreamOutputMemberContentBlockStop{Value: types.ContentBlockStopEvent{ContentBlockIndex: idx}})
+		events = append(events, ev("contentBlockStop", map[string]any{"contentBlockIndex": i}))
 	}
 	return append(events,
-		&types.ConverseStreamOutputMemberMessageStop{Value: types.MessageStopEvent{StopReason: types.StopReasonEndTurn}},
-		&types.ConverseStreamOutputMemberMetadata{Value: types.ConverseStreamMetadataEvent{Usage: &types.TokenUsage{InputTokens: aws.Int32(1), OutputTokens: aws.Int32(1)}}},
+		ev("messageStop", map[string]any{"stopReason": "end_turn"}),
+		ev("metadata", map[string]any{"usage": map[string]any{"inputTokens": 1, "outputTokens": 1}}),
 	)
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -118,17 +117,16 @@ func (s *converseServer) requests() int {
 	return len(s.bodies)
 }
 
-// provider uses the real SDK client pointed at the server, with static
-// credentials and two attempts, so the SDK's own retryer is exercised.
-// Zero fields of cfg get the test's model ids.
+// provider uses the package's Client pointed at the server, with static
+// credentials and two attempts, so its retries before a stream starts are
+// exercised. Zero fields of cfg get the test's model ids.
 func (s *converseServer) provider(cfg bedrock.Config) *bedrock.Provider {
-	client := bedrockruntime.New(bedrockruntime.Options{
+	client := bedrock.NewClient(aws.Config{
 		Region:           "eu-central-1",
 		BaseEndpoint:     aws.String(s.srv.URL),
 		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "SECRETTEST", ""),
 		HTTPClient:       s.srv.Client(),
 		RetryMaxAttempts: 2,
-		RetryMode:        aws.RetryModeStandard,
 	})
 	if cfg.Model == "" {
 		cfg.Model = "anthropic.claude-test-v1:0"
@@ -610,7 +608,7 @@ func TestErrors(t *testing.T) {
 		wantText     string
 	}{
 		{
-			name:         "throttling then success is retried by the SDK",
+			name:         "throttling then success is tried again",
 			replies:      []reply{{status: 429, errType: "ThrottlingException", body: `{"message":"Too many requests"}`}, {status: 200, file: "converse_text.json"}},
 			wantRequests: 2,
 		},

@@ -6,17 +6,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
-
 	"github.com/clientagent/clientagent/pkg/awsconfig"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/bedrock"
 )
 
 // newBedrock builds the ConverseStream provider with the default AWS
-// credential chain (the Lambda role, AWS_PROFILE, …). The SDK's standard
-// retryer handles throttling and 5xx before a stream starts, bounded by
-// attempts; the provider calls again, as often, when a stream breaks midway.
+// credential chain (the Lambda role, AWS_PROFILE, …). The client tries
+// throttling and 5xx again before a stream starts, bounded by attempts;
+// the provider calls again, as often, when a stream breaks midway.
 func newBedrock(model string, flavours map[llm.Flavour]string, attempts int, timeout time.Duration, cache bedrock.PromptCache) (llm.Provider, string, error) {
 	if attempts <= 0 {
 		attempts = 4
@@ -30,7 +28,7 @@ func newBedrock(model string, flavours map[llm.Flavour]string, attempts int, tim
 	if cfg.Region == "" {
 		return nil, "", fmt.Errorf("llm config: CLIENTAGENT_LLM=bedrock needs an AWS region (AWS_REGION)")
 	}
-	p := bedrock.New(bedrockruntime.NewFromConfig(cfg), bedrock.Config{
+	p := bedrock.New(bedrock.NewClient(cfg), bedrock.Config{
 		Model:         model,
 		FlavourModels: flavours,
 		PromptCache:   cache,
