@@ -2,6 +2,7 @@ package awssign_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -92,5 +93,62 @@ func TestTransportSigns(t *testing.T) {
 		if got := <-verdicts; got != tt.want {
 			t.Errorf("%s: the server saw %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// Open tries a throttled or failed attempt again as Send does, and hands
+// back the first 200 answer unread, its body streaming; the signature of
+// what arrives verifies, an escaped path label included.
+func TestOpenStreamsTheFirstAnswerThatSucceeds(t *testing.T) {
+	t.Parallel()
+	creds := aws.Credentials{AccessKeyID: "AKID", SecretAccessKey: "SECRET"}
+	var calls int
+	var refused []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if v := verify(r, creds, "eu-central-1", "bedrock"); v != "ok" {
+			refused = append(refused, v)
+		}
+		if r.URL.EscapedPath() != "/model/a%3Ab/converse-stream" {
+			refused = append(refused, "path "+r.URL.EscapedPath())
+		}
+		switch calls {
+		case 1:
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 2:
+			w.Header().Set("X-Amzn-ErrorType", "ThrottlingException")
+			w.WriteHeader(http.StatusBadRequest)
+		default:
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, "first frame|")
+			w.(http.Flusher).Flush()
+			_, _ = io.WriteString(w, "second frame")
+		}
+	}))
+	t.Cleanup(srv.Close)
+	s := awssign.Service{Name: "bedrock", Credentials: credentials.StaticCredentialsProvider{Value: creds}, Region: "eu-central-1", Endpoint: srv.URL}
+	build := func(ctx context.Context, base string) (*http.Request, error) {
+		return http.NewRequestWithContext(ctx, http.MethodPost, base+"/model/a%3Ab/converse-stream", strings.NewReader(`{"messages":[]}`))
+	}
+	throttled := func(a awssign.Answer) bool { return a.Header.Get("X-Amzn-ErrorType") == "ThrottlingException" }
+	a, body, err := s.Open(t.Context(), "", build, throttled)
+	if err != nil || body == nil {
+		t.Fatalf("Open() = %+v, %v, %v; want the third answer streaming", a, body, err)
+	}
+	defer body.Close()
+	got, _ := io.ReadAll(body)
+	if a.Status != http.StatusOK || a.Body != nil || string(got) != "first frame|second frame" || calls != 3 {
+		t.Errorf("Open() = status %d, body field %q, stream %q after %d calls; want 200, no body, both frames, 3 calls", a.Status, a.Body, got, calls)
+	}
+	if len(refused) > 0 {
+		t.Errorf("the server refused: %v", refused)
+	}
+
+	// An error answer after the attempts comes back read, with no stream.
+	calls = 1 // the next is a throttling 400, then every call after it a 200
+	s.MaxAttempts = 1
+	a, body, err = s.Open(t.Context(), "", build, throttled)
+	if err != nil || body != nil || a.Status != http.StatusBadRequest {
+		t.Errorf("Open() with one attempt = %+v, %v, %v; want the 400 read, no stream", a, body, err)
 	}
 }

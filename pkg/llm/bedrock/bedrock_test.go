@@ -693,3 +693,32 @@ func assertGoldenJSON(t *testing.T, name string, got []byte) {
 		t.Errorf("request body mismatch with %s (-want +got):\n%s", path, diff)
 	}
 }
+
+// A path label is escaped as the AWS SDKs escape it: every byte but the
+// unreserved ones, so a model ARN stays one segment.
+func TestEscapePath(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"anthropic.claude-test-v1:0": "anthropic.claude-test-v1%3A0",
+		"arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.anthropic.claude-sonnet-4-20250514-v1:0": "arn%3Aaws%3Abedrock%3Aeu-west-1%3A123456789012%3Ainference-profile%2Feu.anthropic.claude-sonnet-4-20250514-v1%3A0",
+		"a b~_é": "a%20b~_%C3%A9",
+	} {
+		if got := bedrock.EscapePath(in); got != want {
+			t.Errorf("EscapePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// An error answer without X-Amzn-ErrorType is named by the body's __type
+// (its shape id's name), and an internal server error is one to try again.
+func TestErrorNamedByItsBody(t *testing.T) {
+	t.Parallel()
+	s := newConverseServer(t, reply{status: 500, body: `{"__type":"com.amazon.bedrock#InternalServerException","Message":"boom"}`})
+	_, err := s.provider(bedrock.Config{}).Complete(t.Context(), transcript())
+	if err == nil || !errors.Is(err, llm.ErrUnavailable) || !strings.Contains(err.Error(), "InternalServerException: boom") {
+		t.Errorf("Complete() error = %v, want InternalServerException: boom, wrapping ErrUnavailable", err)
+	}
+	if n := s.requests(); n != 2 {
+		t.Errorf("server saw %d requests, want 2 (the client's attempts)", n)
+	}
+}
