@@ -45,6 +45,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform/invokeenv"
 	"github.com/clientagent/clientagent/pkg/platform/toolenv"
 	"github.com/clientagent/clientagent/pkg/procs"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/schemacheck"
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
 	"github.com/clientagent/clientagent/pkg/telemetry"
@@ -420,8 +421,10 @@ func (s *Stack) sibling(rdb redis.UniversalClient, timeout time.Duration) redis.
 	if timeout > 0 {
 		dial, read, write = timeout, timeout, timeout
 	}
-	sib := redis.NewClient(&redis.Options{Network: o.Network, Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
-		DialTimeout: dial, ReadTimeout: read, WriteTimeout: write})
+	so := &redis.Options{Network: o.Network, Addr: o.Addr, DB: o.DB, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+		DialTimeout: dial, ReadTimeout: read, WriteTimeout: write}
+	so.Dialer = valkey.Dialer(so)
+	sib := redis.NewClient(so)
 	prev := s.closeRDB
 	s.closeRDB = func() { sib.Close(); prev() }
 	return sib

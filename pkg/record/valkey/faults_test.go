@@ -236,3 +236,32 @@ func TestEveryMethodOnARealCluster(t *testing.T) {
 		t.Errorf("after Delete %d keys remain", n)
 	}
 }
+
+// A server that drops every connection (CLIENT KILL, as a restart or an
+// idle timeout would) costs nothing once the pooled connections have
+// idled: go-redis probes an idle connection before it uses it and dials a
+// new one, so the next command succeeds without a retry.
+func TestDroppedConnectionsAreProbedWhenIdle(t *testing.T) {
+	t.Parallel()
+	addr, _ := valkeytest.Server(t)
+	u := "redis://" + addr + "/0?max_retries=-1" // no retry: only the probe can save the next command
+	c, closeC, err := valkey.Open(t.Context(), u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeC()
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	defer admin.Close()
+	for i := range 3 {
+		if err := c.Set(t.Context(), "k", i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.ClientKillByFilter(t.Context(), "TYPE", "normal", "SKIPME", "yes").Err(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(400 * time.Millisecond) // longer than the connections' probeIdle
+		if got, err := c.Get(t.Context(), "k").Int(); err != nil || got != i {
+			t.Fatalf("round %d: after the server dropped the connection, GET = %d, %v; want %d", i, got, err, i)
+		}
+	}
+}

@@ -99,6 +99,7 @@ func NewClient(rawURL string, opts ...ClientOption) (redis.UniversalClient, erro
 		}
 		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
 		o.CredentialsProviderContext = cfg.credentials
+		o.Dialer = Dialer(&redis.Options{DialTimeout: o.DialTimeout, TLSConfig: o.TLSConfig})
 		return redis.NewClusterClient(o), nil
 	}
 	o, err := redis.ParseURL(u.String())
@@ -107,6 +108,7 @@ func NewClient(rawURL string, opts ...ClientOption) (redis.UniversalClient, erro
 	}
 	timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
 	o.CredentialsProviderContext = cfg.credentials
+	o.Dialer = Dialer(o)
 	return redis.NewClient(o), nil
 }
 
