@@ -3,8 +3,11 @@ package valkey
 import (
 	"context"
 	"net"
+	"os"
 	"syscall"
 	"testing"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // A connection used within probeIdle is not probed (go-redis's recvfrom
@@ -57,5 +60,36 @@ func TestConnectionsAreProbedOnlyWhenIdle(t *testing.T) {
 	c.(*recentConn).used.Add(-int64(probeIdle)) // as if it had idled
 	if n := probes(); n != 1 {
 		t.Errorf("a connection idle for %s was probed %d times, want 1", probeIdle, n)
+	}
+}
+
+// BenchmarkRoundTrip is one GET against the server at VALKEY_URL, with
+// go-redis probing the connection before every command as it does by
+// itself, and with NewClient's dialer, which probes only an idle one.
+func BenchmarkRoundTrip(b *testing.B) {
+	url := os.Getenv("VALKEY_URL")
+	if url == "" {
+		b.Skip("set VALKEY_URL to a Valkey or Redis server")
+	}
+	for _, name := range []string{"probe-always", "probe-when-idle"} {
+		b.Run(name, func(b *testing.B) {
+			o, err := redis.ParseURL(url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if name == "probe-when-idle" {
+				o.Dialer = Dialer(o)
+			}
+			c := redis.NewClient(o)
+			defer c.Close()
+			if err := c.Set(b.Context(), "roundtrip", "x", 0).Err(); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if err := c.Get(b.Context(), "roundtrip").Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
