@@ -27,7 +27,13 @@
 // Map that follows another task's result, when a task waits on a token or
 // to retry, and when it ends; never for a Choice or Pass state alone. A
 // RedisPersister writes what a save adds (the position and the new history
-// events) and the definition once per process, under its hash.
+// events) and the definition once per process, under its hash. It is a
+// Claimer: a STANDARD execution's start is one round trip, a script that
+// stores the first save only if no execution of that name is stored, so
+// StartExecution learns that the name is free (or taken by an execution
+// that ended before a restart) and saves the start together, before the
+// first state runs. With another Persister the engine reads first, then
+// saves while the first states run.
 //
 // Delivery after a restart is at-least-once: a resumed execution runs from
 // its last save, so a task that was running, or whose result came after

@@ -213,6 +213,12 @@ func (e *Engine) startExecution(ctx context.Context, smArn, name string, input j
 	}
 	arn := fmt.Sprintf("arn:aws:states:%s:%s:execution:%s:%s", e.region, e.account, sm.name, name)
 	same := func(x *execution) (string, time.Time, *execution, error) {
+		if x.claimed != nil {
+			<-x.claimed
+			if x.claimErr != nil {
+				return "", time.Time{}, nil, x.claimErr
+			}
+		}
 		meta := x.describe()
 		if meta.Status == StatusRunning && jsonEqual(meta.Input, input) {
 			return arn, meta.StartDate, x, nil
@@ -225,8 +231,11 @@ func (e *Engine) startExecution(ctx context.Context, smArn, name string, input j
 		return same(x)
 	}
 	// An EXPRESS execution is never stored (save), so no stored one can
-	// hold its name.
-	if e.persist != nil && !sm.express { // ended and gone from memory?
+	// hold its name. A Claimer answers whether the name is free with the
+	// first save (claim); any other persister is asked first.
+	claimer, claims := e.persist.(Claimer)
+	claims = claims && !sm.express
+	if e.persist != nil && !sm.express && !claims { // ended and gone from memory?
 		if _, err := e.persist.Load(ctx, arn); err == nil {
 			return "", time.Time{}, nil, apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
 		} else if !errors.Is(err, ErrExecutionDoesNotExist) {
@@ -247,21 +256,72 @@ func (e *Engine) startExecution(ctx context.Context, smArn, name string, input j
 		ExecutionArn: arn, StateMachineArn: smArn, Name: name, Status: StatusRunning,
 		StartDate: now, Input: compact(input),
 	}, sm)
+	if claims {
+		x.claimed = make(chan struct{})
+	}
 	e.execs[arn] = x
 	e.mu.Unlock()
 
 	x.event(e.clock, HistoryEvent{Type: "ExecutionStarted", ExecutionStartedEventDetails: &ExecutionDetails{
 		Input: string(x.meta.Input), RoleArn: fmt.Sprintf("arn:aws:iam::%s:role/sfnlocal", e.account)}})
-	e.log.InfoContext(ctx, "execution started", "execution", arn)
 	c := &cursor{state: sm.root.StartAt, input: in, vars: map[string]any{}}
+	if claims {
+		// Not cut short by the caller: a claim the store applied is an
+		// execution that must run.
+		if err := e.claim(context.WithoutCancel(ctx), claimer, x, c); err != nil {
+			return "", time.Time{}, nil, err
+		}
+	}
+	e.log.InfoContext(ctx, "execution started", "execution", arn)
 	if parent != nil {
 		x.parent = parent.meta.ExecutionArn
 		parent.mu.Lock()
 		parent.children = append(parent.children, x)
 		parent.mu.Unlock()
 	}
-	e.start(x, c)
+	if claims {
+		e.launch(x, c)
+	} else {
+		e.start(x, c)
+	}
 	return arn, now, x, nil
+}
+
+// claim stores x's start with c, a new execution's first snapshot, if its
+// name is free in the store: one round trip that is StartExecution's check
+// and the start's save. When the name is taken (an execution that ended
+// before this process started) or the store fails, x is forgotten and
+// never runs, and a concurrent StartExecution of the same name that found
+// x gets the same error.
+func (e *Engine) claim(ctx context.Context, cl Claimer, x *execution, c *cursor) error {
+	arn := x.meta.ExecutionArn
+	err := func() error {
+		snap, ok, err := x.snapshot(c)
+		if err != nil {
+			return fmt.Errorf("start execution %s: snapshot: %w", arn, err)
+		}
+		if !ok {
+			return nil // ended meanwhile (the history quota): nothing to store
+		}
+		claimed, err := cl.Claim(ctx, snap)
+		switch {
+		case err != nil:
+			return fmt.Errorf("start execution %s: %w", arn, err)
+		case !claimed:
+			return apiErr(ErrExecutionAlreadyExists, "execution %s", arn)
+		}
+		return nil
+	}()
+	if err != nil {
+		e.mu.Lock()
+		if e.execs[arn] == x {
+			delete(e.execs, arn)
+		}
+		e.mu.Unlock()
+		x.claimErr = err
+	}
+	close(x.claimed)
+	return err
 }
 
 // start launches x at c and returns once its start is saved. The save's

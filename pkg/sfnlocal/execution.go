@@ -33,6 +33,11 @@ type execution struct {
 	// ($states.context.Execution.Input); inputDecoded says it is.
 	input        any
 	inputDecoded bool
+	// claimed, when not nil, is closed once the store answered whether
+	// this execution's name was free (Claimer); claimErr is then set when
+	// it was not, or the store failed, and the execution never ran.
+	claimed  chan struct{}
+	claimErr error
 }
 
 // MaxHistoryEvents is Step Functions' hard quota on an execution's history:

@@ -53,6 +53,14 @@ type Persister interface {
 	LoadAll(ctx context.Context) ([]Snapshot, error)
 }
 
+// Claimer is a Persister that stores a new execution's first snapshot
+// only when no execution of its ARN is stored, running or ended: the
+// check StartExecution makes that a name is free and the execution's
+// first save, in one step. Claim reports whether it stored s.
+type Claimer interface {
+	Claim(ctx context.Context, s Snapshot) (bool, error)
+}
+
 // snapshot returns what to persist of x at c (nil: x has ended, no
 // position). ok is false for a position of an execution that has ended
 // meanwhile: a late save must not bring it back.
@@ -176,7 +184,10 @@ type RedisPersister struct {
 	defs  map[string]bool // definitions stored by this process, by hash
 }
 
-var _ Persister = (*RedisPersister)(nil)
+var (
+	_ Persister = (*RedisPersister)(nil)
+	_ Claimer   = (*RedisPersister)(nil)
+)
 
 func (p *RedisPersister) prefix() string {
 	if p.Prefix == "" {
@@ -276,6 +287,74 @@ func (p *RedisPersister) write(ctx context.Context, s Snapshot, ended bool) erro
 		p.defs[defHash] = true
 	}
 	return nil
+}
+
+// claimScript stores a new execution's first snapshot unless its
+// position key exists. KEYS exec, hist, execs, def; ARGV the position,
+// the definition ("" when this process stored it already), the ARN, then
+// the history events.
+var claimScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+if ARGV[2] ~= '' then redis.call('SET', KEYS[4], ARGV[2], 'NX') end
+redis.call('DEL', KEYS[2])
+if #ARGV > 3 then redis.call('RPUSH', KEYS[2], unpack(ARGV, 4)) end
+redis.call('SADD', KEYS[3], ARGV[3])
+return 1
+`)
+
+// Claim stores s, a new execution's first snapshot, in one round trip,
+// unless an execution of its ARN is stored (running, or ended within the
+// retention): then it stores nothing and returns false.
+func (p *RedisPersister) Claim(ctx context.Context, s Snapshot) (bool, error) {
+	arn := s.Execution.ExecutionArn
+	defHash := s.DefinitionHash
+	if defHash == "" {
+		defHash = definitionHash(s.Definition)
+	}
+	pos := s
+	pos.History, pos.Definition, pos.DefinitionHash = nil, nil, defHash
+	b, err := json.Marshal(pos)
+	if err != nil {
+		return false, fmt.Errorf("encode snapshot %s: %w", arn, err)
+	}
+	p.mu.Lock()
+	sendDef := !p.defs[defHash] && len(s.Definition) > 0
+	p.mu.Unlock()
+	def := ""
+	if sendDef {
+		def = string(s.Definition)
+	}
+	args := make([]any, 0, 3+len(s.History))
+	args = append(args, b, def, arn)
+	for _, ev := range s.History {
+		eb, err := json.Marshal(ev)
+		if err != nil {
+			return false, fmt.Errorf("encode history of %s: %w", arn, err)
+		}
+		args = append(args, eb)
+	}
+	keys := []string{p.prefix() + "exec:" + arn, p.prefix() + "hist:" + arn, p.prefix() + "execs", p.prefix() + "def:" + defHash}
+	n, err := claimScript.Run(ctx, p.Client, keys, args...).Int()
+	if err != nil {
+		return false, fmt.Errorf("claim execution %s: %w", arn, err)
+	}
+	if n != 1 {
+		return false, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.saved == nil {
+		p.saved = map[string]int{}
+	}
+	p.saved[arn] = len(s.History)
+	if sendDef {
+		if p.defs == nil {
+			p.defs = map[string]bool{}
+		}
+		p.defs[defHash] = true
+	}
+	return true, nil
 }
 
 // Load reads one execution, running or ended (without its definition).

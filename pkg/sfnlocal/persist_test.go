@@ -372,3 +372,97 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// roundTrips counts the store's round trips: a command sent alone, a
+// pipeline or a transaction is one.
+type roundTrips struct{ n atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
+}
+
+// With a RedisPersister (a Claimer), a STANDARD execution's start is one
+// round trip: the check that its name is free and its first save are one
+// script, before its first state runs. A name an execution took before a
+// restart is refused, and nothing of that start runs.
+func TestStartIsOneClaim(t *testing.T) {
+	t.Parallel()
+	p, _, c := redisPersister(t)
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	e1, _ := testEngine(t, Options{Persist: p})
+	release := make(chan struct{})
+	var ranA atomic.Int32
+	e1.RegisterFunction("A", func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		if strings.Contains(string(in), `"n":1`) {
+			ranA.Add(1)
+			<-release
+		}
+		return in, nil
+	})
+	e1.RegisterFunction("B", echo)
+	sm := mustCreate(t, e1, "claims", []byte(boundaryDef))
+	// A first execution connects and loads the script; its end is stored
+	// before the count starts.
+	first := mustStart(t, e1, sm, "c0", `{"n":0}`)
+	mustWait(t, e1, first)
+	eventually(t, "the first execution's end stored", func() bool {
+		s, err := p.Load(t.Context(), first)
+		return err == nil && s.Execution.Status == StatusSucceeded
+	})
+	before := rt.n.Load()
+	arn := mustStart(t, e1, sm, "c1", `{"n":1}`)
+	if n := rt.n.Load() - before; n != 1 {
+		t.Errorf("StartExecution made %d round trips to the store, want 1 (the claim)", n)
+	}
+	s, err := p.Load(t.Context(), arn)
+	if err != nil || s.Execution.Status != StatusRunning || s.State != "Init" || len(s.History) != 1 {
+		t.Fatalf("stored after the start: %+v, %v; want the running execution at Init with its ExecutionStarted", s, err)
+	}
+	close(release)
+	if x := mustWait(t, e1, arn); x.Status != StatusSucceeded {
+		t.Fatalf("Status = %s (%s %s), want SUCCEEDED", x.Status, x.Error, x.Cause)
+	}
+	eventually(t, "the end stored", func() bool {
+		s, err := p.Load(t.Context(), arn)
+		return err == nil && s.Execution.Status == StatusSucceeded
+	})
+	s, _ = p.Load(t.Context(), arn)
+	e1.mu.Lock()
+	inMemory := len(e1.execs[arn].history)
+	e1.mu.Unlock()
+	if len(s.History) != inMemory {
+		t.Errorf("stored history has %d events, the execution %d", len(s.History), inMemory)
+	}
+
+	// A restart: the name is taken in the store, and the new engine does
+	// not run it again, even for two starts at once.
+	e2, _ := testEngine(t, Options{Persist: p})
+	e2.RegisterFunction("A", func(ctx context.Context, in json.RawMessage) (json.RawMessage, error) {
+		ranA.Add(1)
+		return in, nil
+	})
+	e2.RegisterFunction("B", echo)
+	sm2 := mustCreate(t, e2, "claims", []byte(boundaryDef))
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { _, _, errs[i] = e2.StartExecution(t.Context(), sm2, "c1", json.RawMessage(`{"n":1}`)) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !errors.Is(err, ErrExecutionAlreadyExists) {
+			t.Errorf("start %d of a name taken before the restart = %v, want ErrExecutionAlreadyExists", i, err)
+		}
+	}
+	if _, err := e2.DescribeExecution(t.Context(), arn); err != nil {
+		t.Errorf("DescribeExecution(%s) after the refused starts = %v, want the stored execution", arn, err)
+	}
+	if n := ranA.Load(); n != 1 {
+		t.Errorf("A ran %d times, want once (the first engine's)", n)
+	}
+}
