@@ -211,19 +211,12 @@ func (p *RedisPersister) End(ctx context.Context, s Snapshot) error {
 
 func (p *RedisPersister) write(ctx context.Context, s Snapshot, ended bool) error {
 	arn := s.Execution.ExecutionArn
-	defHash := s.DefinitionHash
-	if defHash == "" {
-		defHash = definitionHash(s.Definition)
-	}
-	pos := s
-	pos.History, pos.Definition, pos.DefinitionHash = nil, nil, defHash
-	b, err := json.Marshal(pos)
+	b, defHash, sendDef, err := p.position(s)
 	if err != nil {
-		return fmt.Errorf("encode snapshot %s: %w", arn, err)
+		return err
 	}
 	p.mu.Lock()
 	n, known := p.saved[arn]
-	sendDef := !p.defs[defHash] && len(s.Definition) > 0
 	p.mu.Unlock()
 	if n > len(s.History) {
 		known = false
@@ -232,13 +225,9 @@ func (p *RedisPersister) write(ctx context.Context, s Snapshot, ended bool) erro
 	if !known {
 		from = 0
 	}
-	events := make([]any, 0, len(s.History)-from)
-	for _, ev := range s.History[from:] {
-		eb, err := json.Marshal(ev)
-		if err != nil {
-			return fmt.Errorf("encode history of %s: %w", arn, err)
-		}
-		events = append(events, eb)
+	events, err := appendHistory(nil, arn, s.History[from:])
+	if err != nil {
+		return err
 	}
 	ek, hk := p.prefix()+"exec:"+arn, p.prefix()+"hist:"+arn
 	ttl := cmp.Or(p.Retention, DefaultRetention)
@@ -266,27 +255,68 @@ func (p *RedisPersister) write(ctx context.Context, s Snapshot, ended bool) erro
 		}
 		return nil
 	})
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if err != nil || ended {
 		// After an error what was stored is unknown: the next save rewrites it all.
+		p.mu.Lock()
 		delete(p.saved, arn)
-	} else {
-		if p.saved == nil {
-			p.saved = map[string]int{}
-		}
-		p.saved[arn] = len(s.History)
+		p.mu.Unlock()
 	}
 	if err != nil {
 		return fmt.Errorf("save snapshot %s: %w", arn, err)
 	}
-	if sendDef {
+	p.stored(arn, len(s.History), !ended, defHash, sendDef)
+	return nil
+}
+
+// position is what the exec key holds of s (s without its history and
+// definition, with the definition's hash), the hash, and whether the
+// definition is still to be stored by this process.
+func (p *RedisPersister) position(s Snapshot) (b []byte, defHash string, sendDef bool, err error) {
+	defHash = s.DefinitionHash
+	if defHash == "" {
+		defHash = definitionHash(s.Definition)
+	}
+	pos := s
+	pos.History, pos.Definition, pos.DefinitionHash = nil, nil, defHash
+	if b, err = json.Marshal(pos); err != nil {
+		return nil, "", false, fmt.Errorf("encode snapshot %s: %w", s.Execution.ExecutionArn, err)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return b, defHash, !p.defs[defHash] && len(s.Definition) > 0, nil
+}
+
+// appendHistory appends the JSON of each of evs, arn's history events, to
+// args.
+func appendHistory(args []any, arn string, evs []HistoryEvent) ([]any, error) {
+	for _, ev := range evs {
+		eb, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("encode history of %s: %w", arn, err)
+		}
+		args = append(args, eb)
+	}
+	return args, nil
+}
+
+// stored notes what a successful write stored: arn's first n history
+// events (when the execution still runs: an ended one is not written
+// again) and, when sent, the definition of defHash.
+func (p *RedisPersister) stored(arn string, n int, running bool, defHash string, sentDef bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if running {
+		if p.saved == nil {
+			p.saved = map[string]int{}
+		}
+		p.saved[arn] = n
+	}
+	if sentDef {
 		if p.defs == nil {
 			p.defs = map[string]bool{}
 		}
 		p.defs[defHash] = true
 	}
-	return nil
 }
 
 // claimScript stores a new execution's first snapshot unless its
@@ -308,31 +338,17 @@ return 1
 // retention): then it stores nothing and returns false.
 func (p *RedisPersister) Claim(ctx context.Context, s Snapshot) (bool, error) {
 	arn := s.Execution.ExecutionArn
-	defHash := s.DefinitionHash
-	if defHash == "" {
-		defHash = definitionHash(s.Definition)
-	}
-	pos := s
-	pos.History, pos.Definition, pos.DefinitionHash = nil, nil, defHash
-	b, err := json.Marshal(pos)
+	b, defHash, sendDef, err := p.position(s)
 	if err != nil {
-		return false, fmt.Errorf("encode snapshot %s: %w", arn, err)
+		return false, err
 	}
-	p.mu.Lock()
-	sendDef := !p.defs[defHash] && len(s.Definition) > 0
-	p.mu.Unlock()
 	def := ""
 	if sendDef {
 		def = string(s.Definition)
 	}
-	args := make([]any, 0, 3+len(s.History))
-	args = append(args, b, def, arn)
-	for _, ev := range s.History {
-		eb, err := json.Marshal(ev)
-		if err != nil {
-			return false, fmt.Errorf("encode history of %s: %w", arn, err)
-		}
-		args = append(args, eb)
+	args, err := appendHistory(append(make([]any, 0, 3+len(s.History)), b, def, arn), arn, s.History)
+	if err != nil {
+		return false, err
 	}
 	keys := []string{p.prefix() + "exec:" + arn, p.prefix() + "hist:" + arn, p.prefix() + "execs", p.prefix() + "def:" + defHash}
 	n, err := claimScript.Run(ctx, p.Client, keys, args...).Int()
@@ -342,18 +358,7 @@ func (p *RedisPersister) Claim(ctx context.Context, s Snapshot) (bool, error) {
 	if n != 1 {
 		return false, nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.saved == nil {
-		p.saved = map[string]int{}
-	}
-	p.saved[arn] = len(s.History)
-	if sendDef {
-		if p.defs == nil {
-			p.defs = map[string]bool{}
-		}
-		p.defs[defHash] = true
-	}
+	p.stored(arn, len(s.History), true, defHash, sendDef)
 	return true, nil
 }
 
