@@ -152,3 +152,28 @@ func TestOpenStreamsTheFirstAnswerThatSucceeds(t *testing.T) {
 		t.Errorf("Open() with one attempt = %+v, %v, %v; want the 400 read, no stream", a, body, err)
 	}
 }
+
+// A service without an endpoint of its own is reached at its regional
+// host, in the region's partition, at its FIPS host when asked for.
+func TestServiceRegionalEndpoint(t *testing.T) {
+	t.Setenv("AWS_USE_FIPS_ENDPOINT", "")
+	for _, tt := range []struct {
+		region string
+		fips   bool
+		want   string
+	}{
+		{"eu-central-1", false, "https://bedrock-runtime.eu-central-1.amazonaws.com"},
+		{"us-east-1", true, "https://bedrock-runtime-fips.us-east-1.amazonaws.com"},
+		{"us-gov-west-1", true, "https://bedrock-runtime-fips.us-gov-west-1.amazonaws.com"},
+		{"cn-north-1", false, "https://bedrock-runtime.cn-north-1.amazonaws.com.cn"},
+	} {
+		s := awssign.Service{Name: "bedrock", Host: "bedrock-runtime", FIPS: tt.fips}
+		if got := s.Regional(tt.region); got != tt.want {
+			t.Errorf("Regional(%s, fips %v) = %s, want %s", tt.region, tt.fips, got, tt.want)
+		}
+	}
+	t.Setenv("AWS_USE_FIPS_ENDPOINT", "true")
+	if s := awssign.ServiceOf(aws.Config{Region: "us-east-1"}, "secretsmanager", "secretsmanager", "SECRETS_MANAGER"); !s.FIPS {
+		t.Error("ServiceOf() with AWS_USE_FIPS_ENDPOINT=true: FIPS is false")
+	}
+}

@@ -16,7 +16,8 @@ import (
 type Service struct {
 	// Name is the SigV4 signing name ("secretsmanager", "bedrock").
 	Name string
-	// Host is the service's host prefix: https://<Host>.<region>.amazonaws.com.
+	// Host is the service's host prefix: https://<Host>.<region>.amazonaws.com
+	// (amazonaws.com.cn in the China regions; <Host>-fips with FIPS).
 	Host        string
 	Credentials aws.CredentialsProvider
 	// Region is the region of a request that names none.
@@ -28,6 +29,9 @@ type Service struct {
 	HTTP *http.Client
 	// MaxAttempts bounds the attempts of one request (0: 3).
 	MaxAttempts int
+	// FIPS sends the requests to the service's FIPS endpoint
+	// (AWS_USE_FIPS_ENDPOINT=true, as the SDKs read it).
+	FIPS bool
 }
 
 // ServiceOf is the service name, at host, with cfg's region, credentials,
@@ -39,6 +43,7 @@ func ServiceOf(cfg aws.Config, name, host, id string) Service {
 	if c, ok := cfg.HTTPClient.(*http.Client); ok {
 		s.HTTP = c
 	}
+	s.FIPS = strings.EqualFold(os.Getenv("AWS_USE_FIPS_ENDPOINT"), "true")
 	if e := os.Getenv("AWS_ENDPOINT_URL_" + id); e != "" {
 		s.Endpoint = e
 	} else if cfg.BaseEndpoint != nil {
@@ -68,7 +73,21 @@ func (s Service) prepare(region string, build func(ctx context.Context, base str
 	}
 	base := strings.TrimSuffix(s.Endpoint, "/")
 	if base == "" {
-		base = "https://" + s.Host + "." + region + ".amazonaws.com"
+		base = s.regional(region)
 	}
 	return Client(s.HTTP, s.Credentials, region, s.Name), func(ctx context.Context) (*http.Request, error) { return build(ctx, base) }
+}
+
+// regional is the service's base URL in region: its host there, in the
+// region's partition (amazonaws.com.cn in China), at its FIPS endpoint
+// when s.FIPS.
+func (s Service) regional(region string) string {
+	host, domain := s.Host, "amazonaws.com"
+	if s.FIPS {
+		host += "-fips"
+	}
+	if strings.HasPrefix(region, "cn-") {
+		domain = "amazonaws.com.cn"
+	}
+	return "https://" + host + "." + region + "." + domain
 }
