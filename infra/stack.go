@@ -760,9 +760,10 @@ func (a *appStack) addOutputs() {
 	}
 }
 
-// xrayOTLPEndpoint is X-Ray's OTLP traces endpoint in the stack's region.
+// xrayOTLPEndpoint is X-Ray's OTLP traces endpoint in the stack's region
+// and partition (amazonaws.com.cn in China: AWS::URLSuffix).
 func xrayOTLPEndpoint() *string {
-	return jsii.String("https://xray." + *awscdk.Aws_REGION() + ".amazonaws.com/v1/traces")
+	return jsii.String("https://xray." + *awscdk.Aws_REGION() + "." + *awscdk.Aws_URL_SUFFIX() + "/v1/traces")
 }
 
 // allowXRayOTLP lets fn send spans to X-Ray's OTLP endpoint, which

@@ -9,7 +9,7 @@ import (
 )
 
 // xrayEndpoint is the synthesized OTEL_EXPORTER_OTLP_TRACES_ENDPOINT.
-var xrayEndpoint = mustJSON(map[string]any{"Fn::Join": []any{"", []any{"https://xray.", map[string]any{"Ref": "AWS::Region"}, ".amazonaws.com/v1/traces"}}})
+var xrayEndpoint = mustJSON(map[string]any{"Fn::Join": []any{"", []any{"https://xray.", map[string]any{"Ref": "AWS::Region"}, ".", map[string]any{"Ref": "AWS::URLSuffix"}, "/v1/traces"}}})
 
 // Every environment of cdk.json says whether it traces (issue 16).
 func TestCDKJSONTracingPerEnvironment(t *testing.T) {

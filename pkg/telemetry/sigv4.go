@@ -12,11 +12,11 @@ import (
 )
 
 // XRayService is the SigV4 signing name of X-Ray's OTLP endpoint
-// (https://xray.<region>.amazonaws.com/v1/traces), which authorizes a
-// request as xray:PutTraceSegments.
+// (https://xray.<region>.amazonaws.com/v1/traces, amazonaws.com.cn in the
+// China regions), which authorizes a request as xray:PutTraceSegments.
 const XRayService = "xray"
 
-var xrayHost = regexp.MustCompile(`^xray\.([a-z0-9-]+)\.amazonaws\.com$`)
+var xrayHost = regexp.MustCompile(`^xray\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?$`)
 
 // XRayRegion is the region of an X-Ray OTLP endpoint URL; ok is false for
 // any other endpoint, whose requests are not signed.

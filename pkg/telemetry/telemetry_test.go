@@ -155,10 +155,12 @@ func TestInjectExtract(t *testing.T) {
 func TestXRayRegion(t *testing.T) {
 	t.Parallel()
 	for url, want := range map[string]string{
-		"https://xray.eu-west-1.amazonaws.com/v1/traces": "eu-west-1",
-		"http://xray.eu-west-1.amazonaws.com/v1/traces":  "",
-		"https://collector.example.com/v1/traces":        "",
-		"http://127.0.0.1:4318/v1/traces":                "",
+		"https://xray.eu-west-1.amazonaws.com/v1/traces":              "eu-west-1",
+		"https://xray.cn-north-1.amazonaws.com.cn/v1/traces":          "cn-north-1",
+		"http://xray.eu-west-1.amazonaws.com/v1/traces":               "",
+		"https://xray.eu-west-1.amazonaws.com.evil.example/v1/traces": "",
+		"https://collector.example.com/v1/traces":                     "",
+		"http://127.0.0.1:4318/v1/traces":                             "",
 	} {
 		got, ok := XRayRegion(url)
 		if got != want || ok != (want != "") {
