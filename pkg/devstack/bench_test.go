@@ -115,7 +115,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // benchStack starts a stack with the demo model for a benchmark, with a
 // round-trip counter on the platform's Valkey client; the stack's shutdown
 // is kept out of the timed region.
-func benchStack(b *testing.B) (*Stack, *client, *roundTrips) {
+func benchStack(b *testing.B) (*Stack, *client, *roundTrips, *roundTrips) {
 	st, err := Start(b.Context(), benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), Procs: benchProcs(b)}))
 	if err != nil {
 		b.Fatal(err)
@@ -125,16 +125,17 @@ func benchStack(b *testing.B) (*Stack, *client, *roundTrips) {
 		st.Close()
 	})
 	tok, _ := st.Token("dev")
-	rt := &roundTrips{}
+	rt, engineRT := &roundTrips{}, &roundTrips{}
 	st.Redis.AddHook(rt)
-	return st, &client{t: b, base: st.URL(), token: tok}, rt
+	st.engineRDB.AddHook(engineRT)
+	return st, &client{t: b, base: st.URL(), token: tok}, rt, engineRT
 }
 
 // BenchmarkPopelnaseTurn measures one whole turn through the API, the local
 // engine, the embedded Valkey and the demo A2A agents, with the scripted
 // demo model (so the figure is our overhead, not a model's latency).
 func BenchmarkPopelnaseTurn(b *testing.B) {
-	st, c, rt := benchStack(b)
+	st, c, rt, engineRT := benchStack(b)
 	var counts TurnCounts
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -147,6 +148,7 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 		counts = countHistory(h)
 	}
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
+	b.ReportMetric(float64(engineRT.n.Load())/float64(b.N), "engine-roundtrips/turn")
 	b.ReportMetric(float64(counts.Transitions), "transitions/turn")
 	b.ReportMetric(float64(counts.Standard), "standard-transitions/turn")
 	b.ReportMetric(float64(counts.Express), "express-executions/turn")
@@ -240,7 +242,7 @@ func TestWorkflowCounts(t *testing.T) {
 // BenchmarkWorkflowTurn is BenchmarkPopelnaseTurn's chain as the
 // word_to_png workflow, started explicitly.
 func BenchmarkWorkflowTurn(b *testing.B) {
-	st, c, rt := benchStack(b)
+	st, c, rt, engineRT := benchStack(b)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		cid := c.newConversation()
@@ -250,6 +252,7 @@ func BenchmarkWorkflowTurn(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
+	b.ReportMetric(float64(engineRT.n.Load())/float64(b.N), "engine-roundtrips/turn")
 }
 
 // benchProcs is the processors' adapter of make run (pkg/procs), so a

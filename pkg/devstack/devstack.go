@@ -170,6 +170,7 @@ type Stack struct {
 	url       string
 	srv       *http.Server
 	engine    *sfnlocal.Engine
+	engineRDB redis.UniversalClient // the engine's persister's Valkey client
 	auth      *auth.Local
 	closeRDB  func()
 	stopMCP   func()
@@ -274,6 +275,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// loaded machine the platform's 700 ms dial and I/O timeouts failed
 	// their tasks, issue 31).
 	engineRDB, agentsRDB := st.sibling(rdb, 0), st.sibling(rdb, agentStoreTimeout)
+	st.engineRDB = engineRDB
 	if cfg.Retention <= 0 {
 		cfg.Retention = time.Hour
 	}
