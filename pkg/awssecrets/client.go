@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -52,14 +51,14 @@ func (c *Client) SecretValue(ctx context.Context, id, region string) (*string, e
 		return req, nil
 	}
 	a, err := c.Send(ctx, region, build, func(a awssign.Answer) bool {
-		code, _ := errorOf(a)
+		code, _ := a.ServiceError()
 		return code == "ThrottlingException" || code == "RequestLimitExceeded"
 	})
 	if err != nil {
 		return nil, fmt.Errorf("secretsmanager GetSecretValue: %w", err)
 	}
 	if a.Status != http.StatusOK {
-		code, msg := errorOf(a)
+		code, msg := a.ServiceError()
 		return nil, fmt.Errorf("secretsmanager GetSecretValue: %s: %s", code, msg)
 	}
 	var out struct{ SecretString *string }
@@ -67,19 +66,4 @@ func (c *Client) SecretValue(ctx context.Context, id, region string) (*string, e
 		return nil, fmt.Errorf("secretsmanager GetSecretValue: the answer is not JSON: %w", err)
 	}
 	return out.SecretString, nil
-}
-
-// errorOf is the error code and message of a JSON 1.1 error answer.
-func errorOf(a awssign.Answer) (code, msg string) {
-	var e struct {
-		Type     string `json:"__type"`
-		Message  string `json:"message"`
-		MessageU string `json:"Message"`
-	}
-	_ = json.Unmarshal(a.Body, &e)
-	code = e.Type[strings.LastIndexByte(e.Type, '#')+1:]
-	if code == "" {
-		code = a.StatusText()
-	}
-	return code, e.Message + e.MessageU
 }

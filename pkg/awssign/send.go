@@ -2,10 +2,12 @@ package awssign
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -19,6 +21,27 @@ type Answer struct {
 // StatusText is the answer's status as an error code for an answer that
 // names none: "503 Service Unavailable".
 func (a Answer) StatusText() string { return strconv.Itoa(a.Status) + " " + http.StatusText(a.Status) }
+
+// ServiceError is an error answer's code and message as the AWS JSON and
+// REST-JSON protocols send them: the code from X-Amzn-ErrorType (before its
+// ':'), else from the body's __type (after its '#'), else the status
+// (StatusText); the message from the body's message or Message.
+func (a Answer) ServiceError() (code, message string) {
+	var b struct {
+		Type     string `json:"__type"`
+		Message  string `json:"message"`
+		MessageU string `json:"Message"`
+	}
+	_ = json.Unmarshal(a.Body, &b)
+	code, _, _ = strings.Cut(a.Header.Get("X-Amzn-ErrorType"), ":")
+	if code == "" {
+		code = b.Type[strings.LastIndexByte(b.Type, '#')+1:]
+	}
+	if code == "" {
+		code = a.StatusText()
+	}
+	return code, b.Message + b.MessageU
+}
 
 // Send sends the request build makes over client (which signs it) up to
 // attempts times (0: 3), as the AWS SDKs' standard retryer would: again

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -47,31 +46,20 @@ func (c *Client) ApplyGuardrail(ctx context.Context, id, version, source, text s
 		req.Header.Set("Content-Type", "application/json")
 		return req, nil
 	}
-	a, err := c.Send(ctx, "", build, func(a awssign.Answer) bool { return errorType(a) == "ThrottlingException" })
+	a, err := c.Send(ctx, "", build, func(a awssign.Answer) bool {
+		code, _ := a.ServiceError()
+		return code == "ThrottlingException"
+	})
 	if err != nil {
 		return nil, fmt.Errorf("ApplyGuardrail: %w", err)
 	}
 	if a.Status != http.StatusOK {
-		var e struct {
-			Message  string `json:"message"`
-			MessageU string `json:"Message"`
-		}
-		_ = json.Unmarshal(a.Body, &e)
-		return nil, fmt.Errorf("ApplyGuardrail: %s: %s", errorType(a), e.Message+e.MessageU)
+		code, msg := a.ServiceError()
+		return nil, fmt.Errorf("ApplyGuardrail: %s: %s", code, msg)
 	}
 	var out Result
 	if err := json.Unmarshal(a.Body, &out); err != nil {
 		return nil, fmt.Errorf("ApplyGuardrail: the answer is not JSON: %w", err)
 	}
 	return &out, nil
-}
-
-// errorType is a REST-JSON error answer's type (X-Amzn-ErrorType, before
-// its ':'), or its HTTP status.
-func errorType(a awssign.Answer) string {
-	t, _, _ := strings.Cut(a.Header.Get("X-Amzn-ErrorType"), ":")
-	if t == "" {
-		return a.StatusText()
-	}
-	return t
 }

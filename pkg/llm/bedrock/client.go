@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -88,13 +89,8 @@ func (c *Client) ConverseStream(ctx context.Context, model string, body []byte) 
 		return req, nil
 	}
 	a, stream, err := c.Open(ctx, "", build, func(a awssign.Answer) bool {
-		code := answerError(a).Code
-		for _, r := range retryable {
-			if code == r {
-				return true
-			}
-		}
-		return false
+		code, _ := a.ServiceError()
+		return slices.Contains(retryable, code)
 	})
 	if err != nil {
 		return nil, err
@@ -105,24 +101,10 @@ func (c *Client) ConverseStream(ctx context.Context, model string, body []byte) 
 	return &frames{body: stream, dec: eventstream.NewDecoder()}, nil
 }
 
-// answerError is a REST-JSON error answer: its code from X-Amzn-ErrorType
-// (before its ':') or the body's __type, else its HTTP status; its message
-// from the body.
+// answerError is an error answer as an *APIError (awssign.Answer.ServiceError).
 func answerError(a awssign.Answer) *APIError {
-	var b struct {
-		Type     string `json:"__type"`
-		Message  string `json:"message"`
-		MessageU string `json:"Message"`
-	}
-	_ = json.Unmarshal(a.Body, &b)
-	code, _, _ := strings.Cut(a.Header.Get("X-Amzn-ErrorType"), ":")
-	if code == "" {
-		code = b.Type[strings.LastIndexByte(b.Type, '#')+1:]
-	}
-	if code == "" {
-		code = a.StatusText()
-	}
-	return &APIError{Code: code, Message: b.Message + b.MessageU, Status: a.Status}
+	code, msg := a.ServiceError()
+	return &APIError{Code: code, Message: msg, Status: a.Status}
 }
 
 // frames reads an event stream's binary frames.
