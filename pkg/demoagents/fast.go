@@ -9,22 +9,27 @@ import (
 	"html"
 	"image"
 	"image/png"
+	"iter"
 	"net/http"
 	"path"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
-	"github.com/a2aproject/a2a-go/a2asrv/eventqueue"
 )
 
 // FastHandler serves the demo specialists for load runs of the platform
 // (docs/benchmarks.md): the same agent paths and cards as Handler (skill
-// ids, schemas, the schema extension), reached over real A2A JSON-RPC, but
-// each skill answers at once with a tiny artifact and keeps nothing: no task store (a2a-go's in-memory one
-// would keep every task of the process), no publication ledger, and input
-// files are not fetched. A fast agent never asks for input, so no task is
-// ever continued.
+// ids, schemas, the schema extension), reached over real A2A JSON-RPC
+// (a2a-go's server side decodes each request and encodes each answer), but
+// each skill answers at once with a tiny artifact and keeps nothing: no
+// task store, no publication ledger, and input files are not fetched. A
+// fast agent never asks for input, so no task is ever continued.
+//
+// The answer is made in the request (fastAgent), as a load run's
+// specialist would be a plain function: not by a2a-go's task executor,
+// whose event queue and goroutines per task were a specialist's cost, not
+// the platform's, in what the load runs measure.
 func FastHandler(publicBaseURL string) http.Handler {
 	base := strings.TrimRight(publicBaseURL, "/")
 	fast := map[string]func(*callInput) *callOutput{
@@ -39,7 +44,7 @@ func FastHandler(publicBaseURL string) http.Handler {
 		if !ok {
 			panic("demoagents: no fast version of skill " + sk.id)
 		}
-		rpc := a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(&fastExecutor{skill: sk, run: run}, a2asrv.WithTaskStore(noTasks{})))
+		rpc := a2asrv.NewJSONRPCHandler(&fastAgent{skill: sk, run: run})
 		mux.Handle("POST "+sk.path, rpc)
 		mux.Handle("POST "+sk.path+"/{$}", rpc)
 		mux.Handle(sk.path+a2asrv.WellKnownAgentCardPath, cardHandler(base, sk))
@@ -48,47 +53,98 @@ func FastHandler(publicBaseURL string) http.Handler {
 	return mux
 }
 
-// noTasks is a task store that keeps nothing: the fast agents finish every
-// task in the request that starts it.
-type noTasks struct{}
-
-var _ a2asrv.TaskStore = noTasks{}
-
-func (noTasks) Save(context.Context, *a2a.Task) error { return nil }
-func (noTasks) Get(context.Context, a2a.TaskID) (*a2a.Task, error) {
-	return nil, a2a.ErrTaskNotFound
-}
-
-// fastExecutor answers a call with one event: the completed (or failed)
-// task with its artifacts.
-type fastExecutor struct {
+// fastAgent is a fast specialist's A2A request handler: message/send (and
+// message/stream, as one event) answers with the finished task, made in
+// the request. It keeps no task, so every other method finds none.
+type fastAgent struct {
 	skill *skill
 	run   func(*callInput) *callOutput
 }
 
-var _ a2asrv.AgentExecutor = (*fastExecutor)(nil)
+var _ a2asrv.RequestHandler = (*fastAgent)(nil)
 
-// Execute checks the arguments against the skill's schema, as the demo
-// agent does, and writes the finished task.
-func (e *fastExecutor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContext, q eventqueue.Queue) error {
-	task := &a2a.Task{ID: reqCtx.TaskID, ContextID: reqCtx.ContextID}
-	in, err := (&executor{skill: e.skill}).input(reqCtx)
+// OnSendMessage runs the skill on the message's arguments. A message that
+// continues a task names one this agent never kept.
+func (f *fastAgent) OnSendMessage(_ context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	if p == nil || p.Message == nil {
+		return nil, a2a.ErrInvalidParams
+	}
+	if p.Message.TaskID != "" {
+		return nil, a2a.ErrTaskNotFound
+	}
+	contextID := p.Message.ContextID
+	if contextID == "" {
+		contextID = a2a.NewContextID()
+	}
+	return f.task(&a2asrv.RequestContext{Message: p.Message, TaskID: a2a.NewTaskID(), ContextID: contextID, Metadata: p.Metadata}), nil
+}
+
+// OnSendMessageStream is OnSendMessage's task as the stream's one event.
+func (f *fastAgent) OnSendMessageStream(ctx context.Context, p *a2a.MessageSendParams) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) {
+		res, err := f.OnSendMessage(ctx, p)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		yield(res.(*a2a.Task), nil)
+	}
+}
+
+func (f *fastAgent) OnGetTask(context.Context, *a2a.TaskQueryParams) (*a2a.Task, error) {
+	return nil, a2a.ErrTaskNotFound
+}
+
+func (f *fastAgent) OnCancelTask(context.Context, *a2a.TaskIDParams) (*a2a.Task, error) {
+	return nil, a2a.ErrTaskNotFound
+}
+
+func (f *fastAgent) OnResubscribeToTask(context.Context, *a2a.TaskIDParams) iter.Seq2[a2a.Event, error] {
+	return func(yield func(a2a.Event, error) bool) { yield(nil, a2a.ErrTaskNotFound) }
+}
+
+func (f *fastAgent) OnGetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigParams) (*a2a.TaskPushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (f *fastAgent) OnListTaskPushConfig(context.Context, *a2a.ListTaskPushConfigParams) ([]*a2a.TaskPushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (f *fastAgent) OnSetTaskPushConfig(context.Context, *a2a.TaskPushConfig) (*a2a.TaskPushConfig, error) {
+	return nil, a2a.ErrPushNotificationNotSupported
+}
+
+func (f *fastAgent) OnDeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigParams) error {
+	return a2a.ErrPushNotificationNotSupported
+}
+
+func (f *fastAgent) OnGetExtendedAgentCard(context.Context) (*a2a.AgentCard, error) {
+	return nil, a2a.ErrAuthenticatedExtendedCardNotConfigured
+}
+
+// task checks the arguments against the skill's schema, as the demo agent
+// does, and returns the finished task (failed on arguments the schema
+// refuses), with the message in its history.
+func (f *fastAgent) task(reqCtx *a2asrv.RequestContext) *a2a.Task {
+	task := &a2a.Task{ID: reqCtx.TaskID, ContextID: reqCtx.ContextID, History: []*a2a.Message{reqCtx.Message}}
+	in, err := (&executor{skill: f.skill}).input(reqCtx)
 	if err != nil {
-		msg := "internal error in " + e.skill.id
+		msg := "internal error in " + f.skill.id
 		var ue *userError
 		if errors.As(err, &ue) {
 			msg = ue.msg
 		}
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, reqCtx, a2a.TextPart{Text: msg})}
-		return q.Write(ctx, task)
+		return task
 	}
-	out := e.run(in)
-	for _, f := range out.files {
+	out := f.run(in)
+	for _, file := range out.files {
 		task.Artifacts = append(task.Artifacts, &a2a.Artifact{
-			ID: a2a.NewArtifactID(), Name: f.name, Description: f.description,
+			ID: a2a.NewArtifactID(), Name: file.name, Description: file.description,
 			Parts: a2a.ContentParts{a2a.FilePart{File: a2a.FileBytes{
-				FileMeta: a2a.FileMeta{Name: f.name, MimeType: f.mimeType},
-				Bytes:    base64.StdEncoding.EncodeToString(f.data),
+				FileMeta: a2a.FileMeta{Name: file.name, MimeType: file.mimeType},
+				Bytes:    base64.StdEncoding.EncodeToString(file.data),
 			}}},
 		})
 	}
@@ -97,15 +153,7 @@ func (e *fastExecutor) Execute(ctx context.Context, reqCtx *a2asrv.RequestContex
 		parts = append(parts, a2a.DataPart{Data: out.data})
 	}
 	task.Status = a2a.TaskStatus{State: a2a.TaskStateCompleted, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, reqCtx, parts...)}
-	return q.Write(ctx, task)
-}
-
-// Cancel marks the task canceled; a fast task is over before a cancel
-// could reach it.
-func (e *fastExecutor) Cancel(ctx context.Context, reqCtx *a2asrv.RequestContext, q eventqueue.Queue) error {
-	ev := a2a.NewStatusUpdateEvent(reqCtx, a2a.TaskStateCanceled, nil)
-	ev.Final = true
-	return q.Write(ctx, ev)
+	return task
 }
 
 // tinyPNG is a 1×1 white PNG, encoded once.

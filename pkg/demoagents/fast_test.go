@@ -3,12 +3,14 @@ package demoagents
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/a2a"
+	"github.com/a2aproject/a2a-go/a2aclient"
 	"github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/google/go-cmp/cmp"
 )
@@ -94,4 +96,81 @@ func TestFastPopelnase(t *testing.T) {
 
 	task = send(t, s.client(t, PathSVG), "call_3", map[string]any{"word": "x", "size": 3})
 	wantState(t, task, a2a.TaskStateFailed)
+}
+
+// A fast agent answers in the request and keeps nothing: message/stream
+// is the finished task as its one event, each task is new (its id, the
+// caller's context kept, the message in its history), and a task can be
+// neither continued, read nor cancelled afterwards.
+func TestFastAgentAnswersInTheRequest(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nil)
+	t.Cleanup(srv.Close)
+	srv.Config.Handler = FastHandler(srv.URL)
+	c := (&stack{agents: srv}).client(t, PathSVG)
+	ctx := t.Context()
+
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.DataPart{Data: map[string]any{"word": "Popelnase"}})
+	msg.ContextID = "ctx-1"
+	var events []a2a.Event
+	for ev, err := range c.SendStreamingMessage(ctx, &a2a.MessageSendParams{Message: msg}) {
+		if err != nil {
+			t.Fatalf("SendStreamingMessage() error = %v", err)
+		}
+		events = append(events, ev)
+	}
+	if len(events) != 1 {
+		t.Fatalf("stream = %d events, want the finished task alone", len(events))
+	}
+	task, ok := events[0].(*a2a.Task)
+	if !ok {
+		t.Fatalf("stream event = %T, want *a2a.Task", events[0])
+	}
+	wantState(t, task, a2a.TaskStateCompleted)
+	if task.ContextID != "ctx-1" || len(task.History) != 1 || task.History[0].ID != msg.ID || len(taskFiles(t, task)) != 1 {
+		t.Errorf("task = context %q, history %d, want context ctx-1, the message in its history and one file", task.ContextID, len(task.History))
+	}
+	again := send(t, c, "call_2", map[string]any{"word": "Popelnase"})
+	if again.ID == task.ID || again.ContextID == "" {
+		t.Errorf("second task id %q (first %q), context %q: want a new task in a new context", again.ID, task.ID, again.ContextID)
+	}
+
+	next := a2a.NewMessageForTask(a2a.MessageRoleUser, task, a2a.DataPart{Data: map[string]any{"word": "x"}})
+	if _, err := c.SendMessage(ctx, &a2a.MessageSendParams{Message: next}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("continuing a task: error = %v, want task not found", err)
+	}
+	if _, err := c.GetTask(ctx, &a2a.TaskQueryParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("GetTask() error = %v, want task not found", err)
+	}
+	if _, err := c.CancelTask(ctx, &a2a.TaskIDParams{ID: task.ID}); !errors.Is(err, a2a.ErrTaskNotFound) {
+		t.Errorf("CancelTask() error = %v, want task not found", err)
+	}
+}
+
+// BenchmarkFastAgentCall is one create_svg_artifact call over loopback
+// A2A JSON-RPC (a2aclient to FastHandler): the specialist's share of a
+// load run's tool step (docs/benchmarks.md).
+func BenchmarkFastAgentCall(b *testing.B) {
+	srv := httptest.NewServer(nil)
+	b.Cleanup(srv.Close)
+	srv.Config.Handler = FastHandler(srv.URL)
+	card, err := agentcard.DefaultResolver.Resolve(b.Context(), srv.URL+PathSVG)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := a2aclient.NewFromCard(b.Context(), card)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.DataPart{Data: map[string]any{"word": "Popelnase"}})
+		res, err := c.SendMessage(b.Context(), &a2a.MessageSendParams{Message: msg})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if task, ok := res.(*a2a.Task); !ok || task.Status.State != a2a.TaskStateCompleted {
+			b.Fatalf("answer = %#v, want a completed task", res)
+		}
+	}
 }

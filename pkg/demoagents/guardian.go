@@ -177,3 +177,14 @@ func (e *guardianExecutor) Cancel(ctx context.Context, reqCtx *a2asrv.RequestCon
 	ev.Final = true
 	return q.Write(ctx, ev)
 }
+
+// noTasks is a task store that keeps nothing: the guardian answers every
+// request with a message, so no task is ever made.
+type noTasks struct{}
+
+var _ a2asrv.TaskStore = noTasks{}
+
+func (noTasks) Save(context.Context, *a2a.Task) error { return nil }
+func (noTasks) Get(context.Context, a2a.TaskID) (*a2a.Task, error) {
+	return nil, a2a.ErrTaskNotFound
+}
