@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/wire"
@@ -63,12 +66,84 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if e.Data == nil && len(e.Raw) > 0 {
 		return e.Raw, nil
 	}
-	m := make(map[string]any, len(e.Data)+3)
-	for k, v := range e.Data {
-		m[k] = v
+	return e.AppendJSON(nil)
+}
+
+// eventTimeLayout is an event's at: RFC 3339 in UTC, with milliseconds.
+const eventTimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// AppendJSON appends the event's JSON to b, byte for byte what
+// json.Marshal writes for the flat object (its keys in order, HTML
+// escaped): every write of events encodes each of them, so the object is
+// written directly, not built as a map for encoding/json to sort and
+// then compact again.
+func (e Event) AppendJSON(b []byte) ([]byte, error) {
+	keys := make([]string, 0, len(e.Data)+3)
+	for k := range e.Data {
+		if k != "type" && k != "turn_id" && k != "at" {
+			keys = append(keys, k)
+		}
 	}
-	m["type"], m["turn_id"], m["at"] = e.Type, e.TurnID, e.At.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	return json.Marshal(m)
+	keys = append(keys, "type", "turn_id", "at")
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		switch k {
+		case "type":
+			b = appendJSONString(b, e.Type)
+		case "turn_id":
+			b = appendJSONString(b, e.TurnID)
+		case "at":
+			b = append(b, '"')
+			b = e.At.UTC().AppendFormat(b, eventTimeLayout)
+			b = append(b, '"')
+		default:
+			var err error
+			if b, err = appendJSONValue(b, e.Data[k]); err != nil {
+				return nil, fmt.Errorf("event %s field %s: %w", e.Type, k, err)
+			}
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONValue appends v as json.Marshal writes it: the kinds events
+// carry most directly, any other through encoding/json.
+func appendJSONValue(b []byte, v any) ([]byte, error) {
+	switch x := v.(type) {
+	case nil:
+		return append(b, "null"...), nil
+	case string:
+		return appendJSONString(b, x), nil
+	case bool:
+		return strconv.AppendBool(b, x), nil
+	case int:
+		return strconv.AppendInt(b, int64(x), 10), nil
+	case int64:
+		return strconv.AppendInt(b, x, 10), nil
+	}
+	j, err := json.Marshal(v)
+	return append(b, j...), err
+}
+
+// appendJSONString appends s quoted as json.Marshal quotes it. A string
+// of printable ASCII with nothing to escape (ids, types, most text) is
+// copied; any other is left to encoding/json.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // Fields returns the type's fields: Data, or for an event read from the

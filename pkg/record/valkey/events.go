@@ -67,7 +67,7 @@ func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error
 // appendEventArgs appends the JSON of each of evs to a script's args.
 func appendEventArgs(args []any, evs []record.Event) ([]any, error) {
 	for _, e := range evs {
-		b, err := json.Marshal(e)
+		b, err := e.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("event %s: %w", e.Type, err)
 		}

@@ -490,7 +490,7 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 	q.Outcomes = true
 	args := []any{callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second)}
 	for _, e := range start.Events {
-		b, err := json.Marshal(e)
+		b, err := e.MarshalJSON()
 		if err != nil {
 			return nil, nil, false, fmt.Errorf("start call %s of %s/%s: event %s: %w", callID, cid, q.TurnID, e.Type, err)
 		}
