@@ -66,7 +66,7 @@ func (e Event) MarshalJSON() ([]byte, error) {
 	if e.Data == nil && len(e.Raw) > 0 {
 		return e.Raw, nil
 	}
-	return e.AppendJSON(nil)
+	return e.AppendJSON(make([]byte, 0, 256))
 }
 
 // eventTimeLayout is an event's at: RFC 3339 in UTC, with milliseconds.
@@ -91,13 +91,13 @@ func (e Event) AppendJSON(b []byte) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = wire.AppendJSONString(b, k)
 		b = append(b, ':')
 		switch k {
 		case "type":
-			b = appendJSONString(b, e.Type)
+			b = wire.AppendJSONString(b, e.Type)
 		case "turn_id":
-			b = appendJSONString(b, e.TurnID)
+			b = wire.AppendJSONString(b, e.TurnID)
 		case "at":
 			b = append(b, '"')
 			b = e.At.UTC().AppendFormat(b, eventTimeLayout)
@@ -119,7 +119,7 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 	case nil:
 		return append(b, "null"...), nil
 	case string:
-		return appendJSONString(b, x), nil
+		return wire.AppendJSONString(b, x), nil
 	case bool:
 		return strconv.AppendBool(b, x), nil
 	case int:
@@ -129,21 +129,6 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 	}
 	j, err := json.Marshal(v)
 	return append(b, j...), err
-}
-
-// appendJSONString appends s quoted as json.Marshal quotes it. A string
-// of printable ASCII with nothing to escape (ids, types, most text) is
-// copied; any other is left to encoding/json.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			j, _ := json.Marshal(s)
-			return append(b, j...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // Fields returns the type's fields: Data, or for an event read from the

@@ -11,6 +11,8 @@ package wire
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"time"
 )
 
@@ -181,32 +183,100 @@ const StepStopped = "stopped"
 
 // MarshalJSON writes a step as the API shows every time: RFC 3339 with
 // milliseconds, and the step's duration_ms once it has ended.
-func (s Step) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		Tool         string          `json:"tool"`
-		CallID       string          `json:"call_id,omitempty"`
-		Status       string          `json:"status"`
-		StartedAt    string          `json:"started_at"`
-		EndedAt      string          `json:"ended_at,omitempty"`
-		DurationMS   *int64          `json:"duration_ms,omitempty"`
-		Tokens       int             `json:"tokens,omitempty"`
-		CachedTokens int             `json:"cached_tokens,omitempty"`
-		CostUSD      float64         `json:"cost_usd,omitempty"`
-		CostMicros   int64           `json:"cost_micros,omitempty"`
-		Parent       string          `json:"parent,omitempty"`
-		Inspect      json.RawMessage `json:"inspect,omitempty"`
-		Arguments    map[string]any  `json:"arguments,omitempty"`
-		Result       json.RawMessage `json:"result,omitempty"`
+func (s Step) MarshalJSON() ([]byte, error) { return s.AppendJSON(make([]byte, 0, 256)) }
+
+// AppendJSON appends the step's JSON (MarshalJSON) to b, byte for byte as
+// encoding/json writes the object: every write of a turn encodes each of
+// its steps, so the object is written directly, not through a struct of
+// strings for encoding/json to reflect on.
+func (s Step) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"tool":`...)
+	b = AppendJSONString(b, s.Tool)
+	if s.CallID != "" {
+		b = append(b, `,"call_id":`...)
+		b = AppendJSONString(b, s.CallID)
 	}
-	w := wire{Tool: s.Tool, CallID: s.CallID, Status: s.Status, Parent: s.Parent, Inspect: s.Inspect, StartedAt: s.StartedAt.UTC().Format(TimeLayout),
-		Tokens: s.Tokens, CachedTokens: s.CachedTokens, CostMicros: s.CostMicros, CostUSD: float64(s.CostMicros) / 1e6,
-		Arguments: s.Arguments, Result: s.Result}
+	b = append(b, `,"status":`...)
+	b = AppendJSONString(b, s.Status)
+	b = append(b, `,"started_at":"`...)
+	b = s.StartedAt.UTC().AppendFormat(b, TimeLayout)
+	b = append(b, '"')
 	if !s.EndedAt.IsZero() {
-		w.EndedAt = s.EndedAt.UTC().Format(TimeLayout)
-		d := s.EndedAt.Sub(s.StartedAt).Milliseconds()
-		w.DurationMS = &d
+		b = append(b, `,"ended_at":"`...)
+		b = s.EndedAt.UTC().AppendFormat(b, TimeLayout)
+		b = append(b, `","duration_ms":`...)
+		b = strconv.AppendInt(b, s.EndedAt.Sub(s.StartedAt).Milliseconds(), 10)
 	}
-	return json.Marshal(w)
+	if s.Tokens != 0 {
+		b = strconv.AppendInt(append(b, `,"tokens":`...), int64(s.Tokens), 10)
+	}
+	if s.CachedTokens != 0 {
+		b = strconv.AppendInt(append(b, `,"cached_tokens":`...), int64(s.CachedTokens), 10)
+	}
+	if s.CostMicros != 0 {
+		b = appendJSONFloat(append(b, `,"cost_usd":`...), float64(s.CostMicros)/1e6)
+		b = strconv.AppendInt(append(b, `,"cost_micros":`...), s.CostMicros, 10)
+	}
+	if s.Parent != "" {
+		b = append(b, `,"parent":`...)
+		b = AppendJSONString(b, s.Parent)
+	}
+	var err error
+	if len(s.Inspect) > 0 {
+		if b, err = appendMarshaled(append(b, `,"inspect":`...), s.Inspect); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Arguments) > 0 {
+		if b, err = appendMarshaled(append(b, `,"arguments":`...), s.Arguments); err != nil {
+			return nil, err
+		}
+	}
+	if len(s.Result) > 0 {
+		if b, err = appendMarshaled(append(b, `,"result":`...), s.Result); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// appendMarshaled appends v as encoding/json writes it.
+func appendMarshaled(b []byte, v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	return append(b, j...), err
+}
+
+// AppendJSONString appends s quoted as json.Marshal quotes it. A string
+// of printable ASCII with nothing to escape (ids, statuses, most text) is
+// copied; any other is left to encoding/json.
+func AppendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			j, _ := json.Marshal(s)
+			return append(b, j...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64: the
+// shortest decimal, in exponent form below 1e-6 and from 1e21.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 → e-9, as encoding/json writes it
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // HistoryEntry is one conversation_history entry: what a chat UI shows,
