@@ -24,7 +24,7 @@ func BenchmarkTurnCodec(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := s.turnArgs(t, nil); err != nil {
+		if _, _, _, err := s.turnArgs(t, nil, "v"); err != nil {
 			b.Fatal(err)
 		}
 	}

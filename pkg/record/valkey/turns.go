@@ -50,12 +50,14 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	if t == nil || t.ID == "" {
 		return fmt.Errorf("save turn of %s: turn id is required", cid)
 	}
-	args, err := s.turnArgs(t, arts)
+	version, seq := s.written.version()
+	args, body, msgs, err := s.turnArgs(t, arts, version)
 	if err != nil {
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
 	}
 	n, err := saveTurnScript.Run(ctx, s.rdb, s.turnKeys(cid, t.ID), args...).Int()
 	if err != nil {
+		s.written.forget(cid, t.ID) // the write may have been stored, or not
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, classify(err))
 	}
 	switch n {
@@ -64,6 +66,7 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	case -1:
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrCancelled)
 	}
+	s.written.keep(cid, t.ID, version, seq, body, msgs)
 	return nil
 }
 
@@ -152,16 +155,16 @@ func (s *Store) turnKeys(cid, tid string) []string {
 	return []string{convKey(cid), artifactsKey(cid), resultsKey(cid, tid), turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid), eventsKey(cid), quotaKey(cid)}
 }
 
-func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error) {
+// turnArgs is saveTurnScript's ARGV for t, stored under version, with the
+// bytes of the turn's body and messages among them.
+func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact, version string) (args []any, tb, mb []byte, err error) {
 	body := *t
 	body.Messages = nil
-	tb, err := json.Marshal(&body)
-	if err != nil {
-		return nil, err
+	if tb, err = json.Marshal(&body); err != nil {
+		return nil, nil, nil, err
 	}
-	mb, err := json.Marshal(t.Messages)
-	if err != nil {
-		return nil, err
+	if mb, err = json.Marshal(t.Messages); err != nil {
+		return nil, nil, nil, err
 	}
 	h := head{ID: t.ID, StartedAt: t.StartedAt, Status: t.Status, Supersedes: t.Supersedes}
 	for _, pc := range t.Pending {
@@ -169,7 +172,7 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	}
 	hb, err := json.Marshal(h)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	updated := t.UpdatedAt
 	if updated.IsZero() {
@@ -181,12 +184,12 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	}
 	own := append(append([]string(nil), t.Produced...), t.Files...)
 	inputs := t.NewestInputs()
-	args := []any{int64(s.ttl / time.Second), t.ID, tb, mb, hb, t.ViewSize(), updated.Format(time.RFC3339Nano),
-		string(t.Status), t.Text, t.StartedAt.UnixMilli(), final, strings.Join(own, ","), len(inputs)}
+	args = []any{int64(s.ttl / time.Second), t.ID, tb, mb, hb, t.ViewSize(), updated.Format(time.RFC3339Nano),
+		string(t.Status), t.Text, t.StartedAt.UnixMilli(), final, strings.Join(own, ","), len(inputs), version}
 	for tool, in := range inputs {
 		ib, err := json.Marshal(in.Inputs)
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		args = append(args, tool, strconv.FormatInt(in.At.UnixMilli(), 10)+"|"+string(ib))
 	}
@@ -195,18 +198,17 @@ func (s *Store) turnArgs(t *record.Turn, arts []artifact.Artifact) ([]any, error
 	if t.Spend != nil {
 		events = append(append([]record.Event(nil), t.Spend.Events...), events...)
 	}
-	args, err = appendEventArgs(append(args, len(events)), events)
-	if err != nil {
-		return nil, err
+	if args, err = appendEventArgs(append(args, len(events)), events); err != nil {
+		return nil, nil, nil, err
 	}
 	for _, a := range arts {
 		ab, err := json.Marshal(a)
 		if err != nil {
-			return nil, fmt.Errorf("artifact %s: %w", a.ID, err)
+			return nil, nil, nil, fmt.Errorf("artifact %s: %w", a.ID, err)
 		}
 		args = append(args, a.ID, ab, a.CreatedAt.UnixMilli())
 	}
-	return args, nil
+	return args, tb, mb, nil
 }
 
 // appendFieldOps appends the field section of saveTurnScript's ARGV: the
@@ -258,7 +260,7 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // saveTurnScript: KEYS conv, artifacts, results:<tid>, turns, active,
 // artorder, inputs, events, quota. ARGV ttl, tid, turn, msgs, head, view size,
 // updated, status, text, started (ms), final, own artifact ids, the number
-// of inputs, then (tool, "<ms>|<json>") per input, the field ops (appendFieldOps, with the spend:
+// of inputs, the write's version (tv:<tid>, written.go), then (tool, "<ms>|<json>") per input, the field ops (appendFieldOps, with the spend:
 // counted before the cancel check, so a refused write still counts the
 // provider call it made), the number of events,
 // then each event's JSON (appended to the event log in the same round
@@ -267,16 +269,16 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 var saveTurnScript = redis.NewScript(emitLua + fieldOpsLua + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 local tid = ARGV[2]
-local pastOps = fieldOps(KEYS[1], 14 + 2 * tonumber(ARGV[13]))
+local pastOps = fieldOps(KEYS[1], 15 + 2 * tonumber(ARGV[13]))
 if ARGV[8] ~= 'cancelled' and redis.call('HEXISTS', KEYS[1], 'cancel:' .. tid) == 1 then return -1 end
 redis.call('HSET', KEYS[1], 'turn:' .. tid, ARGV[3], 'msgs:' .. tid, ARGV[4], 'head:' .. tid, ARGV[5],
-  'n:' .. tid, ARGV[6], 'arts:' .. tid, ARGV[12], 'updated', ARGV[7])
+  'n:' .. tid, ARGV[6], 'arts:' .. tid, ARGV[12], '` + versionPrefix + `' .. tid, ARGV[14], 'updated', ARGV[7])
 local newest = tonumber(redis.call('HGET', KEYS[1], 'status_started') or '0')
 if tonumber(ARGV[10]) >= newest then redis.call('HSET', KEYS[1], 'status', ARGV[8], 'status_started', ARGV[10]) end
 if ARGV[9] ~= '' then redis.call('HSETNX', KEYS[1], 'title', ARGV[9]) end
 redis.call('ZADD', KEYS[4], ARGV[10], tid)
 if ARGV[11] == '1' then redis.call('SREM', KEYS[5], tid) else redis.call('SADD', KEYS[5], tid) end
-local i = 14
+local i = 15
 for _ = 1, tonumber(ARGV[13]) do
   local cur = redis.call('HGET', KEYS[7], ARGV[i])
   if not cur or tonumber(string.match(cur, '^(%d+)|')) <= tonumber(string.match(ARGV[i + 1], '^(%d+)|')) then
@@ -432,18 +434,21 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 // skill-inputs summary. What it reads is bounded by the window and the
 // catalog size, never by the conversation's length.
 func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, error) {
-	raw, err := s.runStep(ctx, loadStepScript, cid, q)
+	raw, own, err := s.runStep(ctx, loadStepScript, cid, q)
 	if err != nil {
 		return nil, nil, err
 	}
-	return decodeStep(cid, q.TurnID, raw)
+	return decodeStep(cid, q.TurnID, raw, own)
 }
 
 // runStep runs a step's read script, loadStepScript (read-only) or
 // loadStartScript (then its extra arguments), for q, and returns its
 // reply: ErrNotFound for a missing conversation, and a conversation
-// stored before turns were indexed is indexed once, then read.
-func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q record.Query, extra ...any) ([]any, error) {
+// stored before turns were indexed is indexed once, then read. When this
+// Store wrote q's turn last (written.go), the read names that write's
+// version and own decodes what it wrote, which decodeStep takes when the
+// reply says the turn is still that write.
+func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q record.Query, extra ...any) (raw []any, own func() (*record.Turn, error), err error) {
 	size := q.Artifacts
 	if size <= 0 {
 		size = record.DefaultCatalogSize
@@ -452,25 +457,29 @@ func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q
 	if q.Outcomes && q.TurnID != "" {
 		outcomes = "1"
 	}
-	args := append([]any{q.TurnID, q.Window, size, outcomes}, extra...)
+	var version string
+	if q.TurnID != "" {
+		version, own = s.written.take(cid, q.TurnID)
+	}
+	args := append([]any{q.TurnID, q.Window, size, outcomes, version}, extra...)
 	run := script.Run
 	if script == loadStepScript {
 		run = script.RunRO // EVALSHA_RO: it runs on replicas and on a full server
 	}
-	raw, err := run(ctx, s.rdb, s.turnKeys(cid, q.TurnID), args...).Slice()
+	raw, err = run(ctx, s.rdb, s.turnKeys(cid, q.TurnID), args...).Slice()
 	if errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, record.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load conversation %s: %w", cid, classify(err))
+		return nil, nil, fmt.Errorf("load conversation %s: %w", cid, classify(err))
 	}
 	if len(raw) == 1 {
 		if err := s.migrate(ctx, cid); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		return s.runStep(ctx, script, cid, q, extra...)
 	}
-	return raw, nil
+	return raw, own, nil
 }
 
 // LoadStart is LoadStep of q.TurnID with its outcomes and, in the same
@@ -501,7 +510,7 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 			args = append(args, p)
 		}
 	}
-	raw, err := s.runStep(ctx, loadStartScript, cid, q, args...)
+	raw, own, err := s.runStep(ctx, loadStartScript, cid, q, args...)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -509,7 +518,7 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 		return nil, nil, false, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
 	}
 	started, _ := raw[9].(int64)
-	conv, outcomes, err := decodeStep(cid, q.TurnID, raw[:9])
+	conv, outcomes, err := decodeStep(cid, q.TurnID, raw[:9], own)
 	if err == nil && started == 2 {
 		// A head written before heads named their calls' tools: the
 		// events are written here, with the tool the read found.
@@ -533,22 +542,27 @@ var callToolJSON = func() []byte {
 
 // loadStep is the Lua of LoadStep, up to its reply (loadStepScript),
 // which loadStartScript follows with its start. KEYS as turnKeys; ARGV tid, window, catalog size,
-// outcomes (1/0). It returns nil for a missing conversation, {"migrate"}
+// outcomes (1/0), the version of the turn's write the reader has (written.go; "" for none). It returns nil for a missing conversation, {"migrate"}
 // for one stored before this layout, else {meta fields, own fields, window
 // turn ids, their heads and messages, artifact JSONs, the catalog's size,
 // outcomes, inputs, active turns (id, fields)…}. The step's own turn and
 // the active ones are read whole (the API answers their task tokens); the
-// window's other turns only as far as the LLM view needs them.
+// window's other turns only as far as the LLM view needs them. The own
+// turn's body is "=" and its messages nil when its version is the
+// reader's: the reader has them.
 const loadStep = `
 local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout', 'window')
 if not m[1] then return nil end
 if m[4] ~= '2' then return {'migrate'} end
 local tid = ARGV[1]
 local function whole(id)
-  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id)
+  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id, '` + versionPrefix + `' .. id)
 end
 local own = {}
-if tid ~= '' then own = whole(tid) end
+if tid ~= '' then
+  own = whole(tid)
+  if own[1] and ARGV[5] ~= '' and own[11] == ARGV[5] then own[1] = '='; own[2] = false end
+end
 local seen = {}
 seen[tid] = true
 local active = {}
@@ -592,15 +606,15 @@ const loadStepReply = `{m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]),
 
 var loadStepScript = redis.NewScript(loadStep + `return ` + loadStepReply)
 
-// loadStartScript is loadStep, then StartCall's rule for the call ARGV[5]
-// (now ARGV[6], ttl ARGV[7]): its state, its tool and the turn's status
+// loadStartScript is loadStep, then StartCall's rule for the call ARGV[6]
+// (now ARGV[7], ttl ARGV[8]): its state, its tool and the turn's status
 // come from the turn's head, the small summary SaveTurn writes with it.
 // Then, per event to write when the call starts, the number of its parts
 // and the parts, which the script joins with the tool's JSON. Its reply is
 // loadStep's with the start last: 1, 0 when the call did not start, 2
 // when it started but its head names no tool (the events are not written).
 var loadStartScript = redis.NewScript(emitLua + loadStep + `
-local call, started = ARGV[5], 0
+local call, started = ARGV[6], 0
 if redis.call('HEXISTS', KEYS[3], call) == 0 then
   local state, tool, final = nil, nil, false
   local h = redis.call('HGET', KEYS[1], 'head:' .. tid)
@@ -617,17 +631,17 @@ if redis.call('HEXISTS', KEYS[3], call) == 0 then
     if redis.call('HEXISTS', KEYS[3], '` + startPrefix + `' .. call) == 1 then
       started = 1
     elseif not own[9] then
-      redis.call('HSET', KEYS[3], '` + startPrefix + `' .. call, ARGV[6])
+      redis.call('HSET', KEYS[3], '` + startPrefix + `' .. call, ARGV[7])
       redis.call('HSET', KEYS[1], '` + resultsPrefix + `' .. tid, 1)
-      redis.call('EXPIRE', KEYS[3], ARGV[7], 'XX')
+      redis.call('EXPIRE', KEYS[3], ARGV[8], 'XX')
       started = 1
     end
   end
-  if started == 1 and #ARGV > 7 then
+  if started == 1 and #ARGV > 8 then
     if type(tool) ~= 'string' then
       started = 2
     else
-      local i, sep, evs = 8, cjson.encode(tool), {}
+      local i, sep, evs = 9, cjson.encode(tool), {}
       while i <= #ARGV do
         local n = tonumber(ARGV[i])
         evs[#evs + 1] = table.concat({unpack(ARGV, i + 1, i + n)}, sep)
@@ -656,7 +670,10 @@ func finalStatusesLua() string {
 	return b.String()
 }
 
-func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]record.CallOutcome, error) {
+// decodeStep decodes loadStep's reply for turn tid; own, when set, is
+// the turn's body and messages as this Store wrote them (runStep), which
+// stand in for the reply's when it says the turn is that write.
+func decodeStep(cid, tid string, raw []any, own func() (*record.Turn, error)) (*record.Conversation, map[string]record.CallOutcome, error) {
 	if len(raw) != 9 {
 		return nil, nil, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
 	}
@@ -670,8 +687,17 @@ func decodeStep(cid, tid string, raw []any) (*record.Conversation, map[string]re
 		if len(f) < 5 || f[0] == "" {
 			return nil
 		}
-		t, err := decodeTurn(id, f[0], f[1], map[string]string{
-			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4], cachedPrefix + id: at(f, 6), costPrefix + id: at(f, 7), cancelPrefix + id: at(f, 8), supersededPrefix + id: at(f, 9)})
+		fields := map[string]string{
+			answeredPrefix + id: f[2], callsPrefix + id: f[3], tokensPrefix + id: f[4], cachedPrefix + id: at(f, 6), costPrefix + id: at(f, 7), cancelPrefix + id: at(f, 8), supersededPrefix + id: at(f, 9)}
+		var t *record.Turn
+		var err error
+		if f[0] == unchangedTurn && id == tid && own != nil {
+			if t, err = own(); err == nil {
+				applyTurnFields(t, fields)
+			}
+		} else {
+			t, err = decodeTurn(id, f[0], f[1], fields)
+		}
 		if err != nil {
 			return fmt.Errorf("load conversation %s: %w", cid, err)
 		}
@@ -792,15 +818,36 @@ func at(f []string, i int) string {
 
 // fields holds the turn's answered token and spend counters.
 func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, error) {
+	t, err := decodeTurnBody(id, []byte(body), []byte(msgs))
+	if err != nil {
+		return nil, err
+	}
+	applyTurnFields(t, fields)
+	return t, nil
+}
+
+// unchangedTurn is loadStep's body of a turn whose version is the one the
+// reader named: the reader has the turn.
+const unchangedTurn = "="
+
+// decodeTurnBody decodes a turn's body and messages as SaveTurn writes them.
+func decodeTurnBody(id string, body, msgs []byte) (*record.Turn, error) {
 	t := new(record.Turn)
-	if err := unmarshal([]byte(body), t); err != nil {
+	if err := unmarshal(body, t); err != nil {
 		return nil, fmt.Errorf("turn %s: %w", id, err)
 	}
-	if msgs != "" {
-		if err := unmarshal([]byte(msgs), &t.Messages); err != nil {
+	if len(msgs) > 0 {
+		if err := unmarshal(msgs, &t.Messages); err != nil {
 			return nil, fmt.Errorf("messages of turn %s: %w", id, err)
 		}
 	}
+	return t, nil
+}
+
+// applyTurnFields fills in what the conversation's hash keeps beside the
+// turn's body (its counters, the answered token, the cancel and the
+// replacing turn).
+func applyTurnFields(t *record.Turn, fields map[string]string) {
 	t.AnsweredToken = fields[answeredPrefix+t.ID]
 	t.CancelRequested = fields[cancelPrefix+t.ID] != ""
 	t.SupersededBy = fields[supersededPrefix+t.ID]
@@ -816,7 +863,6 @@ func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, 
 	if n, err := strconv.ParseInt(fields[costPrefix+t.ID], 10, 64); err == nil {
 		t.CostMicros = n
 	}
-	return t, nil
 }
 
 // Outcomes reads the outcomes of turnIDs in one pipeline of HGETALLs.

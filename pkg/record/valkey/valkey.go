@@ -66,6 +66,10 @@ type Store struct {
 	// connection, so event streams never starve the steps and the API.
 	wakesOnce sync.Once
 	wakes     *wakes
+
+	// written keeps this Store's newest turn writes for the reads that
+	// follow them (written.go).
+	written *written
 }
 
 var _ record.Store = (*Store)(nil)
@@ -76,7 +80,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.IdleTTL <= 0 {
 		opts.IdleTTL = DefaultIdleTTL
 	}
-	return &Store{rdb: client, ttl: opts.IdleTTL}
+	return &Store{rdb: client, ttl: opts.IdleTTL, written: newWritten()}
 }
 
 // Hash fields of conv:{<cid>} besides the turns.
@@ -92,9 +96,12 @@ const (
 	answeredPrefix = "answered:"
 	turnPrefix     = "turn:"
 	msgsPrefix     = "msgs:"
-	headPrefix     = "head:"
-	sizePrefix     = "n:"
-	artsPrefix     = "arts:"
+	// versionPrefix+<tid> is the version of the turn's last write
+	// (SaveTurn), by which a read skips a turn its reader wrote (written.go).
+	versionPrefix = "tv:"
+	headPrefix    = "head:"
+	sizePrefix    = "n:"
+	artsPrefix    = "arts:"
 	// fieldLayout marks a conversation stored in this layout (turns
 	// indexed, messages apart); one without it is migrated on first step.
 	fieldLayout = "layout"

@@ -1,0 +1,153 @@
+package valkey_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/record"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
+	"github.com/clientagent/clientagent/pkg/valkeytest"
+)
+
+// ownBodies counts the step reads whose reply carried the own turn's body
+// (sent) and those that named it unchanged (kept: the reader had it).
+type ownBodies struct{ sent, kept atomic.Int32 }
+
+func (o *ownBodies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (o *ownBodies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (o *ownBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		c, ok := cmd.(*redis.Cmd)
+		if !ok || err != nil {
+			return err
+		}
+		raw, _ := c.Val().([]any)
+		if len(raw) < 9 || len(c.Args()) < 5 || c.Args()[3] == "0" { // a step read names its turn's keys
+			return err
+		}
+		own, _ := raw[1].([]any)
+		switch body, _ := own[0].(string); {
+		case body == "=":
+			o.kept.Add(1)
+		case body != "":
+			o.sent.Add(1)
+		}
+		return err
+	}
+}
+
+// A step reads back the turn its Store wrote without the turn's body
+// crossing the wire again, and gets exactly what a fresh read decodes:
+// once per write (the next read, and any after another process wrote the
+// turn, get the body), and never a write the store refused.
+func TestAStepReadsBackTheTurnItWroteWithoutItsBody(t *testing.T) {
+	t.Parallel()
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		hook := &ownBodies{}
+		c.AddHook(hook)
+		s := valkey.New(c, valkey.Options{})
+		other := valkey.New(c, valkey.Options{}) // another process's Store
+		cid := create(t, s, valkeytest.ID(t, "u"))
+		ctx := t.Context()
+		want := finished(7)
+		want.Status = record.StatusRunning
+		want.Steps = []record.Step{{Tool: "llm", Status: "succeeded", StartedAt: t0.Add(1234567 * time.Nanosecond), EndedAt: t0.Add(time.Second), Tokens: 9}}
+		want.Pending = []record.PendingCall{{CallID: "c1", Tool: "tool1", State: record.CallReady, Arguments: map[string]any{"n": 1, "s": "x"}}}
+		q := record.Query{TurnID: want.ID, Outcomes: true}
+		if err := s.SaveTurn(ctx, cid, want); err != nil {
+			t.Fatal(err)
+		}
+		fresh := func() *record.Turn {
+			t.Helper()
+			conv, _, err := other.LoadStep(ctx, cid, record.Query{TurnID: want.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, _ := conv.Turn(want.ID)
+			return tr
+		}
+		read := func(load func() (*record.Conversation, error)) *record.Turn {
+			t.Helper()
+			conv, err := load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, ok := conv.Turn(want.ID)
+			if !ok {
+				t.Fatalf("the read lacks turn %s", want.ID)
+			}
+			return tr
+		}
+		step := func() *record.Turn {
+			return read(func() (*record.Conversation, error) { c, _, err := s.LoadStep(ctx, cid, q); return c, err })
+		}
+		expect := func(what string, sent, kept int32) {
+			t.Helper()
+			if hook.sent.Load() != sent || hook.kept.Load() != kept {
+				t.Errorf("%s: bodies sent %d, kept %d; want %d and %d", what, hook.sent.Load(), hook.kept.Load(), sent, kept)
+			}
+		}
+
+		got := step()
+		expect("the read after the write", 0, 1)
+		if diff := cmp.Diff(fresh(), got); diff != "" {
+			t.Errorf("the turn read back differs from a fresh read (-fresh +kept):\n%s", diff)
+		}
+		expect("a fresh read", 1, 1)
+		got.Status = record.StatusFailed // the reader's to change
+		if again := step(); again.Status != record.StatusRunning {
+			t.Errorf("the second read = %s, want the stored running turn", again.Status)
+		}
+		expect("the second read", 2, 1)
+
+		// Another process writes the turn: the kept write does not stand in.
+		if err := s.SaveTurn(ctx, cid, want); err != nil {
+			t.Fatal(err)
+		}
+		changed := *want
+		changed.Text = "changed elsewhere"
+		if err := other.SaveTurn(ctx, cid, &changed); err != nil {
+			t.Fatal(err)
+		}
+		if got := step(); got.Text != changed.Text {
+			t.Errorf("after another process's write, read %q, want %q", got.Text, changed.Text)
+		}
+		expect("the read after another process's write", 3, 1)
+
+		// A write the store refused (a cancel) is never read back; the last
+		// stored one still is, and the counters kept beside the turn come
+		// from the store.
+		if err := s.SaveTurn(ctx, cid, want); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.MarkCancelled(ctx, cid, want.ID); err != nil {
+			t.Fatal(err)
+		}
+		refused := *want
+		refused.Text = "refused"
+		refused.Spend = &record.Spend{Calls: 1, Tokens: 5}
+		if err := s.SaveTurn(ctx, cid, &refused); !errors.Is(err, record.ErrCancelled) {
+			t.Fatalf("SaveTurn after the cancel = %v, want ErrCancelled", err)
+		}
+		got = read(func() (*record.Conversation, error) {
+			c, _, _, err := s.LoadStart(ctx, cid, q, record.Start{CallID: "c1"})
+			return c, err
+		})
+		expect("LoadStart after the refused write", 3, 2)
+		if got.Text != want.Text || !got.CancelRequested || got.Tokens != want.Tokens+5 {
+			t.Errorf("read back after the refused write: text %q, cancel %v, tokens %d; want %q, the cancel and %d tokens", got.Text, got.CancelRequested, got.Tokens, want.Text, want.Tokens+5)
+		}
+		if diff := cmp.Diff(fresh(), got); diff != "" {
+			t.Errorf("the turn read back differs from a fresh read (-fresh +kept):\n%s", diff)
+		}
+	})
+}
