@@ -110,7 +110,9 @@ func New(cfg Config, rdb redis.UniversalClient, arts artifact.Store, model llm.P
 	if err != nil {
 		return nil, err
 	}
-	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL})
+	// One process runs every step of a turn: a step's read of the turn
+	// the step before it wrote takes back what was written.
+	store := valkey.New(rdb, valkey.Options{IdleTTL: cfg.IdleTTL, ReadBack: true})
 	cfg.Logger = log
 	reg, src := newSources(cfg, rdb)
 	cats := newCatalogs(cfg, workflows, reg, src)

@@ -54,6 +54,12 @@ type Options struct {
 	// IdleTTL is how long keys live after the last SaveTurn / PutOutcome
 	// (operational context, not an archive). Zero means DefaultIdleTTL.
 	IdleTTL time.Duration
+	// ReadBack keeps the Store's newest turn writes for its next reads of
+	// those turns (written.go): for a process that runs a turn's steps one
+	// after another, as the local stack does. A Lambda function's next
+	// step of a turn mostly follows another function's write, so it keeps
+	// nothing.
+	ReadBack bool
 }
 
 // Store is record.Store on a Valkey/Redis client.
@@ -68,7 +74,7 @@ type Store struct {
 	wakes     *wakes
 
 	// written keeps this Store's newest turn writes for the reads that
-	// follow them (written.go).
+	// follow them (written.go); nil without Options.ReadBack.
 	written *written
 }
 
@@ -80,7 +86,11 @@ func New(client redis.UniversalClient, opts Options) *Store {
 	if opts.IdleTTL <= 0 {
 		opts.IdleTTL = DefaultIdleTTL
 	}
-	return &Store{rdb: client, ttl: opts.IdleTTL, written: newWritten()}
+	s := &Store{rdb: client, ttl: opts.IdleTTL}
+	if opts.ReadBack {
+		s.written = newWritten()
+	}
+	return s
 }
 
 // Hash fields of conv:{<cid>} besides the turns.

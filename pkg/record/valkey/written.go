@@ -25,8 +25,10 @@ import (
 //
 // A kept write is taken by one read only (the turn it decodes is that
 // reader's to change), and the newest writes are kept, a few per turn
-// running: a Lambda function, whose next step of a turn is mostly another
-// function's, keeps a few bytes it never reads back.
+// running. A Store keeps writes only with Options.ReadBack: a Lambda
+// function's next step of a turn mostly follows another function's write,
+// which its read would decode again. Every write stores its version, ""
+// without ReadBack, so a kept version never outlives a later write.
 
 // writtenKeep bounds the writes a Store keeps for its next reads.
 const writtenKeep = 256
@@ -60,8 +62,12 @@ func newWritten() *written {
 	return &written{prefix: hex.EncodeToString(b[:]) + "-", turns: map[string]*writtenTurn{}}
 }
 
-// version is a new version, unique to this Store.
+// version is a new version, unique to this Store ("" when it keeps
+// nothing).
 func (w *written) version() (string, uint64) {
+	if w == nil {
+		return "", 0
+	}
 	n := w.seq.Add(1)
 	return w.prefix + strconv.FormatUint(n, 36), n
 }
@@ -70,6 +76,9 @@ func (w *written) version() (string, uint64) {
 // replacing the turn's previous one, and forgets the oldest beyond
 // writtenKeep.
 func (w *written) keep(cid, tid, version string, seq uint64, body, msgs []byte) {
+	if w == nil {
+		return
+	}
 	key := cid + "/" + tid
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -96,6 +105,9 @@ func (w *written) keep(cid, tid, version string, seq uint64, body, msgs []byte) 
 // forget drops the kept write of turn tid of cid: a write that may not
 // have been stored as kept.
 func (w *written) forget(cid, tid string) {
+	if w == nil {
+		return
+	}
 	w.mu.Lock()
 	delete(w.turns, cid+"/"+tid)
 	w.mu.Unlock()
@@ -105,6 +117,9 @@ func (w *written) forget(cid, tid string) {
 // none), and decodes it while the caller's read is in flight: decoded
 // waits for that and returns the turn as decodeTurnBody does.
 func (w *written) take(cid, tid string) (version string, decoded func() (*record.Turn, error)) {
+	if w == nil {
+		return "", nil
+	}
 	w.mu.Lock()
 	wt := w.turns[cid+"/"+tid]
 	delete(w.turns, cid+"/"+tid)

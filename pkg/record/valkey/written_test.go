@@ -47,15 +47,16 @@ func (o *ownBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // A step reads back the turn its Store wrote without the turn's body
 // crossing the wire again, and gets exactly what a fresh read decodes:
-// once per write (the next read, and any after another process wrote the
-// turn, get the body), and never a write the store refused.
+// once per write (the next read, and any after another process or a
+// function that keeps nothing wrote the turn, get the body), and never a
+// write the store refused.
 func TestAStepReadsBackTheTurnItWroteWithoutItsBody(t *testing.T) {
 	t.Parallel()
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
 		hook := &ownBodies{}
 		c.AddHook(hook)
-		s := valkey.New(c, valkey.Options{})
-		other := valkey.New(c, valkey.Options{}) // another process's Store
+		s := valkey.New(c, valkey.Options{ReadBack: true})
+		other := valkey.New(c, valkey.Options{ReadBack: true}) // another process's Store
 		cid := create(t, s, valkeytest.ID(t, "u"))
 		ctx := t.Context()
 		want := finished(7)
@@ -123,6 +124,24 @@ func TestAStepReadsBackTheTurnItWroteWithoutItsBody(t *testing.T) {
 		}
 		expect("the read after another process's write", 3, 1)
 
+		// So does a function's that keeps nothing (no ReadBack), which reads
+		// the body back.
+		lambda := valkey.New(c, valkey.Options{})
+		if err := s.SaveTurn(ctx, cid, want); err != nil {
+			t.Fatal(err)
+		}
+		changed.Text = "changed by a function"
+		if err := lambda.SaveTurn(ctx, cid, &changed); err != nil {
+			t.Fatal(err)
+		}
+		if got := step(); got.Text != changed.Text {
+			t.Errorf("after a function's write, read %q, want %q", got.Text, changed.Text)
+		}
+		if _, _, err := lambda.LoadStep(ctx, cid, q); err != nil {
+			t.Fatal(err)
+		}
+		expect("the reads after a function's write", 5, 1)
+
 		// A write the store refused (a cancel) is never read back; the last
 		// stored one still is, and the counters kept beside the turn come
 		// from the store.
@@ -142,7 +161,7 @@ func TestAStepReadsBackTheTurnItWroteWithoutItsBody(t *testing.T) {
 			c, _, _, err := s.LoadStart(ctx, cid, q, record.Start{CallID: "c1"})
 			return c, err
 		})
-		expect("LoadStart after the refused write", 3, 2)
+		expect("LoadStart after the refused write", 5, 2)
 		if got.Text != want.Text || !got.CancelRequested || got.Tokens != want.Tokens+5 {
 			t.Errorf("read back after the refused write: text %q, cancel %v, tokens %d; want %q, the cancel and %d tokens", got.Text, got.CancelRequested, got.Tokens, want.Text, want.Tokens+5)
 		}
