@@ -21,6 +21,8 @@
 #                                on a unix socket); default all three when a server is installed
 #   CPUPROFILE=/tmp/stack.pprof  a CPU profile of our stack (first variant, first c=20 run)
 #   CLIENTAGENT_BIN=path         use this clientagent binary instead of building one
+#   RESULTS="a.jsonl b.jsonl"    run nothing: print the table of earlier runs' results files (each
+#                                run's results.jsonl), their runs numbered on in order
 #   BENCH_KIT=dir (required) the peers' benchmark kit: OpenAI Agents JS, LangGraph.js and the
 #                scripted model (fakellm), a checkout outside this repository
 #   BENCH_DIR=/tmp/clientagent-bench-peers  BENCH_DATA=/dev/shm
@@ -28,7 +30,7 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-kit=${BENCH_KIT:?set BENCH_KIT to the peer benchmark kit (OpenAI Agents JS, LangGraph.js, fakellm): see docs/benchmarks.md}
+kit=${BENCH_KIT:-}
 work=${BENCH_DIR:-${TMPDIR:-/tmp}/clientagent-bench-peers}
 runs=${RUNS:-3}
 turns1=${TURNS1:-200}
@@ -44,6 +46,85 @@ variants=${OURS:-embedded${valkey_bin:+ server default}}
 data_root=${BENCH_DATA:-/dev/shm}
 base=http://$llm_addr/v1
 
+# table STATS RESULTS…: the table of one or more result files (STATS: fakellm's counts).
+table() {
+	local stats=$1 seen="a ${poll} poll"
+	shift
+	if [ "$watch" != 0 ]; then seen="the page saw it (POST → turn.ended event)"; fi
+node - "$stats" "$seen" "$data_root" "$@" <<'TABLE'
+const fs = require("fs");
+const [stats, seen, dataRoot, ...files] = process.argv.slice(2);
+// Several result files are one table, their runs numbered on in file order.
+const rows = [];
+for (const file of files) {
+  const offset = rows.length ? Math.max(...rows.map((r) => r.run)) : 0;
+  for (const l of fs.readFileSync(file, "utf8").trim().split("\n")) {
+    const r = JSON.parse(l);
+    rows.push({ ...r, run: r.run + offset });
+  }
+}
+const names = { "clientagent-embedded": "clientagent, embedded Valkey", "clientagent-server": "clientagent, Valkey server",
+  "clientagent-default": "clientagent, make run default (Valkey child, AOF)",
+  "openai-agents": "OpenAI Agents JS 0.20", langgraph: "LangGraph.js 1.7.3", raw: "bare round trips (no framework)" };
+const ours = ["clientagent-embedded", "clientagent-server", "clientagent-default"], peers = ["openai-agents", "langgraph"];
+const med = (xs) => { if (!xs.length) return NaN; const s = [...xs].sort((a, b) => a - b), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const fmt = (x) => (Number.isNaN(x) ? "–" : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
+const mmm = (xs) => (!xs.length || xs.some(Number.isNaN) ? "–" : `${fmt(Math.min(...xs))} / **${fmt(med(xs))}** / ${fmt(Math.max(...xs))}`);
+const get = (impl, c, k) => rows.filter((r) => r.impl === impl && r.c === c).map((r) => (r.r[k] === undefined ? NaN : Number(r.r[k])));
+const ratio = (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? "–" : fmt(a / b) + "×");
+console.log("| c | implementation | p50 ms | p99 ms | turns/s | RSS MB | p50 ÷ OpenAI Agents | p50 ÷ LangGraph | turns/s ÷ OpenAI Agents | turns/s ÷ LangGraph |");
+console.log("|---|---|---|---|---|---|---|---|---|---|");
+for (const c of [1, 20]) {
+  for (const impl of [...ours, ...peers, "raw"]) {
+    const p50 = get(impl, c, "p50_ms");
+    if (!p50.length) continue;
+    const tps = get(impl, c, "turns_per_s");
+    const r = ours.includes(impl)
+      ? [...peers.map((p) => ratio(med(p50), med(get(p, c, "p50_ms")))), ...peers.map((p) => ratio(med(tps), med(get(p, c, "turns_per_s"))))]
+      : ["", "", "", ""];
+    console.log(`| ${c} | ${names[impl]} | ${mmm(p50)} | ${mmm(get(impl, c, "p99_ms"))} | ${mmm(tps)} | ${mmm(get(impl, c, "rss_mb"))} | ${r.join(" | ")} |`);
+    if (ours.includes(impl)) {
+      const cp50 = get(impl, c, "client_p50_ms");
+      console.log(`| ${c} | ↳ the same, as ${seen} | ${mmm(cp50)} | ${mmm(get(impl, c, "client_p99_ms"))} | | | ${peers.map((p) => ratio(med(cp50), med(get(p, c, "p50_ms")))).join(" | ")} | | |`);
+      const ap50 = get(impl, c, "after_p50_ms").filter((x) => !Number.isNaN(x));
+      if (c !== 1 && ap50.length) {
+        console.log(`| 1 | ↳ c=1 right after this c=${c} burst, same stack | ${mmm(ap50)} | | | | ${peers.map((p) => ratio(med(ap50), med(get(p, 1, "p50_ms")))).join(" | ")} | | |`);
+      }
+    }
+  }
+}
+// Each run's peers ran right after ours, so a ratio taken within a run sees one state of a
+// shared host; the medians above may come from different runs.
+console.log("\n| c | implementation | p50 ÷ OpenAI Agents, per run | as the page saw it ÷ OpenAI Agents, per run | turns/s ÷ OpenAI Agents, per run |");
+console.log("|---|---|---|---|---|");
+const paired = (impl, c, k, pk) => {
+  const xs = [];
+  for (const r of rows.filter((r) => r.impl === impl && r.c === c)) {
+    const p = rows.find((q) => q.impl === "openai-agents" && q.c === c && q.run === r.run);
+    const a = Number(r.r[k]), b = p ? Number(p.r[pk]) : NaN;
+    if (!Number.isNaN(a) && !Number.isNaN(b) && b > 0) xs.push(a / b);
+  }
+  return xs.length ? `${fmt(Math.min(...xs))}× / **${fmt(med(xs))}×** / ${fmt(Math.max(...xs))}×` : "–";
+};
+for (const c of [1, 20]) {
+  for (const impl of ours) {
+    if (!get(impl, c, "p50_ms").length) continue;
+    console.log(`| ${c} | ${names[impl]} | ${paired(impl, c, "p50_ms", "p50_ms")} | ${paired(impl, c, "client_p50_ms", "p50_ms")} | ${paired(impl, c, "turns_per_s", "turns_per_s")} |`);
+  }
+}
+const runs = Math.max(...rows.map((r) => r.run));
+console.log(`\nmin / **median** / max of ${runs} run${runs > 1 ? "s" : ""}; turns per run: ${[1, 20].map((c) => `c=${c}: ${rows.find((r) => r.c === c)?.r.turns}`).join(", ")}; ` +
+  `our stack's data folder on ${dataRoot}; our RSS is the stack's (plus the Valkey server's); fakellm: ${stats}`);
+TABLE
+}
+
+if [ -n "${RESULTS:-}" ]; then
+	# shellcheck disable=SC2086 # a list of files
+	table "${STATS:-–}" $RESULTS
+	exit 0
+fi
+
+[ -n "$kit" ] || { echo "bench-peers: set BENCH_KIT to the peer benchmark kit (OpenAI Agents JS, LangGraph.js, fakellm): see docs/benchmarks.md" >&2; exit 1; }
 [ -d "$kit/fakellm" ] && [ -d "$kit/peers" ] || { echo "bench-peers: no peer kit at $kit (set BENCH_KIT)" >&2; exit 1; }
 command -v node >/dev/null && command -v npm >/dev/null || { echo "bench-peers: node and npm are needed for the peers" >&2; exit 1; }
 mkdir -p "$work/peers"
@@ -144,44 +225,4 @@ for run in $(seq "$runs"); do
 done
 stats=$(curl -sf "http://$llm_addr/stats")
 echo "done in $(($(date +%s) - start)) s; results: $results" >&2
-
-seen="a ${poll} poll"
-if [ "$watch" != 0 ]; then seen="the page saw it (POST → turn.ended event)"; fi
-node - "$results" "$stats" "$seen" "$data_root" <<'TABLE'
-const fs = require("fs");
-const [file, stats, seen, dataRoot] = process.argv.slice(2);
-const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-const names = { "clientagent-embedded": "clientagent, embedded Valkey", "clientagent-server": "clientagent, Valkey server",
-  "clientagent-default": "clientagent, make run default (Valkey child, AOF)",
-  "openai-agents": "OpenAI Agents JS 0.20", langgraph: "LangGraph.js 1.7.3", raw: "bare round trips (no framework)" };
-const ours = ["clientagent-embedded", "clientagent-server", "clientagent-default"], peers = ["openai-agents", "langgraph"];
-const med = (xs) => { if (!xs.length) return NaN; const s = [...xs].sort((a, b) => a - b), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
-const fmt = (x) => (Number.isNaN(x) ? "–" : x >= 100 ? x.toFixed(0) : x >= 10 ? x.toFixed(1) : x.toFixed(2));
-const mmm = (xs) => (!xs.length || xs.some(Number.isNaN) ? "–" : `${fmt(Math.min(...xs))} / **${fmt(med(xs))}** / ${fmt(Math.max(...xs))}`);
-const get = (impl, c, k) => rows.filter((r) => r.impl === impl && r.c === c).map((r) => (r.r[k] === undefined ? NaN : Number(r.r[k])));
-const ratio = (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? "–" : fmt(a / b) + "×");
-console.log("| c | implementation | p50 ms | p99 ms | turns/s | RSS MB | p50 ÷ OpenAI Agents | p50 ÷ LangGraph | turns/s ÷ OpenAI Agents | turns/s ÷ LangGraph |");
-console.log("|---|---|---|---|---|---|---|---|---|---|");
-for (const c of [1, 20]) {
-  for (const impl of [...ours, ...peers, "raw"]) {
-    const p50 = get(impl, c, "p50_ms");
-    if (!p50.length) continue;
-    const tps = get(impl, c, "turns_per_s");
-    const r = ours.includes(impl)
-      ? [...peers.map((p) => ratio(med(p50), med(get(p, c, "p50_ms")))), ...peers.map((p) => ratio(med(tps), med(get(p, c, "turns_per_s"))))]
-      : ["", "", "", ""];
-    console.log(`| ${c} | ${names[impl]} | ${mmm(p50)} | ${mmm(get(impl, c, "p99_ms"))} | ${mmm(tps)} | ${mmm(get(impl, c, "rss_mb"))} | ${r.join(" | ")} |`);
-    if (ours.includes(impl)) {
-      const cp50 = get(impl, c, "client_p50_ms");
-      console.log(`| ${c} | ↳ the same, as ${seen} | ${mmm(cp50)} | ${mmm(get(impl, c, "client_p99_ms"))} | | | ${peers.map((p) => ratio(med(cp50), med(get(p, c, "p50_ms")))).join(" | ")} | | |`);
-      const ap50 = get(impl, c, "after_p50_ms").filter((x) => !Number.isNaN(x));
-      if (c !== 1 && ap50.length) {
-        console.log(`| 1 | ↳ c=1 right after this c=${c} burst, same stack | ${mmm(ap50)} | | | | ${peers.map((p) => ratio(med(ap50), med(get(p, 1, "p50_ms")))).join(" | ")} | | |`);
-      }
-    }
-  }
-}
-const runs = Math.max(...rows.map((r) => r.run));
-console.log(`\nmin / **median** / max of ${runs} run${runs > 1 ? "s" : ""}; turns per run: ${[1, 20].map((c) => `c=${c}: ${rows.find((r) => r.c === c)?.r.turns}`).join(", ")}; ` +
-  `our stack's data folder on ${dataRoot}; our RSS is the stack's (plus the Valkey server's); fakellm: ${stats}`);
-TABLE
+table "$stats" "$results"
