@@ -50,7 +50,7 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	if t == nil || t.ID == "" {
 		return fmt.Errorf("save turn of %s: turn id is required", cid)
 	}
-	version, seq := s.written.version()
+	version := s.written.version()
 	args, body, msgs, err := s.turnArgs(t, arts, version)
 	if err != nil {
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
@@ -66,7 +66,7 @@ func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts .
 	case -1:
 		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrCancelled)
 	}
-	s.written.keep(cid, t.ID, version, seq, body, msgs)
+	s.written.keep(cid, t.ID, version, string(body), string(msgs), true)
 	return nil
 }
 
@@ -438,17 +438,17 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 	if err != nil {
 		return nil, nil, err
 	}
-	return decodeStep(cid, q.TurnID, raw, own)
+	return s.decodeStep(cid, q.TurnID, raw, own)
 }
 
 // runStep runs a step's read script, loadStepScript (read-only) or
 // loadStartScript (then its extra arguments), for q, and returns its
 // reply: ErrNotFound for a missing conversation, and a conversation
 // stored before turns were indexed is indexed once, then read. When this
-// Store wrote q's turn last (written.go), the read names that write's
-// version and own decodes what it wrote, which decodeStep takes when the
-// reply says the turn is still that write.
-func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q record.Query, extra ...any) (raw []any, own func() (*record.Turn, error), err error) {
+// Store keeps q's turn (written.go), the read names its version and own
+// decodes it, which decodeStep takes when the reply says the turn is
+// still that version.
+func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q record.Query, extra ...any) (raw []any, own *kept, err error) {
 	size := q.Artifacts
 	if size <= 0 {
 		size = record.DefaultCatalogSize
@@ -459,7 +459,9 @@ func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q
 	}
 	var version string
 	if q.TurnID != "" {
-		version, own = s.written.take(cid, q.TurnID)
+		if own = s.written.take(cid, q.TurnID); own != nil {
+			version = own.version
+		}
 	}
 	args := append([]any{q.TurnID, q.Window, size, outcomes, version}, extra...)
 	run := script.Run
@@ -518,7 +520,7 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 		return nil, nil, false, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
 	}
 	started, _ := raw[9].(int64)
-	conv, outcomes, err := decodeStep(cid, q.TurnID, raw[:9], own)
+	conv, outcomes, err := s.decodeStep(cid, q.TurnID, raw[:9], own)
 	if err == nil && started == 2 {
 		// A head written before heads named their calls' tools: the
 		// events are written here, with the tool the read found.
@@ -671,9 +673,10 @@ func finalStatusesLua() string {
 }
 
 // decodeStep decodes loadStep's reply for turn tid; own, when set, is
-// the turn's body and messages as this Store wrote them (runStep), which
-// stand in for the reply's when it says the turn is that write.
-func decodeStep(cid, tid string, raw []any, own func() (*record.Turn, error)) (*record.Conversation, map[string]record.CallOutcome, error) {
+// the turn as this Store kept it (runStep), which stands in for the
+// reply's when it says the turn is that version. The turn as stored is
+// kept again for the next read (written.settle).
+func (s *Store) decodeStep(cid, tid string, raw []any, own *kept) (*record.Conversation, map[string]record.CallOutcome, error) {
 	if len(raw) != 9 {
 		return nil, nil, fmt.Errorf("load conversation %s: unexpected reply of %d parts", cid, len(raw))
 	}
@@ -692,11 +695,14 @@ func decodeStep(cid, tid string, raw []any, own func() (*record.Turn, error)) (*
 		var t *record.Turn
 		var err error
 		if f[0] == unchangedTurn && id == tid && own != nil {
-			if t, err = own(); err == nil {
+			if t, err = own.decoded(); err == nil {
 				applyTurnFields(t, fields)
 			}
 		} else {
 			t, err = decodeTurn(id, f[0], f[1], fields)
+		}
+		if id == tid && err == nil {
+			s.written.settle(cid, tid, own, f[0], f[1], at(f, 10))
 		}
 		if err != nil {
 			return fmt.Errorf("load conversation %s: %w", cid, err)
@@ -818,7 +824,7 @@ func at(f []string, i int) string {
 
 // fields holds the turn's answered token and spend counters.
 func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, error) {
-	t, err := decodeTurnBody(id, []byte(body), []byte(msgs))
+	t, err := decodeTurnBody(id, body, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -831,13 +837,13 @@ func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, 
 const unchangedTurn = "="
 
 // decodeTurnBody decodes a turn's body and messages as SaveTurn writes them.
-func decodeTurnBody(id string, body, msgs []byte) (*record.Turn, error) {
+func decodeTurnBody(id, body, msgs string) (*record.Turn, error) {
 	t := new(record.Turn)
-	if err := unmarshal(body, t); err != nil {
+	if err := unmarshal([]byte(body), t); err != nil {
 		return nil, fmt.Errorf("turn %s: %w", id, err)
 	}
-	if len(msgs) > 0 {
-		if err := unmarshal(msgs, &t.Messages); err != nil {
+	if msgs != "" {
+		if err := unmarshal([]byte(msgs), &t.Messages); err != nil {
 			return nil, fmt.Errorf("messages of turn %s: %w", id, err)
 		}
 	}

@@ -23,9 +23,11 @@ import (
 // bytes crossing the wire twice and with their decoding off the step's
 // path.
 //
-// A kept write is taken by one read only (the turn it decodes is that
-// reader's to change), and the newest writes are kept, a few per turn
-// running. A Store keeps writes only with Options.ReadBack: a Lambda
+// A read that finds the turn unchanged, or reads it whole, keeps it again
+// as stored for the read after it (the turn it decodes is that reader's
+// to change; the bytes stay as they were), so a step that writes nothing
+// (an invoke records its outcome apart) does not cost the next one its
+// turn's body. The newest writes are kept, a few per turn running. A Store keeps writes only with Options.ReadBack: a Lambda
 // function's next step of a turn mostly follows another function's write,
 // which its read would decode again. Every write stores its version, ""
 // without ReadBack, so a kept version never outlives a later write.
@@ -36,19 +38,19 @@ const writtenKeep = 256
 // written is what a Store keeps of its newest turn writes.
 type written struct {
 	prefix string        // this Store's version prefix, random
-	seq    atomic.Uint64 // the versions this Store made
+	seq    atomic.Uint64 // the versions this Store made, and its keeps' order
 
 	mu    sync.Mutex
 	turns map[string]*writtenTurn // by cid + "/" + tid
 	order []keptAt                // the keeps, oldest first; some replaced or taken since
 }
 
-// writtenTurn is one kept write: the version stored with it and the bytes
-// of the turn's body and messages.
+// writtenTurn is one kept write: the version stored with it and the turn's
+// body and messages as stored.
 type writtenTurn struct {
 	version    string
 	seq        uint64
-	body, msgs []byte
+	body, msgs string
 }
 
 type keptAt struct {
@@ -64,24 +66,29 @@ func newWritten() *written {
 
 // version is a new version, unique to this Store ("" when it keeps
 // nothing).
-func (w *written) version() (string, uint64) {
+func (w *written) version() string {
 	if w == nil {
-		return "", 0
+		return ""
 	}
-	n := w.seq.Add(1)
-	return w.prefix + strconv.FormatUint(n, 36), n
+	return w.prefix + strconv.FormatUint(w.seq.Add(1), 36)
 }
 
-// keep keeps the write of turn tid of cid made under version seq,
-// replacing the turn's previous one, and forgets the oldest beyond
-// writtenKeep.
-func (w *written) keep(cid, tid, version string, seq uint64, body, msgs []byte) {
-	if w == nil {
+// keep keeps turn tid of cid as stored under version, replacing what was
+// kept of the turn when replace is set (a write), else only when nothing
+// is (a read: a write kept since is newer), and forgets the oldest beyond
+// writtenKeep. An empty version (a write of a Store that keeps nothing)
+// is never kept.
+func (w *written) keep(cid, tid, version, body, msgs string, replace bool) {
+	if w == nil || version == "" {
 		return
 	}
 	key := cid + "/" + tid
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !replace && w.turns[key] != nil {
+		return
+	}
+	seq := w.seq.Add(1)
 	w.turns[key] = &writtenTurn{version: version, seq: seq, body: body, msgs: msgs}
 	w.order = append(w.order, keptAt{key, seq})
 	for len(w.turns) > writtenKeep {
@@ -102,8 +109,8 @@ func (w *written) keep(cid, tid, version string, seq uint64, body, msgs []byte) 
 	}
 }
 
-// forget drops the kept write of turn tid of cid: a write that may not
-// have been stored as kept.
+// forget drops what is kept of turn tid of cid: after a write that may
+// have been stored, or not.
 func (w *written) forget(cid, tid string) {
 	if w == nil {
 		return
@@ -113,31 +120,51 @@ func (w *written) forget(cid, tid string) {
 	w.mu.Unlock()
 }
 
-// take removes and returns the kept write of turn tid of cid (nil when
-// none), and decodes it while the caller's read is in flight: decoded
-// waits for that and returns the turn as decodeTurnBody does.
-func (w *written) take(cid, tid string) (version string, decoded func() (*record.Turn, error)) {
+// kept is a read's take of a kept turn: its version, and the turn decoded
+// while the read is in flight.
+type kept struct {
+	*writtenTurn
+	done chan struct{}
+	t    *record.Turn
+	err  error
+}
+
+// decoded waits for the kept turn's decoding and returns it, the
+// reader's to change.
+func (k *kept) decoded() (*record.Turn, error) {
+	<-k.done
+	return k.t, k.err
+}
+
+// take removes what is kept of turn tid of cid and starts decoding it
+// (nil when nothing is kept): the read that names its version settles it.
+func (w *written) take(cid, tid string) *kept {
 	if w == nil {
-		return "", nil
+		return nil
 	}
 	w.mu.Lock()
 	wt := w.turns[cid+"/"+tid]
 	delete(w.turns, cid+"/"+tid)
 	w.mu.Unlock()
 	if wt == nil {
-		return "", nil
+		return nil
 	}
-	var (
-		t    *record.Turn
-		err  error
-		done = make(chan struct{})
-	)
+	k := &kept{writtenTurn: wt, done: make(chan struct{})}
 	go func() {
-		defer close(done)
-		t, err = decodeTurnBody(tid, wt.body, wt.msgs)
+		defer close(k.done)
+		k.t, k.err = decodeTurnBody(tid, wt.body, wt.msgs)
 	}()
-	return wt.version, func() (*record.Turn, error) {
-		<-done
-		return t, err
+	return k
+}
+
+// settle keeps, after a read of turn tid of cid, the turn as stored for
+// the next read: what was taken (k) when the reply named it unchanged,
+// else the reply's body and messages under the stored version.
+func (w *written) settle(cid, tid string, k *kept, body, msgs, version string) {
+	if body == unchangedTurn && k != nil {
+		body, msgs, version = k.body, k.msgs, k.version
+	}
+	if body != "" && body != unchangedTurn {
+		w.keep(cid, tid, version, body, msgs, false)
 	}
 }
