@@ -3,6 +3,8 @@ package valkey_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,6 +174,49 @@ func TestAStepReadsBackTheTurnItWroteWithoutItsBody(t *testing.T) {
 		}
 		if diff := cmp.Diff(fresh(), got); diff != "" {
 			t.Errorf("the turn read back differs from a fresh read (-fresh +kept):\n%s", diff)
+		}
+	})
+}
+
+// Whatever the order of writes and reads of one turn through Stores that
+// keep what they write and one that keeps nothing, every read gets the
+// turn as last stored.
+func TestReadBackNeverReadsAStaleTurn(t *testing.T) {
+	t.Parallel()
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		stores := []*valkey.Store{valkey.New(c, valkey.Options{ReadBack: true}), valkey.New(c, valkey.Options{ReadBack: true}), valkey.New(c, valkey.Options{})}
+		cid := create(t, stores[0], valkeytest.ID(t, "u"))
+		ctx := t.Context()
+		tr := progress(1, 1)
+		last := ""
+		rng := rand.New(rand.NewPCG(7, 29))
+		for i := range 400 {
+			s := stores[rng.IntN(len(stores))]
+			if rng.IntN(3) == 0 {
+				tr.Text = fmt.Sprintf("write %d", i)
+				if err := s.SaveTurn(ctx, cid, tr); err != nil {
+					t.Fatal(err)
+				}
+				last = tr.Text
+				continue
+			}
+			var conv *record.Conversation
+			var err error
+			if rng.IntN(2) == 0 {
+				conv, _, err = s.LoadStep(ctx, cid, record.Query{TurnID: tr.ID})
+			} else {
+				conv, _, _, err = s.LoadStart(ctx, cid, record.Query{TurnID: tr.ID}, record.Start{CallID: "none"})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := conv.Turn(tr.ID)
+			if last != "" && (got == nil || got.Text != last) {
+				t.Fatalf("op %d: read %+v, want the turn last written (%q)", i, got, last)
+			}
+			if got != nil {
+				got.Text = "changed by the reader" // the reader's own
+			}
 		}
 	})
 }
