@@ -71,6 +71,10 @@ bench: ## turn benchmarks (LLM calls, state transitions, Valkey round trips per 
 bench-peers: ## ours against OpenAI Agents JS, LangGraph.js and bare round trips on the Popelnase turn (BENCH_KIT=the peers' kit; RUNS, TURNS1, TURNS20, POLL, CPUPROFILE; docs/benchmarks.md)
 	scripts/bench-peers.sh
 
+.PHONY: bench-ab
+bench-ab: ## two builds side by side on the Popelnase turn, both stacks at once (A=binary B=binary BENCH_KIT=the peers' kit; PAIRS, TURNS, C; docs/benchmarks.md)
+	scripts/bench-ab.sh $(A) $(B)
+
 clean: ## remove the binaries and .data: every local conversation, artifact and the signing key
 	rm -rf bin .data
 

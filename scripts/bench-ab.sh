@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# bench-ab.sh — two builds of clientagent side by side on the reference turn: both stacks run at
+# once (each `clientagent dev --fast-agents` with the make run default store, its own Valkey
+# child), both driven at once by `clientagent bench`, against the peer kit's scripted model. Runs
+# one after the other on a shared host drift by more than the few percent a change moves; two
+# stacks at once share one state of the host. PAIRS times, the two swapping ports (and so start
+# order) each pair. Prints each pair's figures and, per figure, B ÷ A of each pair.
+#
+#   BENCH_KIT=dir scripts/bench-ab.sh A B     A and B: clientagent binaries (go build ./cmd/clientagent)
+#   PAIRS=6 TURNS=600 C=10                     (the defaults: each stack C concurrent turns)
+#   BENCH_DIR=/tmp/clientagent-bench-ab  BENCH_DATA=/dev/shm  LLM_PORT=18700  PORT_A=18081 PORT_B=18082
+set -euo pipefail
+
+[ $# -eq 2 ] && [ -x "$1" ] && [ -x "$2" ] || { echo "usage: BENCH_KIT=dir $0 binary-A binary-B" >&2; exit 2; }
+kit=${BENCH_KIT:-}
+[ -n "$kit" ] && [ -d "$kit/fakellm" ] || { echo "bench-ab: set BENCH_KIT to the peer benchmark kit (its fakellm): see docs/benchmarks.md" >&2; exit 1; }
+bins=("$(cd "$(dirname "$1")" && pwd)/$(basename "$1")" "$(cd "$(dirname "$2")" && pwd)/$(basename "$2")")
+pairs=${PAIRS:-6}
+turns=${TURNS:-600}
+c=${C:-10}
+work=${BENCH_DIR:-${TMPDIR:-/tmp}/clientagent-bench-ab}
+data_root=${BENCH_DATA:-/dev/shm}
+if [ ! -d "$data_root" ] || [ ! -w "$data_root" ]; then data_root=$work; fi
+llm_addr=127.0.0.1:${LLM_PORT:-18700}
+ports=("${PORT_A:-18081}" "${PORT_B:-18082}")
+mkdir -p "$work"
+results=$work/results.tsv
+: >"$results"
+
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+echo "building fakellm…" >&2
+(cd "$kit/fakellm" && go build -o "$work/fakellm" .)
+"$work/fakellm" -addr "$llm_addr" >"$work/fakellm.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 50); do curl -sf "http://$llm_addr/stats" >/dev/null && break; sleep 0.1; done
+
+# start I BIN PORT: stack I in a new data folder (pid[I], data[I]).
+pid=() data=()
+start() {
+	data[$1]=$(mktemp -d "$data_root/clientagent-ab.XXXX")
+	CLIENTAGENT_STORE=auto CLIENTAGENT_DATA=${data[$1]} CLIENTAGENT_ADDR=127.0.0.1:$3 CLIENTAGENT_LLM=openai \
+		OPENAI_BASE_URL=http://$llm_addr/v1 OPENAI_API_KEY=x CLIENTAGENT_LOG_LEVEL=warn CLIENTAGENT_MAX_STREAMS=1000 \
+		"$2" dev --fast-agents >"${data[$1]}/stdout" 2>"${data[$1]}/stderr" &
+	pid[$1]=$!
+	pids+=("${pid[$1]}")
+	for _ in $(seq 100); do grep -q "^token for the user dev" "${data[$1]}/stdout" 2>/dev/null && break; sleep 0.1; done
+	grep -q "^token for the user dev" "${data[$1]}/stdout" || { echo "bench-ab: $2 did not start:" >&2; cat "${data[$1]}/stderr" >&2; exit 1; }
+}
+
+# both TURNS: both stacks driven at once, TURNS turns each at C; stack I's JSON line in its data folder.
+both() {
+	local waits=()
+	for i in 0 1; do
+		CLIENTAGENT_DATA=${data[i]} "${bins[i]}" bench -url "http://127.0.0.1:${port[i]}" -turns "$1" -c "$c" | tail -1 >"${data[i]}/result" &
+		waits+=($!)
+	done
+	wait "${waits[@]}"
+}
+
+port=()
+for pair in $(seq "$pairs"); do
+	swap=$(((pair + 1) % 2)) # A on the first port in odd pairs, on the second in even ones
+	for i in 0 1; do
+		port[i]=${ports[(i + swap) % 2]}
+		start "$i" "${bins[i]}" "${port[i]}"
+	done
+	both 50 # warm-up
+	both "$turns"
+	line=$pair
+	for i in 0 1; do
+		line+=$'\t'$(cat "${data[i]}/result")
+		kill -INT "${pid[i]}"
+		wait "${pid[i]}" 2>/dev/null || true
+		rm -rf "${data[i]}"
+	done
+	echo "$line" >>"$results"
+	echo "pair $pair/$pairs done" >&2
+done
+
+node - "$results" "${bins[0]}" "${bins[1]}" <<'TABLE'
+const fs = require("fs");
+const [file, a, b] = process.argv.slice(2);
+const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => l.split("\t")).map(([p, x, y]) => [Number(p), JSON.parse(x), JSON.parse(y)]);
+const figures = [["turns_per_s", "turns/s"], ["p50_ms", "p50 ms"], ["client_p50_ms", "p50 ms as the page saw it"], ["p99_ms", "p99 ms"]];
+const med = (xs) => { const s = [...xs].sort((p, q) => p - q), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
+const pct = (x) => `${x >= 1 ? "+" : ""}${((x - 1) * 100).toFixed(1)}%`;
+console.log(`A: ${a}\nB: ${b}\n`);
+console.log("| figure | A, per pair | B, per pair | B ÷ A, per pair | median | mean |");
+console.log("|---|---|---|---|---|---|");
+for (const [k, name] of figures) {
+  const ra = rows.map((r) => Number(r[1][k])), rb = rows.map((r) => Number(r[2][k]));
+  const q = rb.map((x, i) => x / ra[i]);
+  console.log(`| ${name} | ${ra.join(", ")} | ${rb.join(", ")} | ${q.map(pct).join(", ")} | ${pct(med(q))} | ${pct(q.reduce((s, x) => s + x, 0) / q.length)} |`);
+}
+TABLE
