@@ -4,7 +4,9 @@
 # child), both driven at once by `clientagent bench`, against the peer kit's scripted model. Runs
 # one after the other on a shared host drift by more than the few percent a change moves; two
 # stacks at once share one state of the host. PAIRS times, the two swapping ports (and so start
-# order) each pair. Prints each pair's figures and, per figure, B ÷ A of each pair.
+# order) each pair. Prints each pair's figures and, per figure, B ÷ A of each pair. The CPU time
+# each stack and its Valkey spend per turn moves far less with the host's state than its
+# throughput does: a change of a few percent shows there first.
 #
 #   BENCH_KIT=dir scripts/bench-ab.sh A B     A and B: clientagent binaries (go build ./cmd/clientagent)
 #   PAIRS=6 TURNS=600 C=10                     (the defaults: each stack C concurrent turns)
@@ -54,7 +56,7 @@ start() {
 both() {
 	local waits=()
 	for i in 0 1; do
-		CLIENTAGENT_DATA=${data[i]} "${bins[i]}" bench -url "http://127.0.0.1:${port[i]}" -turns "$1" -c "$c" | tail -1 >"${data[i]}/result" &
+		CLIENTAGENT_DATA=${data[i]} "${bins[i]}" bench -url "http://127.0.0.1:${port[i]}" -turns "$1" -c "$c" -pid "${pid[i]},$(cat "${data[i]}"/valkey*/valkey.pid)" | tail -1 >"${data[i]}/result" &
 		waits+=($!)
 	done
 	wait "${waits[@]}"
@@ -84,14 +86,17 @@ node - "$results" "${bins[0]}" "${bins[1]}" <<'TABLE'
 const fs = require("fs");
 const [file, a, b] = process.argv.slice(2);
 const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => l.split("\t")).map(([p, x, y]) => [Number(p), JSON.parse(x), JSON.parse(y)]);
-const figures = [["turns_per_s", "turns/s"], ["p50_ms", "p50 ms"], ["client_p50_ms", "p50 ms as the page saw it"], ["p99_ms", "p99 ms"]];
+const figures = [["turns_per_s", "turns/s"], ["p50_ms", "p50 ms"], ["client_p50_ms", "p50 ms as the page saw it"], ["p99_ms", "p99 ms"],
+  ["cpu_ms_per_turn", "CPU ms per turn, stack + Valkey"], ["pid_cpu_ms_per_turn.0", "CPU ms per turn, stack"], ["pid_cpu_ms_per_turn.1", "CPU ms per turn, Valkey"],
+  ["driver_cpu_ms_per_turn", "CPU ms per turn, driver"]];
+const get = (r, k) => k.split(".").reduce((v, p) => (v == null ? v : v[p]), r);
 const med = (xs) => { const s = [...xs].sort((p, q) => p - q), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const pct = (x) => `${x >= 1 ? "+" : ""}${((x - 1) * 100).toFixed(1)}%`;
 console.log(`A: ${a}\nB: ${b}\n`);
 console.log("| figure | A, per pair | B, per pair | B ÷ A, per pair | median | mean |");
 console.log("|---|---|---|---|---|---|");
 for (const [k, name] of figures) {
-  const ra = rows.map((r) => Number(r[1][k])), rb = rows.map((r) => Number(r[2][k]));
+  const ra = rows.map((r) => Number(get(r[1], k))), rb = rows.map((r) => Number(get(r[2], k)));
   const q = rb.map((x, i) => x / ra[i]);
   console.log(`| ${name} | ${ra.join(", ")} | ${rb.join(", ")} | ${q.map(pct).join(", ")} | ${pct(med(q))} | ${pct(q.reduce((s, x) => s + x, 0) / q.length)} |`);
 }

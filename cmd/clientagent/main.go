@@ -413,7 +413,7 @@ func benchCmd(dataDir string, args []string, stdout io.Writer) error {
 	watch := fs.Bool("watch", true, "time each turn as the page sees it: its event stream opened before the POST, closed at turn.ended (false: poll the turn)")
 	poll := fs.Duration("poll", 5*time.Millisecond, "with -watch=false, how often a running turn is read")
 	after := fs.Int("after", 0, "then this many turns one at a time on the same stack (c=1 after the burst)")
-	pids := fs.String("pid", "", "the stack's process ids, comma-separated (a Valkey server's too), for their memory")
+	pids := fs.String("pid", "", "the stack's process ids, comma-separated (a Valkey server's too), for their memory and CPU time")
 	text := fs.String("text", bench.DefaultText, "the user message of every turn")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the driver itself to this file")
 	if err := fs.Parse(args); err != nil {

@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/clientagent/clientagent/pkg/wire"
@@ -50,7 +51,7 @@ type Options struct {
 	// Text is the user message (default the Popelnase request).
 	Text string
 	// PIDs are the stack's processes (the stack, a Valkey server of its
-	// own), whose memory the report gives, summed; none: not reported.
+	// own), whose memory and CPU time the report gives; none: not reported.
 	PIDs []int
 	// TurnTimeout bounds one turn, its polls included (default 30 s).
 	TurnTimeout time.Duration
@@ -83,6 +84,16 @@ type Report struct {
 	// a PID.
 	RSSMB     float64 `json:"rss_mb"`
 	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// CPUMsPerTurn is the CPU time (user and system) the stack's
+	// processes spent during the timed rounds, per timed turn, summed;
+	// PIDCPUMsPerTurn is each process's, in the order of Options.PIDs.
+	// On a host whose cores the load fills, throughput follows the CPU a
+	// turn costs, and CPU time drifts far less with the host's state than
+	// wall time does. DriverCPUMsPerTurn is the driver's own (this
+	// process), which a peer run in process does not spend.
+	CPUMsPerTurn       float64   `json:"cpu_ms_per_turn,omitempty"`
+	PIDCPUMsPerTurn    []float64 `json:"pid_cpu_ms_per_turn,omitempty"`
+	DriverCPUMsPerTurn float64   `json:"driver_cpu_ms_per_turn,omitempty"`
 	// ClientP50Ms and ClientP99Ms time a turn until the client saw it
 	// end: its turn.ended event when Watched, else a poll (every PollMs).
 	ClientP50Ms float64 `json:"client_p50_ms"`
@@ -150,6 +161,11 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	samples := make([]sample, 0, opts.Turns)
+	cpu0, err := cpuTimes(opts.PIDs)
+	if err != nil {
+		return nil, err
+	}
+	driver0 := selfCPU()
 	start := time.Now()
 	for len(samples) < opts.Turns {
 		n := min(opts.Concurrency, opts.Turns-len(samples))
@@ -165,7 +181,18 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	wall := time.Since(start)
+	driver1 := selfCPU()
+	cpu1, err := cpuTimes(opts.PIDs)
+	if err != nil {
+		return nil, err
+	}
 	r := summarize(samples, wall)
+	perTurn := func(d time.Duration) float64 { return round2(float64(d.Microseconds()) / 1000 / float64(len(samples))) }
+	for i := range cpu1 {
+		r.PIDCPUMsPerTurn = append(r.PIDCPUMsPerTurn, perTurn(cpu1[i]-cpu0[i]))
+		r.CPUMsPerTurn = round2(r.CPUMsPerTurn + r.PIDCPUMsPerTurn[i])
+	}
+	r.DriverCPUMsPerTurn = perTurn(driver1 - driver0)
 	r.Peer, r.Concurrency, r.Watched = "clientagent", opts.Concurrency, opts.Watch
 	if !opts.Watch {
 		r.PollMs = ms(opts.Poll)
@@ -473,6 +500,56 @@ type statusError struct {
 
 func (e *statusError) Error() string {
 	return fmt.Sprintf("%s = %d, want %d: %.300s", e.req, e.status, e.want, e.body)
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times: 100
+// on every architecture Linux runs Go on.
+const clockTicks = 100
+
+// cpuTimes reads the CPU time (user and system) each of pids has spent.
+func cpuTimes(pids []int) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return nil, fmt.Errorf("read the CPU time of process %d: %w", pid, err)
+		}
+		ticks, err := statCPU(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("process %d: %w", pid, err)
+		}
+		out = append(out, time.Duration(ticks)*time.Second/clockTicks)
+	}
+	return out, nil
+}
+
+// statCPU is utime + stime of a /proc/<pid>/stat line, in clock ticks:
+// the 14th and 15th fields, counted after the command, which is in
+// parentheses and may hold spaces and parentheses itself.
+func statCPU(stat string) (int64, error) {
+	i := strings.LastIndexByte(stat, ')')
+	f := strings.Fields(stat[i+1:]) // from the 3rd field, the state
+	if i < 0 || len(f) < 13 {
+		return 0, fmt.Errorf("unexpected /proc stat line %q", stat)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("CPU time %q in %q: %w", v, stat, err)
+		}
+		ticks += n
+	}
+	return ticks, nil
+}
+
+// selfCPU is the CPU time (user and system) this process has spent.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // memory reads the resident and peak resident memory of process pid in MB.

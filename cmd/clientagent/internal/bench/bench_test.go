@@ -264,3 +264,57 @@ func TestQuantileAsThePeers(t *testing.T) {
 		}
 	}
 }
+
+// With the stack's process ids, the report gives the CPU time they spent
+// during the timed rounds per turn, each and summed, and the driver's
+// own: here one process is the stack and the driver, and each turn's
+// poll burns 20 ms of CPU in it.
+func TestRunReportsCPUPerTurn(t *testing.T) {
+	api := http.NewServeMux()
+	api.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"conversation_id":"c_1"}`))
+	})
+	api.HandleFunc("POST /v1/conversations/c_1/messages", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"turn_id":"t_1","status":"running"}`))
+	})
+	api.HandleFunc("GET /v1/conversations/c_1/turns/t_1", func(w http.ResponseWriter, r *http.Request) {
+		for start := time.Now(); time.Since(start) < 20*time.Millisecond; {
+		}
+		end := time.Now().UTC().Format(time.RFC3339Nano)
+		fmt.Fprintf(w, `{"status":"succeeded","llm_calls":3,"steps":[{"tool":"llm","ended_at":%q}]}`, end)
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	const turns = 10
+	r, err := Run(t.Context(), Options{BaseURL: srv.URL, Token: "t", Turns: turns, Concurrency: 1, Poll: time.Millisecond, PIDs: []int{os.Getpid(), os.Getpid()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	each := r.PIDCPUMsPerTurn
+	if len(each) != 2 || each[0] < 10 || each[0] > 500 || each[1] < each[0]-10 || r.CPUMsPerTurn != round2(each[0]+each[1]) {
+		t.Errorf("CPU per turn %v ms, each %v; want two of 10–500 ms, summed", r.CPUMsPerTurn, each)
+	}
+	if r.DriverCPUMsPerTurn < 10 || r.DriverCPUMsPerTurn > 500 {
+		t.Errorf("the driver's CPU per turn = %v ms, want 10–500 (it is the stack too)", r.DriverCPUMsPerTurn)
+	}
+}
+
+func TestStatCPU(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		stat string
+		want int64
+	}{
+		{"4242 (clientagent) S 1 4242 4242 0 -1 4194560 123 0 0 0 150 37 0 0 20 0 9 0 100 0 0", 187},
+		{"7 (a) b (c)) R 1 7 7 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 1 0 0", 11}, // a command with spaces and parentheses
+	} {
+		if got, err := statCPU(tt.stat); err != nil || got != tt.want {
+			t.Errorf("statCPU(%q) = %d, %v; want %d", tt.stat, got, err, tt.want)
+		}
+	}
+	if _, err := statCPU("garbage"); err == nil {
+		t.Error("statCPU(garbage) succeeded")
+	}
+}
