@@ -112,6 +112,30 @@ for (const c of [1, 20]) {
     console.log(`| ${c} | ${names[impl]} | ${paired(impl, c, "p50_ms", "p50_ms")} | ${paired(impl, c, "client_p50_ms", "p50_ms")} | ${paired(impl, c, "turns_per_s", "turns_per_s")} |`);
   }
 }
+// The CPU time a turn costs, by process (the scripted model's and our driver's included): on a
+// host whose cores the load fills, throughput follows the total.
+const cpu = (impl, c, f) => rows.filter((r) => r.impl === impl && r.c === c).map(f).filter((x) => x !== undefined && !Number.isNaN(x));
+const cpuRows = [];
+for (const c of [1, 20]) {
+  for (const impl of [...ours, ...peers]) {
+    const own = cpu(impl, c, (r) => (ours.includes(impl) ? r.r.cpu_ms_per_turn : r.cpu?.process));
+    if (!own.length) continue;
+    const drv = ours.includes(impl) ? cpu(impl, c, (r) => r.r.driver_cpu_ms_per_turn) : [];
+    const model = cpu(impl, c, (r) => r.cpu?.model);
+    const total = cpu(impl, c, (r) => (ours.includes(impl) ? r.r.cpu_ms_per_turn + (r.r.driver_cpu_ms_per_turn ?? 0) : r.cpu?.process) + (r.cpu?.model ?? 0));
+    cpuRows.push({ c, impl, own, drv, model, total });
+  }
+}
+if (cpuRows.length) {
+  console.log("\n| c | implementation | CPU ms per turn: the implementation | its driver | the scripted model | total | total ÷ OpenAI Agents |");
+  console.log("|---|---|---|---|---|---|---|");
+  for (const { c, impl, own, drv, model, total } of cpuRows) {
+    const oa = cpuRows.find((r) => r.c === c && r.impl === "openai-agents");
+    console.log(`| ${c} | ${names[impl]} | ${mmm(own)} | ${drv.length ? mmm(drv) : "in process"} | ${mmm(model)} | ${mmm(total)} | ${oa && impl !== "openai-agents" ? ratio(med(total), med(oa.total)) : ""} |`);
+  }
+  console.log("\nOurs: the stack's process and its Valkey's during the timed turns, and the driver's (clientagent bench). A peer: its one node process, " +
+    "what a run of TURNS turns spent beyond a run of one (its start, its compiling and its warm-up turns), over TURNS - 1. The model's: over each whole run.");
+}
 const runs = Math.max(...rows.map((r) => r.run));
 console.log(`\nmin / **median** / max of ${runs} run${runs > 1 ? "s" : ""}; turns per run: ${[1, 20].map((c) => `c=${c}: ${rows.find((r) => r.c === c)?.r.turns}`).join(", ")}; ` +
   `our stack's data folder on ${dataRoot}; our RSS is the stack's (plus the Valkey server's); fakellm: ${stats}`);
@@ -152,11 +176,25 @@ cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
 "$work/fakellm" -addr "$llm_addr" >"$work/fakellm.log" 2>&1 &
-pids+=($!)
+llm_pid=$!
+pids+=("$llm_pid")
 for _ in $(seq 50); do curl -sf "http://$llm_addr/stats" >/dev/null && break; sleep 0.1; done
 
-# record IMPL C RUN JSON: one result line, tagged.
-record() { echo "{\"impl\":\"$1\",\"c\":$2,\"run\":$3,\"r\":$4}" >>"$results"; }
+# record IMPL C RUN JSON [CPU]: one result line, tagged; CPU is the run's "cpu" object.
+record() { echo "{\"impl\":\"$1\",\"c\":$2,\"run\":$3,\"r\":$4${5:+,\"cpu\":$5}}" >>"$results"; }
+
+# ticks PID: the CPU time (user + system) process PID has spent, in clock ticks (1/100 s).
+ticks() {
+	local s
+	s=$(cat "/proc/$1/stat") || return 1
+	s=${s##*) } # the fields after the command: state is the first, utime the 12th
+	# shellcheck disable=SC2086 # split into fields
+	set -- $s
+	echo $((${12} + ${13}))
+}
+
+# per_turn TICKS TURNS: milliseconds per turn.
+per_turn() { awk -v t="$1" -v n="$2" 'BEGIN { printf "%.2f", t * 10 / n }'; }
 
 # ours VARIANT C TURNS RUN [PROFILE]: a new stack with the fast specialists (and, for the
 # variant "server", a new Valkey server), timed by clientagent bench, then stopped.
@@ -183,8 +221,11 @@ ours() {
 	local watchflag=-watch=true aft=0
 	if [ "$watch" = 0 ]; then watchflag=-watch=false; fi
 	if [ "$c" != 1 ]; then aft=$after; fi
+	local m0 m1
+	m0=$(ticks "$llm_pid")
 	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" "$watchflag" -poll "$poll" -after "$aft" -pid "$pid${vpid:+,$vpid}") ||
 		echo "bench-peers: some turns of ours failed ($variant, c=$c, run $run): see failed and first_error in the results" >&2
+	m1=$(ticks "$llm_pid")
 	kill -INT "$pid"
 	wait "$pid" || true
 	if [ -n "$vpid" ] && [ "$variant" = server ]; then
@@ -196,14 +237,34 @@ ours() {
 		tail -5 "$data/stderr" >&2
 	fi
 	rm -rf "$data"
-	record "clientagent-$variant" "$c" "$run" "$out"
+	# The model's CPU over the whole command: its 5 warm-up turns and the c=1 turns after included.
+	record "clientagent-$variant" "$c" "$run" "$out" "{\"model\":$(per_turn $((m1 - m0)) $((turns + 5 + aft)))}"
 }
 
-# peer IMPL SCRIPT C TURNS RUN
-peer() {
+# node_cpu SCRIPT C TURNS: run a peer; prints its JSON line, then the CPU time of its node
+# process in ms (bash's times: the subshell's children, as 1m2.345s).
+node_cpu() {
 	local out
-	out=$(cd "$work/peers" && node "$2" "$base" "$4" "$3")
-	record "$1" "$3" "$5" "$out"
+	out=$(cd "$work/peers" && node "$1" "$base" "$3" "$2" && times) || return 1
+	echo "$out" | head -1
+	echo "$out" | tail -1 | awk '$1 !~ /^[0-9]+m[0-9.]+s$/ { print "NaN"; exit } { s = 0; for (i = 1; i <= 2; i++) { split($i, p, "m"); s += p[1] * 60 + p[2] } printf "%.1f", s * 1000 }'
+}
+
+# peer IMPL SCRIPT C TURNS RUN: the peer's JSON line, and the CPU per turn of its process and of
+# the model. A node process spends seconds of CPU starting and compiling before its turns reach
+# their pace, so each run first times one turn (and the 5 warm-up turns every run makes) and the
+# per-turn figure is what the TURNS-turn run spent beyond that, over TURNS - 1.
+declare -A start_ms
+peer() {
+	local out m0 m1 ms
+	if [ -z "${start_ms[$1/$5]:-}" ]; then
+		start_ms[$1/$5]=$(node_cpu "$2" 1 1 | tail -1)
+	fi
+	m0=$(ticks "$llm_pid")
+	out=$(node_cpu "$2" "$3" "$4")
+	m1=$(ticks "$llm_pid")
+	ms=$(awk -v a="$(echo "$out" | tail -1)" -v b="${start_ms[$1/$5]}" -v n="$4" 'BEGIN { x = (a - b) / (n - 1); if (x != x || n < 2) print "null"; else printf "%.2f", x }')
+	record "$1" "$3" "$5" "$(echo "$out" | head -1)" "{\"process\":$ms,\"model\":$(per_turn $((m1 - m0)) $(($4 + 5)))}"
 }
 
 start=$(date +%s)
