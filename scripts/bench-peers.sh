@@ -11,7 +11,11 @@
 # there is one, as the peers keep everything in memory.
 #
 #   make bench-peers            or   scripts/bench-peers.sh
-#   RUNS=3 TURNS1=200 TURNS20=1000 WATCH=1 AFTER=100   (the defaults)
+#   RUNS=3 TURNS1=2000 TURNS20=1000 WATCH=1 AFTER=100   (the defaults)
+#   TURNS1       node compiles a peer's hot code over its first thousand or so turns, so its
+#                p50 at c=1 falls with the turns it runs: OpenAI Agents JS's was 7.9 ms over
+#                200 turns, 5.9 ms over 1,000 and 3.4–4.1 ms over 3,000 (ours 7.0–7.2 ms over
+#                each); a server runs warm, so the default times 2,000
 #   WATCH=1 times each of our turns as the page sees it too (its event stream opened before the
 #                POST, closed at turn.ended); WATCH=0 polls the turn every POLL (5ms) instead
 #   AFTER=N      after each c=20 run, N turns at c=1 on the same stack (c=1 after a burst)
@@ -33,7 +37,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 kit=${BENCH_KIT:-}
 work=${BENCH_DIR:-${TMPDIR:-/tmp}/clientagent-bench-peers}
 runs=${RUNS:-3}
-turns1=${TURNS1:-200}
+turns1=${TURNS1:-2000}
 turns20=${TURNS20:-1000}
 poll=${POLL:-5ms}
 watch=${WATCH:-1}
