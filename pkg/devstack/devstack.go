@@ -37,6 +37,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/awssign"
 	"github.com/clientagent/clientagent/pkg/demoagents"
 	"github.com/clientagent/clientagent/pkg/guardian"
+	"github.com/clientagent/clientagent/pkg/inproc"
 	"github.com/clientagent/clientagent/pkg/livepub"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/scripted"
@@ -248,6 +249,22 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		cfg.Files, _ = platform.FilesFromEnv(func(string) string { return "" })
 	}
 	arts := cfg.Files.WithQuota(local, rdb, 0)
+	// The demo agents (which are other services) get a Valkey client of
+	// their own, so the platform's traffic can be measured alone
+	// (docs/benchmarks.md). They are no part of the platform and need not
+	// fail fast: their task store keeps its tasks through a busy moment (on
+	// a loaded machine the platform's 700 ms dial and I/O timeouts failed
+	// their tasks, issue 31).
+	agentsRDB := st.sibling(rdb, agentStoreTimeout)
+	st.Publications = demoagents.NewRedisLedger(agentsRDB)
+	agents := demoagents.FastHandler(url)
+	if !cfg.FastAgents {
+		agents = demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, StoreTimeout: agentStoreTimeout, Tracing: cfg.Tracing, Logger: log})
+	}
+	// This process serves the demo specialists, so its A2A client reaches
+	// them in process: the same requests and answers without a socket
+	// (pkg/inproc). Every other specialist is called over the network.
+	cfg.AgentClient = inproc.Client(cfg.AgentClient, ln.Addr().String(), agentsPrefix, agents)
 	agentURLs := append(demoagents.AgentURLs(url), cfg.Agents...)
 	pcfg := toolenv.Config{Agents: agentURLs, MCP: cfg.MCP, Limits: limits, Prices: cfg.Prices, Audit: audit.Dir{Path: filepath.Join(cfg.DataDir, "audit")}, WorkflowsDir: cfg.WorkflowsDir, AgentClient: cfg.AgentClient, FileOrigins: cfg.FileOrigins, Files: cfg.Files.Limits, CardTTL: cfg.CardTTL, CatalogTTL: cfg.CatalogTTL, MCPFetchTimeout: cfg.MCPFetchTimeout, Logger: log}
 	p, err := toolenv.New(pcfg, rdb, arts, model, invokeenv.Router(pcfg, arts))
@@ -267,14 +284,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	p.Handlers.CallLostAfter = cfg.CallLostAfter
 
 	st.Redis = rdb
-	// The engine (which on AWS is Step Functions itself) and the demo agents
-	// (which are other services) get clients of their own, so the platform's
-	// Valkey traffic can be measured alone (docs/benchmarks.md).
-	// The demo specialists are no part of the platform and need not fail
-	// fast: their task store keeps its tasks through a busy moment (on a
-	// loaded machine the platform's 700 ms dial and I/O timeouts failed
-	// their tasks, issue 31).
-	engineRDB, agentsRDB := st.sibling(rdb, 0), st.sibling(rdb, agentStoreTimeout)
+	// The engine (which on AWS is Step Functions itself) gets a client of
+	// its own, as the demo agents do.
+	engineRDB := st.sibling(rdb, 0)
 	st.engineRDB = engineRDB
 	if cfg.Retention <= 0 {
 		cfg.Retention = time.Hour
@@ -360,12 +372,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	mux.Handle("/a2a", a2a)
 	mux.Handle("/a2a/", a2a)
 	mux.Handle("/.well-known/agent-card.json", a2a)
-	st.Publications = demoagents.NewRedisLedger(agentsRDB)
-	if cfg.FastAgents {
-		mux.Handle("/agents/", demoagents.FastHandler(url))
-	} else {
-		mux.Handle("/agents/", demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, StoreTimeout: agentStoreTimeout, Tracing: cfg.Tracing, Logger: log}))
-	}
+	mux.Handle(agentsPrefix, agents)
 	mux.Handle("/", web.Handler())
 	st.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
@@ -407,6 +414,10 @@ func (s *Stack) mcpStatus(ctx context.Context) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// agentsPrefix is the path under which the stack serves the demo agents
+// (demoagents.AgentURLs).
+const agentsPrefix = "/agents/"
 
 // agentStoreTimeout is the dial and I/O timeout of the demo agents' Valkey client.
 const agentStoreTimeout = 5 * time.Second
