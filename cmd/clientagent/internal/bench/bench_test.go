@@ -187,20 +187,9 @@ func TestRunWatchedAgainstFastStack(t *testing.T) {
 // Turns that fail are counted, and a run where all fail is an error.
 func TestRunCountsFailedTurns(t *testing.T) {
 	t.Parallel()
-	api := http.NewServeMux()
-	api.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"conversation_id":"c_1"}`))
-	})
-	api.HandleFunc("POST /v1/conversations/c_1/messages", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"turn_id":"t_1","status":"running"}`))
-	})
-	api.HandleFunc("GET /v1/conversations/c_1/turns/t_1", func(w http.ResponseWriter, r *http.Request) {
+	srv := oneTurnAPI(t, func(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write([]byte(`{"status":"failed","reply":"the model is down","steps":[]}`))
 	})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
 	r, err := Run(t.Context(), Options{BaseURL: srv.URL, Token: "t", Turns: 4, Concurrency: 2, Poll: time.Millisecond})
 	if err == nil || r == nil || r.Failed != 4 || !strings.Contains(r.FirstError, "ended failed: the model is down") {
 		t.Fatalf("Run() = %+v, %v; want 4 failed turns and an error", r, err)
@@ -212,16 +201,7 @@ func TestRunCountsFailedTurns(t *testing.T) {
 func TestRunRetriesUnavailablePolls(t *testing.T) {
 	t.Parallel()
 	var polls atomic.Int64
-	api := http.NewServeMux()
-	api.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"conversation_id":"c_1"}`))
-	})
-	api.HandleFunc("POST /v1/conversations/c_1/messages", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"turn_id":"t_1","status":"running"}`))
-	})
-	api.HandleFunc("GET /v1/conversations/c_1/turns/t_1", func(w http.ResponseWriter, r *http.Request) {
+	srv := oneTurnAPI(t, func(w http.ResponseWriter, r *http.Request) {
 		if polls.Add(1)%2 == 1 {
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -231,8 +211,6 @@ func TestRunRetriesUnavailablePolls(t *testing.T) {
 		end := time.Now().UTC().Format(time.RFC3339Nano)
 		fmt.Fprintf(w, `{"status":"succeeded","llm_calls":3,"artifacts":[{"artifact_id":"a"}],"steps":[{"tool":"llm","ended_at":%q}]}`, end)
 	})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
 	r, err := Run(t.Context(), Options{BaseURL: srv.URL, Token: "t", Turns: 3, Concurrency: 1, Poll: time.Millisecond})
 	if err != nil || r.Failed != 0 || r.Unavailable != 3 || r.PollsPerTurn != 2 || r.P50Ms <= 0 {
 		t.Fatalf("Run() = %+v, %v; want 3 turns, 3 unavailable polls, 2 polls a turn", r, err)
@@ -270,23 +248,12 @@ func TestQuantileAsThePeers(t *testing.T) {
 // own: here one process is the stack and the driver, and each turn's
 // poll burns 20 ms of CPU in it.
 func TestRunReportsCPUPerTurn(t *testing.T) {
-	api := http.NewServeMux()
-	api.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusCreated)
-		_, _ = w.Write([]byte(`{"conversation_id":"c_1"}`))
-	})
-	api.HandleFunc("POST /v1/conversations/c_1/messages", func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusAccepted)
-		_, _ = w.Write([]byte(`{"turn_id":"t_1","status":"running"}`))
-	})
-	api.HandleFunc("GET /v1/conversations/c_1/turns/t_1", func(w http.ResponseWriter, r *http.Request) {
+	srv := oneTurnAPI(t, func(w http.ResponseWriter, r *http.Request) {
 		for start := time.Now(); time.Since(start) < 20*time.Millisecond; {
 		}
 		end := time.Now().UTC().Format(time.RFC3339Nano)
 		fmt.Fprintf(w, `{"status":"succeeded","llm_calls":3,"steps":[{"tool":"llm","ended_at":%q}]}`, end)
 	})
-	srv := httptest.NewServer(api)
-	t.Cleanup(srv.Close)
 	const turns = 10
 	r, err := Run(t.Context(), Options{BaseURL: srv.URL, Token: "t", Turns: turns, Concurrency: 1, Poll: time.Millisecond, PIDs: []int{os.Getpid(), os.Getpid()}})
 	if err != nil {
@@ -317,4 +284,22 @@ func TestStatCPU(t *testing.T) {
 	if _, err := statCPU("garbage"); err == nil {
 		t.Error("statCPU(garbage) succeeded")
 	}
+}
+
+// oneTurnAPI serves the API of one conversation c_1 with one turn t_1,
+// whose view turn serves.
+func oneTurnAPI(t *testing.T, turn http.HandlerFunc) *httptest.Server {
+	api := http.NewServeMux()
+	api.HandleFunc("POST /v1/conversations", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"conversation_id":"c_1"}`))
+	})
+	api.HandleFunc("POST /v1/conversations/c_1/messages", func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write([]byte(`{"turn_id":"t_1","status":"running"}`))
+	})
+	api.HandleFunc("GET /v1/conversations/c_1/turns/t_1", turn)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return srv
 }
