@@ -1,11 +1,9 @@
 package valkey_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,36 +15,6 @@ import (
 	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
-// ownBodies counts the step reads whose reply carried the own turn's body
-// (sent) and those that named it unchanged (kept: the reader had it).
-type ownBodies struct{ sent, kept atomic.Int32 }
-
-func (o *ownBodies) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (o *ownBodies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-func (o *ownBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		err := next(ctx, cmd)
-		c, ok := cmd.(*redis.Cmd)
-		if !ok || err != nil {
-			return err
-		}
-		raw, _ := c.Val().([]any)
-		if len(raw) < 9 || len(c.Args()) < 5 || c.Args()[3] == "0" { // a step read names its turn's keys
-			return err
-		}
-		own, _ := raw[1].([]any)
-		switch body, _ := own[0].(string); {
-		case body == "=":
-			o.kept.Add(1)
-		case body != "":
-			o.sent.Add(1)
-		}
-		return err
-	}
-}
-
 // A step reads back the turn its Store wrote without the turn's body
 // crossing the wire again, and gets exactly what a fresh read decodes,
 // each read a turn of its own to change; so does every read after it
@@ -56,7 +24,7 @@ func (o *ownBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func TestAStepReadsBackTheTurnItWroteWithoutItsBody(t *testing.T) {
 	t.Parallel()
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		hook := &ownBodies{}
+		hook := &valkeytest.TurnBodies{}
 		c.AddHook(hook)
 		s := valkey.New(c, valkey.Options{ReadBack: true})
 		other := valkey.New(c, valkey.Options{ReadBack: true}) // another process's Store
@@ -96,8 +64,8 @@ func TestAStepReadsBackTheTurnItWroteWithoutItsBody(t *testing.T) {
 		}
 		expect := func(what string, sent, kept int32) {
 			t.Helper()
-			if hook.sent.Load() != sent || hook.kept.Load() != kept {
-				t.Errorf("%s: bodies sent %d, kept %d; want %d and %d", what, hook.sent.Load(), hook.kept.Load(), sent, kept)
+			if hook.Sent.Load() != sent || hook.Kept.Load() != kept {
+				t.Errorf("%s: bodies sent %d, kept %d; want %d and %d", what, hook.Sent.Load(), hook.Kept.Load(), sent, kept)
 			}
 		}
 

@@ -1,0 +1,45 @@
+package valkeytest
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// TurnBodies is a client hook that counts the step reads of
+// pkg/record/valkey (loadStepScript and loadStartScript) by what their
+// reply carried of the step's own turn: its body (Sent), or "=" (Kept),
+// the script's word for a turn the reader wrote last and keeps
+// (pkg/record/valkey/written.go). It reads the reply on the wire, so it
+// shows which bytes crossed it.
+type TurnBodies struct{ Sent, Kept atomic.Int32 }
+
+func (o *TurnBodies) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (o *TurnBodies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (o *TurnBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		c, ok := cmd.(*redis.Cmd)
+		if !ok || err != nil {
+			return err
+		}
+		raw, _ := c.Val().([]any)
+		if len(raw) < 9 || len(c.Args()) < 5 || c.Args()[3] == "0" { // a step read names its turn's keys
+			return err
+		}
+		own, _ := raw[1].([]any)
+		if len(own) == 0 {
+			return err
+		}
+		switch body, _ := own[0].(string); {
+		case body == "=":
+			o.Kept.Add(1)
+		case body != "":
+			o.Sent.Add(1)
+		}
+		return err
+	}
+}
