@@ -257,8 +257,10 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	// their tasks, issue 31).
 	agentsRDB := st.sibling(rdb, agentStoreTimeout)
 	st.Publications = demoagents.NewRedisLedger(agentsRDB)
-	agents := demoagents.FastHandler(url)
-	if !cfg.FastAgents {
+	var agents http.Handler
+	if cfg.FastAgents {
+		agents = demoagents.FastHandler(url)
+	} else {
 		agents = demoagents.Handler(url, demoagents.Options{Publications: st.Publications, Redis: agentsRDB, StoreTimeout: agentStoreTimeout, Tracing: cfg.Tracing, Logger: log})
 	}
 	// This process serves the demo specialists, so its A2A client reaches
