@@ -104,6 +104,29 @@ type Query struct {
 	// Artifacts is how many of the newest catalog entries to read besides
 	// the turn's own (0: DefaultCatalogSize).
 	Artifacts int
+	// After names the writes the step follows, as its input names them:
+	// the tokens of the writes that read ahead for it (ReadAhead). A Store
+	// that answered the newest of them with this query hands that answer
+	// over, once, instead of reading again.
+	After []string
+}
+
+// ReadAhead is a Store whose writes can answer, in their own round trip,
+// the read of the step that follows them (docs/architecture.md, "A step's
+// read rides on the write before it"). The read is taken atomically just
+// after the write, so the next step that takes it sees the record as if it
+// had read the moment the write landed: a write of anyone else after that
+// is one that came just after its read, which every step already meets
+// (a cancel refuses the write). A step takes it only when its input names
+// the write's token (Query.After), so a step that follows anything else,
+// such as a user's answer, reads.
+type ReadAhead interface {
+	// SaveTurnAhead is SaveTurn, and next read ahead; the token names it
+	// ("" when the Store keeps none).
+	SaveTurnAhead(ctx context.Context, cid string, t *Turn, next Query, artifacts ...artifact.Artifact) (string, error)
+	// PutOutcomeAhead is PutOutcome, and next read ahead; the token names
+	// it ("" when the Store keeps none).
+	PutOutcomeAhead(ctx context.Context, cid, turnID string, o CallOutcome, next Query) (Put, string, error)
 }
 
 // Start is the call a step starts in its read (Store.LoadStart), with the

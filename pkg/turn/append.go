@@ -15,6 +15,9 @@ import (
 // AppendOutput tells the state machine where the loop goes next.
 type AppendOutput struct {
 	Next string `json:"next"`
+	// After is the token of the next LLMStep's read, which the step's
+	// write read ahead (Ref.After; "" when the store keeps none).
+	After string `json:"after,omitempty"`
 }
 
 // Append puts the batch's results into the transcript in call order, and
@@ -99,11 +102,12 @@ func (h *Handlers) append(ctx context.Context, in Ref) (AppendOutput, error) {
 		}
 		return AppendOutput{Next: NextLLM}, nil
 	}
-	if err := h.save(ctx, in, t, arts...); err != nil {
+	after, err := h.saveAhead(ctx, in, t, h.llmQuery(in), arts...)
+	if err != nil {
 		return AppendOutput{}, err
 	}
 	h.stepLog(ctx, in, "append", "", "appended", started, 0, nil)
-	return AppendOutput{Next: NextLLM}, nil
+	return AppendOutput{Next: NextLLM, After: after}, nil
 }
 
 // appendResults moves the batch into the transcript: one tool message per

@@ -30,6 +30,9 @@ type InvokeInput struct {
 type InvokeOutput struct {
 	CallID string `json:"call_id"`
 	Status string `json:"status"`
+	// After is the token of AppendResults' read, which the outcome's
+	// write read ahead (Ref.After; "" when the store keeps none).
+	After string `json:"after,omitempty"`
 }
 
 // Invoke runs one ready call with the source of its kind (a specialist's
@@ -146,7 +149,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	if len(in.Fail) == 0 {
 		audited = h.auditAside(ctx, h.executed(conv, t, *pc, o))
 	}
-	put, err := h.putOutcome(ctx, in, o)
+	put, after, err := h.putOutcome(ctx, in, o)
 	auditErr := audited()
 	if err == nil && put.OverQuota != nil {
 		// A file the call returned does not fit the conversation's quota,
@@ -159,7 +162,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		if auditErr == nil {
 			auditErr = h.audit(ctx, h.executed(conv, t, *pc, o)) // under the same name: the failed call
 		}
-		put, err = h.putOutcome(ctx, in, o)
+		put, after, err = h.putOutcome(ctx, in, o)
 	}
 	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
@@ -186,21 +189,28 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	}
 	status := o.StepStatus()
 	h.stepLog(ctx, in.Ref, "invoke", pc.Tool, status, started, 0, nil)
-	return InvokeOutput{CallID: in.CallID, Status: status}, nil
+	return InvokeOutput{CallID: in.CallID, Status: status, After: after}, nil
 }
 
 // putOutcome stores o however long the store takes to come back (within
-// the step's time).
-func (h *Handlers) putOutcome(ctx context.Context, in InvokeInput, o record.CallOutcome) (record.Put, error) {
+// the step's time), reading AppendResults' read ahead when the store does
+// (record.ReadAhead): the token is what that step's input names.
+func (h *Handlers) putOutcome(ctx context.Context, in InvokeInput, o record.CallOutcome) (record.Put, string, error) {
 	var put record.Put
+	var after string
+	ra, _ := h.Store.(record.ReadAhead)
 	tries, err := h.outlast(ctx, func() (err error) {
+		if ra != nil {
+			put, after, err = ra.PutOutcomeAhead(ctx, in.ConversationID, in.TurnID, o, *batchQuery(in.Ref))
+			return err
+		}
 		put, err = h.Store.PutOutcome(ctx, in.ConversationID, in.TurnID, o)
 		return err
 	})
 	if tries > 1 && err == nil && put.OverQuota == nil {
 		put.Stored = true // an earlier try may have stored it before it timed out
 	}
-	return put, err
+	return put, after, err
 }
 
 // overQuota is the failed outcome of a call whose returned file r did not

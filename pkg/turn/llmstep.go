@@ -35,6 +35,9 @@ type StepInput struct {
 // StepOutput tells the state machine what the model did.
 type StepOutput struct {
 	Next string `json:"next"`
+	// After is the token of ValidateBatch's read, which the step's write
+	// read ahead (Ref.After; "" when the store keeps none).
+	After string `json:"after,omitempty"`
 }
 
 // LLMStep makes one LLM call with every tool and stores the assistant
@@ -203,10 +206,11 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		}
 		return h.endFailed(ctx, in.Ref, t, step, msg)
 	}
-	if err := h.save(ctx, in.Ref, t); err != nil {
+	after, err := h.saveAhead(ctx, in.Ref, t, batchQuery(in.Ref))
+	if err != nil {
 		return StepOutput{}, err
 	}
-	return StepOutput{Next: NextTools}, nil
+	return StepOutput{Next: NextTools, After: after}, nil
 }
 
 // inspect is what the LLM call sent and got, for the step's inspector;

@@ -40,6 +40,33 @@ type Ref struct {
 	// it in the execution's input; every state passes it on; "" when
 	// tracing is off): each step's span is its child (trace.go).
 	Trace string `json:"trace,omitempty"`
+	// After names the writes the step follows (record.Query.After): the
+	// step before it read ahead for it in its write's round trip
+	// (record.ReadAhead), and the state machine passes the token on.
+	After Ahead `json:"after,omitempty"`
+}
+
+// Ahead is the tokens of the reads ahead a step's input names: one, one
+// per call of a batch (the Map's results), or none. JSONata gives a
+// single value for a batch of one, so a string is one token.
+type Ahead []string
+
+// UnmarshalJSON reads a token, a list of them or null.
+func (a *Ahead) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*a = nil
+		if one != "" {
+			*a = Ahead{one}
+		}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("after: a token or a list of them: %w", err)
+	}
+	*a = many
+	return nil
 }
 
 // Next words the handlers return for the state machine's Choice states.
@@ -306,14 +333,25 @@ func (h *Handlers) load(ctx context.Context, r Ref, withOutcomes bool) (*record.
 	return h.read(ctx, r, record.Query{TurnID: r.TurnID, Outcomes: withOutcomes}, true)
 }
 
-// loadForLLM is load for an LLM call: also the turns of the transcript
-// window (all of them when Limits.Window <= 0, no window).
-func (h *Handlers) loadForLLM(ctx context.Context, r Ref) (*record.Conversation, *record.Turn, error) {
+// batchQuery is the read of ValidateBatch and AppendResults (load with
+// outcomes), for a write before them to read ahead.
+func batchQuery(r Ref) *record.Query {
+	return &record.Query{TurnID: r.TurnID, Outcomes: true}
+}
+
+// llmQuery is loadForLLM's read, for a write before it to read ahead.
+func (h *Handlers) llmQuery(r Ref) *record.Query {
 	window := h.Limits.Window
 	if window <= 0 {
 		window = math.MaxInt32
 	}
-	conv, t, _, err := h.read(ctx, r, record.Query{TurnID: r.TurnID, Window: window}, true)
+	return &record.Query{TurnID: r.TurnID, Window: window}
+}
+
+// loadForLLM is load for an LLM call: also the turns of the transcript
+// window (all of them when Limits.Window <= 0, no window).
+func (h *Handlers) loadForLLM(ctx context.Context, r Ref) (*record.Conversation, *record.Turn, error) {
+	conv, t, _, err := h.read(ctx, r, *h.llmQuery(r), true)
 	return conv, t, err
 }
 
@@ -321,6 +359,7 @@ func (h *Handlers) loadForLLM(ctx context.Context, r Ref) (*record.Conversation,
 // not yet written (a crash between the two) is first cancelled for good
 // (finishCancel), so every step and reader sees it ended.
 func (h *Handlers) read(ctx context.Context, r Ref, q record.Query, finish bool) (*record.Conversation, *record.Turn, map[string]record.CallOutcome, error) {
+	q.After = r.After // what the write before read ahead, if the store kept it
 	conv, outcomes, err := h.Store.LoadStep(ctx, r.ConversationID, q)
 	return h.found(ctx, r, q, finish, conv, outcomes, err)
 }
@@ -413,27 +452,50 @@ func ResolveArtifacts(ctx context.Context, store record.Store, conv *record.Conv
 }
 
 func (h *Handlers) save(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
+	_, err := h.saveAhead(ctx, r, t, nil, arts...)
+	return err
+}
+
+// saveAhead is save, and when next is set and the store reads ahead
+// (record.ReadAhead), the read of the step that follows in the write's
+// round trip: the token is what that step's input names (Ref.After).
+func (h *Handlers) saveAhead(ctx context.Context, r Ref, t *record.Turn, next *record.Query, arts ...artifact.Artifact) (string, error) {
 	t.UpdatedAt = h.now()
-	if err := h.write(ctx, r, t, arts...); err != nil {
-		return err
+	token, err := h.writeAhead(ctx, r, t, next, arts...)
+	if err != nil {
+		return "", err
 	}
 	if t.Status.Final() {
 		// Steps return early on an ended turn, so this runs once per turn.
 		h.turnEnded(ctx, r, t)
 	}
-	return nil
+	return token, nil
 }
 
 // write stores t as it is, with the events of the write, waiting out a
 // store that is away (outlast); save is write for a step, which also
 // stamps the update and ends the turn's trace once.
 func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...artifact.Artifact) error {
+	_, err := h.writeAhead(ctx, r, t, nil, arts...)
+	return err
+}
+
+// writeAhead is write, reading next ahead as saveAhead says.
+func (h *Handlers) writeAhead(ctx context.Context, r Ref, t *record.Turn, next *record.Query, arts ...artifact.Artifact) (string, error) {
+	ra, _ := h.Store.(record.ReadAhead)
+	var token string
 	log := h.events()
 	if log.Enabled() {
 		// The write's events go in its own round trip.
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
 	}
-	_, err := h.outlast(ctx, func() error { return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...) })
+	_, err := h.outlast(ctx, func() (err error) {
+		if ra != nil && next != nil {
+			token, err = ra.SaveTurnAhead(ctx, r.ConversationID, t, *next, arts...)
+			return err
+		}
+		return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...)
+	})
 	if err == nil {
 		var evs []record.Event
 		if t.Spend != nil {
@@ -472,20 +534,20 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 		h.userStatus(ctx, r, t)
 	}
 	if errors.Is(err, record.ErrNotFound) {
-		return &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
+		return "", &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if errors.Is(err, record.ErrCancelled) {
 		// The user cancelled the turn while this step ran: its work is
 		// dropped, and the execution is being stopped.
-		return &CancelledError{TurnID: t.ID}
+		return "", &CancelledError{TurnID: t.ID}
 	} else if err != nil {
 		if errors.Is(err, record.ErrFull) {
 			// The ops signal of a full store: the turn waits for the state
 			// machine's retries, and reads keep working meanwhile.
 			h.log().ErrorContext(ctx, "store full", append([]any{"conversation", r.ConversationID, "turn", t.ID, "error", err.Error()}, metrics.Count(metrics.StoreFull)...)...)
 		}
-		return &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
+		return "", &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
 	}
-	return nil
+	return token, nil
 }
 
 func (h *Handlers) catalog(ctx context.Context) (*catalog.Catalog, error) {

@@ -8,12 +8,14 @@ import (
 )
 
 // TurnBodies is a client hook that counts the step reads of
-// pkg/record/valkey (loadStepScript and loadStartScript) by what their
-// reply carried of the step's own turn: its body (Sent), or "=" (Kept),
-// the script's word for a turn the reader wrote last and keeps
-// (pkg/record/valkey/written.go). It reads the reply on the wire, so it
-// shows which bytes crossed it.
-type TurnBodies struct{ Sent, Kept atomic.Int32 }
+// pkg/record/valkey (loadStepScript and loadStartScript, and the reads
+// ahead of its writes, pkg/record/valkey/ahead.go) by what their reply
+// carried of the step's own turn: its body (Sent), or "=" (Kept), the
+// script's word for a turn the reader wrote last and keeps
+// (pkg/record/valkey/written.go). Ahead counts the reads ahead among
+// them. It reads the reply on the wire, so it shows which bytes crossed
+// it.
+type TurnBodies struct{ Sent, Kept, Ahead atomic.Int32 }
 
 func (o *TurnBodies) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (o *TurnBodies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -27,6 +29,11 @@ func (o *TurnBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		raw, _ := c.Val().([]any)
+		if len(raw) == 3 { // a write's reply with its read ahead: {reply, token, read}
+			if raw, _ = raw[2].([]any); len(raw) >= 9 {
+				o.Ahead.Add(1)
+			}
+		}
 		if len(raw) < 9 || len(c.Args()) < 5 || c.Args()[3] == "0" { // a step read names its turn's keys
 			return err
 		}

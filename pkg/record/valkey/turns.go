@@ -47,27 +47,45 @@ type callState struct {
 // (record.ErrNotFound): a step still running when its conversation is
 // deleted must not bring the deleted record back.
 func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts ...artifact.Artifact) error {
+	_, err := s.saveTurn(ctx, cid, t, arts, s.written.version(), saveTurnScript)
+	return err
+}
+
+// saveTurn runs script, saveTurnScript or saveTurnAheadScript (then
+// ahead, its arguments), for t stored under version; it returns the read
+// ahead's reply (nil without one).
+func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts []artifact.Artifact, version string, script *redis.Script, ahead ...any) ([]any, error) {
 	if t == nil || t.ID == "" {
-		return fmt.Errorf("save turn of %s: turn id is required", cid)
+		return nil, fmt.Errorf("save turn of %s: turn id is required", cid)
 	}
-	version := s.written.version()
 	args, body, msgs, err := s.turnArgs(t, arts, version)
 	if err != nil {
-		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
+		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
 	}
-	n, err := saveTurnScript.Run(ctx, s.rdb, s.turnKeys(cid, t.ID), args...).Int()
+	var early *decoding
+	if len(ahead) > 0 {
+		// The step after this one takes the turn without a read of its
+		// own: it is decoded while the write is in flight.
+		early = decode(t.ID, string(body), string(msgs))
+	}
+	reply, err := script.Run(ctx, s.rdb, s.turnKeys(cid, t.ID), append(args, ahead...)...).Result()
 	if err != nil {
 		s.written.forget(cid, t.ID) // the write may have been stored, or not
-		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, classify(err))
+		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, classify(err))
+	}
+	read, _ := reply.([]any)
+	n, _ := reply.(int64)
+	if read != nil {
+		n, _ = read[0].(int64)
 	}
 	switch n {
 	case 0:
-		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
+		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
 	case -1:
-		return fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrCancelled)
+		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrCancelled)
 	}
-	s.written.keep(cid, t.ID, version, string(body), string(msgs), true)
-	return nil
+	s.written.keepDecoding(cid, t.ID, version, string(body), string(msgs), true, early)
+	return read, nil
 }
 
 // Rename sets the title List shows (the 'title' field), when the
@@ -266,7 +284,14 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = redis.NewScript(emitLua + fieldOpsLua + `
+var saveTurnScript = redis.NewScript(saveTurnLua(false))
+
+// saveTurnAheadScript is saveTurnScript, then the read ahead (aheadLua)
+// whose arguments end ARGV.
+var saveTurnAheadScript = redis.NewScript(saveTurnLua(true))
+
+func saveTurnLua(ahead bool) string {
+	return emitLua + fieldOpsLua + aheadPrelude(ahead) + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 local tid = ARGV[2]
 local pastOps = fieldOps(KEYS[1], 15 + 2 * tonumber(ARGV[13]))
@@ -290,7 +315,7 @@ i = pastOps
 local events = tonumber(ARGV[i])
 if events > 0 then emit(KEYS[8], {unpack(ARGV, i + 1, i + events)}) end
 i = i + 1 + events
-while i <= #ARGV do
+while i <= last do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
   redis.call('ZADD', KEYS[6], ARGV[i + 2], ARGV[i])
   i = i + 3
@@ -303,8 +328,9 @@ local live = redis.call('SCARD', KEYS[5]) > 0
 for _, k in ipairs({1, 2, 3, 4, 5, 6, 7, 9}) do
   if (k == 3 and ARGV[11] ~= '1') or (k ~= 3 and live) then redis.call('PERSIST', KEYS[k]) else redis.call('EXPIRE', KEYS[k], ARGV[1]) end
 end
-return 1
-`)
+return ahead(` + stepKeysLua + `, tid, 1)
+`
+}
 
 // putArtifactsScript: KEYS conv, artifacts, artorder; ARGV ttl, then
 // (id, json, created ms) per artifact.
@@ -434,6 +460,9 @@ func (s *Store) Load(ctx context.Context, cid, turnID string) (*record.Conversat
 // skill-inputs summary. What it reads is bounded by the window and the
 // catalog size, never by the conversation's length.
 func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, error) {
+	if conv, outcomes, ok, err := s.aheadTaken(cid, q); ok {
+		return conv, outcomes, err
+	}
 	raw, own, err := s.runStep(ctx, loadStepScript, cid, q)
 	if err != nil {
 		return nil, nil, err
@@ -542,80 +571,94 @@ var callToolJSON = func() []byte {
 	return b
 }()
 
-// loadStep is the Lua of LoadStep, up to its reply (loadStepScript),
-// which loadStartScript follows with its start. KEYS as turnKeys; ARGV tid, window, catalog size,
-// outcomes (1/0), the version of the turn's write the reader has (written.go; "" for none). It returns nil for a missing conversation, {"migrate"}
-// for one stored before this layout, else {meta fields, own fields, window
-// turn ids, their heads and messages, artifact JSONs, the catalog's size,
-// outcomes, inputs, active turns (id, fields)…}. The step's own turn and
+// readStepLua defines readStep(K, tid, window, size, outcomes, version),
+// the Lua of LoadStep. K names the keys (conv, arts, results, turns,
+// active, order, inputs: turnKeys' first seven); the rest are the Query's
+// turn, window, catalog size, outcomes ('1'/'0') and the version of the
+// turn's write the reader has (written.go; "" for none). It returns nil
+// for a missing conversation, {"migrate"} for one stored before this
+// layout, else {meta fields, own fields, window turn ids, their heads and
+// messages, artifact JSONs, the catalog's size, outcomes, inputs, active
+// turns (id, fields)…}, and the own turn's fields. The step's own turn and
 // the active ones are read whole (the API answers their task tokens); the
 // window's other turns only as far as the LLM view needs them. The own
 // turn's body is "=" and its messages nil when its version is the
-// reader's: the reader has them.
-const loadStep = `
-local m = redis.call('HMGET', KEYS[1], 'meta', 'title', 'updated', 'layout', 'window')
-if not m[1] then return nil end
-if m[4] ~= '2' then return {'migrate'} end
-local tid = ARGV[1]
-local function whole(id)
-  return redis.call('HMGET', KEYS[1], 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id, '` + versionPrefix + `' .. id)
-end
-local own = {}
-if tid ~= '' then
-  own = whole(tid)
-  if own[1] and ARGV[5] ~= '' and own[11] == ARGV[5] then own[1] = '='; own[2] = false end
-end
-local seen = {}
-seen[tid] = true
-local active = {}
-for _, id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-  if not seen[id] then seen[id] = true; active[#active + 1] = id; active[#active + 1] = whole(id) end
-end
-local ids = {}
-local window, sum, from = tonumber(ARGV[2]), 0, 0
-while sum < window do
-  local page = redis.call('ZREVRANGE', KEYS[4], from, from + 15)
-  if #page == 0 then break end
-  local names = {}
-  for i, id in ipairs(page) do names[i] = 'n:' .. id end
-  local sizes = redis.call('HMGET', KEYS[1], unpack(names))
-  for i, id in ipairs(page) do
-    if id ~= tid then
-      if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
-      sum = sum + (tonumber(sizes[i]) or 1)
-      if sum >= window then break end
-    end
+// reader's: the reader has them. loadStepScript runs it alone, loadStartScript
+// before its start, and the writes that read ahead (aheadLua) after
+// their write.
+const readStepLua = `
+local function readStep(K, tid, window, size, withOutcomes, version)
+  local m = redis.call('HMGET', K.conv, 'meta', 'title', 'updated', 'layout', 'window')
+  if not m[1] then return nil, {} end
+  if m[4] ~= '2' then return {'migrate'}, {} end
+  local function whole(id)
+    return redis.call('HMGET', K.conv, 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id, '` + versionPrefix + `' .. id)
   end
-  from = from + 16
+  local own = {}
+  if tid ~= '' then
+    own = whole(tid)
+    if own[1] and version ~= '' and own[11] == version then own[1] = '='; own[2] = false end
+  end
+  local seen = {}
+  seen[tid] = true
+  local active = {}
+  for _, id in ipairs(redis.call('SMEMBERS', K.active)) do
+    if not seen[id] then seen[id] = true; active[#active + 1] = id; active[#active + 1] = whole(id) end
+  end
+  local ids = {}
+  local sum, from = 0, 0
+  window = tonumber(window)
+  while sum < window do
+    local page = redis.call('ZREVRANGE', K.turns, from, from + 15)
+    if #page == 0 then break end
+    local names = {}
+    for i, id in ipairs(page) do names[i] = 'n:' .. id end
+    local sizes = redis.call('HMGET', K.conv, unpack(names))
+    for i, id in ipairs(page) do
+      if id ~= tid then
+        if not seen[id] then seen[id] = true; ids[#ids + 1] = id end
+        sum = sum + (tonumber(sizes[i]) or 1)
+        if sum >= window then break end
+      end
+    end
+    from = from + 16
+  end
+  local bodies = {}
+  if #ids > 0 then
+    local names = {}
+    for _, id in ipairs(ids) do names[#names + 1] = 'head:' .. id; names[#names + 1] = 'msgs:' .. id end
+    bodies = redis.call('HMGET', K.conv, unpack(names))
+  end
+  local artIDs = redis.call('ZREVRANGE', K.order, 0, tonumber(size) - 1)
+  if own[6] and own[6] ~= '' then
+    for id in string.gmatch(own[6], '[^,]+') do artIDs[#artIDs + 1] = id end
+  end
+  local arts = {}
+  if #artIDs > 0 then arts = redis.call('HMGET', K.arts, unpack(artIDs)) end
+  local outcomes = {}
+  if withOutcomes == '1' then outcomes = redis.call('HGETALL', K.results) end
+  return {m, own, ids, bodies, arts, redis.call('ZCARD', K.order), outcomes, redis.call('HGETALL', K.inputs), active}, own
 end
-local bodies = {}
-if #ids > 0 then
-  local names = {}
-  for _, id in ipairs(ids) do names[#names + 1] = 'head:' .. id; names[#names + 1] = 'msgs:' .. id end
-  bodies = redis.call('HMGET', KEYS[1], unpack(names))
-end
-local artIDs = redis.call('ZREVRANGE', KEYS[6], 0, tonumber(ARGV[3]) - 1)
-if own[6] and own[6] ~= '' then
-  for id in string.gmatch(own[6], '[^,]+') do artIDs[#artIDs + 1] = id end
-end
-local arts = {}
-if #artIDs > 0 then arts = redis.call('HMGET', KEYS[2], unpack(artIDs)) end
-local outcomes = {}
-if ARGV[4] == '1' then outcomes = redis.call('HGETALL', KEYS[3]) end
 `
 
-const loadStepReply = `{m, own, ids, bodies, arts, redis.call('ZCARD', KEYS[6]), outcomes, redis.call('HGETALL', KEYS[7]), active}`
+// stepKeysLua is readStep's K for a script whose KEYS are turnKeys.
+const stepKeysLua = `{conv = KEYS[1], arts = KEYS[2], results = KEYS[3], turns = KEYS[4], active = KEYS[5], order = KEYS[6], inputs = KEYS[7]}`
 
-var loadStepScript = redis.NewScript(loadStep + `return ` + loadStepReply)
+// loadStepScript: KEYS as turnKeys; ARGV tid, window, catalog size,
+// outcomes (1/0), the version of the turn's write the reader has.
+var loadStepScript = redis.NewScript(readStepLua + `return (readStep(` + stepKeysLua + `, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]))`)
 
-// loadStartScript is loadStep, then StartCall's rule for the call ARGV[6]
+// loadStartScript is readStep, then StartCall's rule for the call ARGV[6]
 // (now ARGV[7], ttl ARGV[8]): its state, its tool and the turn's status
 // come from the turn's head, the small summary SaveTurn writes with it.
 // Then, per event to write when the call starts, the number of its parts
 // and the parts, which the script joins with the tool's JSON. Its reply is
-// loadStep's with the start last: 1, 0 when the call did not start, 2
+// readStep's with the start last: 1, 0 when the call did not start, 2
 // when it started but its head names no tool (the events are not written).
-var loadStartScript = redis.NewScript(emitLua + loadStep + `
+var loadStartScript = redis.NewScript(emitLua + readStepLua + `
+local tid = ARGV[1]
+local reply, own = readStep(` + stepKeysLua + `, tid, ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+if type(reply) ~= 'table' or type(reply[1]) ~= 'table' then return reply end
 local call, started = ARGV[6], 0
 if redis.call('HEXISTS', KEYS[3], call) == 0 then
   local state, tool, final = nil, nil, false
@@ -653,7 +696,6 @@ if redis.call('HEXISTS', KEYS[3], call) == 0 then
     end
   end
 end
-local reply = ` + loadStepReply + `
 reply[10] = started
 return reply`)
 
@@ -672,7 +714,7 @@ func finalStatusesLua() string {
 	return b.String()
 }
 
-// decodeStep decodes loadStep's reply for turn tid; own, when set, is
+// decodeStep decodes readStep's reply for turn tid; own, when set, is
 // the turn as this Store kept it (runStep), which stands in for the
 // reply's when it says the turn is that version. The turn as stored is
 // kept again for the next read (written.settle).
@@ -832,7 +874,7 @@ func decodeTurn(id, body, msgs string, fields map[string]string) (*record.Turn, 
 	return t, nil
 }
 
-// unchangedTurn is loadStep's body of a turn whose version is the one the
+// unchangedTurn is readStep's body of a turn whose version is the one the
 // reader named: the reader has the turn.
 const unchangedTurn = "="
 

@@ -96,6 +96,7 @@ func New(client redis.UniversalClient, opts Options) *Store {
 // Hash fields of conv:{<cid>} besides the turns.
 const (
 	fieldMeta    = "meta"
+	fieldAhead   = "ahead"   // the counter of reads ahead (ahead.go)
 	fieldUpdated = "updated" // RFC 3339 time of the last SaveTurn, for List
 	fieldTitle   = "title"   // first saved non-empty turn text, for List
 	fieldStatus  = "status"  // status of the newest turn (by start), for List
@@ -231,12 +232,20 @@ return 1
 // marked cancelled by then. o's artifacts are not added to the catalog
 // here: the turn's SaveTurn does that when it appends the result.
 func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.CallOutcome) (record.Put, error) {
+	put, _, err := s.putOutcome(ctx, cid, turnID, o, putOutcomeScript)
+	return put, err
+}
+
+// putOutcome runs script, putOutcomeScript or putOutcomeAheadScript (then
+// ahead, its arguments); it returns the read ahead's reply (nil without
+// one).
+func (s *Store) putOutcome(ctx context.Context, cid, turnID string, o record.CallOutcome, script *redis.Script, ahead ...any) (record.Put, []any, error) {
 	if o.CallID == "" || turnID == "" {
-		return record.Put{}, fmt.Errorf("put outcome of %s: turn and call id are required", cid)
+		return record.Put{}, nil, fmt.Errorf("put outcome of %s: turn and call id are required", cid)
 	}
 	b, err := json.Marshal(o)
 	if err != nil {
-		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+		return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
 	args := []any{int64(s.ttl / time.Second), o.CallID, b, resultsPrefix + turnID, len(o.Reserve)}
 	for _, r := range o.Reserve {
@@ -244,26 +253,34 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 	}
 	args, err = appendEventArgs(args, o.Events)
 	if err != nil {
-		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+		return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
-	reply, err := putOutcomeScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid), quotaKey(cid)}, args...).Result()
+	keys := []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid), quotaKey(cid)}
+	if len(ahead) > 0 {
+		keys = append(keys, turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid))
+	}
+	reply, err := script.Run(ctx, s.rdb, keys, append(args, ahead...)...).Result()
 	if err != nil {
-		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
+		return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
+	}
+	var read []any
+	if r, ok := reply.([]any); ok && len(r) == 3 {
+		read, reply = r, r[0] // {the put's reply, the read ahead}
 	}
 	if over, ok := reply.([]any); ok && len(over) == 2 {
 		// {index of the reservation that did not fit, bytes counted before it}
 		i, _ := over[0].(int64)
 		used, _ := over[1].(int64)
 		if i < 1 || int(i) > len(o.Reserve) {
-			return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: unexpected reply %v", o.CallID, cid, turnID, over)
+			return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: unexpected reply %v", o.CallID, cid, turnID, over)
 		}
-		return record.Put{OverQuota: &record.QuotaRefusal{Reservation: o.Reserve[i-1], Used: used}}, nil
+		return record.Put{OverQuota: &record.QuotaRefusal{Reservation: o.Reserve[i-1], Used: used}}, nil, nil
 	}
 	n, _ := reply.(int64)
 	if n < 0 {
-		return record.Put{}, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, record.ErrNotFound)
+		return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, record.ErrNotFound)
 	}
-	return record.Put{Stored: n&1 == 1, Cancelled: n&2 == 2}, nil
+	return record.Put{Stored: n&1 == 1, Cancelled: n&2 == 2}, read, nil
 }
 
 // putOutcomeScript stores a call's outcome once (HSETNX) and, when it is
@@ -275,7 +292,15 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 // (-1). It adds 2 when the turn is marked cancelled. A reservation that
 // does not fit stores nothing and counts nothing: the reply is {its
 // 1-based index, the bytes counted before it}.
-var putOutcomeScript = redis.NewScript(emitLua + `
+var putOutcomeScript = redis.NewScript(putOutcomeLua(false))
+
+// putOutcomeAheadScript is putOutcomeScript, then the read ahead
+// (aheadLua) whose arguments end ARGV; its KEYS go on with turns, active,
+// artorder and inputs.
+var putOutcomeAheadScript = redis.NewScript(putOutcomeLua(true))
+
+func putOutcomeLua(ahead bool) string {
+	return emitLua + aheadPrelude(ahead) + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
 local first = 6 + 3 * tonumber(ARGV[5])
 if ARGV[5] ~= '0' and redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
@@ -297,10 +322,12 @@ redis.call('HSET', KEYS[1], ARGV[4], 1)
 -- Refresh only a TTL that is set: an active conversation's keys carry none
 -- (saveTurnScript), and a running turn's results none until it ends.
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[1], 'XX') end
-if set == 1 and #ARGV >= first then emit(KEYS[4], {unpack(ARGV, first)}) end
-if redis.call('HEXISTS', KEYS[1], 'cancel:' .. string.sub(ARGV[4], ` + strconv.Itoa(len(resultsPrefix)+1) + `)) == 1 then set = set + 2 end
-return set
-`)
+if set == 1 and last >= first then emit(KEYS[4], {unpack(ARGV, first, last)}) end
+local tid = string.sub(ARGV[4], ` + strconv.Itoa(len(resultsPrefix)+1) + `)
+if redis.call('HEXISTS', KEYS[1], 'cancel:' .. tid) == 1 then set = set + 2 end
+return ahead({conv = KEYS[1], arts = KEYS[3], results = KEYS[2], turns = KEYS[6], active = KEYS[7], order = KEYS[8], inputs = KEYS[9]}, tid, set)
+`
+}
 
 // DeleteOutcome removes a stored outcome so the call can run again (the
 // answer to a specialist's input-required).

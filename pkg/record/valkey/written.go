@@ -43,6 +43,8 @@ type written struct {
 	mu    sync.Mutex
 	turns map[string]*writtenTurn // by cid + "/" + tid
 	order []keptAt                // the keeps, oldest first; some replaced or taken since
+
+	ahead aheads // the reads ahead of its writes (ahead.go)
 }
 
 // writtenTurn is one kept write: the version stored with it and the turn's
@@ -51,6 +53,27 @@ type writtenTurn struct {
 	version    string
 	seq        uint64
 	body, msgs string
+	// early is the turn decoded already, for the read that takes it
+	// first: a write that read ahead started it while its round trip was
+	// in flight (ahead.go), where the read it spares would have.
+	early *decoding
+}
+
+// decoding is a turn being decoded on a goroutine of its own.
+type decoding struct {
+	done chan struct{}
+	t    *record.Turn
+	err  error
+}
+
+// decode starts decoding turn tid's body and messages.
+func decode(tid, body, msgs string) *decoding {
+	d := &decoding{done: make(chan struct{})}
+	go func() {
+		defer close(d.done)
+		d.t, d.err = decodeTurnBody(tid, body, msgs)
+	}()
+	return d
 }
 
 type keptAt struct {
@@ -79,6 +102,11 @@ func (w *written) version() string {
 // writtenKeep. An empty version (a write of a Store that keeps nothing)
 // is never kept.
 func (w *written) keep(cid, tid, version, body, msgs string, replace bool) {
+	w.keepDecoding(cid, tid, version, body, msgs, replace, nil)
+}
+
+// keepDecoding is keep, with the turn's decoding already started.
+func (w *written) keepDecoding(cid, tid, version, body, msgs string, replace bool, early *decoding) {
 	if w == nil || version == "" {
 		return
 	}
@@ -89,7 +117,7 @@ func (w *written) keep(cid, tid, version, body, msgs string, replace bool) {
 		return
 	}
 	seq := w.seq.Add(1)
-	w.turns[key] = &writtenTurn{version: version, seq: seq, body: body, msgs: msgs}
+	w.turns[key] = &writtenTurn{version: version, seq: seq, body: body, msgs: msgs, early: early}
 	w.order = append(w.order, keptAt{key, seq})
 	for len(w.turns) > writtenKeep {
 		o := w.order[0]
@@ -124,9 +152,7 @@ func (w *written) forget(cid, tid string) {
 // while the read is in flight.
 type kept struct {
 	*writtenTurn
-	done chan struct{}
-	t    *record.Turn
-	err  error
+	*decoding
 }
 
 // decoded waits for the kept turn's decoding and returns it, the
@@ -149,12 +175,24 @@ func (w *written) take(cid, tid string) *kept {
 	if wt == nil {
 		return nil
 	}
-	k := &kept{writtenTurn: wt, done: make(chan struct{})}
-	go func() {
-		defer close(k.done)
-		k.t, k.err = decodeTurnBody(tid, wt.body, wt.msgs)
-	}()
-	return k
+	d := wt.early
+	if d == nil {
+		d = decode(tid, wt.body, wt.msgs)
+	}
+	return &kept{writtenTurn: &writtenTurn{version: wt.version, seq: wt.seq, body: wt.body, msgs: wt.msgs}, decoding: d}
+}
+
+// decodeEarly starts decoding what is kept of turn tid of cid, for the
+// read that takes it next (a write that reads ahead for it is in flight).
+func (w *written) decodeEarly(cid, tid string) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt := w.turns[cid+"/"+tid]; wt != nil && wt.early == nil {
+		wt.early = decode(tid, wt.body, wt.msgs)
+	}
 }
 
 // settle keeps, after a read of turn tid of cid, the turn as stored for
@@ -167,4 +205,26 @@ func (w *written) settle(cid, tid string, k *kept, body, msgs, version string) {
 	if body != "" && body != unchangedTurn {
 		w.keep(cid, tid, version, body, msgs, false)
 	}
+}
+
+// putBack keeps again what a read took (k) and did not use, unless a
+// newer write of the turn is kept since.
+func (w *written) putBack(cid, tid string, k *kept) {
+	if k != nil {
+		w.keep(cid, tid, k.version, k.body, k.msgs, false)
+	}
+}
+
+// peekVersion is the version of turn tid of cid this Store keeps ("" for
+// none), left kept.
+func (w *written) peekVersion(cid, tid string) string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if wt := w.turns[cid+"/"+tid]; wt != nil {
+		return wt.version
+	}
+	return ""
 }

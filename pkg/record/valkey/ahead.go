@@ -1,0 +1,228 @@
+package valkey
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/clientagent/clientagent/pkg/artifact"
+	"github.com/clientagent/clientagent/pkg/record"
+)
+
+// A step reads what it needs in one round trip, and writes once. On the
+// local stack the step after it runs in the same process, and its read
+// would only ask the store for what the write just left there. So a
+// write can read ahead (record.ReadAhead): the same script that writes
+// then runs the next step's read (readStep), numbers it with the
+// conversation's ahead counter, and the Store keeps the reply under that
+// token. The next step's input names the token (record.Query.After), and
+// its LoadStep takes the reply instead of a round trip: the record as it
+// was the moment the write landed. The turn's own body comes back as
+// unchanged (it is the write's own, kept by written.go), so a reply is
+// small.
+//
+// Several writes may precede one step (the calls of a batch, each storing
+// its outcome): the newest of them, by the counter the scripts share, was
+// read after all the others, so that one answers. A step whose newest
+// token is another Store's reads, as does one whose query differs from
+// what was read ahead, or whose turn this Store no longer keeps at the
+// version the read assumed.
+
+// aheadArgs is how many arguments the read ahead adds at the end of a
+// write's ARGV: window, catalog size, outcomes, the turn's version.
+const aheadArgs = 4
+
+// aheadPrelude defines, for a write script, last (the write's own last
+// ARGV) and ahead(K, tid, r), which returns the write's reply r; with the
+// read ahead, {r, token number, readStep's reply} (r when the
+// conversation is gone or not yet migrated).
+func aheadPrelude(on bool) string {
+	if !on {
+		return `
+local last = #ARGV
+local function ahead(K, tid, r) return r end
+`
+	}
+	return readStepLua + `
+local last = #ARGV - ` + strconv.Itoa(aheadArgs) + `
+local function ahead(K, tid, r)
+  local reply = readStep(K, tid, ARGV[last + 1], ARGV[last + 2], ARGV[last + 3], ARGV[last + 4])
+  if type(reply) ~= 'table' or type(reply[1]) ~= 'table' then return r end
+  return {r, redis.call('HINCRBY', K.conv, '` + fieldAhead + `', 1), reply}
+end
+`
+}
+
+// aheadQuery is the part of a query a read ahead answers.
+type aheadQuery struct {
+	window, artifacts int
+	outcomes          bool
+}
+
+func queryOf(q record.Query) aheadQuery {
+	size := q.Artifacts
+	if size <= 0 {
+		size = record.DefaultCatalogSize
+	}
+	return aheadQuery{window: q.Window, artifacts: size, outcomes: q.Outcomes && q.TurnID != ""}
+}
+
+// args are the read ahead's arguments for a turn kept at version.
+func (q aheadQuery) args(version string) []any {
+	outcomes := "0"
+	if q.outcomes {
+		outcomes = "1"
+	}
+	return []any{q.window, q.artifacts, outcomes, version}
+}
+
+// readAhead is one kept read ahead of turn tid.
+type readAhead struct {
+	n       int64 // the conversation's ahead counter at the read
+	query   aheadQuery
+	version string // the turn's version the read named ("": none, its body is in raw)
+	raw     []any
+}
+
+// aheads keeps a Store's reads ahead, the newest per turn.
+type aheads struct {
+	mu    sync.Mutex
+	turns map[string]*readAhead // by cid + "/" + tid
+}
+
+// aheadKeep bounds the reads ahead a Store keeps (the steps that were to
+// take the others never ran: a crash, a cancel, a form).
+const aheadKeep = writtenKeep
+
+// putAhead keeps a, unless a newer read of the turn is kept.
+func (w *written) putAhead(cid, tid string, a *readAhead) {
+	w.ahead.mu.Lock()
+	defer w.ahead.mu.Unlock()
+	key := cid + "/" + tid
+	if old := w.ahead.turns[key]; old != nil && old.n > a.n {
+		return
+	}
+	if w.ahead.turns == nil {
+		w.ahead.turns = map[string]*readAhead{}
+	}
+	for k := range w.ahead.turns {
+		if len(w.ahead.turns) < aheadKeep {
+			break
+		}
+		delete(w.ahead.turns, k)
+	}
+	w.ahead.turns[key] = a
+}
+
+// takeAhead removes and returns the read ahead of q's turn that answers
+// q: the one the newest of q.After names, when it is this Store's and was
+// read with q's query.
+func (w *written) takeAhead(cid string, q record.Query) *readAhead {
+	if w == nil || len(q.After) == 0 || q.TurnID == "" {
+		return nil
+	}
+	newest, ours := int64(-1), false
+	for _, tok := range q.After {
+		i := strings.LastIndexByte(tok, '-') // written.prefix ends with it
+		n, err := strconv.ParseInt(tok[i+1:], 10, 64)
+		if i < 0 || err != nil || n <= newest {
+			continue
+		}
+		newest, ours = n, tok[:i+1] == w.prefix
+	}
+	if !ours {
+		return nil
+	}
+	w.ahead.mu.Lock()
+	defer w.ahead.mu.Unlock()
+	key := cid + "/" + q.TurnID
+	a := w.ahead.turns[key]
+	if a == nil || a.n != newest {
+		return nil
+	}
+	delete(w.ahead.turns, key)
+	if a.query != queryOf(q) {
+		return nil
+	}
+	return a
+}
+
+// token names read ahead n of this Store.
+func (w *written) token(n int64) string { return w.prefix + strconv.FormatInt(n, 10) }
+
+// aheadTaken is LoadStep from a kept read ahead of q, when there is one
+// that answers q; ok false means the step reads.
+func (s *Store) aheadTaken(cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, bool, error) {
+	a := s.written.takeAhead(cid, q)
+	if a == nil {
+		return nil, nil, false, nil
+	}
+	var own *kept
+	if a.version != "" {
+		// The reply holds the turn as unchanged: the kept write stands in.
+		if own = s.written.take(cid, q.TurnID); own == nil || own.version != a.version {
+			s.written.putBack(cid, q.TurnID, own)
+			return nil, nil, false, nil
+		}
+	}
+	conv, outcomes, err := s.decodeStep(cid, q.TurnID, a.raw, own)
+	return conv, outcomes, true, err
+}
+
+// keptAhead keeps the read ahead of a write's reply (reply[1] the token's
+// number, reply[2] readStep's reply) and returns its token ("" when the
+// reply holds none).
+func (s *Store) keptAhead(cid, tid string, reply []any, q aheadQuery, version string) string {
+	if len(reply) != 3 {
+		return ""
+	}
+	n, ok := reply[1].(int64)
+	raw, _ := reply[2].([]any)
+	if !ok || len(raw) != 9 {
+		return ""
+	}
+	if own := strs(raw[1]); len(own) == 0 || own[0] != unchangedTurn {
+		version = "" // the reply holds the turn's body itself
+	}
+	s.written.putAhead(cid, tid, &readAhead{n: n, query: q, version: version, raw: raw})
+	return s.written.token(n)
+}
+
+// SaveTurnAhead is SaveTurn, and next read ahead in the same script
+// (record.ReadAhead). A Store without Options.ReadBack keeps nothing and
+// only saves.
+func (s *Store) SaveTurnAhead(ctx context.Context, cid string, t *record.Turn, next record.Query, arts ...artifact.Artifact) (string, error) {
+	if s.written == nil || next.TurnID != t.ID {
+		return "", s.SaveTurn(ctx, cid, t, arts...)
+	}
+	version := s.written.version()
+	q := queryOf(next)
+	reply, err := s.saveTurn(ctx, cid, t, arts, version, saveTurnAheadScript, q.args(version)...)
+	if err != nil {
+		return "", err
+	}
+	return s.keptAhead(cid, t.ID, reply, q, version), nil
+}
+
+// PutOutcomeAhead is PutOutcome, and next read ahead in the same script
+// (record.ReadAhead). A Store without Options.ReadBack keeps nothing and
+// only puts.
+func (s *Store) PutOutcomeAhead(ctx context.Context, cid, turnID string, o record.CallOutcome, next record.Query) (record.Put, string, error) {
+	if s.written == nil || next.TurnID != turnID {
+		put, err := s.PutOutcome(ctx, cid, turnID, o)
+		return put, "", err
+	}
+	// The read names the turn as this Store keeps it, if it does (the
+	// invoke's own read kept it), so the reply leaves its body out.
+	version := s.written.peekVersion(cid, turnID)
+	s.written.decodeEarly(cid, turnID)
+	q := queryOf(next)
+	put, reply, err := s.putOutcome(ctx, cid, turnID, o, putOutcomeAheadScript, q.args(version)...)
+	if err != nil || reply == nil {
+		return put, "", err
+	}
+	return put, s.keptAhead(cid, turnID, reply, q, version), nil
+}
+
+var _ record.ReadAhead = (*Store)(nil)
