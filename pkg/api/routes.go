@@ -451,7 +451,16 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	defer span.End()
 	t := s.newTurn(msg, files, traceparent)
 	span.SetAttributes(attribute.String("gen_ai.conversation.id", conv.Meta.ID), attribute.String("clientagent.turn.id", t.ID))
-	err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
+	// The turn's first LLM step reads what this write leaves: the write
+	// reads it ahead (docs/architecture.md, "A step's read rides on the
+	// write before it"), unless the conversation is renamed after it.
+	var after string
+	renamed := conv.Meta.Title == "" && msg.text == "" && msg.Workflow != nil
+	if ra, ok := s.Store.(record.ReadAhead); ok && !renamed {
+		after, err = ra.SaveTurnAhead(ctx, conv.Meta.ID, t, s.Limits.LLMQuery(t.ID))
+	} else {
+		err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
+	}
 	if err == nil && s.Live != nil && len(t.Events) > 0 {
 		s.Live.Publish(ctx, conv.Meta.ID, t.Events...)
 	}
@@ -468,14 +477,14 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		s.userEvent(ctx, user, record.EventConversationStatus, conv.Meta.ID, status)
 	}()
 	defer func() { <-told }()
-	if conv.Meta.Title == "" && msg.text == "" && msg.Workflow != nil {
+	if renamed {
 		// A conversation opened by a workflow is titled by its name (the
 		// first message's text titles the others).
 		if err := s.Store.Rename(ctx, conv.Meta.ID, s.workflowName(ctx, msg.Workflow.ID)); err != nil {
 			s.log().WarnContext(ctx, "title a workflow conversation", "conversation", conv.Meta.ID, "error", err.Error())
 		}
 	}
-	if err := s.startTurn(ctx, conv.Meta.ID, t, traceparent); err != nil {
+	if err := s.startTurn(ctx, conv.Meta.ID, t, traceparent, after); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return err
 	}
@@ -606,12 +615,15 @@ func (s *Server) newTurn(msg message, files []artifact.Artifact, traceparent str
 // startTurn starts the stored turn t's execution. One that cannot start
 // marks the turn failed; Step Functions briefly unavailable is a 503 (the
 // message may be sent again).
-func (s *Server) startTurn(ctx context.Context, cid string, t *record.Turn, traceparent string) error {
+func (s *Server) startTurn(ctx context.Context, cid string, t *record.Turn, traceparent, after string) error {
 	execInput := map[string]any{
 		"conversation_id":       cid,
 		"turn_id":               t.ID,
 		"await_timeout_seconds": int(s.Limits.AwaitTimeout / time.Second),
 		"max_concurrency":       s.Limits.MaxConcurrency,
+	}
+	if after != "" {
+		execInput["after"] = after // the first LLM step's read, read ahead
 	}
 	start := &sfn.StartExecutionInput{StateMachineArn: aws.String(s.StateMachineARN), Name: aws.String(t.ID)}
 	if traceparent != "" {

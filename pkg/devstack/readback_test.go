@@ -7,12 +7,12 @@ import (
 )
 
 // On the local stack every step of a turn runs in one process: each
-// step's read of its turn either rides on the write of the step before it
+// step's read of its turn either rides on the write before it
 // (docs/architecture.md, "A step's read rides on the write before it") or,
-// after a write that did not read ahead (the API's first, a batch's
-// validation), takes back what that write left instead of its body ("A
-// step does not read back the turn its process wrote"). No step is sent
-// its turn's body.
+// after a write that did not read ahead (a batch's validation, before
+// each call's start), takes back what that write left instead of its body
+// ("A step does not read back the turn its process wrote"). No step is
+// sent its turn's body.
 func TestStepsReadBackWhatTheStepBeforeWrote(t *testing.T) {
 	t.Parallel()
 	st, c := stack(t, nil)
@@ -24,12 +24,13 @@ func TestStepsReadBackWhatTheStepBeforeWrote(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nine reads: LLMStep ×3, ValidateBatch ×2, InvokeCall ×2 (LoadStart),
-	// AppendResults ×2. Six ride on the write before them: the LLM steps'
-	// with tool calls (for ValidateBatch), each call's outcome (for
-	// AppendResults), AppendResults' (for the next LLM step). The first
-	// LLM step and the LoadStarts read, taking back the turn.
-	if ahead, kept, sent := bodies.Ahead.Load(), bodies.Kept.Load(), bodies.Sent.Load(); ahead != 6 || kept != 9 || sent > 0 {
-		t.Errorf("the turn's reads: %d ahead, %d of them and the reads of their own without the body, %d with it; want 6, 9 and none", ahead, kept, sent)
+	// AppendResults ×2. Seven ride on the write before them: the API's (for
+	// the first LLM step), the LLM steps' with tool calls (for
+	// ValidateBatch), each call's outcome (for AppendResults),
+	// AppendResults' (for the next LLM step). The LoadStarts read, taking
+	// back the turn; the reads ahead name it too.
+	if ahead, kept, sent := bodies.Ahead.Load(), bodies.Kept.Load(), bodies.Sent.Load(); ahead != 7 || kept != 9 || sent > 0 {
+		t.Errorf("the turn's reads: %d ahead, %d of them and the reads of their own without the body, %d with it; want 7, 9 and none", ahead, kept, sent)
 	}
 	if v := c.wait(cid, tid); v.Status != "succeeded" || v.LLMCalls != 3 {
 		t.Fatalf("turn = %s with %d LLM calls, want succeeded with 3", v.Status, v.LLMCalls)

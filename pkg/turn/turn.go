@@ -341,11 +341,19 @@ func batchQuery(r Ref) *record.Query {
 
 // llmQuery is loadForLLM's read, for a write before it to read ahead.
 func (h *Handlers) llmQuery(r Ref) *record.Query {
-	window := h.Limits.Window
+	q := h.Limits.LLMQuery(r.TurnID)
+	return &q
+}
+
+// LLMQuery is an LLM step's read of turn tid (record.Store.LoadStep):
+// the turn and the turns of its transcript window (all of them when
+// Window <= 0). The API's first write of a turn reads it ahead.
+func (l Limits) LLMQuery(tid string) record.Query {
+	window := l.Window
 	if window <= 0 {
 		window = math.MaxInt32
 	}
-	return &record.Query{TurnID: r.TurnID, Window: window}
+	return record.Query{TurnID: tid, Window: window}
 }
 
 // loadForLLM is load for an LLM call: also the turns of the transcript
