@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -83,6 +84,7 @@ type readAhead struct {
 	query   aheadQuery
 	version string // the turn's version the read named ("": none, its body is in raw)
 	raw     []any
+	at      time.Time // when it was kept
 }
 
 // aheads keeps a Store's reads ahead, the newest per turn.
@@ -91,9 +93,15 @@ type aheads struct {
 	turns map[string]*readAhead // by cid + "/" + tid
 }
 
-// aheadKeep bounds the reads ahead a Store keeps (the steps that were to
-// take the others never ran: a crash, a cancel, a form).
-const aheadKeep = writtenKeep
+// A Store keeps at most aheadKeep reads ahead, and none longer than
+// aheadFor once it keeps more than a few: the step that takes one runs
+// milliseconds after its write, and the steps that were to take the
+// others never ran (a cancel, a failed start, a lost child). A read ahead
+// holds the next LLM step's window, so the bound is on memory too.
+const (
+	aheadKeep = writtenKeep
+	aheadFor  = 30 * time.Second
+)
 
 // putAhead keeps a, unless a newer read of the turn is kept.
 func (w *written) putAhead(cid, tid string, a *readAhead) {
@@ -105,6 +113,13 @@ func (w *written) putAhead(cid, tid string, a *readAhead) {
 	}
 	if w.ahead.turns == nil {
 		w.ahead.turns = map[string]*readAhead{}
+	}
+	if len(w.ahead.turns) >= aheadKeep/4 {
+		for k, old := range w.ahead.turns {
+			if a.at.Sub(old.at) > aheadFor {
+				delete(w.ahead.turns, k)
+			}
+		}
 	}
 	for k := range w.ahead.turns {
 		if len(w.ahead.turns) < aheadKeep {
@@ -185,7 +200,7 @@ func (s *Store) keptAhead(cid, tid string, reply []any, q aheadQuery, version st
 	if own := strs(raw[1]); len(own) == 0 || own[0] != unchangedTurn {
 		version = "" // the reply holds the turn's body itself
 	}
-	s.written.putAhead(cid, tid, &readAhead{n: n, query: q, version: version, raw: raw})
+	s.written.putAhead(cid, tid, &readAhead{n: n, query: q, version: version, raw: raw, at: time.Now()})
 	return s.written.token(n)
 }
 
