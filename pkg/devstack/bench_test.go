@@ -7,11 +7,9 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmtest"
@@ -19,6 +17,8 @@ import (
 	"github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 
 	"github.com/clientagent/clientagent/pkg/sfnlocal"
+
+	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
 // TurnCounts are the figures of one turn read from its execution history
@@ -100,22 +100,10 @@ func TestPopelnaseCounts(t *testing.T) {
 		v.LLMCalls, got.Standard, got.Express, got.Transitions, got.Lambdas, got.Events)
 }
 
-// roundTrips counts Valkey round trips: one per command sent alone, one
-// per pipeline or transaction.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
-}
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
-}
-
 // benchStack starts a stack with the demo model for a benchmark, with a
 // round-trip counter on the platform's Valkey client; the stack's shutdown
 // is kept out of the timed region.
-func benchStack(b *testing.B) (*Stack, *client, *roundTrips, *roundTrips) {
+func benchStack(b *testing.B) (*Stack, *client, *valkeytest.RoundTrips, *valkeytest.RoundTrips) {
 	st, err := Start(b.Context(), benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), Procs: benchProcs(b)}))
 	if err != nil {
 		b.Fatal(err)
@@ -125,7 +113,7 @@ func benchStack(b *testing.B) (*Stack, *client, *roundTrips, *roundTrips) {
 		st.Close()
 	})
 	tok, _ := st.Token("dev")
-	rt, engineRT := &roundTrips{}, &roundTrips{}
+	rt, engineRT := &valkeytest.RoundTrips{}, &valkeytest.RoundTrips{}
 	st.Redis.AddHook(rt)
 	st.engineRDB.AddHook(engineRT)
 	return st, &client{t: b, base: st.URL(), token: tok}, rt, engineRT
@@ -147,8 +135,8 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 		}
 		counts = countHistory(h)
 	}
-	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
-	b.ReportMetric(float64(engineRT.n.Load())/float64(b.N), "engine-roundtrips/turn")
+	b.ReportMetric(float64(rt.N.Load())/float64(b.N), "valkey-roundtrips/turn")
+	b.ReportMetric(float64(engineRT.N.Load())/float64(b.N), "engine-roundtrips/turn")
 	b.ReportMetric(float64(counts.Transitions), "transitions/turn")
 	b.ReportMetric(float64(counts.Standard), "standard-transitions/turn")
 	b.ReportMetric(float64(counts.Express), "express-executions/turn")
@@ -251,8 +239,8 @@ func BenchmarkWorkflowTurn(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(rt.n.Load())/float64(b.N), "valkey-roundtrips/turn")
-	b.ReportMetric(float64(engineRT.n.Load())/float64(b.N), "engine-roundtrips/turn")
+	b.ReportMetric(float64(rt.N.Load())/float64(b.N), "valkey-roundtrips/turn")
+	b.ReportMetric(float64(engineRT.N.Load())/float64(b.N), "engine-roundtrips/turn")
 }
 
 // benchProcs is the processors' adapter of make run (pkg/procs), so a

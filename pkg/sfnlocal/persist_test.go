@@ -14,6 +14,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
 
 // countingPersister counts the calls the engine makes on a real persister.
@@ -373,18 +375,6 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-// roundTrips counts the store's round trips: a command sent alone, a
-// pipeline or a transaction is one.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
-}
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
-}
-
 // With a RedisPersister (a Claimer), a STANDARD execution's start is one
 // round trip: the check that its name is free and its first save are one
 // script, before its first state runs. A name an execution took before a
@@ -392,7 +382,7 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 func TestStartIsOneClaim(t *testing.T) {
 	t.Parallel()
 	p, _, c := redisPersister(t)
-	rt := &roundTrips{}
+	rt := &valkeytest.RoundTrips{}
 	c.AddHook(rt)
 	e1, _ := testEngine(t, Options{Persist: p})
 	release := make(chan struct{})
@@ -414,9 +404,9 @@ func TestStartIsOneClaim(t *testing.T) {
 		s, err := p.Load(t.Context(), first)
 		return err == nil && s.Execution.Status == StatusSucceeded
 	})
-	before := rt.n.Load()
+	before := rt.N.Load()
 	arn := mustStart(t, e1, sm, "c1", `{"n":1}`)
-	if n := rt.n.Load() - before; n != 1 {
+	if n := rt.N.Load() - before; n != 1 {
 		t.Errorf("StartExecution made %d round trips to the store, want 1 (the claim)", n)
 	}
 	s, err := p.Load(t.Context(), arn)

@@ -50,3 +50,15 @@ func (o *TurnBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return err
 	}
 }
+
+// RoundTrips is a client hook that counts round trips: a command sent
+// alone, a pipeline or a transaction is one.
+type RoundTrips struct{ N atomic.Int64 }
+
+func (r *RoundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *RoundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { r.N.Add(1); return next(ctx, cmd) }
+}
+func (r *RoundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { r.N.Add(1); return next(ctx, cmds) }
+}

@@ -1,9 +1,7 @@
 package valkey_test
 
 import (
-	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,17 +11,6 @@ import (
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
 )
-
-// trips counts a client's round trips: a command sent alone or a pipeline.
-type trips struct{ n atomic.Int64 }
-
-func (r *trips) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (r *trips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error { r.n.Add(1); return next(ctx, cmd) }
-}
-func (r *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
-}
 
 // A step's read rides on the write before it: the write reads what the
 // next step reads, in its own round trip, and the step whose input names
@@ -35,7 +22,7 @@ func (r *trips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 func TestAStepsReadRidesOnTheWriteBeforeIt(t *testing.T) {
 	t.Parallel()
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		rt := &trips{}
+		rt := &valkeytest.RoundTrips{}
 		c.AddHook(rt)
 		s := valkey.New(c, valkey.Options{ReadBack: true})
 		other := valkey.New(c, valkey.Options{ReadBack: true}) // another process's Store
@@ -66,12 +53,12 @@ func TestAStepsReadRidesOnTheWriteBeforeIt(t *testing.T) {
 		step := func(q record.Query, after ...string) (*record.Conversation, map[string]record.CallOutcome, int64) {
 			t.Helper()
 			q.After = after
-			n := rt.n.Load()
+			n := rt.N.Load()
 			conv, outcomes, err := s.LoadStep(ctx, cid, q)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return conv, outcomes, rt.n.Load() - n
+			return conv, outcomes, rt.N.Load() - n
 		}
 		same := func(what string, q record.Query, conv *record.Conversation, outcomes map[string]record.CallOutcome) {
 			t.Helper()
@@ -85,12 +72,12 @@ func TestAStepsReadRidesOnTheWriteBeforeIt(t *testing.T) {
 		}
 
 		// The LLM step's write reads ahead for ValidateBatch.
-		n := rt.n.Load()
+		n := rt.N.Load()
 		tok, err := s.SaveTurnAhead(ctx, cid, tr, batch)
 		if err != nil || tok == "" {
 			t.Fatalf("SaveTurnAhead() = %q, %v", tok, err)
 		}
-		if got := rt.n.Load() - n; got != 1 {
+		if got := rt.N.Load() - n; got != 1 {
 			t.Errorf("the write and its read ahead took %d round trips, want 1", got)
 		}
 		conv, outcomes, n := step(batch, tok)
