@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/llm/llmtest"
 	"github.com/clientagent/clientagent/pkg/procs"
