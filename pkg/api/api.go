@@ -88,6 +88,9 @@ type Server struct {
 	MaxStreams int
 	// EventsFor bounds one event stream (zero: DefaultEventsFor).
 	EventsFor time.Duration
+	// LiveBatch is how long an event stream may hold an event to send it
+	// with the ones that follow (zero: DefaultLiveBatch).
+	LiveBatch time.Duration
 	// Tracing starts each turn's trace (nil: none; pkg/telemetry).
 	Tracing *telemetry.Tracing
 	// Info is what GET /v1/info answers (nil: DefaultInfo).

@@ -87,26 +87,51 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 	deadline := time.Now().Add(lasts)
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	batch := s.LiveBatch
+	if batch <= 0 {
+		batch = DefaultLiveBatch
+	}
+	var flushed time.Time // when the events written last went out
+	held := false         // events written since, not yet flushed
+	flush := func() {
+		flusher.Flush()
+		flushed, held = time.Now(), false
+	}
 	for {
 		wait := min(heartbeat, time.Until(deadline))
+		if held {
+			// Events written within a batch of the last flush wait for
+			// the batch's end, collecting the ones that follow them.
+			if wait = min(wait, time.Until(flushed.Add(batch))); wait <= 0 {
+				flush()
+				continue
+			}
+		}
 		if wait <= 0 {
 			return nil
 		}
 		evs, err := s.Events.Events(ctx, conv.Meta.ID, after, 200, wait)
 		if err != nil {
+			if held {
+				flusher.Flush()
+			}
 			if ctx.Err() == nil {
 				s.log().WarnContext(ctx, "event stream ended", "conversation", conv.Meta.ID, "error", err.Error())
 			}
 			return nil // the client reconnects after its last id
 		}
 		if len(evs) == 0 {
+			if held {
+				flush() // the batch's end
+				continue
+			}
 			if _, err := fmt.Fprint(w, ": heartbeat\n\n"); err != nil {
 				return nil
 			}
-			flusher.Flush()
+			flush()
 			continue
 		}
-		ended := false
+		ended, last := false, false
 		for _, e := range evs {
 			after = e.ID
 			if only != "" && e.TurnID != only {
@@ -121,14 +146,26 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 			if _, err := fmt.Fprintf(w, "id: %s\nevent: %s\ndata: %s\n\n", e.ID, e.Type, b); err != nil {
 				return nil
 			}
+			held = true
+			last = last || e.Type == record.EventTurnEnded
 			ended = ended || only != "" && e.Type == record.EventTurnEnded
 		}
-		flusher.Flush()
+		if held && (last || time.Since(flushed) >= batch) {
+			flush()
+		}
 		if ended {
 			return nil
 		}
 	}
 }
+
+// DefaultLiveBatch is how long an event stream may hold an event to send
+// it with the ones that follow (Server.LiveBatch): the events of a step
+// come a fraction of a millisecond apart, and each flush is a write and a
+// wake-up of the page. An event that comes a batch or more after the last
+// flush goes at once, as does a turn's end: a page gets an event at most
+// this much later, and a turn.ended never later.
+const DefaultLiveBatch = 2 * time.Millisecond
 
 // startOfLive is where a stream without Last-Event-ID starts: a second
 // before the oldest turn still running or waiting started (its
