@@ -113,7 +113,7 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 		evs, err := s.Events.Events(ctx, conv.Meta.ID, after, 200, wait)
 		if err != nil {
 			if held {
-				flusher.Flush()
+				flush()
 			}
 			if ctx.Err() == nil {
 				s.log().WarnContext(ctx, "event stream ended", "conversation", conv.Meta.ID, "error", err.Error())

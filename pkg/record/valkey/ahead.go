@@ -55,22 +55,25 @@ end
 `
 }
 
-// aheadQuery is the part of a query a read ahead answers.
-type aheadQuery struct {
+// stepQuery is a Query as a step read's script takes it (and as a read
+// ahead must match it).
+type stepQuery struct {
 	window, artifacts int
 	outcomes          bool
 }
 
-func queryOf(q record.Query) aheadQuery {
+func queryOf(q record.Query) stepQuery {
 	size := q.Artifacts
 	if size <= 0 {
 		size = record.DefaultCatalogSize
 	}
-	return aheadQuery{window: q.Window, artifacts: size, outcomes: q.Outcomes && q.TurnID != ""}
+	return stepQuery{window: q.Window, artifacts: size, outcomes: q.Outcomes && q.TurnID != ""}
 }
 
-// args are the read ahead's arguments for a turn kept at version.
-func (q aheadQuery) args(version string) []any {
+// args are a step read's arguments after its turn: window, catalog size,
+// outcomes and the version of the turn the reader keeps (runStep, and a
+// write's read ahead).
+func (q stepQuery) args(version string) []any {
 	outcomes := "0"
 	if q.outcomes {
 		outcomes = "1"
@@ -81,7 +84,7 @@ func (q aheadQuery) args(version string) []any {
 // readAhead is one kept read ahead of turn tid.
 type readAhead struct {
 	n       int64 // the conversation's ahead counter at the read
-	query   aheadQuery
+	query   stepQuery
 	version string // the turn's version the read named ("": none, its body is in raw)
 	raw     []any
 	at      time.Time // when it was kept
@@ -188,7 +191,7 @@ func (s *Store) aheadTaken(cid string, q record.Query) (*record.Conversation, ma
 // keptAhead keeps the read ahead of a write's reply (reply[1] the token's
 // number, reply[2] readStep's reply) and returns its token ("" when the
 // reply holds none).
-func (s *Store) keptAhead(cid, tid string, reply []any, q aheadQuery, version string) string {
+func (s *Store) keptAhead(cid, tid string, reply []any, q stepQuery, version string) string {
 	if len(reply) != 3 {
 		return ""
 	}
@@ -229,9 +232,9 @@ func (s *Store) PutOutcomeAhead(ctx context.Context, cid, turnID string, o recor
 		return put, "", err
 	}
 	// The read names the turn as this Store keeps it, if it does (the
-	// invoke's own read kept it), so the reply leaves its body out.
-	version := s.written.peekVersion(cid, turnID)
-	s.written.decodeEarly(cid, turnID)
+	// invoke's own read kept it), so the reply leaves its body out; it is
+	// decoded while the write is in flight.
+	version := s.written.decodeEarly(cid, turnID)
 	q := queryOf(next)
 	put, reply, err := s.putOutcome(ctx, cid, turnID, o, putOutcomeAheadScript, q.args(version)...)
 	if err != nil || reply == nil {

@@ -478,21 +478,13 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 // decodes it, which decodeStep takes when the reply says the turn is
 // still that version.
 func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q record.Query, extra ...any) (raw []any, own *kept, err error) {
-	size := q.Artifacts
-	if size <= 0 {
-		size = record.DefaultCatalogSize
-	}
-	outcomes := "0"
-	if q.Outcomes && q.TurnID != "" {
-		outcomes = "1"
-	}
 	var version string
 	if q.TurnID != "" {
 		if own = s.written.take(cid, q.TurnID); own != nil {
 			version = own.version
 		}
 	}
-	args := append([]any{q.TurnID, q.Window, size, outcomes, version}, extra...)
+	args := append(append([]any{q.TurnID}, queryOf(q).args(version)...), extra...)
 	run := script.Run
 	if script == loadStepScript {
 		run = script.RunRO // EVALSHA_RO: it runs on replicas and on a full server

@@ -179,20 +179,26 @@ func (w *written) take(cid, tid string) *kept {
 	if d == nil {
 		d = decode(tid, wt.body, wt.msgs)
 	}
-	return &kept{writtenTurn: &writtenTurn{version: wt.version, seq: wt.seq, body: wt.body, msgs: wt.msgs}, decoding: d}
+	return &kept{writtenTurn: wt, decoding: d}
 }
 
 // decodeEarly starts decoding what is kept of turn tid of cid, for the
-// read that takes it next (a write that reads ahead for it is in flight).
-func (w *written) decodeEarly(cid, tid string) {
+// read that takes it next (a write that reads ahead for it is in flight),
+// and returns its version ("" when nothing is kept).
+func (w *written) decodeEarly(cid, tid string) string {
 	if w == nil {
-		return
+		return ""
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if wt := w.turns[cid+"/"+tid]; wt != nil && wt.early == nil {
+	wt := w.turns[cid+"/"+tid]
+	if wt == nil {
+		return ""
+	}
+	if wt.early == nil {
 		wt.early = decode(tid, wt.body, wt.msgs)
 	}
+	return wt.version
 }
 
 // settle keeps, after a read of turn tid of cid, the turn as stored for
@@ -213,18 +219,4 @@ func (w *written) putBack(cid, tid string, k *kept) {
 	if k != nil {
 		w.keep(cid, tid, k.version, k.body, k.msgs, false)
 	}
-}
-
-// peekVersion is the version of turn tid of cid this Store keeps ("" for
-// none), left kept.
-func (w *written) peekVersion(cid, tid string) string {
-	if w == nil {
-		return ""
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if wt := w.turns[cid+"/"+tid]; wt != nil {
-		return wt.version
-	}
-	return ""
 }
