@@ -33,22 +33,26 @@ await main("appsync", async (page) => {
   }
   await waitStatus(turn, ["succeeded"], 60000);
   if (seen.length < 3) throw new Error(`the reply was seen at ${seen.length} lengths while running, want it to grow from the WebSocket's events`);
-  const ws = sockets.find((s) => s.url.endsWith("/event/realtime"));
-  if (!ws) throw new Error(`no WebSocket to the Event API (sockets: ${sockets.map((s) => s.url).join(", ") || "none"})`);
+  // The page opens one WebSocket per channel: the owner's conversation list
+  // (/live/dev/user) and the conversation's (/live/dev/c-…), in whichever
+  // order they come. The conversation's socket is the one that carries the turn.
+  const realtime = sockets.filter((s) => s.url.endsWith("/event/realtime"));
+  if (!realtime.length) throw new Error(`no WebSocket to the Event API (sockets: ${sockets.map((s) => s.url).join(", ") || "none"})`);
   const types = (frames) => frames.map((f) => JSON.parse(f).type);
-  // The page subscribes to the conversation's channel and to the owner's
-  // conversation list (/live/dev/user), in whichever order they come.
-  const subs = ws.sent.map((f) => JSON.parse(f)).filter((m) => m.type === "subscribe");
-  const sub = subs.find((m) => /^\/live\/dev\/c-/.test(m.channel));
-  if (!sub || subs.some((m) => !m.authorization?.Authorization)) {
+  const subsOf = (s) => s.sent.map((f) => JSON.parse(f)).filter((m) => m.type === "subscribe");
+  const subs = realtime.flatMap(subsOf);
+  // (A page that resubscribed has more than one; their frames count together.)
+  const conv = realtime.filter((s) => subsOf(s).some((m) => /^\/live\/dev\/c-/.test(m.channel)));
+  if (!conv.length || subs.some((m) => !m.authorization?.Authorization)) {
     throw new Error(`subscribe frames ${JSON.stringify(subs)}, want the conversation's channel of the owner, each with the token`);
   }
-  const got = types(ws.received);
+  const received = conv.flatMap((s) => s.received);
+  const got = types(received);
   if (!got.includes("connection_ack") || !got.includes("subscribe_success") || got.filter((t) => t === "data").length < 5) {
     throw new Error(`frames received ${got.join(",")}, want connection_ack, subscribe_success and the turn's data`);
   }
-  const ended = ws.received.map((f) => JSON.parse(f)).filter((m) => m.type === "data").map((m) => JSON.parse(m.event)).find((e) => e.type === "turn.ended");
+  const ended = received.map((f) => JSON.parse(f)).filter((m) => m.type === "data").map((m) => JSON.parse(m.event)).find((e) => e.type === "turn.ended");
   if (!ended) throw new Error("no turn.ended over the WebSocket");
   if (sse.length) throw new Error(`the page read the SSE stream too: ${sse.join(", ")}`);
-  console.log(`appsync: ${got.filter((t) => t === "data").length} events over ${ws.url}, reply grew through ${seen.length} lengths`);
+  console.log(`appsync: ${got.filter((t) => t === "data").length} events over ${conv[0].url}, reply grew through ${seen.length} lengths`);
 });
