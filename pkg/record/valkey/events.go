@@ -89,6 +89,15 @@ func (s *Store) wakeups() *wakes {
 	return s.wakes
 }
 
+// quietWait is the shortest wait without a wake-up after which Events
+// forgets what its channel told of the log (a quiet log is read again by
+// the next call, whatever a publication might not have said). A shorter
+// wait is a stream collecting the events that follow the ones it holds
+// (pkg/api's batch of a step's events), a few milliseconds: it keeps what
+// it knows, so its next call takes the next events from their
+// publication, not from a read.
+const quietWait = time.Second
+
 // Events reads up to count events of cid's log after id after, waiting up
 // to block for one. A reader that waits holds no connection: it subscribes
 // to the log's wake-ups (one Pub/Sub connection per Store), reads, and
@@ -141,7 +150,9 @@ func (s *Store) Events(ctx context.Context, cid, after string, count int, block 
 		select {
 		case <-w.c:
 		case <-t.C:
-			h.forget(w) // a quiet log is read again by the next call
+			if block >= quietWait {
+				h.forget(w) // a quiet log is read again by the next call
+			}
 			return nil, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -367,6 +367,43 @@ func TestStreamReadsItsLogOncePerBatch(t *testing.T) {
 	})
 }
 
+// A stream that collects a step's events waits a few milliseconds for the
+// ones that follow before it sends them (pkg/api's batch). Such a short
+// wait that times out does not make its next call read the log: the next
+// events still come with their publication.
+func TestAStreamsShortWaitsKeepWhatThePublicationsTold(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		cid, x := countXReads(t, c)
+		s := valkey.New(c, valkey.Options{})
+		ctx := t.Context()
+		at := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+		after := ""
+		if evs, err := s.Events(ctx, cid, after, 10, time.Millisecond); err != nil || len(evs) != 0 {
+			t.Fatalf("an empty log: %v, %v", evs, err)
+		}
+		const steps = 5
+		for i := range steps {
+			if err := s.Emit(ctx, cid, record.Event{Type: record.EventStepStarted, TurnID: "t1", At: at.Add(time.Duration(i) * time.Second)}); err != nil {
+				t.Fatal(err)
+			}
+			evs, err := s.Events(ctx, cid, after, 10, 10*time.Second)
+			if err != nil || len(evs) != 1 {
+				t.Fatalf("step %d: %v, %v; want its event", i, evs, err)
+			}
+			after = evs[0].ID
+			// The batch's end: nothing more within 2 ms.
+			if evs, err := s.Events(ctx, cid, after, 10, 2*time.Millisecond); err != nil || len(evs) != 0 {
+				t.Fatalf("step %d, the batch's wait: %v, %v; want nothing", i, evs, err)
+			}
+		}
+		// One read when the stream began (the log was empty); each step's
+		// event came with its publication, and no short wait read again.
+		if n := x.n.Load(); n != 1 {
+			t.Errorf("%d XREADs for %d steps whose waits for more timed out, want the first alone", n, steps)
+		}
+	})
+}
+
 // streamAll reads cid's log the way a stream does, one Events call per
 // batch, sending every event it gets on got until ctx ends.
 func streamAll(ctx context.Context, s *valkey.Store, cid, after string, got chan<- record.Event) {
