@@ -145,6 +145,12 @@ func BenchmarkPopelnaseTurn(b *testing.B) {
 // benchTurns runs b.N turns of one prompt on a stack with model m and
 // returns nothing; b reports ns per whole turn (API start to execution end).
 func benchTurns(b *testing.B, m llm.Provider, agents []string, mutate ...func(*Config)) {
+	benchTurnsSeen(b, m, agents, nil, mutate...)
+}
+
+// benchTurnsSeen is benchTurns handing each turn's execution history to
+// seen (nil: none), outside the timed part.
+func benchTurnsSeen(b *testing.B, m llm.Provider, agents []string, seen func([]sfnlocal.HistoryEvent), mutate ...func(*Config)) {
 	cfg := benchStore(b, Config{Addr: "127.0.0.1:0", DataDir: b.TempDir(), LLM: m, Agents: agents, Procs: benchProcs(b)})
 	for _, f := range mutate {
 		f(&cfg)
@@ -165,10 +171,16 @@ func benchTurns(b *testing.B, m llm.Provider, agents []string, mutate ...func(*C
 		start := time.Now()
 		cid := c.newConversation()
 		tid := c.send(cid, "hello")
-		if _, err := st.history(b.Context(), tid); err != nil {
+		h, err := st.history(b.Context(), tid)
+		if err != nil {
 			b.Fatal(err)
 		}
 		worst = max(worst, time.Since(start))
+		if seen != nil {
+			b.StopTimer()
+			seen(h)
+			b.StartTimer()
+		}
 	}
 	b.ReportMetric(float64(worst.Microseconds())/1000, "max-ms/turn")
 }
@@ -189,6 +201,62 @@ func BenchmarkOneToolTurn(b *testing.B) {
 	ag := &slowAgent{noTasks: true} // the specialist's own task store is not our overhead
 	url := serveAgent(b, ag)
 	benchTurns(b, oneToolModel, []string{url})
+}
+
+// BenchmarkOneToolTurnSteps is BenchmarkOneToolTurn's turn read from its
+// execution history: the median time of each Task state (from its
+// TaskStarted to its TaskSucceeded: the handler with its reads and
+// writes) and of the engine between states, in µs. The first LLM step
+// (µs/LLMStep-1) answers with the tool call, the second (µs/LLMStep-2)
+// ends the turn.
+func BenchmarkOneToolTurnSteps(b *testing.B) {
+	ag := &slowAgent{noTasks: true}
+	url := serveAgent(b, ag)
+	took := map[string][]time.Duration{}
+	benchTurnsSeen(b, oneToolModel, []string{url}, func(h []sfnlocal.HistoryEvent) {
+		for k, d := range stepTimes(h) {
+			took[k] = append(took[k], d)
+		}
+	})
+	for k, ds := range took {
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, "µs/"+k)
+	}
+}
+
+// stepTimes is, per Task state of h (numbered from 1 when a state runs
+// more than once in the loop, LLMStep-1, LLMStep-2), the time from its
+// TaskStarted to its TaskSucceeded, and under "engine" the sum of the
+// time between a state's exit and the next state's entry.
+func stepTimes(h []sfnlocal.HistoryEvent) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	runs := map[string]int{}
+	var state string
+	var started, exited time.Time
+	for _, e := range h {
+		switch {
+		case e.StateEnteredEventDetails != nil:
+			state = e.StateEnteredEventDetails.Name
+			if !exited.IsZero() {
+				out["engine"] += e.Timestamp.Sub(exited)
+			}
+		case e.StateExitedEventDetails != nil:
+			exited = e.Timestamp
+		case e.Type == "TaskStarted":
+			started = e.Timestamp
+		case e.Type == "TaskSucceeded" && !started.IsZero():
+			runs[state]++
+			out[fmt.Sprintf("%s-%d", state, runs[state])] = e.Timestamp.Sub(started)
+			started = time.Time{}
+		}
+	}
+	for k := range out {
+		if name, n, ok := strings.Cut(k, "-"); ok && n == "1" && runs[name] == 1 {
+			out[name] = out[k]
+			delete(out, k)
+		}
+	}
+	return out
 }
 
 // oneToolModel calls slow_echo once, then answers.
