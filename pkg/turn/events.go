@@ -25,20 +25,88 @@ func (h *Handlers) emit(ctx context.Context, cid string, evs ...record.Event) {
 	log.Publish(ctx, cid, evs...)
 }
 
-// emitAside is emit in the background, for an event written while the
-// step waits on something slower (the model's first tokens): the returned
-// wait returns once it is written and pushed, and every later write of
-// the step's events comes after a call of it, so the log keeps their order.
-func (h *Handlers) emitAside(ctx context.Context, cid string, evs ...record.Event) (wait func()) {
-	if len(evs) == 0 {
-		return func() {}
+// DefaultStartedAfter is how long an LLM step waits for the model's
+// answer before it writes the call's step.started on its own
+// (Handlers.StartedAfter). A model that answers sooner (a cached or small
+// one, the scripted model of the benchmarks) has the event ride on the
+// step's own write, first among its events, so the step makes one round
+// trip less; one that thinks longer, as a hosted model does, has it
+// written while it thinks. A page hears of the step at most this much
+// later than it began, and never after the step's end.
+const DefaultStartedAfter = 10 * time.Millisecond
+
+// later is an event written beside a step's work once the step has waited
+// a while for something slower (the model), unless the step takes it for
+// its own write first. Every write of the step's events comes after a wait
+// or a take, so the log keeps their order. A nil *later is no event.
+type later struct {
+	h     *Handlers
+	ctx   context.Context
+	cid   string
+	evs   []record.Event
+	timer *time.Timer
+
+	mu    sync.Mutex
+	state int           // laterPending, laterWriting or laterTaken
+	done  chan struct{} // closed once written, or taken
+}
+
+const (
+	laterPending = iota
+	laterWriting
+	laterTaken
+)
+
+// emitLater writes evs after wait, beside the step (later.write).
+func (h *Handlers) emitLater(ctx context.Context, cid string, wait time.Duration, evs ...record.Event) *later {
+	l := &later{h: h, ctx: ctx, cid: cid, evs: evs, done: make(chan struct{})}
+	l.timer = time.AfterFunc(wait, l.write)
+	return l
+}
+
+// write writes the events unless they were written or taken.
+func (l *later) write() {
+	l.mu.Lock()
+	if l.state != laterPending {
+		l.mu.Unlock()
+		return
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		h.emit(ctx, cid, evs...)
-	}()
-	return func() { <-done }
+	l.state = laterWriting
+	l.mu.Unlock()
+	l.h.emit(l.ctx, l.cid, l.evs...)
+	close(l.done)
+}
+
+// wait writes the events now unless they were written or taken, and
+// returns once they are: before a write of the step's that must follow
+// them (the streamed text's).
+func (l *later) wait() {
+	if l == nil {
+		return
+	}
+	l.timer.Stop()
+	l.write()
+	<-l.done
+}
+
+// take returns the events for the step's own write, first among its
+// events, when they have not been written yet; otherwise it returns nil
+// once they are written.
+func (l *later) take() []record.Event {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if l.state == laterPending {
+		l.state = laterTaken
+		l.mu.Unlock()
+		l.timer.Stop()
+		close(l.done)
+		return l.evs
+	}
+	l.mu.Unlock()
+	<-l.done
+	return nil
 }
 
 // LivePublisher pushes a conversation's events to its live subscribers
@@ -145,7 +213,7 @@ type deltas struct {
 	turnID  string
 	llmCall int
 	// after, when set, is waited on before the first write: the call's
-	// step.started (emitAside) comes first in the log.
+	// step.started (emitLater) comes first in the log.
 	after func()
 
 	// check, when set, checks each batch with the tail of what was shown

@@ -115,23 +115,30 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		CacheKey: in.ConversationID,
 	}
 	llmCall := t.LLMCalls + 1
-	// The call's step.started is written while the model thinks: its round
-	// trip is off the step's path, and every later write of the step waits
-	// for it (issue 29).
-	var startedWritten func()
+	// The call's step.started is written while the model thinks, once it
+	// has thought for StartedAfter: its round trip is off the step's path,
+	// and every later write of the step waits for it. A model that answers
+	// sooner has it ride on the step's write (DefaultStartedAfter).
+	var begun *later
 	if h.events().Enabled() {
-		startedWritten = h.emitAside(ctx, in.ConversationID, h.live(record.EventStepStarted, t.ID, map[string]any{"tool": "llm", "llm_call": llmCall}))
+		begun = h.emitLater(ctx, in.ConversationID, h.startedAfter(), h.live(record.EventStepStarted, t.ID, map[string]any{"tool": "llm", "llm_call": llmCall}))
 	}
 	deltas := h.newDeltas(ctx, in.Ref, llmCall)
 	if deltas != nil {
 		req.OnText, req.OnReset = deltas.text, deltas.reset
 		deltas.check = h.streamCheck(ctx)
-		deltas.after = startedWritten
+		if begun != nil {
+			deltas.after = begun.wait
+		}
 	}
 	check := h.checkRequest(ctx, t, deltas)
 	resp, err := h.chat(ctx, req, llmCall)
-	if startedWritten != nil {
-		startedWritten()
+	rides := begun.take()
+	if len(rides) > 0 && (err != nil || check != nil || h.guardian().Enabled(guardian.ModelOutput)) {
+		// The ways on that may write events before the step's own write
+		// (a failed call, the guardian's checks) write it first, as it is.
+		h.emit(ctx, in.ConversationID, rides...)
+		rides = nil
 	}
 	if check != nil {
 		if out, done, gerr := h.applyRequestCheck(ctx, in, conv, t, check, resp); done {
@@ -159,7 +166,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	}
 	if h.events().Enabled() {
 		// The answer's last text and the step's end go with the spend.
-		spend.Events = append(deltas.drain(), h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
+		spend.Events = append(append(rides, deltas.drain()...), h.stepEnded(t.ID, "llm", "", record.ResultSucceeded, started, h.now(),
 			map[string]any{"llm_call": llmCall, "tokens": spend.Tokens, "cached_tokens": spend.CachedTokens}))
 	}
 	// Every way on from here saves the turn (h.write): the spend rides on

@@ -185,6 +185,10 @@ type Handlers struct {
 	// a side effect (the model answered, a specialist ran) is retried
 	// rather than redone. Zero: DefaultStoreOutage.
 	StoreOutage time.Duration
+	// StartedAfter is how long an LLM step waits for the model before it
+	// writes the call's step.started on its own; an answer that comes
+	// sooner carries it in the step's write. Zero: DefaultStartedAfter.
+	StartedAfter time.Duration
 	// CallLostAfter is how long after a cancel a call that had started
 	// before it may still report its outcome (SettleLost). Zero:
 	// DefaultCallLostAfter.
@@ -196,6 +200,13 @@ type Handlers struct {
 	// or written last (seenTurn), so a write that changes the status
 	// tells the owner's log (userStatus).
 	seen sync.Map
+}
+
+func (h *Handlers) startedAfter() time.Duration {
+	if h.StartedAfter > 0 {
+		return h.StartedAfter
+	}
+	return DefaultStartedAfter
 }
 
 // DefaultStoreOutage is the store outage a step outlasts in process.
@@ -518,11 +529,11 @@ func (h *Handlers) writeAhead(ctx context.Context, r Ref, t *record.Turn, next *
 			// The cancel refused the write, and its events with it; the
 			// call's spend still counted (the script counts it first). The
 			// page shows that spend on the stopped LLM row once it hears
-			// the step ended; the text the call streamed after the stop
-			// stays unseen.
+			// the step ended (and began, when that rode on the write); the
+			// text the call streamed after the stop stays unseen.
 			var ended []record.Event
 			for _, e := range sp.Events {
-				if e.Type == record.EventStepEnded {
+				if e.Type == record.EventStepStarted || e.Type == record.EventStepEnded {
 					ended = append(ended, e)
 				}
 			}

@@ -1087,8 +1087,16 @@ func TestLLMStepStartedWrittenWhileTheModelThinks(t *testing.T) {
 	f := newFixture(t, nil)
 	g := &gatedEvents{Store: f.store, called: make(chan struct{})}
 	f.h.Events = g
-	f.h.LLM = llmtest.ProviderFunc(func(_ context.Context, req llm.Request) (*llm.Response, error) {
+	f.h.StartedAfter = time.Millisecond
+	var thinking atomic.Bool // the log had step.started while the model thought
+	f.h.LLM = llmtest.ProviderFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
 		close(g.called)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if types := logTypes(t, f.store); slices.Contains(types, record.EventStepStarted) {
+				thinking.Store(true)
+				break
+			}
+		}
 		for _, s := range []string{"Hel", "lo ", "there"} {
 			req.OnText(s)
 		}
@@ -1099,6 +1107,9 @@ func TestLLMStepStartedWrittenWhileTheModelThinks(t *testing.T) {
 	}
 	if g.early.Load() {
 		t.Error("step.started was written before the model was called")
+	}
+	if !thinking.Load() {
+		t.Error("step.started was not in the log while the model thought")
 	}
 	evs, err := f.store.Events(t.Context(), "c1", "", 100, 0)
 	if err != nil {
@@ -1117,6 +1128,75 @@ func TestLLMStepStartedWrittenWhileTheModelThinks(t *testing.T) {
 	want := []string{record.EventStepStarted, record.EventLLMDelta, record.EventStepEnded}
 	if !slices.Equal(types[:min(3, len(types))], want) || text.String() != "Hello there" {
 		t.Errorf("event log = %v with text %q, want %v… with %q", types, text.String(), want, "Hello there")
+	}
+}
+
+// logTypes is the types of c1's event log, in its order.
+func logTypes(t *testing.T, s *valkey.Store) []string {
+	evs, err := s.Events(context.WithoutCancel(t.Context()), "c1", "", 100, 0)
+	if err != nil {
+		t.Error(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	return types
+}
+
+// countedEvents is the store's event log counting the events written on
+// their own (Emit), by type.
+type countedEvents struct {
+	*valkey.Store
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countedEvents) Emit(ctx context.Context, cid string, evs ...record.Event) error {
+	c.mu.Lock()
+	for _, e := range evs {
+		c.n[e.Type]++
+	}
+	c.mu.Unlock()
+	return c.Store.Emit(ctx, cid, evs...)
+}
+
+// A model that answers before the step has waited StartedAfter for it:
+// the call's step.started rides on the step's own write, first among its
+// events, and is not written on its own; a cancel that refuses that write
+// still leaves the page both ends of the step.
+func TestAQuickAnswersStepStartedRidesOnTheStepsWrite(t *testing.T) {
+	t.Parallel()
+	for _, cancel := range []bool{false, true} {
+		t.Run(map[bool]string{false: "saved", true: "cancelled"}[cancel], func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, nil)
+			c := &countedEvents{Store: f.store, n: map[string]int{}}
+			f.h.Events = c
+			f.h.StartedAfter = time.Minute
+			f.h.LLM = llmtest.ProviderFunc(func(ctx context.Context, req llm.Request) (*llm.Response, error) {
+				if cancel {
+					if _, _, err := f.h.Cancel(ctx, f.ref, "dev"); err != nil {
+						t.Error(err)
+					}
+				}
+				return &llm.Response{Text: "Hello there"}, nil
+			})
+			_, err := f.h.LLMStep(t.Context(), turn.StepInput{Ref: f.ref})
+			if cerr := (*turn.CancelledError)(nil); cancel != errors.As(err, &cerr) || !cancel && err != nil {
+				t.Fatalf("LLMStep = %v, cancelled %v", err, cancel)
+			}
+			types := logTypes(t, f.store)
+			i, j := slices.Index(types, record.EventStepStarted), slices.Index(types, record.EventStepEnded)
+			if i < 0 || j < i {
+				t.Errorf("event log = %v, want step.started before step.ended", types)
+			}
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if n := c.n[record.EventStepStarted]; !cancel && n != 0 {
+				t.Errorf("step.started written on its own %d times, want it in the step's write", n)
+			}
+		})
 	}
 }
 
