@@ -37,42 +37,27 @@ const DefaultStartedAfter = 10 * time.Millisecond
 
 // later is an event written beside a step's work once the step has waited
 // a while for something slower (the model), unless the step takes it for
-// its own write first. Every write of the step's events comes after a wait
-// or a take, so the log keeps their order. A nil *later is no event.
+// its own write first. Whoever stops its timer first owns the events: the
+// timer writes them, or wait does, or take hands them to the step's write.
+// Every write of the step's events comes after a wait or a take, so the
+// log keeps their order. A nil *later is no event.
 type later struct {
 	h     *Handlers
 	ctx   context.Context
 	cid   string
 	evs   []record.Event
 	timer *time.Timer
-
-	mu    sync.Mutex
-	state int           // laterPending, laterWriting or laterTaken
 	done  chan struct{} // closed once written, or taken
 }
 
-const (
-	laterPending = iota
-	laterWriting
-	laterTaken
-)
-
-// emitLater writes evs after wait, beside the step (later.write).
+// emitLater writes evs after wait, beside the step.
 func (h *Handlers) emitLater(ctx context.Context, cid string, wait time.Duration, evs ...record.Event) *later {
 	l := &later{h: h, ctx: ctx, cid: cid, evs: evs, done: make(chan struct{})}
 	l.timer = time.AfterFunc(wait, l.write)
 	return l
 }
 
-// write writes the events unless they were written or taken.
 func (l *later) write() {
-	l.mu.Lock()
-	if l.state != laterPending {
-		l.mu.Unlock()
-		return
-	}
-	l.state = laterWriting
-	l.mu.Unlock()
 	l.h.emit(l.ctx, l.cid, l.evs...)
 	close(l.done)
 }
@@ -84,8 +69,9 @@ func (l *later) wait() {
 	if l == nil {
 		return
 	}
-	l.timer.Stop()
-	l.write()
+	if l.timer.Stop() {
+		l.write()
+	}
 	<-l.done
 }
 
@@ -96,15 +82,10 @@ func (l *later) take() []record.Event {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	if l.state == laterPending {
-		l.state = laterTaken
-		l.mu.Unlock()
-		l.timer.Stop()
+	if l.timer.Stop() {
 		close(l.done)
 		return l.evs
 	}
-	l.mu.Unlock()
 	<-l.done
 	return nil
 }

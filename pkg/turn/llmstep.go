@@ -127,9 +127,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 	if deltas != nil {
 		req.OnText, req.OnReset = deltas.text, deltas.reset
 		deltas.check = h.streamCheck(ctx)
-		if begun != nil {
-			deltas.after = begun.wait
-		}
+		deltas.after = begun.wait
 	}
 	check := h.checkRequest(ctx, t, deltas)
 	resp, err := h.chat(ctx, req, llmCall)
