@@ -49,7 +49,7 @@ import (
 )
 
 const usage = `usage:
-  clientagent dev [--fast-agents] [--cpuprofile FILE]
+  clientagent dev [--fast-agents] [--cpuprofile FILE] [--memprofile FILE]
                                        run the local stack (API, web page, engine, Valkey, demo agents);
                                        --fast-agents (or CLIENTAGENT_FAST_AGENTS=1): the demo specialists
                                        answer at once with a tiny artifact and keep nothing (load runs);
@@ -94,10 +94,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		fs := flag.NewFlagSet("dev", flag.ContinueOnError)
 		fast := fs.Bool("fast-agents", env("CLIENTAGENT_FAST_AGENTS", "") == "1", "demo specialists that answer at once with a tiny artifact (load runs; docs/benchmarks.md)")
 		cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the stack to this file until it stops")
+		memprofile := fs.String("memprofile", "", "write the stack's allocations (a heap profile) to this file when it stops")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
-		return dev(dataDir, *fast, *cpuprofile, stdout)
+		return dev(dataDir, *fast, profiles{cpu: *cpuprofile, mem: *memprofile}, stdout)
 	case "bench":
 		return benchCmd(dataDir, args[1:], stdout)
 	case "smoke":
@@ -184,7 +185,30 @@ func profileCPU(path string) (stop func(), err error) {
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
-func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) error {
+// profiles names the files dev writes its profiles to ("" for none).
+type profiles struct{ cpu, mem string }
+
+// profileMem writes this process's heap profile (every allocation since
+// it started, and what is in use) to path when the returned stop is
+// called; with path empty it does nothing.
+func profileMem(path string) (stop func() error) {
+	if path == "" {
+		return func() error { return nil }
+	}
+	return func() error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+}
+
+func dev(dataDir string, fastAgents bool, prof profiles, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// A sign of life at once: Valkey, the engine and the agents take a moment.
@@ -192,11 +216,16 @@ func dev(dataDir string, fastAgents bool, cpuprofile string, stdout io.Writer) e
 	if p, ok := gcPercent(os.Getenv); ok {
 		debug.SetGCPercent(p)
 	}
-	stopProfile, err := profileCPU(cpuprofile)
+	stopProfile, err := profileCPU(prof.cpu)
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
+	defer func() {
+		if err := profileMem(prof.mem)(); err != nil {
+			fmt.Fprintln(os.Stderr, "memprofile:", err)
+		}
+	}()
 	model, modelName, err := llmconfig.FromEnv(os.Getenv)
 	if err != nil {
 		return err

@@ -2,8 +2,14 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
+	"errors"
+	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -82,5 +88,41 @@ func TestDevCollectorTarget(t *testing.T) {
 	}
 	if _, ok := gcPercent(func(k string) string { return map[string]string{"GOGC": "50"}[k] }); ok {
 		t.Error("gcPercent() with GOGC=50 overrides it, want it left alone")
+	}
+}
+
+// `clientagent dev --memprofile FILE` writes the stack's allocations as
+// a heap profile when it stops, for the profile-led work of
+// docs/benchmarks.md; without the flag nothing is written.
+func TestMemProfileWrittenAtStop(t *testing.T) {
+	t.Parallel()
+	if err := profileMem("")(); err != nil {
+		t.Errorf(`profileMem("")() = %v, want nil`, err)
+	}
+	path := filepath.Join(t.TempDir(), "mem.pprof")
+	stop := profileMem(path)
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the profile exists before the stack stops (%v)", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f) // a profile is gzipped protobuf
+	if err != nil {
+		t.Fatalf("the written profile is not a profile: %v", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, typ := range []string{"alloc_space", "inuse_space"} {
+		if !bytes.Contains(b, []byte(typ)) {
+			t.Errorf("the profile has no %s samples", typ)
+		}
 	}
 }

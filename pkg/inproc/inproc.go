@@ -71,7 +71,8 @@ func serve(h http.Handler, req *http.Request) (*http.Response, error) {
 	in := serverRequest(ctx, req)
 	pr, pw := io.Pipe()
 	w := &responseWriter{header: http.Header{}, pw: pw, ready: make(chan struct{}), head: req.Method == http.MethodHead}
-	w.buf = bufio.NewWriterSize(pw, keepalive.BufferSize)
+	w.buf = buffers.Get().(*bufio.Writer)
+	w.buf.Reset(pw)
 	// A client that gives up unblocks a handler writing to it, as a
 	// closed connection would, and its reads end with the cause.
 	stop := context.AfterFunc(client, func() { pr.CloseWithError(context.Cause(client)) })
@@ -83,9 +84,10 @@ func serve(h http.Handler, req *http.Request) (*http.Response, error) {
 			}
 			if p := recover(); p != nil {
 				w.fail(fmt.Errorf("inproc: handler for %s panicked: %v", req.URL.Path, p))
-				return
+			} else {
+				w.finish()
 			}
-			w.finish()
+			w.release()
 		}()
 		h.ServeHTTP(w, in)
 	}()
@@ -199,6 +201,21 @@ func (w *responseWriter) Flush() { _ = w.FlushError() }
 func (w *responseWriter) FlushError() error {
 	w.WriteHeader(http.StatusOK)
 	return w.buf.Flush()
+}
+
+// buffers are the responses' write buffers, each a handler's until it
+// returns (a ResponseWriter is not used after its handler returned, as
+// with net/http, which pools its buffers so too): a specialist's answer
+// is mostly far smaller than its buffer, and a new buffer per call was
+// the largest allocation of an A2A call in process (docs/benchmarks.md).
+var buffers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, keepalive.BufferSize) }}
+
+// release gives the buffer back once the handler has returned and its
+// response has ended.
+func (w *responseWriter) release() {
+	w.buf.Reset(nil)
+	buffers.Put(w.buf)
+	w.buf = nil
 }
 
 // finish ends the response of a handler that returned.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 )
 
 // Resources the engine implements.
@@ -35,6 +36,11 @@ type machine struct {
 	root       *graph
 	timeout    int  // execution TimeoutSeconds, 0 = none
 	express    bool // an EXPRESS machine: never persisted, at most ExpressMaxSeconds
+	// historyLen is how many events the history of this machine's
+	// execution that ended last held: a new execution's history starts
+	// with room for as many (newExecution), so it is allocated once, not
+	// grown and copied a dozen times as its events come.
+	historyLen atomic.Int64
 }
 
 // graph is a StartAt plus its States: the top level or a Map's ItemProcessor.

@@ -63,8 +63,17 @@ type taskAnswer struct {
 }
 
 func newExecution(meta Execution, sm *machine) *execution {
-	return &execution{sm: sm, meta: meta, done: make(chan struct{}), open: map[string]*openTask{}, cancel: func() {}}
+	x := &execution{sm: sm, meta: meta, done: make(chan struct{}), open: map[string]*openTask{}, cancel: func() {}}
+	if sm != nil {
+		x.history = make([]HistoryEvent, 0, min(sm.historyLen.Load(), maxHistoryHint))
+	}
+	return x
 }
+
+// maxHistoryHint bounds the room a new execution's history starts with
+// (machine.historyLen): one long execution does not make every later one
+// take as much.
+const maxHistoryHint = 512
 
 func (x *execution) describe() Execution {
 	x.mu.Lock()
@@ -129,6 +138,9 @@ func (x *execution) finishLocked(c Clock, status string, output []byte, errName,
 		ev = HistoryEvent{Type: "ExecutionTimedOut", ExecutionTimedOutEventDetails: d}
 	}
 	x.appendLocked(c, ev)
+	if x.sm != nil {
+		x.sm.historyLen.Store(int64(len(x.history)))
+	}
 	x.meta.Status = status
 	x.meta.StopDate = c.Now().UTC()
 	x.meta.Output = output

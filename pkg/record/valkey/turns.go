@@ -323,10 +323,17 @@ end
 -- An active conversation is never evictable: a cache at its cap evicts only
 -- keys that carry a TTL, so while any turn runs or waits the conversation's
 -- keys carry none, and a turn's results none until it ends; the idle TTL
--- starts when the last turn ends.
+-- starts when the last turn ends. The conversation's keys carry a TTL all
+-- together or none (every script that sets one on a key sets it as the
+-- conversation's own key has it, or refreshes one already set), so while
+-- a turn is active and the conversation's key carries none, there is
+-- nothing to take off.
 local live = redis.call('SCARD', KEYS[5]) > 0
-for _, k in ipairs({1, 2, 3, 4, 5, 6, 7, 9}) do
-  if (k == 3 and ARGV[11] ~= '1') or (k ~= 3 and live) then redis.call('PERSIST', KEYS[k]) else redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+if ARGV[11] == '1' then redis.call('EXPIRE', KEYS[3], ARGV[1]) else redis.call('PERSIST', KEYS[3]) end
+if not live or redis.call('TTL', KEYS[1]) ~= -1 then
+  for _, k in ipairs({1, 2, 4, 5, 6, 7, 9}) do
+    if live then redis.call('PERSIST', KEYS[k]) else redis.call('EXPIRE', KEYS[k], ARGV[1]) end
+  end
 end
 return ahead(` + stepKeysLua + `, tid, 1)
 `
@@ -583,13 +590,23 @@ local function readStep(K, tid, window, size, withOutcomes, version)
   local m = redis.call('HMGET', K.conv, 'meta', 'title', 'updated', 'layout', 'window')
   if not m[1] then return nil, {} end
   if m[4] ~= '2' then return {'migrate'}, {} end
-  local function whole(id)
-    return redis.call('HMGET', K.conv, 'turn:' .. id, 'msgs:' .. id, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id, '` + versionPrefix + `' .. id)
+  -- whole reads turn id's fields; lean reads its small head in place of
+  -- its body and messages, for a reader that has them.
+  local function whole(id, lean)
+    local body, msgs = 'turn:' .. id, 'msgs:' .. id
+    if lean then body, msgs = 'head:' .. id, 'head:' .. id end
+    return redis.call('HMGET', K.conv, body, msgs, 'answered:' .. id, 'llm_calls:' .. id, 'tokens:' .. id, 'arts:' .. id, 'cached:' .. id, 'cost:' .. id, 'cancel:' .. id, 'superseded:' .. id, '` + versionPrefix + `' .. id)
   end
   local own = {}
   if tid ~= '' then
-    own = whole(tid)
-    if own[1] and version ~= '' and own[11] == version then own[1] = '='; own[2] = false end
+    if version ~= '' and redis.call('HGET', K.conv, '` + versionPrefix + `' .. tid) == version then
+      -- The reader has this version of the turn: its body and messages
+      -- are not read, nor sent.
+      own = whole(tid, true)
+      if own[1] then own[1] = '='; own[2] = false end
+    else
+      own = whole(tid)
+    end
   end
   local seen = {}
   seen[tid] = true

@@ -312,6 +312,18 @@ func TestIdleExpiry(t *testing.T) {
 			t.Errorf("TTL(%s) while the turn runs = %v, want none", k, got)
 		}
 	}
+	// A later write of the running turn finds the keys without a TTL and
+	// leaves them so, the keys it creates included.
+	if err := s.SaveTurn(t.Context(), cid, tr, artifact.Artifact{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range mr.Keys() {
+		if strings.HasPrefix(k, "conv:{"+cid+"}") && k != "conv:{"+cid+"}:events" {
+			if got := mr.TTL(k); got != 0 {
+				t.Errorf("TTL(%s) after the running turn's second write = %v, want none", k, got)
+			}
+		}
+	}
 	// The idle TTL starts when the last turn ends.
 	tr.Status = record.StatusSucceeded
 	if err := s.SaveTurn(t.Context(), cid, tr); err != nil {
