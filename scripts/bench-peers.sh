@@ -140,6 +140,19 @@ if (cpuRows.length) {
   console.log("\nOurs: the stack's process and its Valkey's during the timed turns, and the driver's (clientagent bench). A peer: its one node process, " +
     "what a run of TURNS turns spent beyond a run of one (its start, its compiling and its warm-up turns), over TURNS - 1. The model's: over each whole run.");
 }
+// What our store did per turn, from the server's own counts (clientagent bench -valkey).
+const storeRows = [];
+for (const c of [1, 20]) {
+  for (const impl of ours) {
+    const cmds = get(impl, c, "store_commands_per_turn").filter((x) => !Number.isNaN(x));
+    if (cmds.length) storeRows.push(`| ${c} | ${names[impl]} | ${mmm(cmds)} | ${mmm(get(impl, c, "store_scripts_per_turn"))} | ${mmm(get(impl, c, "store_script_us_per_turn"))} |`);
+  }
+}
+if (storeRows.length) {
+  console.log("\n| c | implementation | Valkey commands per turn (a script's own included) | scripts per turn | µs of the server running them, per turn |");
+  console.log("|---|---|---|---|---|");
+  for (const row of storeRows) console.log(row);
+}
 const runs = Math.max(...rows.map((r) => r.run));
 console.log(`\nmin / **median** / max of ${runs} run${runs > 1 ? "s" : ""}; turns per run: ${[1, 20].map((c) => `c=${c}: ${rows.find((r) => r.c === c)?.r.turns}`).join(", ")}; ` +
   `our stack's data folder on ${dataRoot}; our RSS is the stack's (plus the Valkey server's); fakellm: ${stats}`);
@@ -221,13 +234,19 @@ ours() {
 	pids+=("$pid")
 	for _ in $(seq 100); do grep -q "^token for the user dev" "$data/stdout" 2>/dev/null && break; sleep 0.1; done
 	grep -q "^token for the user dev" "$data/stdout" || { echo "bench-peers: the stack did not start:" >&2; cat "$data/stderr" >&2; exit 1; }
-	if [ "$variant" = default ]; then vpid=$(cat "$data"/valkey*/valkey.pid); fi
+	local storeflag=()
+	if [ "$variant" = default ]; then
+		vpid=$(cat "$data"/valkey*/valkey.pid)
+		valkey_url=unix://$(echo "$data"/valkey*/valkey.sock)
+	fi
+	# The store's commands and script time per turn, from a binary that reports them.
+	if [ -n "$valkey_url" ] && "$work/clientagent" bench -h 2>&1 | grep -q -- -valkey; then storeflag=(-valkey "$valkey_url"); fi
 	local watchflag=-watch=true aft=0
 	if [ "$watch" = 0 ]; then watchflag=-watch=false; fi
 	if [ "$c" != 1 ]; then aft=$after; fi
 	local m0 m1
 	m0=$(ticks "$llm_pid")
-	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" "$watchflag" -poll "$poll" -after "$aft" -pid "$pid${vpid:+,$vpid}") ||
+	out=$(CLIENTAGENT_DATA=$data "$work/clientagent" bench -url "http://$stack_addr" -turns "$turns" -c "$c" "$watchflag" -poll "$poll" -after "$aft" -pid "$pid${vpid:+,$vpid}" "${storeflag[@]}") ||
 		echo "bench-peers: some turns of ours failed ($variant, c=$c, run $run): see failed and first_error in the results" >&2
 	m1=$(ticks "$llm_pid")
 	kill -INT "$pid"

@@ -43,6 +43,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/platform"
 	"github.com/clientagent/clientagent/pkg/platform/mcpenv"
 	"github.com/clientagent/clientagent/pkg/procs"
+	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/record/valkey/localserver"
 	"github.com/clientagent/clientagent/pkg/smoke"
 	"github.com/clientagent/clientagent/pkg/telemetry"
@@ -59,7 +60,7 @@ const usage = `usage:
                                        are kept when VALKEY_URL is not set; default auto: a valkey-server
                                        or redis-server on PATH, its data under .data, else the embedded one),
                                        CLIENTAGENT_MAX_STREAMS=N (event streams one user may hold open, default 10)
-  clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--watch=false --poll 5ms] [--after N] [--pid PID,…] [--cpuprofile FILE]
+  clientagent bench [--url URL] [--token TOKEN] [--turns N] [--c C] [--watch=false --poll 5ms] [--after N] [--pid PID,…] [--valkey URL] [--cpuprofile FILE]
                                        run N Popelnase turns, C at a time, through the API and print
                                        p50/p99 ms, turns/s and the stack's memory as one JSON line
   clientagent smoke [--url URL | --env ENV] [--token TOKEN] [--origin ORIGIN]
@@ -445,6 +446,7 @@ func benchCmd(dataDir string, args []string, stdout io.Writer) error {
 	pids := fs.String("pid", "", "the stack's process ids, comma-separated (a Valkey server's too), for their memory and CPU time")
 	text := fs.String("text", bench.DefaultText, "the user message of every turn")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the driver itself to this file")
+	valkeyURL := fs.String("valkey", "", "the stack's Valkey (redis://… or unix://…), whose commands and script time per turn the report gives")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -473,7 +475,16 @@ func benchCmd(dataDir string, args []string, stdout io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	r, err := bench.Run(ctx, bench.Options{BaseURL: *url, Token: *tok, Turns: *turns, Concurrency: *conc, Warmup: *warmup, Watch: *watch, Poll: *poll, After: *after, PIDs: pidList, Text: *text})
+	opts := bench.Options{BaseURL: *url, Token: *tok, Turns: *turns, Concurrency: *conc, Warmup: *warmup, Watch: *watch, Poll: *poll, After: *after, PIDs: pidList, Text: *text}
+	if *valkeyURL != "" {
+		c, closeStore, err := valkey.Open(ctx, *valkeyURL)
+		if err != nil {
+			return fmt.Errorf("-valkey: %w", err)
+		}
+		defer closeStore()
+		opts.StoreStats = func(ctx context.Context) (string, error) { return c.Info(ctx, "commandstats").Result() }
+	}
+	r, err := bench.Run(ctx, opts)
 	if r != nil {
 		if err := json.NewEncoder(stdout).Encode(r); err != nil {
 			return err

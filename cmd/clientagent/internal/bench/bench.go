@@ -58,6 +58,10 @@ type Options struct {
 	// Client is the HTTP client (default one keeping 2×Concurrency idle
 	// connections, so no turn dials).
 	Client *http.Client
+	// StoreStats, when set, returns the stack's Valkey server's `INFO
+	// commandstats`, read before and after the timed rounds for the
+	// store's work per turn; nil: not reported.
+	StoreStats func(context.Context) (string, error)
 }
 
 // DefaultText is the reference turn of docs/benchmarks.md.
@@ -117,6 +121,16 @@ type Report struct {
 	// turn's turn.ended, which the driver opened again after the last id
 	// it read, as the page does.
 	Reconnects int `json:"stream_reconnects"`
+	// StoreCommandsPerTurn is how many commands the stack's Valkey ran
+	// per timed turn, a script's own commands counted with it;
+	// StoreScriptsPerTurn how many of them were scripts (EVAL, EVALSHA,
+	// FCALL and their read-only forms), and StoreScriptUsPerTurn the
+	// server's time running them, their commands included: what the
+	// store spends of a turn beyond its network, from the server's own
+	// count (Options.StoreStats; 0 without it).
+	StoreCommandsPerTurn float64 `json:"store_commands_per_turn,omitempty"`
+	StoreScriptsPerTurn  float64 `json:"store_scripts_per_turn,omitempty"`
+	StoreScriptUsPerTurn float64 `json:"store_script_us_per_turn,omitempty"`
 	// Failed counts timed turns that did not succeed; FirstError says why
 	// the first of them failed.
 	Failed     int    `json:"failed"`
@@ -161,6 +175,10 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		}
 	}
 	samples := make([]sample, 0, opts.Turns)
+	store0, err := storeStats(ctx, opts.StoreStats)
+	if err != nil {
+		return nil, err
+	}
 	cpu0, err := cpuTimes(opts.PIDs)
 	if err != nil {
 		return nil, err
@@ -186,7 +204,18 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	store1, err := storeStats(ctx, opts.StoreStats)
+	if err != nil {
+		return nil, err
+	}
 	r := summarize(samples, wall)
+	if opts.StoreStats != nil {
+		work := store1.minus(store0)
+		n := float64(len(samples))
+		r.StoreCommandsPerTurn = round1(float64(work.commands) / n)
+		r.StoreScriptsPerTurn = round2(float64(work.scripts) / n)
+		r.StoreScriptUsPerTurn = round1(float64(work.scriptUs) / n)
+	}
 	perTurn := func(d time.Duration) float64 { return round2(float64(d.Microseconds()) / 1000 / float64(len(samples))) }
 	for i := range cpu1 {
 		r.PIDCPUMsPerTurn = append(r.PIDCPUMsPerTurn, perTurn(cpu1[i]-cpu0[i]))
@@ -577,4 +606,58 @@ func memory(pid int) (rss, hwm float64, err error) {
 		return 0, 0, fmt.Errorf("process %d: no VmRSS in /proc/%d/status", pid, pid)
 	}
 	return rss, hwm, nil
+}
+
+// storeWork is what a Valkey server's `INFO commandstats` counts: every
+// command it ran (a script's own commands too), the scripts among them
+// and the microseconds it spent running them.
+type storeWork struct{ commands, scripts, scriptUs int64 }
+
+func (a storeWork) minus(b storeWork) storeWork {
+	return storeWork{a.commands - b.commands, a.scripts - b.scripts, a.scriptUs - b.scriptUs}
+}
+
+// scriptCommands are the commands that run a script.
+var scriptCommands = map[string]bool{"eval": true, "evalsha": true, "eval_ro": true, "evalsha_ro": true, "fcall": true, "fcall_ro": true}
+
+// storeStats reads the server's counts through stats (nothing when nil).
+func storeStats(ctx context.Context, stats func(context.Context) (string, error)) (storeWork, error) {
+	if stats == nil {
+		return storeWork{}, nil
+	}
+	info, err := stats(ctx)
+	if err != nil {
+		return storeWork{}, fmt.Errorf("the store's INFO commandstats: %w", err)
+	}
+	return parseCommandStats(info), nil
+}
+
+// parseCommandStats sums the lines of `INFO commandstats`
+// ("cmdstat_evalsha:calls=17,usec=1757,usec_per_call=103.37,…"); the
+// INFO commands that read them are not counted.
+func parseCommandStats(info string) storeWork {
+	var w storeWork
+	for line := range strings.Lines(info) {
+		name, fields, ok := strings.Cut(strings.TrimSpace(line), ":")
+		cmd, isStat := strings.CutPrefix(name, "cmdstat_")
+		if !ok || !isStat || cmd == "info" {
+			continue
+		}
+		var calls, usec int64
+		for f := range strings.SplitSeq(fields, ",") {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec":
+				usec, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+		w.commands += calls
+		if scriptCommands[cmd] {
+			w.scripts += calls
+			w.scriptUs += usec
+		}
+	}
+	return w
 }

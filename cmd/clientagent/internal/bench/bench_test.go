@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -302,4 +304,41 @@ func oneTurnAPI(t *testing.T, turn http.HandlerFunc) *httptest.Server {
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// With the store's counts, the report gives the commands, the scripts
+// and the scripts' server time per timed turn, from what the server
+// counted between the timed rounds' start and end (`INFO commandstats`
+// as redis-server 7 and Valkey print it; the INFO that reads it is not
+// counted).
+func TestRunReportsTheStoresWorkPerTurn(t *testing.T) {
+	srv := oneTurnAPI(t, func(w http.ResponseWriter, r *http.Request) {
+		end := time.Now().UTC().Format(time.RFC3339Nano)
+		fmt.Fprintf(w, `{"status":"succeeded","llm_calls":3,"steps":[{"tool":"llm","ended_at":%q}]}`, end)
+	})
+	const turns = 4
+	var reads int
+	stats := func(context.Context) (string, error) {
+		reads++
+		n := 1 + (reads-1)*turns // each turn: n evalsha of 50 µs, 3n hset, an evalsha_ro of 20 µs
+		return fmt.Sprintf("# Commandstats\r\ncmdstat_evalsha:calls=%d,usec=%d,usec_per_call=50.00,rejected_calls=0,failed_calls=0\r\n"+
+			"cmdstat_hset:calls=%d,usec=%d,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"+
+			"cmdstat_evalsha_ro:calls=%d,usec=%d,usec_per_call=20.00,rejected_calls=0,failed_calls=0\r\n"+
+			"cmdstat_info:calls=%d,usec=%d,usec_per_call=9.00,rejected_calls=0,failed_calls=0\r\n",
+			5*n, 250*n, 15*n, 15*n, n, 20*n, reads*1000, reads*9000), nil
+	}
+	r, err := Run(t.Context(), Options{BaseURL: srv.URL, Token: "t", Turns: turns, Concurrency: 1, Poll: time.Millisecond, StoreStats: stats})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reads != 2 {
+		t.Errorf("the store's counts were read %d times, want 2 (before and after the timed rounds)", reads)
+	}
+	if r.StoreCommandsPerTurn != 21 || r.StoreScriptsPerTurn != 6 || r.StoreScriptUsPerTurn != 270 {
+		t.Errorf("store per turn: %v commands, %v scripts, %v µs; want 21, 6, 270", r.StoreCommandsPerTurn, r.StoreScriptsPerTurn, r.StoreScriptUsPerTurn)
+	}
+	failing := func(context.Context) (string, error) { return "", errors.New("no store") }
+	if _, err := Run(t.Context(), Options{BaseURL: srv.URL, Token: "t", Turns: 1, Concurrency: 1, Poll: time.Millisecond, StoreStats: failing}); err == nil {
+		t.Error("Run with a store that does not answer = nil error, want its error")
+	}
 }
