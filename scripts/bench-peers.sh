@@ -11,14 +11,16 @@
 # there is one, as the peers keep everything in memory.
 #
 #   make bench-peers            or   scripts/bench-peers.sh
-#   RUNS=3 TURNS1=2000 TURNS20=1000 WATCH=1 AFTER=100   (the defaults)
+#   RUNS=3 TURNS1=2000 TURNS20=1000 WATCH=1 AFTER=1000   (the defaults)
 #   TURNS1       node compiles a peer's hot code over its first thousand or so turns, so its
 #                p50 at c=1 falls with the turns it runs: OpenAI Agents JS's was 7.9 ms over
 #                200 turns, 5.9 ms over 1,000 and 3.4–4.1 ms over 3,000 (ours 7.0–7.2 ms over
 #                each); a server runs warm, so the default times 2,000
 #   WATCH=1 times each of our turns as the page sees it too (its event stream opened before the
 #                POST, closed at turn.ended); WATCH=0 polls the turn every POLL (5ms) instead
-#   AFTER=N      after each c=20 run, N turns at c=1 on the same stack (c=1 after a burst)
+#   AFTER=N      after each c=20 run, N turns at c=1 on the same stack (c=1 after a burst;
+#                enough that the first turns after it, while the store may still be
+#                rewriting its append-only file, do not decide the median)
 #   OURS="embedded server default"  which Valkey our stack uses (embedded: in memory;
 #                                server: valkey-server or redis-server on TCP, started here;
 #                                default: what `make run` uses, its own server child with AOF
@@ -41,7 +43,7 @@ turns1=${TURNS1:-2000}
 turns20=${TURNS20:-1000}
 poll=${POLL:-5ms}
 watch=${WATCH:-1}
-after=${AFTER:-100}
+after=${AFTER:-1000}
 llm_addr=127.0.0.1:${LLM_PORT:-18700}
 stack_addr=127.0.0.1:${STACK_PORT:-18080}
 valkey_port=${VALKEY_PORT:-18379}
