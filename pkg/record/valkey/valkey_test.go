@@ -312,8 +312,8 @@ func TestIdleExpiry(t *testing.T) {
 			t.Errorf("TTL(%s) while the turn runs = %v, want none", k, got)
 		}
 	}
-	// A later write of the running turn finds the keys without a TTL and
-	// leaves them so, the keys it creates included.
+	// A later write of the running turn (with a new artifact) finds the
+	// keys without a TTL and leaves every key of the conversation so.
 	if err := s.SaveTurn(t.Context(), cid, tr, artifact.Artifact{ID: "b"}); err != nil {
 		t.Fatal(err)
 	}
