@@ -71,9 +71,12 @@ start() {
 
 # both TURNS: both stacks driven at once, TURNS turns each at C; stack I's JSON line in its data folder.
 both() {
-	local waits=()
+	local waits=() store
 	for i in 0 1; do
-		CLIENTAGENT_DATA=${data[i]} $(pin "${cpus[i]}") "${bins[i]}" bench -url "http://127.0.0.1:${port[i]}" -turns "$1" -c "$c" -pid "${pid[i]},$(cat "${data[i]}"/valkey*/valkey.pid)" | tail -1 >"${data[i]}/result" &
+		# The store's commands and script time per turn, from a binary that reports them.
+		store=()
+		if "${bins[i]}" bench -h 2>&1 | grep -q -- -valkey; then store=(-valkey "unix://$(echo "${data[i]}"/valkey*/valkey.sock)"); fi
+		CLIENTAGENT_DATA=${data[i]} $(pin "${cpus[i]}") "${bins[i]}" bench -url "http://127.0.0.1:${port[i]}" -turns "$1" -c "$c" -pid "${pid[i]},$(cat "${data[i]}"/valkey*/valkey.pid)" "${store[@]}" | tail -1 >"${data[i]}/result" &
 		waits+=($!)
 	done
 	wait "${waits[@]}"
@@ -109,7 +112,8 @@ const [file, a, b, pinned] = process.argv.slice(2);
 const rows = fs.readFileSync(file, "utf8").trim().split("\n").map((l) => l.split("\t")).map(([p, x, y]) => [Number(p), JSON.parse(x), JSON.parse(y)]);
 const figures = [["turns_per_s", "turns/s"], ["p50_ms", "p50 ms"], ["client_p50_ms", "p50 ms as the page saw it"], ["p99_ms", "p99 ms"],
   ["cpu_ms_per_turn", "CPU ms per turn, stack + Valkey"], ["pid_cpu_ms_per_turn.0", "CPU ms per turn, stack"], ["pid_cpu_ms_per_turn.1", "CPU ms per turn, Valkey"],
-  ["driver_cpu_ms_per_turn", "CPU ms per turn, driver"]];
+  ["driver_cpu_ms_per_turn", "CPU ms per turn, driver"],
+  ["store_commands_per_turn", "Valkey commands per turn"], ["store_script_us_per_turn", "Valkey's µs in scripts per turn"]];
 const get = (r, k) => k.split(".").reduce((v, p) => (v == null ? v : v[p]), r);
 const med = (xs) => { const s = [...xs].sort((p, q) => p - q), m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 const pct = (x) => `${x >= 1 ? "+" : ""}${((x - 1) * 100).toFixed(1)}%`;
@@ -118,6 +122,7 @@ console.log("| figure | A, per pair | B, per pair | B ÷ A, per pair | per two p
 console.log("|---|---|---|---|---|---|---|");
 for (const [k, name] of figures) {
   const ra = rows.map((r) => Number(get(r[1], k))), rb = rows.map((r) => Number(get(r[2], k)));
+  if ([...ra, ...rb].some(Number.isNaN)) continue; // a figure one of the builds does not report
   const q = rb.map((x, i) => x / ra[i]);
   // A pair and the next ran with the halves swapped: their geometric mean cancels the halves.
   const two = [];
