@@ -62,7 +62,9 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request, user string) 
 	ctx := r.Context()
 	q := r.URL.Query()
 	only := q.Get("turn")
-	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{TurnID: only})
+	// The stream needs the conversation's owner and its turns (where the
+	// live events start), not its catalog.
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{TurnID: only, Artifacts: record.NoCatalog})
 	if err != nil {
 		return err
 	}
@@ -266,7 +268,7 @@ func (s *Server) renameConversation(w http.ResponseWriter, r *http.Request, user
 		return errorf(http.StatusBadRequest, "title_too_long", fmt.Sprintf("title is %d characters; the limit is %d", n, maxTitle))
 	}
 	ctx := r.Context()
-	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
+	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{Artifacts: record.NoCatalog})
 	if err != nil {
 		return err
 	}

@@ -199,7 +199,7 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request, user st
 }
 
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request, user string) error {
-	conv, _, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{})
+	conv, _, err := s.step(r.Context(), user, r.PathValue("cid"), record.Query{Artifacts: record.NoCatalog})
 	if err != nil {
 		return err
 	}

@@ -102,7 +102,7 @@ type Query struct {
 	// Outcomes reads the turn's stored call outcomes.
 	Outcomes bool
 	// Artifacts is how many of the newest catalog entries to read besides
-	// the turn's own (0: DefaultCatalogSize).
+	// the turn's own (0: DefaultCatalogSize; NoCatalog: none).
 	Artifacts int
 	// After names the writes the step follows, as its input names them:
 	// the tokens of the writes that read ahead for it (ReadAhead). A Store
@@ -162,6 +162,12 @@ func (s Start) Told(tool string) []Event {
 // step reads for the system prompt's catalog; older ones are looked up by
 // id when a call names them (Store.Artifacts).
 const DefaultCatalogSize = 50
+
+// NoCatalog as Query.Artifacts reads neither the artifact catalog (its
+// newest entries, its size) nor the skills' newest inputs: for a reader
+// that needs only the conversation and its turns, such as an event
+// stream that opens or a rename, whatever the catalog holds.
+const NoCatalog = -1
 
 // WorkflowSelection is an explicit workflow start (docs/api/openapi.yaml messages body).
 type WorkflowSelection = wire.WorkflowSelection

@@ -64,7 +64,10 @@ type stepQuery struct {
 
 func queryOf(q record.Query) stepQuery {
 	size := q.Artifacts
-	if size <= 0 {
+	switch {
+	case size == record.NoCatalog:
+		size = 0 // readStepLua reads no catalog
+	case size <= 0:
 		size = record.DefaultCatalogSize
 	}
 	return stepQuery{window: q.Window, artifacts: size, outcomes: q.Outcomes && q.TurnID != ""}

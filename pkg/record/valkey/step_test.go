@@ -121,6 +121,7 @@ func TestLoadStepReadsTheNewestArtifacts(t *testing.T) {
 		tr := progress(1, 0)
 		tr.Files = []string{"art_003"}
 		tr.Produced = []string{"art_new"}
+		tr.History = append(tr.History, record.HistoryEntry{Role: "tool", Tool: "make_png", Status: record.ResultSucceeded, ToolInputs: map[string]any{"word": "Popelnase"}, At: t0})
 		if err := s.SaveTurn(ctx, cid, tr, artifact.Artifact{ID: "art_new", CreatedAt: t0.Add(-time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
@@ -138,9 +139,25 @@ func TestLoadStepReadsTheNewestArtifacts(t *testing.T) {
 		if step.ArtifactTotal != 121 {
 			t.Errorf("ArtifactTotal = %d, want 121", step.ArtifactTotal)
 		}
+		if len(step.Inputs) != 1 {
+			t.Errorf("LoadStep inputs = %v, want make_png's", step.Inputs)
+		}
 		arts, err := s.Artifacts(ctx, cid, "art_050", "art_nope")
 		if err != nil || len(arts) != 1 || arts[0].ID != "art_050" {
 			t.Errorf("Artifacts(art_050, art_nope) = %v, %v; want art_050 only", arts, err)
+		}
+		// A reader that needs only the conversation and its turns (an
+		// event stream that opens) reads no catalog: the running turn and
+		// the owner, none of the 121 entries, nor the skills' inputs.
+		lean, _, err := s.LoadStep(ctx, cid, record.Query{Artifacts: record.NoCatalog})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if running, _ := lean.Turn(tr.ID); running == nil || lean.Meta.ID != cid || lean.Meta.Owner == "" {
+			t.Errorf("LoadStep(NoCatalog) = meta %+v, turns %v; want the meta and the running turn", lean.Meta, lean.Turns)
+		}
+		if len(lean.Artifacts) != 0 || lean.ArtifactTotal != 0 || len(lean.Inputs) != 0 {
+			t.Errorf("LoadStep(NoCatalog) read %d artifacts (of %d) and %d inputs, want none", len(lean.Artifacts), lean.ArtifactTotal, len(lean.Inputs))
 		}
 	})
 }

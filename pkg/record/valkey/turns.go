@@ -573,8 +573,9 @@ var callToolJSON = func() []byte {
 // readStepLua defines readStep(K, tid, window, size, outcomes, version),
 // the Lua of LoadStep. K names the keys (conv, arts, results, turns,
 // active, order, inputs: turnKeys' first seven); the rest are the Query's
-// turn, window, catalog size, outcomes ('1'/'0') and the version of the
-// turn's write the reader has (written.go; "" for none). It returns nil
+// turn, window, catalog size (0: no catalog nor inputs, record.NoCatalog),
+// outcomes ('1'/'0') and the version of the turn's write the reader has
+// (written.go; "" for none). It returns nil
 // for a missing conversation, {"migrate"} for one stored before this
 // layout, else {meta fields, own fields, window turn ids, their heads and
 // messages, artifact JSONs, the catalog's size, outcomes, inputs, active
@@ -638,7 +639,14 @@ local function readStep(K, tid, window, size, withOutcomes, version)
     for _, id in ipairs(ids) do names[#names + 1] = 'head:' .. id; names[#names + 1] = 'msgs:' .. id end
     bodies = redis.call('HMGET', K.conv, unpack(names))
   end
-  local artIDs = redis.call('ZREVRANGE', K.order, 0, tonumber(size) - 1)
+  -- A size of 0 reads no catalog and no inputs (record.NoCatalog).
+  size = tonumber(size)
+  local artIDs, count, inputs = {}, 0, {}
+  if size > 0 then
+    artIDs = redis.call('ZREVRANGE', K.order, 0, size - 1)
+    count = redis.call('ZCARD', K.order)
+    inputs = redis.call('HGETALL', K.inputs)
+  end
   if own[6] and own[6] ~= '' then
     for id in string.gmatch(own[6], '[^,]+') do artIDs[#artIDs + 1] = id end
   end
@@ -646,7 +654,7 @@ local function readStep(K, tid, window, size, withOutcomes, version)
   if #artIDs > 0 then arts = redis.call('HMGET', K.arts, unpack(artIDs)) end
   local outcomes = {}
   if withOutcomes == '1' then outcomes = redis.call('HGETALL', K.results) end
-  return {m, own, ids, bodies, arts, redis.call('ZCARD', K.order), outcomes, redis.call('HGETALL', K.inputs), active}, own
+  return {m, own, ids, bodies, arts, count, outcomes, inputs, active}, own
 end
 `
 
