@@ -196,8 +196,22 @@ func BenchmarkTextTurn(b *testing.B) {
 // BenchmarkOneToolTurn adds one tool round with a specialist that answers
 // at once over A2A: the difference to BenchmarkTextTurn is the
 // orchestration overhead of one step (validate, Map, invoke over HTTP,
-// append, the second LLM step).
+// append, the second LLM step). The specialist answers in its request, as
+// the local stack's fast demo specialists do: a2a-go's server decodes the
+// JSON-RPC request and encodes the answer, and nothing of its task
+// executor runs, whose work is the specialist's, not ours
+// (BenchmarkOneToolTurnA2AExecutor keeps it).
 func BenchmarkOneToolTurn(b *testing.B) {
+	ag := &slowAgent{instant: true}
+	url := serveAgent(b, ag)
+	benchTurns(b, oneToolModel, []string{url})
+}
+
+// BenchmarkOneToolTurnA2AExecutor is BenchmarkOneToolTurn with a
+// specialist served by a2a-go's own request handler and task executor
+// (its task store keeps nothing): the figure issue 29's durable step was
+// measured with until 2026-12-07.
+func BenchmarkOneToolTurnA2AExecutor(b *testing.B) {
 	ag := &slowAgent{noTasks: true} // the specialist's own task store is not our overhead
 	url := serveAgent(b, ag)
 	benchTurns(b, oneToolModel, []string{url})
@@ -210,7 +224,7 @@ func BenchmarkOneToolTurn(b *testing.B) {
 // (µs/LLMStep-1) answers with the tool call, the second (µs/LLMStep-2)
 // ends the turn.
 func BenchmarkOneToolTurnSteps(b *testing.B) {
-	ag := &slowAgent{noTasks: true}
+	ag := &slowAgent{instant: true}
 	url := serveAgent(b, ag)
 	took := map[string][]time.Duration{}
 	benchTurnsSeen(b, oneToolModel, []string{url}, func(h []sfnlocal.HistoryEvent) {

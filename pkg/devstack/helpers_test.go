@@ -349,6 +349,11 @@ type slowAgent struct {
 	// noTasks serves it with a task store that keeps nothing
 	// (discardTasks): every call finishes in the request that starts it.
 	noTasks bool
+	// instant answers each message in its request, as the local stack's
+	// fast demo specialists do (pkg/demoagents, fastAgent), not through
+	// a2a-go's task executor, whose event queue and goroutines per call
+	// are the specialist's cost, not the platform's; it has no delay.
+	instant bool
 	mu      sync.Mutex
 	runs    []span
 }
@@ -365,16 +370,22 @@ func (a *slowAgent) ran() int {
 func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q eventqueue.Queue) error {
 	a.started.Add(1)
 	start := time.Now()
+	select {
+	case <-time.After(a.delay):
+	case <-a.hold:
+	case <-ctx.Done():
+	}
+	return q.Write(ctx, a.finish(rc, start))
+}
+
+// finish records a call that started at start and returns its task: the
+// text echoed, or failed for "boom".
+func (a *slowAgent) finish(rc *a2asrv.RequestContext, start time.Time) *a2a.Task {
 	var args map[string]any
 	for _, p := range rc.Message.Parts {
 		if d, ok := p.(a2a.DataPart); ok {
 			args = d.Data
 		}
-	}
-	select {
-	case <-time.After(a.delay):
-	case <-a.hold:
-	case <-ctx.Done():
 	}
 	a.mu.Lock()
 	a.runs = append(a.runs, span{start, time.Now()})
@@ -384,7 +395,23 @@ func (a *slowAgent) Execute(ctx context.Context, rc *a2asrv.RequestContext, q ev
 	if args["text"] == "boom" {
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateFailed, Message: a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, a2a.TextPart{Text: "the echo chamber collapsed"})}
 	}
-	return q.Write(ctx, task)
+	return task
+}
+
+// instantAgent is slowAgent.instant's request handler: message/send is
+// answered in the request; every other method is a2a-go's.
+type instantAgent struct {
+	a2asrv.RequestHandler
+	ag *slowAgent
+}
+
+func (i instantAgent) OnSendMessage(_ context.Context, p *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
+	if p == nil || p.Message == nil {
+		return nil, a2a.ErrInvalidParams
+	}
+	i.ag.started.Add(1)
+	rc := &a2asrv.RequestContext{Message: p.Message, TaskID: a2a.NewTaskID(), ContextID: a2a.NewContextID()}
+	return i.ag.finish(rc, time.Now()), nil
 }
 
 func (a *slowAgent) Cancel(context.Context, *a2asrv.RequestContext, eventqueue.Queue) error {
@@ -440,7 +467,11 @@ func serveAgentWith(t testing.TB, ag *slowAgent, wrap func(http.Handler) http.Ha
 	if ag.noTasks {
 		opts = append(opts, a2asrv.WithTaskStore(discardTasks{}))
 	}
-	mux.Handle("/", a2asrv.NewJSONRPCHandler(a2asrv.NewHandler(ag, opts...)))
+	var rh a2asrv.RequestHandler = a2asrv.NewHandler(ag, opts...)
+	if ag.instant {
+		rh = instantAgent{RequestHandler: rh, ag: ag}
+	}
+	mux.Handle("/", a2asrv.NewJSONRPCHandler(rh))
 	return srv.URL
 }
 
