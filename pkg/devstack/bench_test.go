@@ -202,9 +202,7 @@ func BenchmarkTextTurn(b *testing.B) {
 // executor runs, whose work is the specialist's, not ours
 // (BenchmarkOneToolTurnA2AExecutor keeps it).
 func BenchmarkOneToolTurn(b *testing.B) {
-	ag := &slowAgent{instant: true}
-	url := serveAgent(b, ag)
-	benchTurns(b, oneToolModel, []string{url})
+	benchTurns(b, oneToolModel, []string{serveAgent(b, &slowAgent{instant: true})})
 }
 
 // BenchmarkOneToolTurnA2AExecutor is BenchmarkOneToolTurn with a
@@ -212,9 +210,8 @@ func BenchmarkOneToolTurn(b *testing.B) {
 // (its task store keeps nothing): the figure issue 29's durable step was
 // measured with until 2026-12-07.
 func BenchmarkOneToolTurnA2AExecutor(b *testing.B) {
-	ag := &slowAgent{noTasks: true} // the specialist's own task store is not our overhead
-	url := serveAgent(b, ag)
-	benchTurns(b, oneToolModel, []string{url})
+	// The specialist's own task store is not our overhead.
+	benchTurns(b, oneToolModel, []string{serveAgent(b, &slowAgent{noTasks: true})})
 }
 
 // BenchmarkOneToolTurnSteps is BenchmarkOneToolTurn's turn read from its
