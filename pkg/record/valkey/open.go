@@ -67,7 +67,8 @@ func Open(ctx context.Context, rawURL string, opts ...ClientOption) (redis.Unive
 // contacting it: the first command dials. rawURL is redis:// or rediss://
 // (TLS) as redis.ParseURL reads it; the query parameter cluster=true
 // selects a cluster client (ElastiCache Serverless), with more seed nodes
-// given as addr=host:port. Timeouts default to DialTimeout, IOTimeout and
+// given as addr=host:port. Scripts that come at once share round trips
+// (SendScriptsTogether). Timeouts default to DialTimeout, IOTimeout and
 // PoolTimeout, and retries to MaxRetries; a URL's dial_timeout,
 // read_timeout, write_timeout, pool_timeout and max_retries win. A Lambda
 // function builds its client with NewClient at cold start, so a store that
@@ -100,7 +101,9 @@ func NewClient(rawURL string, opts ...ClientOption) (redis.UniversalClient, erro
 		timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
 		o.CredentialsProviderContext = cfg.credentials
 		o.Dialer = Dialer(&redis.Options{DialTimeout: o.DialTimeout, TLSConfig: o.TLSConfig})
-		return redis.NewClusterClient(o), nil
+		c := redis.NewClusterClient(o)
+		SendScriptsTogether(c)
+		return c, nil
 	}
 	o, err := redis.ParseURL(u.String())
 	if err != nil {
@@ -109,7 +112,9 @@ func NewClient(rawURL string, opts ...ClientOption) (redis.UniversalClient, erro
 	timeouts(q, &o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries)
 	o.CredentialsProviderContext = cfg.credentials
 	o.Dialer = Dialer(o)
-	return redis.NewClient(o), nil
+	c := redis.NewClient(o)
+	SendScriptsTogether(c)
+	return c, nil
 }
 
 // ClientOption changes how NewClient and Open connect.

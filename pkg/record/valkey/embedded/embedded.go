@@ -50,6 +50,7 @@ func start(ctx context.Context) (*miniredis.Miniredis, *redis.Client, error) {
 	// timeouts are generous; those of a real server stay short (valkey).
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr(), DialTimeout: valkey.DialTimeout, ReadTimeout: embeddedTimeout,
 		WriteTimeout: embeddedTimeout, PoolTimeout: embeddedTimeout + time.Second, MaxRetries: valkey.MaxRetries})
+	valkey.SendScriptsTogether(c)
 	return mr, c, nil
 }
 
