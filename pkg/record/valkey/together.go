@@ -35,7 +35,7 @@ type together struct {
 	c redis.UniversalClient
 
 	mu    sync.Mutex
-	busy  int        // round trips of scripts on their way
+	busy  int       // round trips of scripts on their way
 	queue []*waiter // scripts waiting for the next round trip
 }
 
