@@ -43,7 +43,7 @@ type together struct {
 // is in cmd, or the batch to send when this waiter leads it.
 type waiter struct {
 	cmd redis.Cmder
-	go_ chan []*waiter
+	wake chan []*waiter
 }
 
 // SendScriptsTogether makes c's scripts that come at once share round
@@ -71,11 +71,11 @@ func (t *together) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			t.done()
 			return err
 		}
-		w := &waiter{cmd: cmd, go_: make(chan []*waiter, 1)}
+		w := &waiter{cmd: cmd, wake: make(chan []*waiter, 1)}
 		t.queue = append(t.queue, w)
 		t.mu.Unlock()
 		select {
-		case batch := <-w.go_:
+		case batch := <-w.wake:
 			if batch != nil {
 				t.send(ctx, next, batch)
 			}
@@ -86,7 +86,7 @@ func (t *together) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				return ctx.Err()
 			}
 			// Already in a batch on its way: its reply is the answer.
-			if batch := <-w.go_; batch != nil {
+			if batch := <-w.wake; batch != nil {
 				t.send(ctx, next, batch)
 			}
 			return cmd.Err()
@@ -105,7 +105,7 @@ func (t *together) done() {
 	}
 	t.mu.Unlock()
 	if len(batch) > 0 {
-		batch[0].go_ <- batch
+		batch[0].wake <- batch
 	}
 }
 
@@ -128,7 +128,7 @@ func (t *together) send(ctx context.Context, next redis.ProcessHook, batch []*wa
 		_, _ = p.Exec(ctx)
 	}
 	for _, w := range batch[1:] {
-		w.go_ <- nil
+		w.wake <- nil
 	}
 	t.done()
 }
