@@ -2,10 +2,13 @@ package valkey
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/clientagent/clientagent/pkg/record"
 )
 
 // inFlight is how many round trips of scripts a client keeps on their way
@@ -68,7 +71,7 @@ func (t *together) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			t.busy++
 			t.mu.Unlock()
 			err := next(ctx, cmd)
-			t.done()
+			t.done(err)
 			return err
 		}
 		w := &waiter{cmd: cmd, wake: make(chan []*waiter, 1)}
@@ -94,19 +97,40 @@ func (t *together) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// done ends a round trip: the scripts queued meanwhile go next, led by
-// the first of them, in the round trip that ends here.
-func (t *together) done() {
+// done ends a round trip that ended with err: the scripts queued
+// meanwhile go next, led by the first of them, in the round trip that
+// ends here. When the store did not answer (a timeout, a lost
+// connection), they fail at once with the same error, unsent: a paused or
+// unreachable store answers every caller within its timeouts, not one
+// batch after another.
+func (t *together) done(err error) {
+	down := unreachable(err)
 	t.mu.Lock()
 	batch := t.queue
 	t.queue = nil
-	if len(batch) == 0 {
+	if len(batch) == 0 || down {
 		t.busy--
 	}
 	t.mu.Unlock()
-	if len(batch) > 0 {
+	switch {
+	case len(batch) == 0:
+	case down:
+		for _, w := range batch {
+			w.cmd.SetErr(err)
+			w.wake <- nil
+		}
+	default:
 		batch[0].wake <- batch
 	}
+}
+
+// unreachable says whether err is the store not answering: not a reply
+// of its own, not a caller's context.
+func unreachable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	return errors.Is(classify(err), record.ErrUnavailable)
 }
 
 // send runs batch in one round trip (a lone script as one command, with
@@ -115,9 +139,10 @@ func (t *together) done() {
 // for it, and go-redis's timeouts bound it.
 func (t *together) send(ctx context.Context, next redis.ProcessHook, batch []*waiter) {
 	ctx = context.WithoutCancel(ctx)
+	var err error
 	if len(batch) == 1 {
 		// go-redis sets a command's error from what the hooks return.
-		if err := next(ctx, batch[0].cmd); err != nil {
+		if err = next(ctx, batch[0].cmd); err != nil {
 			batch[0].cmd.SetErr(err)
 		}
 	} else {
@@ -125,12 +150,12 @@ func (t *together) send(ctx context.Context, next redis.ProcessHook, batch []*wa
 		for _, w := range batch {
 			_ = p.Process(ctx, w.cmd)
 		}
-		_, _ = p.Exec(ctx)
+		_, err = p.Exec(ctx)
 	}
 	for _, w := range batch[1:] {
 		w.wake <- nil
 	}
-	t.done()
+	t.done(err)
 }
 
 // leave takes w out of the queue if it is still there (its script not

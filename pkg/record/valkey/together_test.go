@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +21,7 @@ import (
 type gate struct {
 	arrived chan struct{}
 	release chan struct{}
+	fail    error // what the held scripts end with, when set: the store gone
 
 	mu        sync.Mutex
 	pipelines [][]string // each pipeline's commands' first keys
@@ -35,6 +38,9 @@ func (g *gate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		if k := firstKey(cmd); len(k) > 5 && k[:5] == "gate:" {
 			g.arrived <- struct{}{}
 			<-g.release
+			if g.fail != nil {
+				return g.fail
+			}
 		}
 		return next(ctx, cmd)
 	}
@@ -71,7 +77,7 @@ func holdRoundTrips(t *testing.T, c redis.UniversalClient, g *gate, id string) *
 	var wg sync.WaitGroup
 	for i := range inFlight {
 		wg.Go(func() {
-			if err := held.Run(context.Background(), c, []string{fmt.Sprintf("gate:%s:%d", id, i)}).Err(); err != nil {
+			if err := held.Run(context.Background(), c, []string{fmt.Sprintf("gate:%s:%d", id, i)}).Err(); err != nil && g.fail == nil {
 				t.Errorf("held script: %v", err)
 			}
 		})
@@ -220,6 +226,51 @@ func TestOtherCommandsDoNotWaitForScripts(t *testing.T) {
 		defer cancel()
 		if err := c.Get(ctx, "none:"+id).Err(); !errors.Is(err, redis.Nil) {
 			t.Errorf("GET while scripts hold every round trip: %v, want redis.Nil at once", err)
+		}
+	})
+}
+
+// When the round trip ahead of them finds the store gone (a timeout, a
+// lost connection), the scripts queued behind it fail at once with its
+// error, unsent, instead of trying the store one batch after another.
+func TestScriptsQueuedBehindAnUnreachableStoreFailUnsent(t *testing.T) {
+	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
+		id := valkeytest.ID(t, "together")
+		tg := &together{c: c}
+		c.AddHook(tg)
+		g := newGate()
+		g.fail = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+		c.AddHook(g)
+		held := holdRoundTrips(t, c, g, id)
+
+		incr := redis.NewScript("return redis.call('INCR', KEYS[1])")
+		const n = 3
+		errs := make(chan error, n)
+		for i := range n {
+			go func() { errs <- incr.Run(context.Background(), c, []string{fmt.Sprintf("queued:%s:%d", id, i)}).Err() }()
+		}
+		waitQueued(t, tg, n)
+		close(g.release)
+		for range n {
+			if err := <-errs; !errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("a script queued behind a timed-out round trip got %v, want its timeout", err)
+			}
+		}
+		held.Wait()
+		for i := range n {
+			if k, _ := c.Exists(context.Background(), fmt.Sprintf("queued:%s:%d", id, i)).Result(); k != 0 {
+				t.Errorf("queued script %d ran", i)
+			}
+		}
+		// The store is back: the next script goes, alone.
+		g.fail = nil
+		if err := incr.Run(context.Background(), c, []string{"after:" + id}).Err(); err != nil {
+			t.Errorf("the first script after the outage: %v", err)
+		}
+		tg.mu.Lock()
+		defer tg.mu.Unlock()
+		if tg.busy != 0 || len(tg.queue) != 0 {
+			t.Errorf("after the outage: %d round trips busy, %d queued; want none", tg.busy, len(tg.queue))
 		}
 	})
 }
