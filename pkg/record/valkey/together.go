@@ -45,7 +45,7 @@ type together struct {
 // waiter is one queued script. go receives nil once the script's reply
 // is in cmd, or the batch to send when this waiter leads it.
 type waiter struct {
-	cmd redis.Cmder
+	cmd  redis.Cmder
 	wake chan []*waiter
 }
 
