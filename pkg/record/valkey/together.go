@@ -42,7 +42,7 @@ type together struct {
 	queue []*waiter // scripts waiting for the next round trip
 }
 
-// waiter is one queued script. go receives nil once the script's reply
+// waiter is one queued script. wake receives nil once the script's reply
 // is in cmd, or the batch to send when this waiter leads it.
 type waiter struct {
 	cmd  redis.Cmder
