@@ -92,6 +92,26 @@ func holdRoundTrips(t *testing.T, c redis.UniversalClient, g *gate, id string) *
 	return &wg
 }
 
+// holding is a client with together over a gate, and inFlight gated scripts
+// holding every round trip of together (release them with close(g.release)
+// and wait for wg); fail, when set, is what the held scripts end with.
+type holding struct {
+	id string
+	tg *together
+	g  *gate
+	wg *sync.WaitGroup
+}
+
+func holdAll(t *testing.T, c redis.UniversalClient, fail error) holding {
+	t.Helper()
+	h := holding{id: valkeytest.ID(t, "together"), tg: &together{c: c}, g: newGate()}
+	h.g.fail = fail
+	c.AddHook(h.tg)
+	c.AddHook(h.g)
+	h.wg = holdRoundTrips(t, c, h.g, h.id)
+	return h
+}
+
 // waitQueued waits until n scripts wait in tg's queue.
 func waitQueued(t *testing.T, tg *together, n int) {
 	t.Helper()
@@ -116,13 +136,8 @@ func waitQueued(t *testing.T, tg *together, n int) {
 // (NOSCRIPT in the pipeline) is sent again with its body, as alone.
 func TestScriptsThatComeAtOnceGoTogether(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		id := valkeytest.ID(t, "together")
-		tg := &together{c: c}
-		c.AddHook(tg)
-		g := newGate()
-		c.AddHook(g)
-
-		held := holdRoundTrips(t, c, g, id)
+		h := holdAll(t, c, nil)
+		id, tg, g, held := h.id, h.tg, h.g, h.wg
 		// A body of its own: the server has never seen this script.
 		add := redis.NewScript(fmt.Sprintf("-- %s\nif ARGV[1] == 'fail' then return redis.error_reply('ERR refused') end\nreturn redis.call('INCRBY', KEYS[1], ARGV[1])", id))
 		const n = 10
@@ -176,12 +191,8 @@ func TestScriptsThatComeAtOnceGoTogether(t *testing.T) {
 // sent; the others go as they would have.
 func TestAScriptWhoseCallerLeavesIsNotSent(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		id := valkeytest.ID(t, "together")
-		tg := &together{c: c}
-		c.AddHook(tg)
-		g := newGate()
-		c.AddHook(g)
-		held := holdRoundTrips(t, c, g, id)
+		h := holdAll(t, c, nil)
+		id, tg, g, held := h.id, h.tg, h.g, h.wg
 
 		incr := redis.NewScript("return redis.call('INCR', KEYS[1])")
 		ctx, cancel := context.WithCancel(context.Background())
@@ -214,12 +225,8 @@ func TestAScriptWhoseCallerLeavesIsNotSent(t *testing.T) {
 // trip of scripts is busy.
 func TestOtherCommandsDoNotWaitForScripts(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		id := valkeytest.ID(t, "together")
-		tg := &together{c: c}
-		c.AddHook(tg)
-		g := newGate()
-		c.AddHook(g)
-		held := holdRoundTrips(t, c, g, id)
+		h := holdAll(t, c, nil)
+		id, g, held := h.id, h.g, h.wg
 		defer held.Wait()
 		defer close(g.release)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -235,13 +242,8 @@ func TestOtherCommandsDoNotWaitForScripts(t *testing.T) {
 // error, unsent, instead of trying the store one batch after another.
 func TestScriptsQueuedBehindAnUnreachableStoreFailUnsent(t *testing.T) {
 	valkeytest.Each(t, func(t *testing.T, c redis.UniversalClient) {
-		id := valkeytest.ID(t, "together")
-		tg := &together{c: c}
-		c.AddHook(tg)
-		g := newGate()
-		g.fail = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
-		c.AddHook(g)
-		held := holdRoundTrips(t, c, g, id)
+		h := holdAll(t, c, &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded})
+		id, tg, g, held := h.id, h.tg, h.g, h.wg
 
 		incr := redis.NewScript("return redis.call('INCR', KEYS[1])")
 		const n = 3
