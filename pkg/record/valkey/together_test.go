@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -275,4 +277,42 @@ func TestScriptsQueuedBehindAnUnreachableStoreFailUnsent(t *testing.T) {
 			t.Errorf("after the outage: %d round trips busy, %d queued; want none", tg.busy, len(tg.queue))
 		}
 	})
+}
+
+// BenchmarkScriptsAtOnce is twenty goroutines each running a small
+// script that writes a 2 KB value (a step's write, in miniature) against
+// the server at VALKEY_URL: each script its own round trip ("alone"), and
+// scripts that come at once sharing round trips ("together", NewClient's).
+func BenchmarkScriptsAtOnce(b *testing.B) {
+	url := os.Getenv("VALKEY_URL")
+	if url == "" {
+		b.Skip("set VALKEY_URL to a Valkey or Redis server")
+	}
+	body := strings.Repeat("x", 2<<10)
+	write := redis.NewScript("redis.call('HSET', KEYS[1], 'body', ARGV[1]) return redis.call('HLEN', KEYS[1])")
+	for _, name := range []string{"alone", "together"} {
+		b.Run(name, func(b *testing.B) {
+			o, err := redis.ParseURL(url)
+			if err != nil {
+				b.Fatal(err)
+			}
+			o.Dialer = Dialer(o)
+			c := redis.NewClient(o)
+			defer c.Close()
+			if name == "together" {
+				SendScriptsTogether(c)
+			}
+			b.SetParallelism(10) // twenty goroutines on two processors
+			var n atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				key := fmt.Sprintf("bench:together:%d", n.Add(1))
+				for pb.Next() {
+					if err := write.Run(context.Background(), c, []string{key}, body).Err(); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
 }
