@@ -77,23 +77,21 @@ func (t *together) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		w := &waiter{cmd: cmd, wake: make(chan []*waiter, 1)}
 		t.queue = append(t.queue, w)
 		t.mu.Unlock()
+		var batch []*waiter
 		select {
-		case batch := <-w.wake:
-			if batch != nil {
-				t.send(ctx, next, batch)
-			}
-			return cmd.Err()
+		case batch = <-w.wake:
 		case <-ctx.Done():
 			if t.leave(w) {
 				cmd.SetErr(ctx.Err())
 				return ctx.Err()
 			}
 			// Already in a batch on its way: its reply is the answer.
-			if batch := <-w.wake; batch != nil {
-				t.send(ctx, next, batch)
-			}
-			return cmd.Err()
+			batch = <-w.wake
 		}
+		if batch != nil {
+			t.send(ctx, next, batch)
+		}
+		return cmd.Err()
 	}
 }
 

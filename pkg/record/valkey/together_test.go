@@ -71,29 +71,6 @@ func firstKey(cmd redis.Cmder) string {
 	return k
 }
 
-// holdRoundTrips starts inFlight gated scripts and returns once together
-// counts them all on their way; release(g) lets them finish.
-func holdRoundTrips(t *testing.T, c redis.UniversalClient, g *gate, id string) *sync.WaitGroup {
-	t.Helper()
-	held := redis.NewScript("return 1")
-	var wg sync.WaitGroup
-	for i := range inFlight {
-		wg.Go(func() {
-			if err := held.Run(context.Background(), c, []string{fmt.Sprintf("gate:%s:%d", id, i)}).Err(); err != nil && g.fail == nil {
-				t.Errorf("held script: %v", err)
-			}
-		})
-	}
-	for range inFlight {
-		select {
-		case <-g.arrived:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the held scripts never reached the server's side of together")
-		}
-	}
-	return &wg
-}
-
 // holding is a client with together over a gate, and inFlight gated scripts
 // holding every round trip of together (release them with close(g.release)
 // and wait for wg); fail, when set, is what the held scripts end with.
@@ -104,13 +81,29 @@ type holding struct {
 	wg *sync.WaitGroup
 }
 
+// holdAll hooks together and a gate on c, starts inFlight gated scripts
+// and returns once together counts them all on their way.
 func holdAll(t *testing.T, c redis.UniversalClient, fail error) holding {
 	t.Helper()
-	h := holding{id: valkeytest.ID(t, "together"), tg: &together{c: c}, g: newGate()}
+	h := holding{id: valkeytest.ID(t, "together"), tg: &together{c: c}, g: newGate(), wg: &sync.WaitGroup{}}
 	h.g.fail = fail
 	c.AddHook(h.tg)
 	c.AddHook(h.g)
-	h.wg = holdRoundTrips(t, c, h.g, h.id)
+	held := redis.NewScript("return 1")
+	for i := range inFlight {
+		h.wg.Go(func() {
+			if err := held.Run(context.Background(), c, []string{fmt.Sprintf("gate:%s:%d", h.id, i)}).Err(); err != nil && fail == nil {
+				t.Errorf("held script: %v", err)
+			}
+		})
+	}
+	for range inFlight {
+		select {
+		case <-h.g.arrived:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the held scripts never reached the server's side of together")
+		}
+	}
 	return h
 }
 
