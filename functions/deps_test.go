@@ -27,10 +27,15 @@ const (
 	// The sources of tools and the catalogue (pkg/platform/toolenv): the
 	// A2A types and the MCP SDK, with their package initialisers (gob's
 	// among them), only in the functions that build the catalogue.
-	toolEnv       = "github.com/clientagent/clientagent/pkg/platform/toolenv"
-	a2aSDK        = "github.com/a2aproject/a2a-go"
-	mcpSDK        = "github.com/modelcontextprotocol/go-sdk"
-	grpc          = "google.golang.org/grpc"
+	toolEnv = "github.com/clientagent/clientagent/pkg/platform/toolenv"
+	a2aSDK  = "github.com/a2aproject/a2a-go"
+	mcpSDK  = "github.com/modelcontextprotocol/go-sdk"
+	grpc    = "google.golang.org/grpc"
+	// The protobuf runtime and its generated types: their package
+	// initialisers were 1.3–1.9 ms of each cold start. The OTLP exporter
+	// writes the encoding itself (pkg/telemetry/otlphttp); only invoke
+	// links it, through a2a-go's gRPC transport.
+	protobuf      = "google.golang.org/protobuf"
 	miniredis     = "github.com/alicebob/miniredis"
 	lua           = "github.com/yuin/gopher-lua"
 	demoAgentsPkg = "github.com/clientagent/clientagent/pkg/demoagents"
@@ -72,14 +77,14 @@ const (
 // secret (MCP header secrets, the OpenAI key) make their one call through
 // pkg/awssecrets.Client.
 var mustNotLink = map[string][]string{
-	"api":        {grpc, llmconfig, demoAgentsPkg, a2aClient},                                      // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
-	"llmstep":    {grpc, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // the model (pkg/llm/bedrock.Client); a2a (types only): the guardian agent
-	"validate":   {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
-	"invoke":     {llmconfig, sfnClient, a2aServer, demoAgentsPkg},                                 // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv)
-	"append":     {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
-	"await":      {grpc, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
-	"events":     {grpc, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
-	"demoagents": {grpc, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)
+	"api":        {grpc, protobuf, llmconfig, demoAgentsPkg, a2aClient},                                      // a2asrv: clientagent as an A2A agent (pkg/a2aserver)
+	"llmstep":    {grpc, protobuf, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                           // the model (pkg/llm/bedrock.Client); a2a (types only): the guardian agent
+	"validate":   {grpc, protobuf, llmconfig, sfnClient, a2aServer, demoAgentsPkg, a2aClient},                // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
+	"invoke":     {llmconfig, sfnClient, a2aServer, demoAgentsPkg},                                           // a2aclient and gRPC: the calls (pkg/agents/a2acall, pkg/platform/invokeenv)
+	"append":     {grpc, protobuf, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient}, // a2a (types only): the guardian agent; the guardian's ApplyGuardrail is pkg/guardian/bedrock.Client
+	"await":      {grpc, protobuf, llmconfig, sfnClient, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
+	"events":     {grpc, protobuf, llmconfig, a2aServer, demoAgentsPkg, awsenv, s3SDK, a2aClient, toolEnv, a2aSDK, mcpSDK},
+	"demoagents": {grpc, protobuf, llmconfig, a2aClient, turnSteps}, // aws-sdk: tracing (SigV4 to X-Ray)
 }
 
 // nobody links these: the local stack's parts; openai-go (pkg/llm/openai

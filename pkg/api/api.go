@@ -189,8 +189,8 @@ func (s *Server) Handler() http.Handler {
 }
 
 // allowed maps a path pattern to the methods docs/api/openapi.yaml routes on it, for the
-// 405 of another method.
-var allowed = func() *http.ServeMux {
+// 405 of another method; it is made at its first use, not in every cold start.
+var allowed = sync.OnceValue(func() *http.ServeMux {
 	m := http.NewServeMux()
 	methods := map[string][]string{}
 	var paths []string
@@ -206,7 +206,7 @@ var allowed = func() *http.ServeMux {
 		m.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) { w.Header().Set("Allow", allow) })
 	}
 	return m
-}()
+})
 
 // EventsHandler serves only the event streams (GET /v1/conversations/{cid}/events
 // and the user's GET /v1/events), with the
@@ -248,7 +248,7 @@ func (s *Server) authed(f func(w http.ResponseWriter, r *http.Request, user stri
 // noRoute answers a request no route takes: 405 with Allow for a path
 // docs/api/openapi.yaml routes with other methods, else 404.
 func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
-	if h, pattern := allowed.Handler(r); pattern != "" {
+	if h, pattern := allowed().Handler(r); pattern != "" {
 		h.ServeHTTP(w, r)
 		if allow := w.Header().Get("Allow"); allow != "" {
 			s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, allow)))

@@ -219,7 +219,7 @@ func (s *Store) SaveTurnAhead(ctx context.Context, cid string, t *record.Turn, n
 	}
 	version := s.written.version()
 	q := queryOf(next)
-	reply, err := s.saveTurn(ctx, cid, t, arts, version, saveTurnAheadScript, q.args(version)...)
+	reply, err := s.saveTurn(ctx, cid, t, arts, version, saveTurnAheadScript(), q.args(version)...)
 	if err != nil {
 		return "", err
 	}
@@ -239,7 +239,7 @@ func (s *Store) PutOutcomeAhead(ctx context.Context, cid, turnID string, o recor
 	// decoded while the write is in flight.
 	version := s.written.decodeEarly(cid, turnID)
 	q := queryOf(next)
-	put, reply, err := s.putOutcome(ctx, cid, turnID, o, putOutcomeAheadScript, q.args(version)...)
+	put, reply, err := s.putOutcome(ctx, cid, turnID, o, putOutcomeAheadScript(), q.args(version)...)
 	if err != nil || reply == nil {
 		return put, "", err
 	}

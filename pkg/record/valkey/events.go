@@ -46,7 +46,7 @@ end
 `
 
 // emitScript: KEYS events; ARGV the events' JSON.
-var emitScript = redis.NewScript(emitLua + `emit(KEYS[1], ARGV)
+var emitScript = lazyScript(emitLua, `emit(KEYS[1], ARGV)
 return 1`)
 
 // Emit appends evs to cid's event log in one script (emitLua).
@@ -58,7 +58,7 @@ func (s *Store) Emit(ctx context.Context, cid string, evs ...record.Event) error
 	if err != nil {
 		return fmt.Errorf("emit %d events of %s: %w", len(evs), cid, err)
 	}
-	if err := emitScript.Run(ctx, s.rdb, []string{eventsKey(cid)}, args...).Err(); err != nil {
+	if err := emitScript().Run(ctx, s.rdb, []string{eventsKey(cid)}, args...).Err(); err != nil {
 		return fmt.Errorf("emit %d events of %s: %w", len(evs), cid, classify(err))
 	}
 	return nil
@@ -207,7 +207,7 @@ func decodeEvent(id, raw string) (record.Event, bool) {
 // forgetTitleScript: KEYS conv; ARGV text, placeholder. The title is
 // replaced only while it is the forgotten text (the first message titles
 // a conversation; a rename or an earlier message is left alone).
-var forgetTitleScript = redis.NewScript(`
+var forgetTitleScript = lazyScript(`
 if redis.call('HGET', KEYS[1], 'title') == ARGV[1] then redis.call('HSET', KEYS[1], 'title', ARGV[2]) end
 return 1
 `)
@@ -218,7 +218,7 @@ return 1
 // of that turn (deleted). It is idempotent, so a retried step may call it
 // again.
 func (s *Store) ForgetText(ctx context.Context, cid, turnID, text string) error {
-	if err := forgetTitleScript.Run(ctx, s.rdb, []string{convKey(cid)}, text, record.BlockedText).Err(); err != nil {
+	if err := forgetTitleScript().Run(ctx, s.rdb, []string{convKey(cid)}, text, record.BlockedText).Err(); err != nil {
 		return fmt.Errorf("forget the title of %s: %w", cid, classify(err))
 	}
 	msgs, err := s.rdb.XRange(ctx, eventsKey(cid), "-", "+").Result()

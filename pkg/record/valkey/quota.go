@@ -47,7 +47,7 @@ func (u *Usage) Used(ctx context.Context, cid string) (int64, error) {
 // reserveScript adds ARGV[2] bytes for object ARGV[1] when the total stays
 // within ARGV[3]; an object already counted is counted again only by the
 // difference (a Put that replaces it).
-var reserveScript = redis.NewScript(`
+var reserveScript = lazyScript(`
 local total = tonumber(redis.call('HGET', KEYS[1], 'total') or '0')
 local old = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
 local n = tonumber(ARGV[2])
@@ -61,14 +61,14 @@ return 1`)
 // Reserve counts n bytes of object id against cid if the total stays
 // within limit, atomically.
 func (u *Usage) Reserve(ctx context.Context, cid, id string, n, limit int64) (bool, error) {
-	ok, err := reserveScript.Run(ctx, u.rdb, []string{quotaKey(cid), convKey(cid)}, id, n, limit, int64(u.ttl/time.Second)).Int()
+	ok, err := reserveScript().Run(ctx, u.rdb, []string{quotaKey(cid), convKey(cid)}, id, n, limit, int64(u.ttl/time.Second)).Int()
 	if err != nil {
 		return false, fmt.Errorf("reserve storage of %s: %w", cid, classify(err))
 	}
 	return ok == 1, nil
 }
 
-var releaseScript = redis.NewScript(`
+var releaseScript = lazyScript(`
 local n = redis.call('HGET', KEYS[1], ARGV[1])
 if not n then return 0 end
 redis.call('HDEL', KEYS[1], ARGV[1])
@@ -77,7 +77,7 @@ return 1`)
 
 // Release stops counting object id of cid.
 func (u *Usage) Release(ctx context.Context, cid, id string) error {
-	if err := releaseScript.Run(ctx, u.rdb, []string{quotaKey(cid)}, id).Err(); err != nil {
+	if err := releaseScript().Run(ctx, u.rdb, []string{quotaKey(cid)}, id).Err(); err != nil {
 		return fmt.Errorf("release storage of %s/%s: %w", cid, id, classify(err))
 	}
 	return nil

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // streamsKey holds the event streams a user has open: a sorted set of
@@ -17,7 +15,7 @@ func streamsKey(user string) string { return "user:{" + user + "}:streams" }
 // acquireStreamScript: KEYS streams; ARGV now ms, until ms, id, max. Drops
 // the ended entries, then adds id if fewer than max remain; returns 0 when
 // full, else 1. The key lives until its last entry's end.
-var acquireStreamScript = redis.NewScript(`
+var acquireStreamScript = lazyScript(`
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
@@ -31,7 +29,7 @@ return 1
 // instances.
 func (s *Store) AcquireStream(ctx context.Context, user, id string, until time.Time, max int) (bool, error) {
 	now := time.Now()
-	n, err := acquireStreamScript.Run(ctx, s.rdb, []string{streamsKey(user)},
+	n, err := acquireStreamScript().Run(ctx, s.rdb, []string{streamsKey(user)},
 		strconv.FormatInt(now.UnixMilli(), 10), strconv.FormatInt(until.UnixMilli(), 10), id, max).Int()
 	if err != nil {
 		return false, fmt.Errorf("acquire a stream of %s: %w", user, classify(err))

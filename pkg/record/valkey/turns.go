@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -47,7 +48,7 @@ type callState struct {
 // (record.ErrNotFound): a step still running when its conversation is
 // deleted must not bring the deleted record back.
 func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts ...artifact.Artifact) error {
-	_, err := s.saveTurn(ctx, cid, t, arts, s.written.version(), saveTurnScript)
+	_, err := s.saveTurn(ctx, cid, t, arts, s.written.version(), saveTurnScript())
 	return err
 }
 
@@ -91,7 +92,7 @@ func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts [
 // Rename sets the title List shows (the 'title' field), when the
 // conversation exists.
 func (s *Store) Rename(ctx context.Context, cid, title string) error {
-	n, err := renameScript.Run(ctx, s.rdb, []string{convKey(cid)}, title, int64(s.ttl/time.Second)).Int()
+	n, err := renameScript().Run(ctx, s.rdb, []string{convKey(cid)}, title, int64(s.ttl/time.Second)).Int()
 	if err != nil {
 		return fmt.Errorf("rename %s: %w", cid, classify(err))
 	}
@@ -101,7 +102,7 @@ func (s *Store) Rename(ctx context.Context, cid, title string) error {
 	return nil
 }
 
-var renameScript = redis.NewScript(`
+var renameScript = lazyScript(`
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'title', ARGV[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2], 'XX')
@@ -114,7 +115,7 @@ return 1
 // StartCall had started by then: the cancel cannot stop them, so their
 // outcomes are recorded when they end. Marking twice keeps the first time.
 func (s *Store) MarkCancelled(ctx context.Context, cid, turnID string) ([]string, error) {
-	ids, err := markCancelledScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID)},
+	ids, err := markCancelledScript().Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID)},
 		turnID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl/time.Second)).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("mark turn %s of %s cancelled: %w", turnID, cid, classify(err))
@@ -122,7 +123,7 @@ func (s *Store) MarkCancelled(ctx context.Context, cid, turnID string) ([]string
 	return ids, nil
 }
 
-var markCancelledScript = redis.NewScript(`
+var markCancelledScript = lazyScript(`
 redis.call('HSETNX', KEYS[1], 'cancel:' .. ARGV[1], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3], 'XX')
 local started = {}
@@ -146,7 +147,7 @@ func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string, evs .
 	if err != nil {
 		return false, fmt.Errorf("start call %s of %s/%s: %w", callID, cid, turnID, err)
 	}
-	n, err := startCallScript.Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), eventsKey(cid)}, args...).Int()
+	n, err := startCallScript().Run(ctx, s.rdb, []string{convKey(cid), resultsKey(cid, turnID), eventsKey(cid)}, args...).Int()
 	if err != nil {
 		return false, fmt.Errorf("start call %s of %s/%s: %w", callID, cid, turnID, classify(err))
 	}
@@ -155,7 +156,7 @@ func (s *Store) StartCall(ctx context.Context, cid, turnID, callID string, evs .
 
 // startCallScript: KEYS conv, results:<tid>, events; ARGV tid, start:<call>,
 // now, ttl, results:<tid> (the conversation's mark), then the events' JSON.
-var startCallScript = redis.NewScript(emitLua + `
+var startCallScript = lazyScript(emitLua, `
 if redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
   if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
   if redis.call('HEXISTS', KEYS[1], 'cancel:' .. ARGV[1]) == 1 then return 0 end
@@ -284,11 +285,11 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = redis.NewScript(saveTurnLua(false))
+var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false)) })
 
 // saveTurnAheadScript is saveTurnScript, then the read ahead (aheadLua)
 // whose arguments end ARGV.
-var saveTurnAheadScript = redis.NewScript(saveTurnLua(true))
+var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true)) })
 
 func saveTurnLua(ahead bool) string {
 	return emitLua + fieldOpsLua + aheadPrelude(ahead) + `
@@ -341,7 +342,7 @@ return ahead(` + stepKeysLua + `, tid, 1)
 
 // putArtifactsScript: KEYS conv, artifacts, artorder; ARGV ttl, then
 // (id, json, created ms) per artifact.
-var putArtifactsScript = redis.NewScript(`
+var putArtifactsScript = lazyScript(`
 local i = 2
 while i <= #ARGV do
   redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1])
@@ -371,7 +372,7 @@ func (s *Store) PutArtifacts(ctx context.Context, cid string, arts ...artifact.A
 		}
 		args = append(args, a.ID, ab, a.CreatedAt.UnixMilli())
 	}
-	err := putArtifactsScript.Run(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid), artOrderKey(cid)}, args...).Err()
+	err := putArtifactsScript().Run(ctx, s.rdb, []string{convKey(cid), artifactsKey(cid), artOrderKey(cid)}, args...).Err()
 	if err != nil {
 		return fmt.Errorf("put artifacts of %s: %w", cid, classify(err))
 	}
@@ -470,7 +471,7 @@ func (s *Store) LoadStep(ctx context.Context, cid string, q record.Query) (*reco
 	if conv, outcomes, ok, err := s.aheadTaken(cid, q); ok {
 		return conv, outcomes, err
 	}
-	raw, own, err := s.runStep(ctx, loadStepScript, cid, q)
+	raw, own, err := s.runStep(ctx, loadStepScript(), cid, q)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -493,7 +494,7 @@ func (s *Store) runStep(ctx context.Context, script *redis.Script, cid string, q
 	}
 	args := append(append([]any{q.TurnID}, queryOf(q).args(version)...), extra...)
 	run := script.Run
-	if script == loadStepScript {
+	if script == loadStepScript() {
 		run = script.RunRO // EVALSHA_RO: it runs on replicas and on a full server
 	}
 	raw, err = run(ctx, s.rdb, s.turnKeys(cid, q.TurnID), args...).Slice()
@@ -534,13 +535,13 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 			return nil, nil, false, fmt.Errorf("start call %s of %s/%s: event %s: %w", callID, cid, q.TurnID, e.Type, err)
 		}
 		// The script writes the event's parts joined by the call's tool.
-		parts := bytes.Split(b, callToolJSON)
+		parts := bytes.Split(b, callToolJSON())
 		args = append(args, len(parts))
 		for _, p := range parts {
 			args = append(args, p)
 		}
 	}
-	raw, own, err := s.runStep(ctx, loadStartScript, cid, q, args...)
+	raw, own, err := s.runStep(ctx, loadStartScript(), cid, q, args...)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -564,11 +565,12 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 	return conv, outcomes, started > 0, err
 }
 
-// callToolJSON is record.CallTool as json.Marshal writes it.
-var callToolJSON = func() []byte {
+// callToolJSON is record.CallTool as json.Marshal writes it, made at its
+// first use (nothing of the package computes at init).
+var callToolJSON = sync.OnceValue(func() []byte {
 	b, _ := json.Marshal(record.CallTool)
 	return b
-}()
+})
 
 // readStepLua defines readStep(K, tid, window, size, outcomes, version),
 // the Lua of LoadStep. K names the keys (conv, arts, results, turns,
@@ -663,7 +665,7 @@ const stepKeysLua = `{conv = KEYS[1], arts = KEYS[2], results = KEYS[3], turns =
 
 // loadStepScript: KEYS as turnKeys; ARGV tid, window, catalog size,
 // outcomes (1/0), the version of the turn's write the reader has.
-var loadStepScript = redis.NewScript(readStepLua + `return (readStep(` + stepKeysLua + `, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]))`)
+var loadStepScript = lazyScript(readStepLua + `return (readStep(` + stepKeysLua + `, ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]))`)
 
 // loadStartScript is readStep, then StartCall's rule for the call ARGV[6]
 // (now ARGV[7], ttl ARGV[8]): its state, its tool and the turn's status
@@ -672,9 +674,9 @@ var loadStepScript = redis.NewScript(readStepLua + `return (readStep(` + stepKey
 // and the parts, which the script joins with the tool's JSON. Its reply is
 // readStep's with the start last: 1, 0 when the call did not start, 2
 // when it started but its head names no tool (the events are not written).
-var loadStartScript = redis.NewScript(emitLua + readStepLua + `
+var loadStartScript = lazyScript(emitLua, readStepLua+`
 local tid = ARGV[1]
-local reply, own = readStep(` + stepKeysLua + `, tid, ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+local reply, own = readStep(`+stepKeysLua+`, tid, ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 if type(reply) ~= 'table' or type(reply[1]) ~= 'table' then return reply end
 local call, started = ARGV[6], 0
 if redis.call('HEXISTS', KEYS[3], call) == 0 then
@@ -682,19 +684,19 @@ if redis.call('HEXISTS', KEYS[3], call) == 0 then
   local h = redis.call('HGET', KEYS[1], 'head:' .. tid)
   if h then
     local hd = cjson.decode(h)
-    final = ` + finalStatusesLua() + `[hd.status] == true
+    final = `+finalStatusesLua()+`[hd.status] == true
     if type(hd.pending) == 'table' then
       for _, pc in ipairs(hd.pending) do
         if pc.call_id == call then state, tool = pc.state, pc.tool end
       end
     end
   end
-  if state == '` + string(record.CallRunning) + `' or (state == '` + string(record.CallReady) + `' and not final) then
-    if redis.call('HEXISTS', KEYS[3], '` + startPrefix + `' .. call) == 1 then
+  if state == '`+string(record.CallRunning)+`' or (state == '`+string(record.CallReady)+`' and not final) then
+    if redis.call('HEXISTS', KEYS[3], '`+startPrefix+`' .. call) == 1 then
       started = 1
     elseif not own[9] then
-      redis.call('HSET', KEYS[3], '` + startPrefix + `' .. call, ARGV[7])
-      redis.call('HSET', KEYS[1], '` + resultsPrefix + `' .. tid, 1)
+      redis.call('HSET', KEYS[3], '`+startPrefix+`' .. call, ARGV[7])
+      redis.call('HSET', KEYS[1], '`+resultsPrefix+`' .. tid, 1)
       redis.call('EXPIRE', KEYS[3], ARGV[8], 'XX')
       started = 1
     end

@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,13 @@ import (
 
 	"github.com/clientagent/clientagent/pkg/record"
 )
+
+// lazyScript is the script of its source's parts, joined (and its SHA1
+// taken) at its first use: the package's scripts made at init were half a
+// millisecond of every function's cold start (docs/benchmarks.md).
+func lazyScript(parts ...string) func() *redis.Script {
+	return sync.OnceValue(func() *redis.Script { return redis.NewScript(strings.Join(parts, "")) })
+}
 
 // DefaultIdleTTL is how long a conversation's keys live after its last write.
 const DefaultIdleTTL = 30 * 24 * time.Hour
@@ -190,7 +198,7 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spen
 	args := append(make([]any, 0, 2+len(ops)+len(sp.Events)), int64(s.ttl/time.Second), len(ops)/3)
 	args, err := appendEventArgs(append(args, ops...), sp.Events)
 	if err == nil {
-		err = classify(addSpendScript.Run(ctx, s.rdb, []string{convKey(cid), eventsKey(cid)}, args...).Err())
+		err = classify(addSpendScript().Run(ctx, s.rdb, []string{convKey(cid), eventsKey(cid)}, args...).Err())
 	}
 	if err != nil {
 		return fmt.Errorf("add spend of turn %s of %s: %w", turnID, cid, err)
@@ -201,7 +209,7 @@ func (s *Store) AddSpend(ctx context.Context, cid, turnID string, sp record.Spen
 // addSpendScript: KEYS conv, events; ARGV ttl, the number of field ops,
 // the ops (spendOps), then the events' JSON. An active conversation
 // carries no TTL (saveTurnScript), so only a TTL that is set is renewed.
-var addSpendScript = redis.NewScript(emitLua + fieldOpsLua + `
+var addSpendScript = lazyScript(emitLua, fieldOpsLua+`
 local i = fieldOps(KEYS[1], 2)
 if i <= #ARGV then emit(KEYS[2], {unpack(ARGV, i)}) end
 redis.call('EXPIRE', KEYS[1], ARGV[1], 'XX')
@@ -213,14 +221,14 @@ return 1
 // full server refuses it with OOM (record.ErrFull), where a transaction
 // would answer only EXECABORT.
 func (s *Store) MarkAnswered(ctx context.Context, cid, turnID, token string) error {
-	err := markAnsweredScript.Run(ctx, s.rdb, []string{convKey(cid)}, answeredPrefix+turnID, token, int64(s.ttl/time.Second)).Err()
+	err := markAnsweredScript().Run(ctx, s.rdb, []string{convKey(cid)}, answeredPrefix+turnID, token, int64(s.ttl/time.Second)).Err()
 	if err != nil {
 		return fmt.Errorf("mark turn %s of %s answered: %w", turnID, cid, classify(err))
 	}
 	return nil
 }
 
-var markAnsweredScript = redis.NewScript(`
+var markAnsweredScript = lazyScript(`
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[3], 'XX')
 return 1
@@ -232,7 +240,7 @@ return 1
 // marked cancelled by then. o's artifacts are not added to the catalog
 // here: the turn's SaveTurn does that when it appends the result.
 func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.CallOutcome) (record.Put, error) {
-	put, _, err := s.putOutcome(ctx, cid, turnID, o, putOutcomeScript)
+	put, _, err := s.putOutcome(ctx, cid, turnID, o, putOutcomeScript())
 	return put, err
 }
 
@@ -292,12 +300,12 @@ func (s *Store) putOutcome(ctx context.Context, cid, turnID string, o record.Cal
 // (-1). It adds 2 when the turn is marked cancelled. A reservation that
 // does not fit stores nothing and counts nothing: the reply is {its
 // 1-based index, the bytes counted before it}.
-var putOutcomeScript = redis.NewScript(putOutcomeLua(false))
+var putOutcomeScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(putOutcomeLua(false)) })
 
 // putOutcomeAheadScript is putOutcomeScript, then the read ahead
 // (aheadLua) whose arguments end ARGV; its KEYS go on with turns, active,
 // artorder and inputs.
-var putOutcomeAheadScript = redis.NewScript(putOutcomeLua(true))
+var putOutcomeAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(putOutcomeLua(true)) })
 
 func putOutcomeLua(ahead bool) string {
 	return emitLua + aheadPrelude(ahead) + `

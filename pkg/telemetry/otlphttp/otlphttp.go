@@ -3,9 +3,8 @@
 // OTLP encoding X-Ray's OTLP endpoint accepts. It exists instead of
 // OpenTelemetry's otlptracehttp, which imports the collector's gRPC service
 // stubs and with them gRPC into every function (docs/benchmarks.md); the
-// spans are encoded with the OTLP message types alone
-// (go.opentelemetry.io/proto/otlp/trace/v1), the request's one repeated
-// field with protowire. It reads the standard OTEL_EXPORTER_OTLP_*
+// spans are written in the protobuf encoding by hand (wire.go), so no
+// function links the protobuf runtime for its traces. It reads the standard OTEL_EXPORTER_OTLP_*
 // headers, timeout and compression variables (ConfigFromEnv); it does not
 // do TLS client certificates or gRPC. It must not sign requests itself:
 // the HTTP client it is given does (X-Ray's SigV4).
@@ -26,8 +25,6 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/clientagent/clientagent/pkg/keepalive"
 )
@@ -225,19 +222,4 @@ func (e *Exporter) post(ctx context.Context, body []byte) (retryAfter time.Durat
 func (e *Exporter) Shutdown(context.Context) error {
 	e.stopped.Store(true)
 	return nil
-}
-
-// Encode is the ExportTraceServiceRequest of spans, in the protobuf
-// encoding: its one field, resource_spans = 1, repeated.
-func Encode(spans []sdktrace.ReadOnlySpan) ([]byte, error) {
-	var out []byte
-	for _, rs := range resourceSpans(spans) {
-		b, err := proto.Marshal(rs)
-		if err != nil {
-			return nil, err
-		}
-		out = protowire.AppendTag(out, 1, protowire.BytesType)
-		out = protowire.AppendBytes(out, b)
-	}
-	return out, nil
 }
