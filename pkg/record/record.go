@@ -129,6 +129,16 @@ type ReadAhead interface {
 	PutOutcomeAhead(ctx context.Context, cid, turnID string, o CallOutcome, next Query) (Put, string, error)
 }
 
+// AppendingPut stores a call's outcome and, in the same round trip, the
+// turn with that outcome's result appended: the write of its batch's
+// AppendResults when the call is the batch's only one (docs/architecture.md,
+// "A batch of one call is appended by its call"). The turn is written only
+// when the turn's results hold o as this put sent it; appended says
+// whether it was, token names next read ahead as ReadAhead's do.
+type AppendingPut interface {
+	PutOutcomeAppending(ctx context.Context, cid string, o CallOutcome, t *Turn, next Query, artifacts ...artifact.Artifact) (put Put, appended bool, token string, err error)
+}
+
 // Start is the call a step starts in its read (Store.LoadStart), with the
 // events that tell it started.
 type Start struct {

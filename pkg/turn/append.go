@@ -3,6 +3,7 @@ package turn
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -11,6 +12,36 @@ import (
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 )
+
+// AppendInput is AppendResults' payload: the turn, the tokens of the reads
+// ahead of the batch's writes (Ref.After), and whether the batch's only
+// call appended its result itself (InvokeOutput.Appended, the Map's
+// result).
+type AppendInput struct {
+	Ref
+	Appended Appended `json:"appended,omitempty"`
+}
+
+// Appended is InvokeOutput.Appended as the Map's result gives it: true,
+// or the value of each call (JSONata gives a single value for a batch of
+// one), or nothing. A batch was appended by its call only when it had
+// one call and that call's write appended it.
+type Appended bool
+
+// UnmarshalJSON reads a bool, a list of them or null.
+func (a *Appended) UnmarshalJSON(b []byte) error {
+	var one bool
+	if err := json.Unmarshal(b, &one); err == nil {
+		*a = Appended(one)
+		return nil
+	}
+	var many []bool
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("appended: a bool or a list of them: %w", err)
+	}
+	*a = Appended(len(many) == 1 && many[0])
+	return nil
+}
 
 // AppendOutput tells the state machine where the loop goes next.
 type AppendOutput struct {
@@ -25,9 +56,22 @@ type AppendOutput struct {
 // §3.5). A specialist that answered input-required sends its call back to
 // a form instead; the rest of the batch keeps its stored results and waits
 // with it (batch rule). Idempotent: an appended batch is not appended twice.
-func (h *Handlers) Append(ctx context.Context, in Ref) (AppendOutput, error) {
-	ctx, span := h.startStep(ctx, in, telemetry.SpanAppendResults)
-	out, err := h.append(ctx, in)
+// A batch of one call whose call appended its result (in.Appended) is
+// done: its next LLM step goes on with the read that write read ahead.
+func (h *Handlers) Append(ctx context.Context, in AppendInput) (AppendOutput, error) {
+	ctx, span := h.startStep(ctx, in.Ref, telemetry.SpanAppendResults)
+	var (
+		out AppendOutput
+		err error
+	)
+	if in.Appended {
+		out.Next = NextLLM
+		if len(in.After) > 0 {
+			out.After = in.After[len(in.After)-1]
+		}
+	} else {
+		out, err = h.append(ctx, in.Ref)
+	}
 	endStep(span, out.Next, err)
 	return out, err
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -12,6 +14,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
+	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/tool"
@@ -31,8 +34,14 @@ type InvokeOutput struct {
 	CallID string `json:"call_id"`
 	Status string `json:"status"`
 	// After is the token of AppendResults' read, which the outcome's
-	// write read ahead (Ref.After; "" when the store keeps none).
+	// write read ahead (Ref.After; "" when the store keeps none); or, when
+	// the write appended the batch (Appended), the next LLMStep's read.
 	After string `json:"after,omitempty"`
+	// Appended says the call was its batch's only one and its outcome's
+	// write appended its result to the turn, in the same round trip: the
+	// write AppendResults would have made ("A batch of one call is
+	// appended by its call", docs/architecture.md).
+	Appended bool `json:"appended,omitempty"`
 }
 
 // Invoke runs one ready call with the source of its kind (a specialist's
@@ -82,13 +91,21 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	}
 	pc := findCall(t, in.CallID)
 	if o, ok := outcomes[in.CallID]; ok {
+		appended := false
+		if pc == nil {
+			// The outcome's write appended the batch (a batch of one
+			// call): the call is in the turn's history.
+			if c, ok := appendedCall(t, in.CallID); ok {
+				pc, appended = &c, true
+			}
+		}
 		if pc != nil {
 			// The audit write may be what failed the first time.
 			if err := h.audit(ctx, h.executed(conv, t, *pc, o)); err != nil {
 				return InvokeOutput{}, err
 			}
 		}
-		return InvokeOutput{CallID: in.CallID, Status: o.StepStatus()}, nil
+		return InvokeOutput{CallID: in.CallID, Status: o.StepStatus(), Appended: appended}, nil
 	}
 	if pc == nil {
 		return InvokeOutput{}, &NotFoundError{What: "call " + in.CallID}
@@ -146,10 +163,12 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	// run again. An iteration that failed (Fail), whose specialist may or
 	// may not have run, is recorded once its failed outcome is stored.
 	audited := func() error { return nil }
+	var app *appending
 	if len(in.Fail) == 0 {
 		audited = h.auditAside(ctx, h.executed(conv, t, *pc, o))
+		app = h.appendingOf(ctx, t, pc, o)
 	}
-	put, after, err := h.putOutcome(ctx, in, o)
+	put, after, appended, err := h.putOutcome(ctx, in, o, app)
 	auditErr := audited()
 	if err == nil && put.OverQuota != nil {
 		// A file the call returned does not fit the conversation's quota,
@@ -162,7 +181,7 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		if auditErr == nil {
 			auditErr = h.audit(ctx, h.executed(conv, t, *pc, o)) // under the same name: the failed call
 		}
-		put, after, err = h.putOutcome(ctx, in, o)
+		put, after, appended, err = h.putOutcome(ctx, in, o, nil)
 	}
 	if errors.Is(err, record.ErrNotFound) {
 		return InvokeOutput{}, &NotFoundError{What: "conversation " + in.ConversationID}
@@ -189,17 +208,81 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 	}
 	status := o.StepStatus()
 	h.stepLog(ctx, in.Ref, "invoke", pc.Tool, status, started, 0, nil)
-	return InvokeOutput{CallID: in.CallID, Status: status, After: after}, nil
+	if appended {
+		h.events().Publish(ctx, in.ConversationID, app.t.Events...) // the append's, after the outcome's
+		h.stepLog(ctx, in.Ref, "append", "", "appended", started, 0, nil)
+	}
+	return InvokeOutput{CallID: in.CallID, Status: status, After: after, Appended: appended}, nil
+}
+
+// appendedCall is call id of t's appended batch as its history tells it:
+// its tool and the inputs it ran with (the user's note on its approval,
+// which its pending call held, is not kept there).
+func appendedCall(t *record.Turn, id string) (record.PendingCall, bool) {
+	for i := len(t.History) - 1; i >= 0; i-- {
+		if e := t.History[i]; e.Kind == record.KindToolResult && e.CallID == id {
+			return record.PendingCall{CallID: id, Tool: e.Tool, Arguments: e.ToolInputs}, true
+		}
+	}
+	return record.PendingCall{}, false
+}
+
+// appending is the append of a batch of one call, written with the call's
+// outcome (record.AppendingPut): the turn with the result appended, its
+// write's events, and the artifacts it adds to the catalog.
+type appending struct {
+	t    *record.Turn
+	arts []artifact.Artifact
+}
+
+// appendingOf is the append of t's batch when pc is the batch's only call
+// and its outcome o needs nothing but appending: no form to reopen (an
+// input-required answer), no workflow steps (stored apart, as they ran),
+// no guardian check of results; and the store writes it with the
+// outcome. Else it is nil, and AppendResults appends, as for every other
+// batch. It is what AppendResults would write (appendResults), made on a
+// copy of t: t stays the turn as read, should the store refuse the append.
+func (h *Handlers) appendingOf(ctx context.Context, t *record.Turn, pc *record.PendingCall, o record.CallOutcome) *appending {
+	if _, ok := h.Store.(record.AppendingPut); !ok {
+		return nil
+	}
+	if len(t.Pending) != 1 || &t.Pending[0] != pc || pc.State != record.CallReady || t.Status.Final() ||
+		o.InputRequired != nil || pc.Kind == record.KindWorkflow || h.guardian().Enabled(guardian.ToolResult) {
+		return nil
+	}
+	cat, err := h.catalog(ctx)
+	if err != nil {
+		return nil
+	}
+	at := *t
+	at.Messages, at.History, at.Steps, at.Produced = slices.Clip(t.Messages), slices.Clip(t.History), slices.Clip(t.Steps), slices.Clip(t.Produced)
+	at.ToolResults, at.Repeats, at.Failures = maps.Clone(t.ToolResults), maps.Clone(t.Repeats), maps.Clone(t.Failures)
+	at.Events = nil
+	arts := h.appendResults(cat, &at, map[string]record.CallOutcome{pc.CallID: o})
+	at.UpdatedAt = h.now()
+	if h.events().Enabled() {
+		at.Events = h.savedEvents(&at, arts)
+	}
+	return &appending{t: &at, arts: arts}
 }
 
 // putOutcome stores o however long the store takes to come back (within
 // the step's time), reading AppendResults' read ahead when the store does
-// (record.ReadAhead): the token is what that step's input names.
-func (h *Handlers) putOutcome(ctx context.Context, in InvokeInput, o record.CallOutcome) (record.Put, string, error) {
+// (record.ReadAhead): the token is what that step's input names. With app
+// (a batch of one call), the same round trip appends o's result to the
+// turn when the store finds o stored (appended), and reads the next LLM
+// step's read ahead instead.
+func (h *Handlers) putOutcome(ctx context.Context, in InvokeInput, o record.CallOutcome, app *appending) (record.Put, string, bool, error) {
 	var put record.Put
 	var after string
+	var appended bool
 	ra, _ := h.Store.(record.ReadAhead)
+	ap, _ := h.Store.(record.AppendingPut)
 	tries, err := h.outlast(ctx, func() (err error) {
+		if app != nil && ap != nil {
+			put, appended, after, err = ap.PutOutcomeAppending(ctx, in.ConversationID, o, app.t, *h.llmQuery(in.Ref), app.arts...)
+			return err
+		}
 		if ra != nil {
 			put, after, err = ra.PutOutcomeAhead(ctx, in.ConversationID, in.TurnID, o, *batchQuery(in.Ref))
 			return err
@@ -210,7 +293,7 @@ func (h *Handlers) putOutcome(ctx context.Context, in InvokeInput, o record.Call
 	if tries > 1 && err == nil && put.OverQuota == nil {
 		put.Stored = true // an earlier try may have stored it before it timed out
 	}
-	return put, after, err
+	return put, after, appended, err
 }
 
 // overQuota is the failed outcome of a call whose returned file r did not

@@ -165,7 +165,7 @@ func TestRetriedStepsDuplicateNothing(t *testing.T) {
 	twice("LLMStep", func() (any, error) { return f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}) })
 	twice("Validate", func() (any, error) { return f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref}) })
 	twice("Invoke", func() (any, error) { return f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"}) })
-	twice("Append", func() (any, error) { return f.h.Append(ctx, f.ref) })
+	twice("Append", func() (any, error) { return f.h.Append(ctx, turn.AppendInput{Ref: f.ref}) })
 	twice("LLMStep final", func() (any, error) { return f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}) })
 
 	if n := f.inv.n.Load(); n != 1 {
@@ -230,7 +230,7 @@ func TestAwaitRetryKeepsOnePause(t *testing.T) {
 	if err != nil || out.Next != turn.NextAppend || len(out.Calls) != 0 {
 		t.Fatalf("Validate(reject) = %+v, %v; want append with no calls", out, err)
 	}
-	if _, err := f.h.Append(ctx, f.ref); err != nil {
+	if _, err := f.h.Append(ctx, turn.AppendInput{Ref: f.ref}); err != nil {
 		t.Fatal(err)
 	}
 	tr = f.turn(t)
@@ -269,7 +269,7 @@ func TestTokenBudgetFailsTheTurn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.h.Append(ctx, f.ref); err != nil {
+	if _, err := f.h.Append(ctx, turn.AppendInput{Ref: f.ref}); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextFailed {
@@ -332,7 +332,7 @@ func runRounds(t *testing.T, f *fixture, rounds int) turn.StepOutput {
 				t.Fatalf("Invoke() error = %v", err)
 			}
 		}
-		if _, err := f.h.Append(ctx, f.ref); err != nil {
+		if _, err := f.h.Append(ctx, turn.AppendInput{Ref: f.ref}); err != nil {
 			t.Fatalf("Append() error = %v", err)
 		}
 	}
@@ -460,7 +460,7 @@ func TestTurnTimeoutExcludesWaits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.h.Append(ctx, f.ref); err != nil {
+	if _, err := f.h.Append(ctx, turn.AppendInput{Ref: f.ref}); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextDone {
@@ -538,7 +538,7 @@ func TestStepLogLines(t *testing.T) {
 	_, _ = f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
 	_, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
 	_, _ = f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"})
-	_, _ = f.h.Append(ctx, f.ref)
+	_, _ = f.h.Append(ctx, turn.AppendInput{Ref: f.ref})
 	_, _ = f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
 
 	type line struct {
@@ -633,7 +633,7 @@ func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"}); err != nil {
 		t.Fatal(err)
 	}
-	a, _ := f.h.Append(ctx, f.ref)
+	a, _ := f.h.Append(ctx, turn.AppendInput{Ref: f.ref})
 	mustNext(a.Next, turn.NextAwait)
 	v, _ = f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref, Reply: &turn.Reply{Answers: map[string]map[string]any{"call_t1_1": {"channel": "print"}}}})
 	mustNext(v.Next, turn.NextAwait)
@@ -645,7 +645,7 @@ func TestInputRequiredAfterApprovalNeedsNewApproval(t *testing.T) {
 	if _, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: "call_t1_1"}); err != nil {
 		t.Fatal(err)
 	}
-	a, _ = f.h.Append(ctx, f.ref)
+	a, _ = f.h.Append(ctx, turn.AppendInput{Ref: f.ref})
 	mustNext(a.Next, turn.NextLLM)
 	if n := f.inv.n.Load(); n != 2 {
 		t.Errorf("specialist called %d times, want 2 (ask, then continue)", n)
@@ -706,7 +706,7 @@ func TestSupersedeKeepsCallsThatRan(t *testing.T) {
 	f := twoCallsFixture(t)
 	ctx := t.Context()
 	for range 2 { // the second Append is a retry
-		a, err := f.h.Append(ctx, f.ref)
+		a, err := f.h.Append(ctx, turn.AppendInput{Ref: f.ref})
 		if err != nil || a.Next != turn.NextAwait {
 			t.Fatalf("Append() = %+v, %v; want await for k2's form", a, err)
 		}
@@ -778,7 +778,7 @@ func TestDuplicateCallIDsAreRenamed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.h.Append(ctx, f.ref); err != nil {
+	if _, err := f.h.Append(ctx, turn.AppendInput{Ref: f.ref}); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.inv.n.Load(); n != 3 {
@@ -914,7 +914,7 @@ func TestWorkflowContinuesInANewInvocation(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"call_t1_1.0": 1, "call_t1_1.1": 1}, runs); diff != "" {
 		t.Errorf("specialist calls per step (-want +got):\n%s", diff)
 	}
-	if _, err := f.h.Append(ctx, f.ref); err != nil {
+	if _, err := f.h.Append(ctx, turn.AppendInput{Ref: f.ref}); err != nil {
 		t.Fatal(err)
 	}
 	if tr := f.turn(t); len(tr.Produced) != 2 {

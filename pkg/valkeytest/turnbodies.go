@@ -19,35 +19,46 @@ type TurnBodies struct{ Sent, Kept, Ahead atomic.Int32 }
 
 func (o *TurnBodies) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (o *TurnBodies) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		for _, cmd := range cmds {
+			o.count(cmd, cmd.Err())
+		}
+		return err
+	}
 }
 func (o *TurnBodies) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		c, ok := cmd.(*redis.Cmd)
-		if !ok || err != nil {
-			return err
-		}
-		raw, _ := c.Val().([]any)
-		if len(raw) == 3 { // a write's reply with its read ahead: {reply, token, read}
-			if raw, _ = raw[2].([]any); len(raw) >= 9 {
-				o.Ahead.Add(1)
-			}
-		}
-		if len(raw) < 9 || len(c.Args()) < 5 || c.Args()[3] == "0" { // a step read names its turn's keys
-			return err
-		}
-		own, _ := raw[1].([]any)
-		if len(own) == 0 {
-			return err
-		}
-		switch body, _ := own[0].(string); {
-		case body == "=":
-			o.Kept.Add(1)
-		case body != "":
-			o.Sent.Add(1)
-		}
+		o.count(cmd, err)
 		return err
+	}
+}
+
+// count counts cmd's reply, a script's that went alone or in a pipeline.
+func (o *TurnBodies) count(cmd redis.Cmder, err error) {
+	c, ok := cmd.(*redis.Cmd)
+	if !ok || err != nil {
+		return
+	}
+	raw, _ := c.Val().([]any)
+	if len(raw) == 3 { // a write's reply with its read ahead: {reply, token, read}
+		if raw, _ = raw[2].([]any); len(raw) >= 9 {
+			o.Ahead.Add(1)
+		}
+	}
+	if len(raw) < 9 || len(c.Args()) < 5 || c.Args()[3] == "0" { // a step read names its turn's keys
+		return
+	}
+	own, _ := raw[1].([]any)
+	if len(own) == 0 {
+		return
+	}
+	switch body, _ := own[0].(string); {
+	case body == "=":
+		o.Kept.Add(1)
+	case body != "":
+		o.Sent.Add(1)
 	}
 }
 

@@ -2,10 +2,13 @@ package valkey
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/record"
@@ -37,16 +40,17 @@ const aheadArgs = 4
 // aheadPrelude defines, for a write script, last (the write's own last
 // ARGV) and ahead(K, tid, r), which returns the write's reply r; with the
 // read ahead, {r, token number, readStep's reply} (r when the
-// conversation is gone or not yet migrated).
-func aheadPrelude(on bool) string {
+// conversation is gone or not yet migrated). The read's arguments come
+// after the write's, and tail more after them (a guarded write's guard).
+func aheadPrelude(on bool, tail int) string {
 	if !on {
 		return `
-local last = #ARGV
+local last = #ARGV - ` + strconv.Itoa(tail) + `
 local function ahead(K, tid, r) return r end
 `
 	}
 	return readStepLua + `
-local last = #ARGV - ` + strconv.Itoa(aheadArgs) + `
+local last = #ARGV - ` + strconv.Itoa(aheadArgs+tail) + `
 local function ahead(K, tid, r)
   local reply = readStep(K, tid, ARGV[last + 1], ARGV[last + 2], ARGV[last + 3], ARGV[last + 4])
   if type(reply) ~= 'table' or type(reply[1]) ~= 'table' then return r end
@@ -247,3 +251,93 @@ func (s *Store) PutOutcomeAhead(ctx context.Context, cid, turnID string, o recor
 }
 
 var _ record.ReadAhead = (*Store)(nil)
+
+// saveTurnGuardedScript is saveTurnAppendingScript without the read
+// ahead, for a Store that keeps none.
+var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true)) })
+
+// PutOutcomeAppending stores o as PutOutcome does and, in the same round
+// trip, t as SaveTurnAhead does (next read ahead when the Store keeps
+// reads): t is the turn with o's result appended, the write its batch's
+// AppendResults would make when o is the batch's only call
+// (record.AppendingPut). The turn is written only when the turn's results
+// hold o as this put sent it: a put refused (over the quota), a turn
+// cancelled meanwhile or another outcome stored first leave the turn as
+// it was, and appended false. Both scripts go in one pipeline, the put
+// first.
+func (s *Store) PutOutcomeAppending(ctx context.Context, cid string, o record.CallOutcome, t *record.Turn, next record.Query, arts ...artifact.Artifact) (put record.Put, appended bool, token string, err error) {
+	if t == nil || t.ID == "" {
+		return record.Put{}, false, "", fmt.Errorf("put outcome of %s: turn id is required", cid)
+	}
+	pkeys, pargs, ob, err := s.outcomeArgs(cid, t.ID, o, false)
+	if err != nil {
+		return record.Put{}, false, "", err
+	}
+	version := s.written.version()
+	sargs, body, msgs, err := s.turnArgs(t, arts, version)
+	if err != nil {
+		return record.Put{}, false, "", fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
+	}
+	save, ahead := saveTurnGuardedScript(), s.written != nil && next.TurnID == t.ID
+	q := queryOf(next)
+	var early *decoding
+	if ahead {
+		save = saveTurnAppendingScript()
+		sargs = append(sargs, q.args(version)...)
+		early = decode(t.ID, string(body), string(msgs))
+	}
+	sargs = append(sargs, o.CallID, ob)
+	pr, perr, sr, serr := s.runInOrder(ctx, putOutcomeScript(), pkeys, pargs, save, s.turnKeys(cid, t.ID), sargs)
+	if put, _, err = outcomeReply(cid, t.ID, o, pr, perr); err != nil {
+		s.written.forget(cid, t.ID)
+		return record.Put{}, false, "", err
+	}
+	read, _ := sr.([]any)
+	n, _ := sr.(int64)
+	if read != nil {
+		n, _ = read[0].(int64)
+	}
+	if serr != nil || n != 1 {
+		if serr != nil {
+			s.written.forget(cid, t.ID) // the write may have been stored, or not
+		}
+		return put, false, "", nil
+	}
+	s.written.keepDecoding(cid, t.ID, version, string(body), string(msgs), true, early)
+	if ahead {
+		token = s.keptAhead(cid, t.ID, read, q, version)
+	}
+	return put, true, token, nil
+}
+
+// runInOrder runs script a, then script b, in one round trip, and gives
+// each its reply or error. A script the server does not know (NOSCRIPT:
+// a new or restarted server, whose script cache is empty) is loaded and
+// run again: both again when a was not known (b ran after a that did not
+// run), else b alone.
+func (s *Store) runInOrder(ctx context.Context, a *redis.Script, akeys []string, aargs []any, b *redis.Script, bkeys []string, bargs []any) (ra any, ea error, rb any, eb error) {
+	both := func() {
+		var ca, cb *redis.Cmd
+		_, _ = s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			ca = a.EvalSha(ctx, p, akeys, aargs...)
+			cb = b.EvalSha(ctx, p, bkeys, bargs...)
+			return nil
+		})
+		ra, ea = ca.Result()
+		rb, eb = cb.Result()
+	}
+	both()
+	switch {
+	case redis.HasErrorPrefix(ea, "NOSCRIPT"):
+		_ = b.Load(ctx, s.rdb).Err() // a's load below says whether the store answers
+		if err := a.Load(ctx, s.rdb).Err(); err != nil {
+			return nil, err, nil, err
+		}
+		both()
+	case redis.HasErrorPrefix(eb, "NOSCRIPT"):
+		rb, eb = b.Run(ctx, s.rdb, bkeys, bargs...).Result()
+	}
+	return ra, ea, rb, eb
+}
+
+var _ record.AppendingPut = (*Store)(nil)

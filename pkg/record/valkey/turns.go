@@ -285,16 +285,29 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false)) })
+var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false)) })
 
 // saveTurnAheadScript is saveTurnScript, then the read ahead (aheadLua)
 // whose arguments end ARGV.
-var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true)) })
+var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false)) })
 
-func saveTurnLua(ahead bool) string {
-	return emitLua + fieldOpsLua + aheadPrelude(ahead) + `
+// saveTurnAppendingScript is saveTurnAheadScript guarded by a call's
+// outcome: its last two ARGV are the call id and the outcome's JSON, and
+// the turn is written only when the turn's results hold exactly that
+// outcome under that id; else nothing is written (-2). A call's outcome
+// write sends it in the same round trip, after itself, with the turn that
+// appends that outcome (PutOutcomeAppending).
+var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, true)) })
+
+func saveTurnLua(ahead, guarded bool) string {
+	guard, tail := "", 0
+	if guarded {
+		guard = "if redis.call('HGET', KEYS[3], ARGV[#ARGV - 1]) ~= ARGV[#ARGV] then return -2 end\n"
+		tail = 2
+	}
+	return emitLua + fieldOpsLua + aheadPrelude(ahead, tail) + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
-local tid = ARGV[2]
+` + guard + `local tid = ARGV[2]
 local pastOps = fieldOps(KEYS[1], 15 + 2 * tonumber(ARGV[13]))
 if ARGV[8] ~= 'cancelled' and redis.call('HEXISTS', KEYS[1], 'cancel:' .. tid) == 1 then return -1 end
 redis.call('HSET', KEYS[1], 'turn:' .. tid, ARGV[3], 'msgs:' .. tid, ARGV[4], 'head:' .. tid, ARGV[5],

@@ -248,26 +248,40 @@ func (s *Store) PutOutcome(ctx context.Context, cid, turnID string, o record.Cal
 // ahead, its arguments); it returns the read ahead's reply (nil without
 // one).
 func (s *Store) putOutcome(ctx context.Context, cid, turnID string, o record.CallOutcome, script *redis.Script, ahead ...any) (record.Put, []any, error) {
-	if o.CallID == "" || turnID == "" {
-		return record.Put{}, nil, fmt.Errorf("put outcome of %s: turn and call id are required", cid)
-	}
-	b, err := json.Marshal(o)
+	keys, args, _, err := s.outcomeArgs(cid, turnID, o, len(ahead) > 0)
 	if err != nil {
-		return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+		return record.Put{}, nil, err
 	}
-	args := []any{int64(s.ttl / time.Second), o.CallID, b, resultsPrefix + turnID, len(o.Reserve)}
+	reply, err := script.Run(ctx, s.rdb, keys, append(args, ahead...)...).Result()
+	return outcomeReply(cid, turnID, o, reply, err)
+}
+
+// outcomeArgs are putOutcomeScript's keys and ARGV for o (the keys its read
+// ahead needs too when ahead is set), and o's JSON among them.
+func (s *Store) outcomeArgs(cid, turnID string, o record.CallOutcome, ahead bool) (keys []string, args []any, b []byte, err error) {
+	if o.CallID == "" || turnID == "" {
+		return nil, nil, nil, fmt.Errorf("put outcome of %s: turn and call id are required", cid)
+	}
+	if b, err = json.Marshal(o); err != nil {
+		return nil, nil, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+	}
+	args = []any{int64(s.ttl / time.Second), o.CallID, b, resultsPrefix + turnID, len(o.Reserve)}
 	for _, r := range o.Reserve {
 		args = append(args, r.ID, r.Bytes, r.Limit)
 	}
-	args, err = appendEventArgs(args, o.Events)
-	if err != nil {
-		return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
+	if args, err = appendEventArgs(args, o.Events); err != nil {
+		return nil, nil, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, err)
 	}
-	keys := []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid), quotaKey(cid)}
-	if len(ahead) > 0 {
+	keys = []string{convKey(cid), resultsKey(cid, turnID), artifactsKey(cid), eventsKey(cid), quotaKey(cid)}
+	if ahead {
 		keys = append(keys, turnsKey(cid), activeKey(cid), artOrderKey(cid), inputsKey(cid))
 	}
-	reply, err := script.Run(ctx, s.rdb, keys, append(args, ahead...)...).Result()
+	return keys, args, b, nil
+}
+
+// outcomeReply is what putOutcomeScript's reply (or err) says of o's put,
+// and the read ahead's reply (nil without one).
+func outcomeReply(cid, turnID string, o record.CallOutcome, reply any, err error) (record.Put, []any, error) {
 	if err != nil {
 		return record.Put{}, nil, fmt.Errorf("put outcome %s of %s/%s: %w", o.CallID, cid, turnID, classify(err))
 	}
@@ -308,7 +322,7 @@ var putOutcomeScript = sync.OnceValue(func() *redis.Script { return redis.NewScr
 var putOutcomeAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(putOutcomeLua(true)) })
 
 func putOutcomeLua(ahead bool) string {
-	return emitLua + aheadPrelude(ahead) + `
+	return emitLua + aheadPrelude(ahead, 0) + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return -1 end
 local first = 6 + 3 * tonumber(ARGV[5])
 if ARGV[5] ~= '0' and redis.call('HEXISTS', KEYS[2], ARGV[2]) == 0 then
