@@ -1,12 +1,15 @@
 // Package localstore keeps artifacts in a local directory for the
-// one-machine stack: <dir>/<cid>/<id> plus a <id>.type sidecar holding the
-// content type. It hands out short-lived HMAC-signed URLs and serves them
+// one-machine stack: one file <dir>/<cid>/<id> each, which starts with a
+// line that marks it and a line with its content type (an object stored
+// before, without them, keeps its type in a <id>.type sidecar, and is read
+// as it was). It hands out short-lived HMAC-signed URLs and serves them
 // with Handler. It must not be used where several machines share
 // artifacts (use s3store) and must not trust ids: every cid and id is
 // checked to be a single safe path segment.
 package localstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -72,30 +75,78 @@ func (s *Store) paths(cid, id string) (data, typ string, err error) {
 	return filepath.Join(d, id), filepath.Join(d, id+".type"), nil
 }
 
+// magic starts every object Put writes; its content type's line follows.
+// One file per object is one atomic write (four system calls) where the
+// object and a type sidecar were two: a call's files are stored on its
+// step's path (docs/benchmarks.md).
+const magic = "\x00clientagent-artifact/1\n"
+
+// maxType bounds a stored content type, so its line is in the first
+// 512 bytes Get reads.
+const maxType = 255
+
 // Put stores body under cid/id with its content type, replacing any
 // earlier object atomically.
 func (s *Store) Put(ctx context.Context, cid, id, mimeType string, body io.Reader) (int64, error) {
-	data, typ, err := s.paths(cid, id)
+	data, _, err := s.paths(cid, id)
 	if err != nil {
 		return 0, err
 	}
+	mimeType = strings.NewReplacer("\n", "", "\r", "").Replace(mimeType)
+	if len(mimeType) > maxType {
+		mimeType = "application/octet-stream" // no real type is that long
+	}
+	head := magic + mimeType + "\n"
 	// The conversation's directory is made when the first write finds it
 	// missing, not stat'ed before every file (pkg/rawfile).
-	n, err := rawfile.WriteAtomic(data, body, 0o600)
+	n, err := rawfile.WriteAtomic(data, &headed{head: head, body: body}, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if err = os.MkdirAll(filepath.Dir(data), 0o755); err == nil {
-			n, err = rawfile.WriteAtomic(data, body, 0o600)
+			n, err = rawfile.WriteAtomic(data, &headed{head: head, body: body}, 0o600)
 		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("put artifact %s/%s: %w", cid, id, err)
 	}
-	if _, err := rawfile.WriteAtomic(typ, strings.NewReader(mimeType), 0o600); err != nil {
-		os.Remove(data) // no object without its type, and none left uncounted
-		return 0, fmt.Errorf("put artifact type %s/%s: %w", cid, id, err)
-	}
-	return n, nil
+	return n - int64(len(head)), nil
 }
+
+// headed reads head, then body, filling each read as far as it can, so a
+// small object is written in one system call.
+type headed struct {
+	head string
+	body io.Reader
+}
+
+func (h *headed) Read(p []byte) (int, error) {
+	n := copy(p, h.head)
+	h.head = h.head[n:]
+	if n == len(p) {
+		return n, nil
+	}
+	m, err := h.body.Read(p[n:])
+	return n + m, err
+}
+
+// Len is what is left to read, for pkg/rawfile's buffer: a body of
+// unknown length counts as large.
+func (h *headed) Len() int {
+	if l, ok := h.body.(interface{ Len() int }); ok {
+		return len(h.head) + l.Len()
+	}
+	return 1 << 30
+}
+
+// object is a stored object's bytes, after its header: a ReadSeeker for
+// http.ServeContent, closed with its file.
+type object struct {
+	*io.SectionReader
+	f   *os.File
+	mod time.Time
+}
+
+func (o *object) Close() error       { return o.f.Close() }
+func (o *object) ModTime() time.Time { return o.mod }
 
 // Get opens cid/id; artifact.ErrNotFound if absent.
 func (s *Store) Get(ctx context.Context, cid, id string) (io.ReadCloser, string, error) {
@@ -110,11 +161,28 @@ func (s *Store) Get(ctx context.Context, cid, id string) (io.ReadCloser, string,
 	if err != nil {
 		return nil, "", fmt.Errorf("get artifact %s/%s: %w", cid, id, err)
 	}
-	mt := "application/octet-stream"
-	if b, err := os.ReadFile(typ); err == nil && len(b) > 0 {
-		mt = string(b)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, "", fmt.Errorf("get artifact %s/%s: %w", cid, id, err)
 	}
-	return f, mt, nil
+	var first [512]byte
+	n, _ := io.ReadFull(f, first[:])
+	mt, off := "application/octet-stream", int64(0)
+	if rest, ok := bytes.CutPrefix(first[:n], []byte(magic)); ok {
+		if i := bytes.IndexByte(rest, '\n'); i >= 0 {
+			mt, off = string(rest[:i]), int64(len(magic)+i+1)
+		}
+	}
+	if off == 0 { // an object stored before the header: its type's sidecar
+		if b, err := os.ReadFile(typ); err == nil && len(b) > 0 {
+			mt = string(b)
+		}
+	}
+	if mt == "" {
+		mt = "application/octet-stream"
+	}
+	return &object{SectionReader: io.NewSectionReader(f, off, st.Size()-off), f: f, mod: st.ModTime()}, mt, nil
 }
 
 // URL returns <publicBaseURL>/files/<cid>/<id>?exp=<unix>&sig=<hex>, valid
@@ -134,8 +202,8 @@ func (s *Store) sign(cid, id string, exp int64) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// Delete removes cid/id and its type sidecar; an absent object is not an
-// error.
+// Delete removes cid/id (and the type sidecar of an object stored before
+// the header); an absent object is not an error.
 func (s *Store) Delete(ctx context.Context, cid, id string) error {
 	data, typ, err := s.paths(cid, id)
 	if err != nil {
@@ -203,11 +271,9 @@ func (s *Store) Handler() http.Handler {
 			h.Set("Content-Disposition", "attachment")
 		}
 		h.Set("Cache-Control", "private, max-age=60")
-		if f, ok := body.(*os.File); ok {
-			if st, err := f.Stat(); err == nil {
-				http.ServeContent(w, r, "", st.ModTime(), f)
-				return
-			}
+		if o, ok := body.(*object); ok {
+			http.ServeContent(w, r, "", o.ModTime(), o)
+			return
 		}
 		_, _ = io.Copy(w, body)
 	})

@@ -169,7 +169,77 @@ func TestFailedPutLeavesNoFile(t *testing.T) {
 	for _, e := range entries {
 		names = append(names, e.Name())
 	}
-	if want := []string{"art_ok", "art_ok.type"}; !slices.Equal(names, want) {
+	if want := []string{"art_ok"}; !slices.Equal(names, want) {
 		t.Errorf("files in the conversation's directory = %v, want %v", names, want)
+	}
+}
+
+// An object is one file, its content type in its header; an object stored
+// before the header (its bytes alone, its type in a sidecar) is read and
+// served as it was, ranges included.
+func TestAnObjectIsOneFileAndOldOnesStillRead(t *testing.T) {
+	t.Parallel()
+	s, srv := newServed(t)
+	ctx := t.Context()
+	body := strings.Repeat("0123456789", 100)
+	for _, tc := range []struct {
+		id, store, want string
+	}{
+		{"a_new", "image/svg+xml", "image/svg+xml"},
+		{"a_lines", "text/plain\r\n; x=1", "text/plain; x=1"},
+		{"a_long", "x/" + strings.Repeat("y", 300), "application/octet-stream"},
+	} {
+		n, err := s.Put(ctx, "c1", tc.id, tc.store, strings.NewReader(body))
+		if err != nil || n != int64(len(body)) {
+			t.Fatalf("Put(%s) = %d, %v; want %d bytes", tc.id, n, err, len(body))
+		}
+		rc, mt, err := s.Get(ctx, "c1", tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(rc)
+		rc.Close()
+		if string(got) != body || mt != tc.want {
+			t.Errorf("Get(%s) = %d bytes of type %q, want the %d bytes put, of type %q", tc.id, len(got), mt, len(body), tc.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.dir, "c1", "a_new.type")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Put wrote a type sidecar (stat: %v)", err)
+	}
+
+	// An object of the old layout.
+	dir := filepath.Join(s.dir, "c1")
+	if err := os.WriteFile(filepath.Join(dir, "a_old"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "a_old.type"), []byte("image/png"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a_new", "a_old"} {
+		link, err := s.URL(ctx, "c1", id, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, link, nil)
+		req.Header.Set("Range", "bytes=10-19")
+		res, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != http.StatusPartialContent || string(got) != body[10:20] {
+			t.Errorf("GET %s bytes 10-19 = %d %q, want 206 %q", id, res.StatusCode, got, body[10:20])
+		}
+		want := map[string]string{"a_new": "image/svg+xml", "a_old": "image/png"}[id]
+		if ct := res.Header.Get("Content-Type"); ct != want {
+			t.Errorf("GET %s Content-Type = %q, want %q", id, ct, want)
+		}
+	}
+	if err := s.Delete(ctx, "c1", "a_old"); err != nil {
+		t.Fatal(err)
+	}
+	if entries, _ := os.ReadDir(dir); slices.ContainsFunc(entries, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), "a_old") }) {
+		t.Error("Delete left a file of the old object")
 	}
 }
