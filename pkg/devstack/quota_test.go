@@ -68,8 +68,8 @@ func TestReturnedFilesCountWithTheirOutcome(t *testing.T) {
 			if used != stored {
 				t.Errorf("quota counts %d bytes, want the %d the stored artifacts hold", used, stored)
 			}
-			if len(files) != 2*arts {
-				t.Errorf("files on disk = %v, want each of the %d stored artifacts and its type", files, arts)
+			if len(files) != arts {
+				t.Errorf("files on disk = %v, want each of the %d stored artifacts", files, arts)
 			}
 			if want := map[bool]int{true: 0, false: 1}[tc.fits]; failed != want || arts != 2-want {
 				t.Errorf("%d calls failed and %d artifacts stored, want %d failed and %d stored", failed, arts, want, 2-want)
