@@ -219,15 +219,22 @@ func BenchmarkOneToolTurnA2AExecutor(b *testing.B) {
 // TaskStarted to its TaskSucceeded: the handler with its reads and
 // writes) and of the engine between states, in µs. The first LLM step
 // (µs/LLMStep-1) answers with the tool call, the second (µs/LLMStep-2)
-// ends the turn.
+// ends the turn. µs/tool-step is the median, over the turns, of the
+// tool step's own states summed (the LLM step that made the call,
+// ValidateBatch, InvokeCall, AppendResults): the durable tool step of
+// BenchmarkOneToolTurn − BenchmarkTextTurn without the engine's
+// bookkeeping, within one run, so that the host's drift between two runs
+// does not enter it.
 func BenchmarkOneToolTurnSteps(b *testing.B) {
 	ag := &slowAgent{instant: true}
 	url := serveAgent(b, ag)
 	took := map[string][]time.Duration{}
 	benchTurnsSeen(b, oneToolModel, []string{url}, func(h []sfnlocal.HistoryEvent) {
-		for k, d := range stepTimes(h) {
+		st := stepTimes(h)
+		for k, d := range st {
 			took[k] = append(took[k], d)
 		}
+		took["tool-step"] = append(took["tool-step"], st["LLMStep-1"]+st["ValidateBatch"]+st["InvokeCall"]+st["AppendResults"])
 	})
 	for k, ds := range took {
 		slices.Sort(ds)
