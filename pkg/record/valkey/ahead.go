@@ -252,10 +252,6 @@ func (s *Store) PutOutcomeAhead(ctx context.Context, cid, turnID string, o recor
 
 var _ record.ReadAhead = (*Store)(nil)
 
-// saveTurnGuardedScript is saveTurnAppendingScript without the read
-// ahead, for a Store that keeps none.
-var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true)) })
-
 // PutOutcomeAppending stores o as PutOutcome does and, in the same round
 // trip, t as SaveTurnAhead does (next read ahead when the Store keeps
 // reads): t is the turn with o's result appended, the write its batch's
@@ -292,11 +288,7 @@ func (s *Store) PutOutcomeAppending(ctx context.Context, cid string, o record.Ca
 		s.written.forget(cid, t.ID)
 		return record.Put{}, false, "", err
 	}
-	read, _ := sr.([]any)
-	n, _ := sr.(int64)
-	if read != nil {
-		n, _ = read[0].(int64)
-	}
+	n, read := turnReply(sr)
 	if serr != nil || n != 1 {
 		if serr != nil {
 			s.written.forget(cid, t.ID) // the write may have been stored, or not

@@ -74,11 +74,7 @@ func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts [
 		s.written.forget(cid, t.ID) // the write may have been stored, or not
 		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, classify(err))
 	}
-	read, _ := reply.([]any)
-	n, _ := reply.(int64)
-	if read != nil {
-		n, _ = read[0].(int64)
-	}
+	n, read := turnReply(reply)
 	switch n {
 	case 0:
 		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
@@ -87,6 +83,18 @@ func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts [
 	}
 	s.written.keepDecoding(cid, t.ID, version, string(body), string(msgs), true, early)
 	return read, nil
+}
+
+// turnReply is a turn write's reply: its code (1 written, 0 no such
+// conversation, -1 cancelled, -2 refused by its guard) and, with a read
+// ahead, the whole reply {code, token number, the read}.
+func turnReply(reply any) (int64, []any) {
+	read, _ := reply.([]any)
+	n, _ := reply.(int64)
+	if read != nil {
+		n, _ = read[0].(int64)
+	}
+	return n, read
 }
 
 // Rename sets the title List shows (the 'title' field), when the
@@ -298,6 +306,10 @@ var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.New
 // write sends it in the same round trip, after itself, with the turn that
 // appends that outcome (PutOutcomeAppending).
 var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, true)) })
+
+// saveTurnGuardedScript is saveTurnAppendingScript without the read
+// ahead, for a Store that keeps none.
+var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true)) })
 
 func saveTurnLua(ahead, guarded bool) string {
 	guard, tail := "", 0
