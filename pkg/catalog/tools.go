@@ -124,6 +124,10 @@ var schemaCompiler atomic.Pointer[SchemaCompiler]
 // validator, and their Validate fails with ErrNoValidator.
 func UseSchemas(c SchemaCompiler) { schemaCompiler.Store(&c) }
 
+// ChecksArguments reports whether this program checks tool arguments
+// (UseSchemas was called).
+func ChecksArguments() bool { return schemaCompiler.Load() != nil }
+
 // ErrNoValidator is Entry.Validate's error in a binary that has no JSON
 // Schema validator (UseSchemas was not called).
 var ErrNoValidator = errors.New("catalog: this program checks no tool arguments (no JSON Schema validator: see catalog.UseSchemas)")

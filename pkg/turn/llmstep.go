@@ -211,11 +211,38 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		}
 		return h.endFailed(ctx, in.Ref, t, step, msg)
 	}
+	h.validateEarly(ctx, conv, t, cat)
 	after, err := h.saveAhead(ctx, in.Ref, t, batchQuery(in.Ref))
 	if err != nil {
 		return StepOutput{}, err
 	}
 	return StepOutput{Next: NextTools, After: after}, nil
+}
+
+// validateEarly validates the calls of the model's answer, which t's
+// last message holds, as ValidateBatch would, so that the step's own
+// write stores the batch validated and ValidateBatch, finding it so, has
+// nothing to write: one round trip less per batch (docs/architecture.md,
+// "A batch is validated in the write that asked for it"). It does so only
+// when nothing in the batch can pause or be checked on the way: no call
+// needs a form or an approval, the guardian does not check tool calls,
+// and the turn is not a workflow's. Otherwise, or when an artifact a call
+// names cannot be read now, or in a program that checks no tool arguments
+// (the llmstep function links no JSON Schema validator), it leaves the
+// batch to ValidateBatch.
+func (h *Handlers) validateEarly(ctx context.Context, conv *record.Conversation, t *record.Turn, cat *catalog.Catalog) {
+	last, ok := lastMessage(t)
+	if !ok || len(last.ToolCalls) == 0 || t.Workflow != nil || h.guardian().Enabled(guardian.ToolCall) || !catalog.ChecksArguments() {
+		return
+	}
+	if ResolveArtifacts(ctx, h.Store, conv, t) != nil {
+		return
+	}
+	pending := batch.Validate(cat, last.ToolCalls, Env(conv, t))
+	if kind, _ := batch.NextPause(pending); kind != "" {
+		return
+	}
+	t.Pending = pending
 }
 
 // inspect is what the LLM call sent and got, for the step's inspector;

@@ -11,6 +11,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
+	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
 	"github.com/clientagent/clientagent/pkg/wire"
@@ -139,6 +140,10 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	}
 	e := Env(conv, t)
 	before := callStates(t)
+	// A batch the LLM step validated in its own write (validateEarly), or
+	// that this step's earlier try saved, is stored as it is: when nothing
+	// below changes it, there is nothing to write.
+	stored := in.Reply == nil && len(t.Pending) > 0 && t.Status == record.StatusRunning && t.TaskToken == "" && t.WaitingSince.IsZero()
 	if in.Reply != nil {
 		// The user's wait ends here, whatever the reply.
 		h.awaitEnded(ctx, in.Ref, t, replyKind(in.Reply))
@@ -219,8 +224,10 @@ func (h *Handlers) validate(ctx context.Context, in ValidateInput) (ValidateOutp
 	if err := h.audit(ctx, append(h.decisions(conv, t, before), guarded...)); err != nil {
 		return ValidateOutput{}, err
 	}
-	if err := h.save(ctx, in.Ref, t); err != nil {
-		return ValidateOutput{}, err
+	if !stored || out.Next == NextAwait || h.guardian().Enabled(guardian.ToolCall) {
+		if err := h.save(ctx, in.Ref, t); err != nil {
+			return ValidateOutput{}, err
+		}
 	}
 	h.stepLog(ctx, in.Ref, "validate", "", out.Next, started, 0, nil)
 	return out, nil

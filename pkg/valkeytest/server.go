@@ -2,6 +2,7 @@ package valkeytest
 
 import (
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -25,6 +26,22 @@ func Server(t *testing.T, args ...string) (string, *os.Process) {
 	if err != nil {
 		t.Skip("redis-server is not installed: skipping the real-server fault test (CI installs it: apt-get install redis-server)")
 	}
+	// A free port can be taken by another test between the probe that
+	// finds it and the server's bind: the server then exits, and whatever
+	// took the port must not pass for it. A server is ours once it answers
+	// PING; one that exits is started again on another port.
+	for range 10 {
+		if addr, proc, ok := start(t, bin, args); ok {
+			return addr, proc
+		}
+	}
+	t.Fatal("redis-server did not start on any of 10 free ports")
+	return "", nil
+}
+
+// start starts one redis-server on a port free a moment ago, and reports
+// whether it came up there.
+func start(t *testing.T, bin string, args []string) (string, *os.Process, bool) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -35,21 +52,48 @@ func Server(t *testing.T, args ...string) (string, *os.Process) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 		_ = cmd.Process.Kill()
-		_, _ = cmd.Process.Wait()
-	})
+		<-exited
+	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	for range 100 {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr, cmd.Process
+	for range 250 {
+		select {
+		case <-exited:
+			return "", nil, false // the port was taken: try another
+		default:
+		}
+		if pong(addr) {
+			t.Cleanup(stop)
+			return addr, cmd.Process, true
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	stop()
 	t.Fatalf("redis-server on %s did not start", addr)
-	return "", nil
+	return "", nil, false
+}
+
+// pong reports whether a Redis server answers PING at addr.
+func pong(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	b := make([]byte, 7)
+	n, _ := io.ReadFull(c, b)
+	return string(b[:n]) == "+PONG\r\n"
 }
 
 // UsedMemory is the server's used_memory (INFO memory), for fault tests
