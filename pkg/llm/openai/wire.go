@@ -68,8 +68,53 @@ type toolFunction struct {
 }
 
 // encode is the request body. HTML characters are not escaped: the body
-// is for a model, not a page.
+// is for a model, not a page. It is the bytes encodeWhole writes; the
+// tools, most of a body and the same on every call of a conversation, go
+// in as each one's kept encoding (toolCache), and the rest is encoded
+// around them.
 func (r *chatRequest) encode() ([]byte, error) {
+	if len(r.Tools) == 0 {
+		return r.encodeWhole()
+	}
+	head := *r
+	head.Tools, head.ToolChoice, head.PromptCacheKey = nil, "", ""
+	hb, err := head.encodeWhole() // {…,"stream_options":{…}}\n: the fields before tools
+	if err != nil {
+		return nil, err
+	}
+	encoded := make([][]byte, len(r.Tools))
+	size := len(hb) + len(r.ToolChoice) + len(r.PromptCacheKey) + 64
+	for i, t := range r.Tools {
+		if encoded[i], err = tools.encoding(t); err != nil {
+			return nil, err
+		}
+		size += len(encoded[i]) + 1
+	}
+	b := append(make([]byte, 0, size), bytes.TrimSuffix(hb, []byte("}\n"))...)
+	b = append(b, `,"tools":[`...)
+	for i, tb := range encoded {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, tb...)
+	}
+	b = append(b, ']')
+	for _, f := range []struct{ name, v string }{{"tool_choice", r.ToolChoice}, {"prompt_cache_key", r.PromptCacheKey}} {
+		if f.v == "" {
+			continue // omitempty
+		}
+		vb, err := encodeValue(f.v)
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(b, `,"`+f.name+`":`...), vb...)
+	}
+	return append(b, "}\n"...), nil
+}
+
+// encodeWhole is the request body encoded whole, as encoding/json writes
+// r: encode's output, byte for byte.
+func (r *chatRequest) encodeWhole() ([]byte, error) {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -77,6 +122,59 @@ func (r *chatRequest) encode() ([]byte, error) {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// encodeValue is v as encode writes it: compact, HTML characters as they
+// are.
+func encodeValue(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// toolCache keeps each tool's encoding, as schemaCache keeps schemas:
+// every call of every turn sends the same few tools, whose descriptions
+// and schemas encoding/json would escape and compact again each time. A
+// tool is known by its name, description and schema, the schema by where
+// its bytes are: the canonical schemas buildRequest takes from schemaCache
+// are the same bytes from call to call, and a key holds its schema's
+// bytes, so no other schema is ever at that address. Past maxSchemas
+// distinct tools, a tool is encoded for its call and not kept.
+type toolCache struct {
+	m sync.Map // toolKey → []byte
+	n atomic.Int64
+}
+
+type toolKey struct {
+	typ, name, description string
+	schema                 *byte
+	size                   int
+}
+
+var tools toolCache
+
+func (c *toolCache) encoding(t chatTool) ([]byte, error) {
+	key := toolKey{typ: t.Type, name: t.Function.Name, description: t.Function.Description, size: len(t.Function.Parameters)}
+	if len(t.Function.Parameters) > 0 {
+		key.schema = &t.Function.Parameters[0]
+	}
+	if v, ok := c.m.Load(key); ok {
+		return v.([]byte), nil
+	}
+	b, err := encodeValue(t)
+	if err != nil {
+		return nil, err
+	}
+	if c.n.Load() < maxSchemas {
+		if _, loaded := c.m.LoadOrStore(key, b); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return b, nil
 }
 
 // buildRequest maps req to a Chat Completions request: the system rules
