@@ -25,13 +25,14 @@ func TestStepsReadBackWhatTheStepBeforeWrote(t *testing.T) {
 	}
 	// Seven reads: LLMStep ×3, ValidateBatch ×2, InvokeCall ×2 (LoadStart);
 	// AppendResults reads nothing, each batch being one call that its
-	// outcome's write appended. Five ride on the write before them: the
+	// outcome's write appended. All ride on the write before them: the
 	// API's (for the first LLM step), the LLM steps' with tool calls (for
-	// ValidateBatch), each call's outcome with its append (for the next
-	// LLM step). The LoadStarts read, taking back the turn; the reads
-	// ahead name it too.
-	if ahead, kept, sent := bodies.Ahead.Load(), bodies.Kept.Load(), bodies.Sent.Load(); ahead != 5 || kept != 7 || sent > 0 {
-		t.Errorf("the turn's reads: %d ahead, %d of them and the reads of their own without the body, %d with it; want 5, 7 and none", ahead, kept, sent)
+	// ValidateBatch, and for the InvokeCall of the one call the write
+	// started), each call's outcome with its append (for the next LLM
+	// step). Five reads ahead, each naming the turn its writer keeps, and
+	// no read of a step's own.
+	if ahead, kept, sent := bodies.Ahead.Load(), bodies.Kept.Load(), bodies.Sent.Load(); ahead != 5 || kept != 5 || sent > 0 {
+		t.Errorf("the turn's reads: %d ahead, %d of them and the reads of their own without the body, %d with it; want 5, 5 and none", ahead, kept, sent)
 	}
 	if v := c.wait(cid, tid); v.Status != "succeeded" || v.LLMCalls != 3 {
 		t.Fatalf("turn = %s with %d LLM calls, want succeeded with 3", v.Status, v.LLMCalls)

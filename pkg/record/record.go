@@ -139,6 +139,22 @@ type AppendingPut interface {
 	PutOutcomeAppending(ctx context.Context, cid string, o CallOutcome, t *Turn, next Query, artifacts ...artifact.Artifact) (put Put, appended bool, token string, err error)
 }
 
+// StartingSave writes a turn whose batch is one call ready to run and, in
+// the same script, after the write, starts that call as Store.LoadStart
+// would (docs/architecture.md, "The only call starts in the write that
+// asked for it"): a cancel marked before the write refuses the write and
+// the start with it; one marked after it finds the call started. next is
+// read ahead as SaveTurnAhead reads it, and the Store keeps that read for
+// the call's LoadStart, which takes it instead of a round trip and
+// reports the call started. start's events, whose data names the call's
+// tool itself (no CallTool), are written after the turn's when the call
+// starts; LoadStart writes none for a call started this way. started says
+// whether the call was started (false: the Store keeps no reads, and only
+// saved the turn, without start's events).
+type StartingSave interface {
+	SaveTurnStarting(ctx context.Context, cid string, t *Turn, next Query, start Start, artifacts ...artifact.Artifact) (token string, started bool, err error)
+}
+
 // Start is the call a step starts in its read (Store.LoadStart), with the
 // events that tell it started.
 type Start struct {

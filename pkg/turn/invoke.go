@@ -75,12 +75,15 @@ func (h *Handlers) invoke(ctx context.Context, in InvokeInput) (InvokeOutput, er
 		// the step's read: a cancel marked first means the call never runs;
 		// a call started first runs to its end, and its outcome is what the
 		// record says. The call's step.started rides on that read.
+		// A call its LLM step's write started and told (saveBatch) is
+		// not told again: the read takes that write's.
 		start := record.Start{CallID: in.CallID}
-		if h.events().Enabled() {
+		told := h.told.take(startKey(in.Ref, in.CallID))
+		if h.events().Enabled() && !told {
 			start.Events = []record.Event{h.live(record.EventStepStarted, in.TurnID, map[string]any{"tool": record.CallTool, "call_id": in.CallID})}
 		}
 		conv, t, outcomes, began, err = h.loadStart(ctx, in.Ref, start)
-		if began && err == nil {
+		if began && err == nil && !told {
 			if pc := findCall(t, in.CallID); pc != nil {
 				h.events().Publish(ctx, in.ConversationID, start.Told(pc.Tool)...) // as the log got them
 			}

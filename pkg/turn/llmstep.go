@@ -212,7 +212,7 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		return h.endFailed(ctx, in.Ref, t, step, msg)
 	}
 	h.validateEarly(ctx, conv, t, cat)
-	after, err := h.saveAhead(ctx, in.Ref, t, batchQuery(in.Ref))
+	after, err := h.saveBatch(ctx, in.Ref, t)
 	if err != nil {
 		return StepOutput{}, err
 	}
@@ -243,6 +243,30 @@ func (h *Handlers) validateEarly(ctx context.Context, conv *record.Conversation,
 		return
 	}
 	t.Pending = pending
+}
+
+// saveBatch is saveAhead of the step's answer with its calls. A batch of
+// one call that validateEarly stored ready to run, which ValidateBatch
+// will hand on as stored, starts in the write's round trip, as its
+// InvokeCall's read would start it (record.StartingSave; docs/architecture.md,
+// "The only call starts in the write that asked for it"): its
+// step.started goes with the write's events, and its InvokeCall, told so,
+// takes the write's read instead of a round trip of its own.
+func (h *Handlers) saveBatch(ctx context.Context, r Ref, t *record.Turn) (string, error) {
+	var start *record.Start
+	if len(t.Pending) == 1 && t.Pending[0].State == record.CallReady {
+		pc := t.Pending[0]
+		start = &record.Start{CallID: pc.CallID}
+		if h.events().Enabled() {
+			start.Events = []record.Event{h.live(record.EventStepStarted, t.ID, map[string]any{"tool": pc.Tool, "call_id": pc.CallID})}
+		}
+	}
+	t.UpdatedAt = h.now()
+	token, started, err := h.writeStarting(ctx, r, t, batchQuery(r), start)
+	if started {
+		h.told.put(startKey(r, start.CallID), h.now())
+	}
+	return token, err
 }
 
 // inspect is what the LLM call sent and got, for the step's inspector;

@@ -200,7 +200,46 @@ type Handlers struct {
 	// or written last (seenTurn), so a write that changes the status
 	// tells the owner's log (userStatus).
 	seen sync.Map
+	// told is, per call an LLM step's write started (startedByWrite), when
+	// it did: that call's InvokeCall writes and publishes no step.started
+	// of its own.
+	told toldStarts
 }
+
+// toldStarts are the calls whose start an LLM step's write made and
+// told, by conversation, turn and call id, until their InvokeCall takes
+// them; one no step took (a cancel, a lost execution) goes after a minute
+// once more than a few are kept.
+type toldStarts struct {
+	mu    sync.Mutex
+	calls map[string]time.Time
+}
+
+func (s *toldStarts) put(key string, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[string]time.Time{}
+	}
+	if len(s.calls) >= 64 {
+		for k, t := range s.calls {
+			if at.Sub(t) > time.Minute {
+				delete(s.calls, k)
+			}
+		}
+	}
+	s.calls[key] = at
+}
+
+func (s *toldStarts) take(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.calls[key]
+	delete(s.calls, key)
+	return ok
+}
+
+func startKey(r Ref, callID string) string { return r.ConversationID + "/" + r.TurnID + "/" + callID }
 
 func (h *Handlers) startedAfter() time.Duration {
 	if h.StartedAfter > 0 {
@@ -501,20 +540,35 @@ func (h *Handlers) write(ctx context.Context, r Ref, t *record.Turn, arts ...art
 
 // writeAhead is write, reading next ahead as saveAhead says.
 func (h *Handlers) writeAhead(ctx context.Context, r Ref, t *record.Turn, next *record.Query, arts ...artifact.Artifact) (string, error) {
+	token, _, err := h.writeStarting(ctx, r, t, next, nil, arts...)
+	return token, err
+}
+
+// writeStarting is writeAhead that also starts start's call after the
+// write, in its round trip, when start is set and the Store can
+// (record.StartingSave); started says whether it did.
+func (h *Handlers) writeStarting(ctx context.Context, r Ref, t *record.Turn, next *record.Query, start *record.Start, arts ...artifact.Artifact) (token string, started bool, err error) {
 	ra, _ := h.Store.(record.ReadAhead)
-	var token string
+	ss, _ := h.Store.(record.StartingSave)
 	log := h.events()
 	if log.Enabled() {
 		// The write's events go in its own round trip.
 		t.Events = append(t.Events, h.savedEvents(t, arts)...)
 	}
-	_, err := h.outlast(ctx, func() (err error) {
-		if ra != nil && next != nil {
+	_, err = h.outlast(ctx, func() (err error) {
+		switch {
+		case ss != nil && next != nil && start != nil:
+			token, started, err = ss.SaveTurnStarting(ctx, r.ConversationID, t, *next, *start, arts...)
+			return err
+		case ra != nil && next != nil:
 			token, err = ra.SaveTurnAhead(ctx, r.ConversationID, t, *next, arts...)
 			return err
 		}
 		return h.Store.SaveTurn(ctx, r.ConversationID, t, arts...)
 	})
+	if started {
+		t.Events = append(t.Events, start.Events...) // published with the write's, as the log got them
+	}
 	if err == nil {
 		var evs []record.Event
 		if t.Spend != nil {
@@ -553,20 +607,20 @@ func (h *Handlers) writeAhead(ctx context.Context, r Ref, t *record.Turn, next *
 		h.userStatus(ctx, r, t)
 	}
 	if errors.Is(err, record.ErrNotFound) {
-		return "", &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
+		return "", false, &NotFoundError{What: "conversation " + r.ConversationID} // deleted while the turn ran
 	} else if errors.Is(err, record.ErrCancelled) {
 		// The user cancelled the turn while this step ran: its work is
 		// dropped, and the execution is being stopped.
-		return "", &CancelledError{TurnID: t.ID}
+		return "", false, &CancelledError{TurnID: t.ID}
 	} else if err != nil {
 		if errors.Is(err, record.ErrFull) {
 			// The ops signal of a full store: the turn waits for the state
 			// machine's retries, and reads keep working meanwhile.
 			h.log().ErrorContext(ctx, "store full", append([]any{"conversation", r.ConversationID, "turn", t.ID, "error", err.Error()}, metrics.Count(metrics.StoreFull)...)...)
 		}
-		return "", &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
+		return "", false, &TransientError{Err: fmt.Errorf("save turn %s: %w", t.ID, err)}
 	}
-	return token, nil
+	return token, started, nil
 }
 
 func (h *Handlers) catalog(ctx context.Context) (*catalog.Catalog, error) {

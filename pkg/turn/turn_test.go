@@ -68,6 +68,7 @@ func demoCatalog(t *testing.T, workflows ...catalog.Workflow) *catalog.Catalog {
 // scripted model and a fake invoker.
 type fixture struct {
 	h     *turn.Handlers
+	rdb   *redis.Client
 	store *valkey.Store
 	inv   *countingInvoker
 	llm   atomic.Int32
@@ -98,7 +99,7 @@ func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixtu
 	mr := miniredis.RunT(t)
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
-	f := &fixture{store: valkey.New(rdb, valkey.Options{}), audit: audit.Dir{Path: t.TempDir()}}
+	f := &fixture{rdb: rdb, store: valkey.New(rdb, valkey.Options{}), audit: audit.Dir{Path: t.TempDir()}}
 	f.inv = &countingInvoker{invoke: func(c tool.Call) record.CallOutcome {
 		return record.CallOutcome{Result: record.ToolResult{Status: record.ResultSucceeded, Summary: "drew it",
 			Artifacts: []artifact.Ref{{ID: "art_1", Name: "w.svg", MimeType: "image/svg+xml"}}},

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/guardian"
 	"github.com/clientagent/clientagent/pkg/llm"
@@ -27,6 +29,11 @@ func (s *turnWrites) SaveTurn(ctx context.Context, cid string, t *record.Turn, a
 func (s *turnWrites) SaveTurnAhead(ctx context.Context, cid string, t *record.Turn, q record.Query, arts ...artifact.Artifact) (string, error) {
 	s.n.Add(1)
 	return s.Store.SaveTurnAhead(ctx, cid, t, q, arts...)
+}
+
+func (s *turnWrites) SaveTurnStarting(ctx context.Context, cid string, t *record.Turn, q record.Query, start record.Start, arts ...artifact.Artifact) (string, bool, error) {
+	s.n.Add(1)
+	return s.Store.SaveTurnStarting(ctx, cid, t, q, start, arts...)
 }
 
 // checksCalls is a guardian that checks tool calls and allows them.
@@ -106,4 +113,79 @@ func TestABatchIsValidatedInTheWriteThatAskedFor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The only call starts in the write that asked for it (docs/architecture.md):
+// on a Store that keeps its reads, the LLM step whose answer is one call
+// ready to run starts it in its own write, with the call's step.started;
+// ValidateBatch and InvokeCall then read nothing, and InvokeCall tells no
+// step.started of its own.
+func TestTheOnlyCallStartsInTheLLMStepsWrite(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, func(req llm.Request) *llm.Response {
+		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+			return &llm.Response{Text: "done"}
+		}
+		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
+	})
+	store := valkey.New(f.rdb, valkey.Options{ReadBack: true})
+	f.h.Store, f.h.Events = store, store
+	rt := &alone{}
+	f.rdb.AddHook(rt)
+	ctx := t.Context()
+	step, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref})
+	if err != nil || step.Next != turn.NextTools || step.After == "" {
+		t.Fatalf("LLMStep() = %+v, %v; want tools, with a token", step, err)
+	}
+	n := rt.N.Load()
+	ref := f.ref
+	ref.After = []string{step.After}
+	v, err := f.h.Validate(ctx, turn.ValidateInput{Ref: ref})
+	if err != nil || v.Next != turn.NextInvoke || len(v.Calls) != 1 {
+		t.Fatalf("Validate() = %+v, %v", v, err)
+	}
+	out, err := f.h.Invoke(ctx, turn.InvokeInput{Ref: f.ref, CallID: v.Calls[0]})
+	if err != nil || out.Status != record.ResultSucceeded {
+		t.Fatalf("Invoke() = %+v, %v", out, err)
+	}
+	if got := rt.N.Load() - n; got != 0 {
+		t.Errorf("ValidateBatch and InvokeCall sent %d commands alone, want none: no read of their own (the outcome's write goes in its pipeline)", got)
+	}
+	if n := f.inv.n.Load(); n != 1 {
+		t.Errorf("the specialist ran %d times, want once", n)
+	}
+	evs, err := store.Events(ctx, "c1", "0", 1000, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := 0
+	for _, e := range evs {
+		if f := e.Fields(); e.Type == record.EventStepStarted && f["call_id"] == v.Calls[0] {
+			started++
+			if f["tool"] != "create_svg_artifact" {
+				t.Errorf("the call's step.started names tool %v", f["tool"])
+			}
+		}
+	}
+	if started != 1 {
+		t.Errorf("the call's step.started is in the log %d times, want once", started)
+	}
+}
+
+// alone counts the commands sent alone, a script's first load (SCRIPT
+// LOAD after NOSCRIPT on a new server) aside: a step's read is one, and
+// a call's outcome goes in a pipeline.
+type alone struct{ N atomic.Int64 }
+
+func (r *alone) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *alone) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() != "script" {
+			r.N.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (r *alone) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

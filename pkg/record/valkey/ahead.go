@@ -3,6 +3,7 @@ package valkey
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -195,6 +196,76 @@ func (s *Store) aheadTaken(cid string, q record.Query) (*record.Conversation, ma
 	return conv, outcomes, true, err
 }
 
+// starts keeps, per call a write started (SaveTurnStarting), that
+// write's read ahead, for the call's LoadStart.
+type starts struct {
+	mu    sync.Mutex
+	calls map[string]*readAhead // by cid + "/" + tid + "/" + call id
+}
+
+// putStart keeps a for call callID of turn tid, dropping what no step
+// took within aheadFor once it keeps more than a few.
+func (w *written) putStart(cid, tid, callID string, a *readAhead) {
+	w.starts.mu.Lock()
+	defer w.starts.mu.Unlock()
+	if w.starts.calls == nil {
+		w.starts.calls = map[string]*readAhead{}
+	}
+	if len(w.starts.calls) >= aheadKeep/4 {
+		for k, old := range w.starts.calls {
+			if a.at.Sub(old.at) > aheadFor {
+				delete(w.starts.calls, k)
+			}
+		}
+	}
+	for k := range w.starts.calls {
+		if len(w.starts.calls) < aheadKeep {
+			break
+		}
+		delete(w.starts.calls, k)
+	}
+	w.starts.calls[cid+"/"+tid+"/"+callID] = a
+}
+
+// takeStart removes and returns the read of the write that started call
+// callID of q's turn, when it answers q.
+func (w *written) takeStart(cid string, q record.Query, callID string) *readAhead {
+	if w == nil || q.TurnID == "" {
+		return nil
+	}
+	w.starts.mu.Lock()
+	defer w.starts.mu.Unlock()
+	key := cid + "/" + q.TurnID + "/" + callID
+	a := w.starts.calls[key]
+	if a == nil {
+		return nil
+	}
+	delete(w.starts.calls, key)
+	if a.query != queryOf(q) {
+		return nil
+	}
+	return a
+}
+
+// startTaken is LoadStart of a call a write of this Store started, from
+// that write's read; ok false means the step reads (and starts) as any.
+func (s *Store) startTaken(cid string, q record.Query, callID string) (*record.Conversation, map[string]record.CallOutcome, bool, error) {
+	a := s.written.takeStart(cid, q, callID)
+	if a == nil {
+		return nil, nil, false, nil
+	}
+	var own *kept
+	if a.version != "" {
+		// The reply holds the turn as unchanged: the kept write stands in.
+		if own = s.written.take(cid, q.TurnID); own == nil || own.version != a.version {
+			s.written.putBack(cid, q.TurnID, own)
+			return nil, nil, false, nil
+		}
+	}
+	conv, outcomes, err := s.decodeStep(cid, q.TurnID, a.raw, own)
+	return conv, outcomes, true, err
+}
+
 // keptAhead keeps the read ahead of a write's reply (reply[1] the token's
 // number, reply[2] readStep's reply) and returns its token ("" when the
 // reply holds none).
@@ -212,6 +283,48 @@ func (s *Store) keptAhead(cid, tid string, reply []any, q stepQuery, version str
 	}
 	s.written.putAhead(cid, tid, &readAhead{n: n, query: q, version: version, raw: raw, at: time.Now()})
 	return s.written.token(n)
+}
+
+// SaveTurnStarting is SaveTurnAhead, and the start of call callID after
+// the write in the same script (record.StartingSave): the read ahead is
+// kept for the step that follows and, a second time, for the call's
+// LoadStart. A Store without Options.ReadBack keeps nothing: it only
+// saves, and starts nothing (another process's LoadStart could not take
+// the read, and would start the call itself).
+func (s *Store) SaveTurnStarting(ctx context.Context, cid string, t *record.Turn, next record.Query, start record.Start, arts ...artifact.Artifact) (string, bool, error) {
+	if s.written == nil || next.TurnID != t.ID || start.CallID == "" {
+		return "", false, s.SaveTurn(ctx, cid, t, arts...)
+	}
+	version := s.written.version()
+	q := queryOf(next)
+	told := *t // the start's events go after the turn's, in the same script
+	told.Events = append(slices.Clone(t.Events), start.Events...)
+	args := append(q.args(version), start.CallID, time.Now().UTC().Format(time.RFC3339Nano))
+	reply, err := s.saveTurn(ctx, cid, &told, arts, version, saveTurnStartingScript(), args...)
+	if err != nil {
+		return "", false, err
+	}
+	token := s.keptAhead(cid, t.ID, reply, q, version)
+	if a := s.written.aheadOf(cid, t.ID, token); a != nil {
+		s.written.putStart(cid, t.ID, start.CallID, a)
+	}
+	return token, true, nil
+}
+
+var _ record.StartingSave = (*Store)(nil)
+
+// aheadOf is the read ahead kept under token for turn tid, left kept.
+func (w *written) aheadOf(cid, tid, token string) *readAhead {
+	if token == "" {
+		return nil
+	}
+	w.ahead.mu.Lock()
+	defer w.ahead.mu.Unlock()
+	a := w.ahead.turns[cid+"/"+tid]
+	if a == nil || w.token(a.n) != token {
+		return nil
+	}
+	return a
 }
 
 // SaveTurnAhead is SaveTurn, and next read ahead in the same script

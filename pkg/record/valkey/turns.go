@@ -293,11 +293,11 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false)) })
+var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false, false)) })
 
 // saveTurnAheadScript is saveTurnScript, then the read ahead (aheadLua)
 // whose arguments end ARGV.
-var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false)) })
+var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, false)) })
 
 // saveTurnAppendingScript is saveTurnAheadScript guarded by a call's
 // outcome: its last two ARGV are the call id and the outcome's JSON, and
@@ -305,16 +305,29 @@ var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.New
 // outcome under that id; else nothing is written (-2). A call's outcome
 // write sends it in the same round trip, after itself, with the turn that
 // appends that outcome (PutOutcomeAppending).
-var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, true)) })
+var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, true, false)) })
 
 // saveTurnGuardedScript is saveTurnAppendingScript without the read
 // ahead, for a Store that keeps none.
-var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true)) })
+var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true, false)) })
 
-func saveTurnLua(ahead, guarded bool) string {
-	guard, tail := "", 0
+// saveTurnStartingScript is saveTurnAheadScript that starts a call after
+// the write: its last two ARGV are the call's id and its start time, and
+// the start is LoadStart's (start:<call> in the turn's results, and
+// the turn marked as having results), before the read ahead, which sees
+// it (record.StartingSave). The write's own checks came first: a write
+// refused (a cancel, no conversation) starts nothing.
+var saveTurnStartingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, true)) })
+
+func saveTurnLua(ahead, guarded, starting bool) string {
+	guard, start, tail := "", "", 0
 	if guarded {
 		guard = "if redis.call('HGET', KEYS[3], ARGV[#ARGV - 1]) ~= ARGV[#ARGV] then return -2 end\n"
+		tail = 2
+	}
+	if starting {
+		start = "redis.call('HSET', KEYS[3], '" + startPrefix + "' .. ARGV[#ARGV - 1], ARGV[#ARGV])\n" +
+			"redis.call('HSET', KEYS[1], '" + resultsPrefix + "' .. tid, 1)\n"
 		tail = 2
 	}
 	return emitLua + fieldOpsLua + aheadPrelude(ahead, tail) + `
@@ -337,7 +350,7 @@ for _ = 1, tonumber(ARGV[13]) do
   end
   i = i + 2
 end
-i = pastOps
+` + start + `i = pastOps
 local events = tonumber(ARGV[i])
 if events > 0 then emit(KEYS[8], {unpack(ARGV, i + 1, i + events)}) end
 i = i + 1 + events
@@ -553,6 +566,9 @@ func (s *Store) LoadStart(ctx context.Context, cid string, q record.Query, start
 		return nil, nil, false, fmt.Errorf("load and start a call of %s: turn and call id are required", cid)
 	}
 	q.Outcomes = true
+	if conv, outcomes, ok, err := s.startTaken(cid, q, callID); ok {
+		return conv, outcomes, true, err // the write that asked for the call started it (SaveTurnStarting)
+	}
 	args := []any{callID, time.Now().UTC().Format(time.RFC3339Nano), int64(s.ttl / time.Second)}
 	for _, e := range start.Events {
 		b, err := e.MarshalJSON()

@@ -44,7 +44,8 @@ type written struct {
 	turns map[string]*writtenTurn // by cid + "/" + tid
 	order []keptAt                // the keeps, oldest first; some replaced or taken since
 
-	ahead aheads // the reads ahead of its writes (ahead.go)
+	ahead  aheads // the reads ahead of its writes (ahead.go)
+	starts starts // the calls its writes started, with their reads (ahead.go)
 }
 
 // writtenTurn is one kept write: the version stored with it and the turn's
