@@ -125,20 +125,27 @@ func (w *written) putAhead(cid, tid string, a *readAhead) {
 	if w.ahead.turns == nil {
 		w.ahead.turns = map[string]*readAhead{}
 	}
-	if len(w.ahead.turns) >= aheadKeep/4 {
-		for k, old := range w.ahead.turns {
+	keepBounded(w.ahead.turns, key, a)
+}
+
+// keepBounded puts a in m under key, first dropping what was kept longer
+// than aheadFor once m holds more than a few, and anything, past
+// aheadKeep.
+func keepBounded(m map[string]*readAhead, key string, a *readAhead) {
+	if len(m) >= aheadKeep/4 {
+		for k, old := range m {
 			if a.at.Sub(old.at) > aheadFor {
-				delete(w.ahead.turns, k)
+				delete(m, k)
 			}
 		}
 	}
-	for k := range w.ahead.turns {
-		if len(w.ahead.turns) < aheadKeep {
+	for k := range m {
+		if len(m) < aheadKeep {
 			break
 		}
-		delete(w.ahead.turns, k)
+		delete(m, k)
 	}
-	w.ahead.turns[key] = a
+	m[key] = a
 }
 
 // takeAhead removes and returns the read ahead of q's turn that answers
@@ -180,19 +187,24 @@ func (w *written) token(n int64) string { return w.prefix + strconv.FormatInt(n,
 // aheadTaken is LoadStep from a kept read ahead of q, when there is one
 // that answers q; ok false means the step reads.
 func (s *Store) aheadTaken(cid string, q record.Query) (*record.Conversation, map[string]record.CallOutcome, bool, error) {
-	a := s.written.takeAhead(cid, q)
+	return s.takenRead(cid, q.TurnID, s.written.takeAhead(cid, q))
+}
+
+// takenRead is a kept read of turn tid decoded (a nil a, or a turn's body
+// no longer kept as the read names it: ok false, the step reads).
+func (s *Store) takenRead(cid, tid string, a *readAhead) (*record.Conversation, map[string]record.CallOutcome, bool, error) {
 	if a == nil {
 		return nil, nil, false, nil
 	}
 	var own *kept
 	if a.version != "" {
 		// The reply holds the turn as unchanged: the kept write stands in.
-		if own = s.written.take(cid, q.TurnID); own == nil || own.version != a.version {
-			s.written.putBack(cid, q.TurnID, own)
+		if own = s.written.take(cid, tid); own == nil || own.version != a.version {
+			s.written.putBack(cid, tid, own)
 			return nil, nil, false, nil
 		}
 	}
-	conv, outcomes, err := s.decodeStep(cid, q.TurnID, a.raw, own)
+	conv, outcomes, err := s.decodeStep(cid, tid, a.raw, own)
 	return conv, outcomes, true, err
 }
 
@@ -211,20 +223,7 @@ func (w *written) putStart(cid, tid, callID string, a *readAhead) {
 	if w.starts.calls == nil {
 		w.starts.calls = map[string]*readAhead{}
 	}
-	if len(w.starts.calls) >= aheadKeep/4 {
-		for k, old := range w.starts.calls {
-			if a.at.Sub(old.at) > aheadFor {
-				delete(w.starts.calls, k)
-			}
-		}
-	}
-	for k := range w.starts.calls {
-		if len(w.starts.calls) < aheadKeep {
-			break
-		}
-		delete(w.starts.calls, k)
-	}
-	w.starts.calls[cid+"/"+tid+"/"+callID] = a
+	keepBounded(w.starts.calls, cid+"/"+tid+"/"+callID, a)
 }
 
 // takeStart removes and returns the read of the write that started call
@@ -250,20 +249,7 @@ func (w *written) takeStart(cid string, q record.Query, callID string) *readAhea
 // startTaken is LoadStart of a call a write of this Store started, from
 // that write's read; ok false means the step reads (and starts) as any.
 func (s *Store) startTaken(cid string, q record.Query, callID string) (*record.Conversation, map[string]record.CallOutcome, bool, error) {
-	a := s.written.takeStart(cid, q, callID)
-	if a == nil {
-		return nil, nil, false, nil
-	}
-	var own *kept
-	if a.version != "" {
-		// The reply holds the turn as unchanged: the kept write stands in.
-		if own = s.written.take(cid, q.TurnID); own == nil || own.version != a.version {
-			s.written.putBack(cid, q.TurnID, own)
-			return nil, nil, false, nil
-		}
-	}
-	conv, outcomes, err := s.decodeStep(cid, q.TurnID, a.raw, own)
-	return conv, outcomes, true, err
+	return s.takenRead(cid, q.TurnID, s.written.takeStart(cid, q, callID))
 }
 
 // keptAhead keeps the read ahead of a write's reply (reply[1] the token's
