@@ -100,7 +100,10 @@ func TestStaleServerReplaced(t *testing.T) {
 	if err := client(t, old).Set(t.Context(), "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	old.lock.Close() // as the kernel does when the owner dies
+	// The owner dies: the kernel releases its lock. (Close alone would
+	// leave the lock held while another test's fork, not yet exec'd,
+	// holds a copy of the descriptor: unlockDir says why.)
+	unlockDir(old.lock)
 
 	s, err := Start(t.Context(), Options{Dir: dir})
 	if err != nil {
