@@ -94,6 +94,15 @@ func (f *fixture) events(t *testing.T) []string {
 	return out
 }
 
+// drawsThenAnswers is a model that calls create_svg_artifact once, then
+// answers "done".
+func drawsThenAnswers(req llm.Request) *llm.Response {
+	if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
+		return &llm.Response{Text: "done"}
+	}
+	return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
+}
+
 func newFixture(t *testing.T, decide func(req llm.Request) *llm.Response) *fixture {
 	t.Helper()
 	mr := miniredis.RunT(t)
@@ -142,12 +151,7 @@ func (f *fixture) turn(t *testing.T) *record.Turn {
 // stored outcome is never produced twice by running the specialist again.
 func TestRetriedStepsDuplicateNothing(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(req llm.Request) *llm.Response {
-		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
-			return &llm.Response{Text: "done"}
-		}
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "call_t1_1", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
-	})
+	f := newFixture(t, drawsThenAnswers)
 	ctx := t.Context()
 	twice := func(name string, step func() (any, error)) {
 		t.Helper()

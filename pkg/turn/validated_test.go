@@ -122,12 +122,7 @@ func TestABatchIsValidatedInTheWriteThatAskedFor(t *testing.T) {
 // step.started of its own.
 func TestTheOnlyCallStartsInTheLLMStepsWrite(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, func(req llm.Request) *llm.Response {
-		if req.Messages[len(req.Messages)-1].Role == llm.RoleTool {
-			return &llm.Response{Text: "done"}
-		}
-		return &llm.Response{ToolCalls: []llm.ToolCall{{ID: "x", Name: "create_svg_artifact", Arguments: `{"word":"hi"}`}}}
-	})
+	f := newFixture(t, drawsThenAnswers)
 	store := valkey.New(f.rdb, valkey.Options{ReadBack: true})
 	f.h.Store, f.h.Events = store, store
 	rt := &alone{}

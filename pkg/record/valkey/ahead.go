@@ -252,23 +252,32 @@ func (s *Store) startTaken(cid string, q record.Query, callID string) (*record.C
 	return s.takenRead(cid, q.TurnID, s.written.takeStart(cid, q, callID))
 }
 
-// keptAhead keeps the read ahead of a write's reply (reply[1] the token's
-// number, reply[2] readStep's reply) and returns its token ("" when the
-// reply holds none).
+// keptAhead keeps the read ahead of a write's reply (readOf) and returns
+// its token ("" when the reply holds none).
 func (s *Store) keptAhead(cid, tid string, reply []any, q stepQuery, version string) string {
-	if len(reply) != 3 {
+	a := readOf(reply, q, version)
+	if a == nil {
 		return ""
+	}
+	s.written.putAhead(cid, tid, a)
+	return s.written.token(a.n)
+}
+
+// readOf is the read ahead of a write's reply (reply[1] the token's
+// number, reply[2] readStep's reply), nil when the reply holds none.
+func readOf(reply []any, q stepQuery, version string) *readAhead {
+	if len(reply) != 3 {
+		return nil
 	}
 	n, ok := reply[1].(int64)
 	raw, _ := reply[2].([]any)
 	if !ok || len(raw) != 9 {
-		return ""
+		return nil
 	}
 	if own := strs(raw[1]); len(own) == 0 || own[0] != unchangedTurn {
 		version = "" // the reply holds the turn's body itself
 	}
-	s.written.putAhead(cid, tid, &readAhead{n: n, query: q, version: version, raw: raw, at: time.Now()})
-	return s.written.token(n)
+	return &readAhead{n: n, query: q, version: version, raw: raw, at: time.Now()}
 }
 
 // SaveTurnStarting is SaveTurnAhead, and the start of call callID after
@@ -290,28 +299,16 @@ func (s *Store) SaveTurnStarting(ctx context.Context, cid string, t *record.Turn
 	if err != nil {
 		return "", false, err
 	}
-	token := s.keptAhead(cid, t.ID, reply, q, version)
-	if a := s.written.aheadOf(cid, t.ID, token); a != nil {
-		s.written.putStart(cid, t.ID, start.CallID, a)
+	a := readOf(reply, q, version)
+	if a == nil {
+		return "", true, nil
 	}
-	return token, true, nil
+	s.written.putAhead(cid, t.ID, a)
+	s.written.putStart(cid, t.ID, start.CallID, a)
+	return s.written.token(a.n), true, nil
 }
 
 var _ record.StartingSave = (*Store)(nil)
-
-// aheadOf is the read ahead kept under token for turn tid, left kept.
-func (w *written) aheadOf(cid, tid, token string) *readAhead {
-	if token == "" {
-		return nil
-	}
-	w.ahead.mu.Lock()
-	defer w.ahead.mu.Unlock()
-	a := w.ahead.turns[cid+"/"+tid]
-	if a == nil || w.token(a.n) != token {
-		return nil
-	}
-	return a
-}
 
 // SaveTurnAhead is SaveTurn, and next read ahead in the same script
 // (record.ReadAhead). A Store without Options.ReadBack keeps nothing and
