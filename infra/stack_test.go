@@ -35,7 +35,9 @@ const (
 	loopPath   = "../statemachine/loop.asl.json"
 )
 
-var testBinDir string
+// testBinDir holds the dummy bootstraps; synthRoot holds every synthesis's
+// cloud assembly. TestMain removes both.
+var testBinDir, synthRoot string
 
 func TestMain(m *testing.M) {
 	if _, err := exec.LookPath("node"); err != nil {
@@ -60,9 +62,14 @@ func TestMain(m *testing.M) {
 		}
 	}
 	testBinDir = dir
+	if synthRoot, err = os.MkdirTemp("", "clientagent-cdk-out-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	jsii.Close()
 	os.RemoveAll(dir)
+	os.RemoveAll(synthRoot)
 	os.Exit(code)
 }
 
@@ -158,7 +165,7 @@ func synth(t *testing.T, config string) *synthesized {
 		return s
 	}
 	props := configs[config]()
-	outdir, err := os.MkdirTemp("", "clientagent-cdk-out-")
+	outdir, err := os.MkdirTemp(synthRoot, config+"-")
 	if err != nil {
 		t.Fatal(err)
 	}

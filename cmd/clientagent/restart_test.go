@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -46,6 +47,40 @@ type devProcess struct {
 // extra variables), and waits for its banner.
 func startDev(t *testing.T, dir, addr, path string, extra ...string) *devProcess {
 	t.Helper()
+	p, err := launchDev(t, dir, addr, path, extra...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// startDevAnywhere is startDev on a loopback port that was free a moment
+// ago, with extra made for that address. Another test can take such a port
+// before the stack binds it; the stack then exits at once, and it is
+// started again on another port.
+func startDevAnywhere(t *testing.T, dir, path string, extra func(addr string) []string) (*devProcess, string) {
+	t.Helper()
+	for range 5 {
+		addr := freeAddr(t)
+		p, err := launchDev(t, dir, addr, path, extra(addr)...)
+		if errors.Is(err, errAddrInUse) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p, addr
+	}
+	t.Fatal("clientagent dev found each of 5 free ports taken")
+	return nil, ""
+}
+
+// errAddrInUse is launchDev's error when the stack could not listen.
+var errAddrInUse = errors.New("the address is in use")
+
+// launchDev is startDev that returns what went wrong.
+func launchDev(t *testing.T, dir, addr, path string, extra ...string) (*devProcess, error) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "dev")
 	cmd.Dir = dir
 	for _, kv := range os.Environ() {
@@ -61,10 +96,10 @@ func startDev(t *testing.T, dir, addr, path string, extra ...string) *devProcess
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	p := &devProcess{t: t, cmd: cmd, url: "http://" + addr, done: make(chan struct{}), lines: map[string]string{}}
 	banner := make(chan error, 1)
@@ -98,12 +133,15 @@ func startDev(t *testing.T, dir, addr, path string, extra ...string) *devProcess
 		p.store = p.lines["store"]
 		if err != nil {
 			<-p.done
-			t.Fatalf("clientagent dev: %v; stderr: %s; its log:\n%s", err, stderr.String(), p.log())
+			if strings.Contains(stderr.String()+p.log(), "address already in use") {
+				return nil, fmt.Errorf("%w: %s", errAddrInUse, addr)
+			}
+			return nil, fmt.Errorf("clientagent dev: %v; stderr: %s; its log:\n%s", err, stderr.String(), p.log())
 		}
 	case <-time.After(30 * time.Second):
-		t.Fatalf("clientagent dev printed no banner in 30 s; its log:\n%s", p.log())
+		return nil, fmt.Errorf("clientagent dev printed no banner in 30 s; its log:\n%s", p.log())
 	}
-	return p
+	return p, nil
 }
 
 func (p *devProcess) log() string {
@@ -227,9 +265,9 @@ func TestConversationSurvivesRestart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			dir, addr, path := t.TempDir(), freeAddr(t), tt.path(t)
+			dir, path := t.TempDir(), tt.path(t)
+			first, addr := startDevAnywhere(t, dir, path, func(string) []string { return nil })
 			storeDir := filepath.Join(dir, devstack.StoreDir(".data", addr))
-			first := startDev(t, dir, addr, path)
 			if !strings.Contains(first.store, tt.wantLine) {
 				t.Fatalf("banner store line = %q, want it to contain %q", first.store, tt.wantLine)
 			}
@@ -298,11 +336,13 @@ func TestREADMEMCPExampleStarts(t *testing.T) {
 		t.Fatalf("the README's block changed; this test expects a secret header and an npx server:\n%s", block)
 	}
 	block = strings.Replace(block, `"command": "npx"`, `"command": "/nonexistent/npx"`, 1)
-	dir, addr := t.TempDir(), freeAddr(t)
-	p := startDev(t, dir, addr, t.TempDir(), "CLIENTAGENT_MCP="+block, "CLIENTAGENT_STORE=memory",
-		"CLIENTAGENT_GUARDIAN=a2a:http://"+addr+"/agents/guardian",
-		"AWS_EC2_METADATA_DISABLED=true", "AWS_REGION=us-east-1", "AWS_CONFIG_FILE="+filepath.Join(dir, "no-aws-config"),
-		"AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "no-aws-credentials"), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE=")
+	dir := t.TempDir()
+	p, _ := startDevAnywhere(t, dir, t.TempDir(), func(addr string) []string {
+		return []string{"CLIENTAGENT_MCP=" + block, "CLIENTAGENT_STORE=memory",
+			"CLIENTAGENT_GUARDIAN=a2a:http://" + addr + "/agents/guardian",
+			"AWS_EC2_METADATA_DISABLED=true", "AWS_REGION=us-east-1", "AWS_CONFIG_FILE=" + filepath.Join(dir, "no-aws-config"),
+			"AWS_SHARED_CREDENTIALS_FILE=" + filepath.Join(dir, "no-aws-credentials"), "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_PROFILE="}
+	})
 	mcpLine := p.lines["MCP"]
 	if !strings.Contains(mcpLine, "docs (not configured") || !strings.Contains(mcpLine, "everything (not reachable") {
 		t.Errorf("banner MCP line = %q, want docs not configured and everything not reachable", mcpLine)

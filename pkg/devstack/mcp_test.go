@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -38,6 +39,25 @@ func everythingServers(t *testing.T) map[string]mcp.ServerConfig {
 	if _, err := os.Stat(js); err != nil {
 		t.Skipf("%s is missing: run npm ci to install @modelcontextprotocol/server-everything", everythingJS)
 	}
+	port := 0
+	for try := 0; port == 0; try++ {
+		if try == 5 {
+			t.Fatal("server-everything (streamableHttp) found each of 5 free ports taken")
+		}
+		port = startEverythingHTTP(t, node, js)
+	}
+	return map[string]mcp.ServerConfig{
+		"stdio": {Name: "everything", Command: node, Args: []string{js, "stdio"}},
+		"http":  {Name: "everything", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)},
+	}
+}
+
+// startEverythingHTTP starts server-everything over streamable HTTP on a
+// port that was free a moment ago, and returns the port once the server
+// says it listens. Another test can take such a port first: the server
+// then exits, and startEverythingHTTP returns 0 to be tried again.
+func startEverythingHTTP(t *testing.T, node, js string) int {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +66,10 @@ func everythingServers(t *testing.T) map[string]mcp.ServerConfig {
 	ln.Close()
 	cmd := exec.Command(node, js, "streamableHttp")
 	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start server-everything: %v", err)
 	}
@@ -53,18 +77,29 @@ func everythingServers(t *testing.T) map[string]mcp.ServerConfig {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			c.Close()
-			break
+	listening := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		said := false
+		for sc.Scan() {
+			if !said && strings.Contains(sc.Text(), "listening on port") {
+				said = true
+				listening <- true
+			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("server-everything (streamableHttp) did not listen within 60s")
+		if !said {
+			listening <- false // it exited without listening
 		}
-	}
-	return map[string]mcp.ServerConfig{
-		"stdio": {Name: "everything", Command: node, Args: []string{js, "stdio"}},
-		"http":  {Name: "everything", URL: fmt.Sprintf("http://127.0.0.1:%d/mcp", port)},
+	}()
+	select {
+	case ok := <-listening:
+		if ok {
+			return port
+		}
+		return 0
+	case <-time.After(60 * time.Second):
+		t.Fatal("server-everything (streamableHttp) did not listen within 60s")
+		return 0
 	}
 }
 
