@@ -64,11 +64,6 @@ func (s *sentBytes) add(cmd redis.Cmder) {
 // the engine sends to Valkey per turn. The first turn of the process, which
 // also stores the definition, is left out.
 func BenchmarkTurnPersistence(b *testing.B) {
-	root := repoRoot(b)
-	def, err := os.ReadFile(filepath.Join(root, "statemachine", "turn.asl.json"))
-	if err != nil {
-		b.Fatal(err)
-	}
 	mr := miniredis.RunT(b)
 	c := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	b.Cleanup(func() { c.Close() })
@@ -76,7 +71,52 @@ func BenchmarkTurnPersistence(b *testing.B) {
 	b.Cleanup(func() { q.Close() })
 	sent := &sentBytes{}
 	c.AddHook(sent)
-	e := New(Options{Persist: &RedisPersister{Client: c}})
+	turn := popelnaseMachines(b, Options{Persist: &RedisPersister{Client: c}}, func(i int, arn string) {
+		// Wait returns when the execution ends; its end is saved just after.
+		for deadline := time.Now().Add(5 * time.Second); q.SIsMember(b.Context(), "sfnlocal:execs", arn).Val(); {
+			if time.Now().After(deadline) {
+				b.Fatalf("turn %d: end not saved", i)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	})
+	turn(-1)
+	sent.n.Store(0)
+	sent.trips.Store(0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn(i)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(sent.n.Load())/float64(b.N), "valkey-bytes/turn")
+	b.ReportMetric(float64(sent.trips.Load())/float64(b.N), "valkey-roundtrips/turn")
+}
+
+// BenchmarkTurnMachines is the engine's own work for one turn: the same
+// machines and stand-in handlers as BenchmarkTurnPersistence, nothing
+// persisted. It is what the local engine adds to every turn of the local
+// stack between its steps (docs/benchmarks.md).
+func BenchmarkTurnMachines(b *testing.B) {
+	turn := popelnaseMachines(b, Options{}, nil)
+	turn(-1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		turn(i)
+	}
+}
+
+// popelnaseMachines makes an engine with opts running turn.asl.json and
+// its EXPRESS loop with stand-in handlers in the Popelnase turn's shape,
+// and returns a function that runs turn i to its end (then calls ended,
+// when set).
+func popelnaseMachines(b *testing.B, opts Options, ended func(i int, arn string)) func(i int) {
+	root := repoRoot(b)
+	def, err := os.ReadFile(filepath.Join(root, "statemachine", "turn.asl.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := New(opts)
 	b.Cleanup(e.Close)
 	var mu sync.Mutex
 	steps := map[string]int{}
@@ -128,7 +168,7 @@ func BenchmarkTurnPersistence(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	turn := func(i int) {
+	return func(i int) {
 		tid := fmt.Sprintf("t_%018d", i)
 		in := fmt.Sprintf(`{"conversation_id":"c_%018d","turn_id":%q,"await_timeout_seconds":86400,"max_concurrency":8}`, i, tid)
 		arn, _, err := e.StartExecution(b.Context(), sm, tid, json.RawMessage(in))
@@ -138,22 +178,8 @@ func BenchmarkTurnPersistence(b *testing.B) {
 		if x, err := e.Wait(b.Context(), arn); err != nil || x.Status != StatusSucceeded {
 			b.Fatalf("turn %d = %s (%s %s), %v", i, x.Status, x.Error, x.Cause, err)
 		}
-		// Wait returns when the execution ends; its end is saved just after.
-		for deadline := time.Now().Add(5 * time.Second); q.SIsMember(b.Context(), "sfnlocal:execs", arn).Val(); {
-			if time.Now().After(deadline) {
-				b.Fatalf("turn %d: end not saved", i)
-			}
-			time.Sleep(100 * time.Microsecond)
+		if ended != nil {
+			ended(i, arn)
 		}
 	}
-	turn(-1)
-	sent.n.Store(0)
-	sent.trips.Store(0)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		turn(i)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(sent.n.Load())/float64(b.N), "valkey-bytes/turn")
-	b.ReportMetric(float64(sent.trips.Load())/float64(b.N), "valkey-roundtrips/turn")
 }

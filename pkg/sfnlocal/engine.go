@@ -570,7 +570,7 @@ func (e *Engine) launch(x *execution, c *cursor) {
 			}
 			return
 		}
-		b, err := json.Marshal(out)
+		b, err := encodeValue(out)
 		if err != nil {
 			x.finish(e.clock, StatusFailed, nil, "States.Runtime", err.Error())
 		} else if x.finish(e.clock, StatusSucceeded, b, "", "") {
@@ -639,7 +639,7 @@ func compact(b []byte) json.RawMessage {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return bytes.Clone(b)
 	}
-	out, err := json.Marshal(v)
+	out, err := encodeValue(v)
 	if err != nil {
 		return bytes.Clone(b)
 	}

@@ -29,10 +29,10 @@ type execution struct {
 	parent string
 	// children are the executions this one's startExecution.sync:2 tasks started.
 	children []*execution
-	// input is meta.Input decoded, once, for the context object
-	// ($states.context.Execution.Input); inputDecoded says it is.
-	input        any
-	inputDecoded bool
+	// ctxExecution and ctxMachine are the context object's Execution
+	// (with meta.Input decoded) and StateMachine, made once: they are the
+	// same for every state, and nothing writes into them.
+	ctxExecution, ctxMachine map[string]any
 	// claimed, when not nil, is closed once the store answered whether
 	// this execution's name was free (Claimer); claimErr is then set when
 	// it was not, or the store failed, and the execution never ran.
@@ -256,7 +256,7 @@ func (e *Engine) SendTaskHeartbeat(_ context.Context, token string) error {
 }
 
 func mustJSON(v any) string {
-	b, err := json.Marshal(v)
+	b, err := encodeValue(v)
 	if err != nil {
 		return fmt.Sprintf("%q", fmt.Sprint(v))
 	}
@@ -266,17 +266,21 @@ func mustJSON(v any) string {
 func (x *execution) contextObject(stateName string, entered time.Time) map[string]any {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if !x.inputDecoded {
-		_ = json.Unmarshal(x.meta.Input, &x.input)
-		x.inputDecoded = true
-	}
-	return map[string]any{
-		"Execution": map[string]any{
-			"Id": x.meta.ExecutionArn, "Name": x.meta.Name, "Input": x.input,
+	if x.ctxExecution == nil {
+		var input any
+		_ = json.Unmarshal(x.meta.Input, &input)
+		x.ctxExecution = map[string]any{
+			"Id": x.meta.ExecutionArn, "Name": x.meta.Name, "Input": input,
 			"StartTime": contextTime(x.meta.StartDate),
 			"RoleArn":   "arn:aws:iam::000000000000:role/sfnlocal",
-		},
-		"StateMachine": map[string]any{"Id": x.sm.arn, "Name": x.sm.name},
+		}
+		x.ctxMachine = map[string]any{"Id": x.sm.arn, "Name": x.sm.name}
+	}
+	// A state's own object and its State: a task adds its Task, a retry
+	// counts in State.
+	return map[string]any{
+		"Execution":    x.ctxExecution,
+		"StateMachine": x.ctxMachine,
 		"State":        map[string]any{"Name": stateName, "EnteredTime": contextTime(entered), "RetryCount": 0},
 	}
 }

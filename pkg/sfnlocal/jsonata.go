@@ -331,7 +331,7 @@ func fromJSONata(v any) (any, error) {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Func {
 		return nil, errors.New("expression returned a function, not JSON")
 	}
-	b, err := json.Marshal(v)
+	b, err := encodeValue(v)
 	if err != nil {
 		return nil, fmt.Errorf("result is not JSON: %w", err)
 	}

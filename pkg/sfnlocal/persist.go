@@ -67,7 +67,7 @@ type Claimer interface {
 func (x *execution) snapshot(c *cursor) (s Snapshot, ok bool, err error) {
 	s = Snapshot{StateMachineName: x.sm.name, Definition: x.sm.definition, DefinitionHash: x.sm.defHash}
 	if c != nil {
-		in, err := json.Marshal(c.input)
+		in, err := encodeValue(c.input)
 		if err != nil {
 			return Snapshot{}, false, fmt.Errorf("encode state input: %w", err)
 		}
