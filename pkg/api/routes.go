@@ -22,6 +22,7 @@ import (
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
 	"github.com/clientagent/clientagent/pkg/catalog/batch"
+	"github.com/clientagent/clientagent/pkg/gopool"
 	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/telemetry"
@@ -472,10 +473,10 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	// starts: the event's round trip is off the request's path, and it is
 	// written long before the turn's first step could report a change.
 	told, status := make(chan struct{}), map[string]any{"status": t.Status, "turn_id": t.ID}
-	go func() {
+	gopool.Go(func() {
 		defer close(told)
 		s.userEvent(ctx, user, record.EventConversationStatus, conv.Meta.ID, status)
-	}()
+	})
 	defer func() { <-told }()
 	if renamed {
 		// A conversation opened by a workflow is titled by its name (the

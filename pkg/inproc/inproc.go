@@ -24,6 +24,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/clientagent/clientagent/pkg/gopool"
 	"github.com/clientagent/clientagent/pkg/keepalive"
 )
 
@@ -76,7 +77,9 @@ func serve(h http.Handler, req *http.Request) (*http.Response, error) {
 	// A client that gives up unblocks a handler writing to it, as a
 	// closed connection would, and its reads end with the cause.
 	stop := context.AfterFunc(client, func() { pr.CloseWithError(context.Cause(client)) })
-	go func() {
+	// On a kept goroutine: a specialist's request handling (a2a-go's
+	// JSON-RPC server) grows a new goroutine's stack several times.
+	gopool.Go(func() {
 		defer cancel() // as net/http: the request's context ends with the handler
 		defer func() {
 			if req.Body != nil {
@@ -90,7 +93,7 @@ func serve(h http.Handler, req *http.Request) (*http.Response, error) {
 			w.release()
 		}()
 		h.ServeHTTP(w, in)
-	}()
+	})
 	select {
 	case <-w.ready:
 	case <-client.Done():

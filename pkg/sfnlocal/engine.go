@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/clientagent/clientagent/pkg/gopool"
 )
 
 // Handler is an in-process Lambda function: it gets the invocation payload
@@ -92,7 +94,7 @@ type Engine struct {
 	rules     []StatusRule
 	closed    bool
 
-	workers *workers // the goroutines of executions, iterations and tasks
+	workers *gopool.Pool // the goroutines of executions, iterations and tasks
 }
 
 // New returns an Engine with opts.
@@ -101,7 +103,7 @@ func New(opts Options) *Engine {
 		clock: opts.Clock, persist: opts.Persist, log: opts.Logger,
 		region: opts.Region, account: opts.AccountID, jitter: opts.Jitter, invokeTimeout: opts.InvokeTimeout,
 		functions: map[string]Handler{}, machines: map[string]*machine{}, execs: map[string]*execution{},
-		workers: newWorkers(workerIdle),
+		workers: gopool.New(gopool.Idle),
 	}
 	if e.clock == nil {
 		e.clock = RealClock{}
@@ -471,7 +473,7 @@ func (e *Engine) Close() {
 	e.mu.Unlock()
 	e.cancel()
 	e.wg.Wait()
-	e.workers.stop()
+	e.workers.Stop()
 }
 
 func (e *Engine) isClosed() bool {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/clientagent/clientagent/pkg/gopool"
 	"github.com/clientagent/clientagent/pkg/record"
 )
 
@@ -70,10 +71,10 @@ type decoding struct {
 // decode starts decoding turn tid's body and messages.
 func decode(tid, body, msgs string) *decoding {
 	d := &decoding{done: make(chan struct{})}
-	go func() {
+	gopool.Go(func() {
 		defer close(d.done)
 		d.t, d.err = decodeTurnBody(tid, body, msgs)
-	}()
+	})
 	return d
 }
 

@@ -1,4 +1,4 @@
-package sfnlocal
+package gopool
 
 import (
 	"bytes"
@@ -16,13 +16,13 @@ func goroutineID() string {
 	return string(id)
 }
 
-// The engine's goroutines are kept for the next function: functions run
+// The pool's goroutines are kept for the next function: functions run
 // one after another run on the same few goroutines, whose stacks have
 // already grown.
-func TestWorkersRunTheNextFunctionOnAKeptGoroutine(t *testing.T) {
+func TestTheNextFunctionRunsOnAKeptGoroutine(t *testing.T) {
 	t.Parallel()
-	w := newWorkers(time.Minute)
-	defer w.stop()
+	w := New(time.Minute)
+	defer w.Stop()
 	const runs = 20
 	seen := map[string]bool{}
 	for range runs {
@@ -37,10 +37,10 @@ func TestWorkersRunTheNextFunctionOnAKeptGoroutine(t *testing.T) {
 }
 
 // There is no limit: functions that wait for each other all run at once.
-func TestWorkersRunEveryFunctionAtOnce(t *testing.T) {
+func TestEveryFunctionRunsAtOnce(t *testing.T) {
 	t.Parallel()
-	w := newWorkers(time.Minute)
-	defer w.stop()
+	w := New(time.Minute)
+	defer w.Stop()
 	const n = 50
 	var all sync.WaitGroup
 	all.Add(n)
@@ -62,7 +62,7 @@ func TestWorkersRunEveryFunctionAtOnce(t *testing.T) {
 // Idle workers end after their idle time, and at stop.
 func TestWorkersEndWhenIdleAndAtStop(t *testing.T) {
 	before := runtime.NumGoroutine()
-	ended := func(w *workers, within time.Duration) bool {
+	ended := func(w *Pool, within time.Duration) bool {
 		for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 			if runtime.NumGoroutine() <= before {
 				return true
@@ -70,7 +70,7 @@ func TestWorkersEndWhenIdleAndAtStop(t *testing.T) {
 		}
 		return false
 	}
-	start := func(w *workers) {
+	start := func(w *Pool) {
 		var wg sync.WaitGroup
 		for range 10 {
 			wg.Add(1)
@@ -78,14 +78,14 @@ func TestWorkersEndWhenIdleAndAtStop(t *testing.T) {
 		}
 		wg.Wait()
 	}
-	idle := newWorkers(20 * time.Millisecond)
+	idle := New(20 * time.Millisecond)
 	start(idle)
 	if !ended(idle, 5*time.Second) {
 		t.Errorf("%d goroutines 5s after the workers went idle for 20ms, want %d", runtime.NumGoroutine(), before)
 	}
-	kept := newWorkers(time.Hour)
+	kept := New(time.Hour)
 	start(kept)
-	kept.stop()
+	kept.Stop()
 	if !ended(kept, 5*time.Second) {
 		t.Errorf("%d goroutines 5s after stop, want %d", runtime.NumGoroutine(), before)
 	}
@@ -104,7 +104,7 @@ func deep(n int) byte {
 }
 
 // A function with a step's depth of stack (64 KB) on a new goroutine
-// against on a kept one (the engine's workers).
+// against on a kept one (a pool's).
 func BenchmarkDeepFunction(b *testing.B) {
 	run := func(b *testing.B, spawn func(func())) {
 		done := make(chan struct{})
@@ -115,8 +115,8 @@ func BenchmarkDeepFunction(b *testing.B) {
 	}
 	b.Run("goroutine", func(b *testing.B) { run(b, func(f func()) { go f() }) })
 	b.Run("workers", func(b *testing.B) {
-		w := newWorkers(time.Minute)
-		defer w.stop()
+		w := New(time.Minute)
+		defer w.Stop()
 		run(b, w.Go)
 	})
 }
