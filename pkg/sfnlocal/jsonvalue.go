@@ -62,23 +62,6 @@ func appendValue(b []byte, v any) ([]byte, bool) {
 			}
 		}
 		return append(b, '}'), true
-	case map[string]string:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendQuoted(append(appendQuoted(b, k), ':'), v[k])
-		}
-		return append(b, '}'), true
 	case []any:
 		if v == nil {
 			return append(b, "null"...), true
