@@ -36,10 +36,7 @@ func TestABatchOfOneIsAppendedWithItsOutcome(t *testing.T) {
 		// with the call's result appended, as AppendResults writes it.
 		running := func(i int) (*record.Turn, *record.Turn, record.CallOutcome) {
 			t.Helper()
-			tr := progress(i, 1)
-			call := tr.ID + "-call"
-			tr.Messages = append(tr.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: call, Name: "tool1", Arguments: "{}"}}})
-			tr.Pending = []record.PendingCall{{CallID: call, Tool: "tool1", State: record.CallReady}}
+			tr, call := askingOne(i)
 			if err := s.SaveTurn(ctx, cid, tr); err != nil {
 				t.Fatal(err)
 			}

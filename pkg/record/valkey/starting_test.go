@@ -7,7 +7,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/clientagent/clientagent/pkg/llm"
 	"github.com/clientagent/clientagent/pkg/record"
 	"github.com/clientagent/clientagent/pkg/record/valkey"
 	"github.com/clientagent/clientagent/pkg/valkeytest"
@@ -34,10 +33,7 @@ func TestTheOnlyCallStartsInTheWriteThatAskedForIt(t *testing.T) {
 
 		// asking is turn i with the model's call, validated and ready.
 		asking := func(i int) (*record.Turn, record.Start) {
-			tr := progress(i, 1)
-			call := tr.ID + "-call"
-			tr.Messages = append(tr.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: call, Name: "tool1", Arguments: "{}"}}})
-			tr.Pending = []record.PendingCall{{CallID: call, Tool: "tool1", State: record.CallReady}}
+			tr, call := askingOne(i)
 			tr.Events = []record.Event{{Type: record.EventStepEnded, TurnID: tr.ID, At: t0, Data: map[string]any{"tool": "llm"}}}
 			return tr, record.Start{CallID: call, Events: []record.Event{{Type: record.EventStepStarted, TurnID: tr.ID, At: t0, Data: map[string]any{"tool": "tool1", "call_id": call}}}}
 		}

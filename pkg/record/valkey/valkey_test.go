@@ -54,6 +54,17 @@ func progress(i, step int) *record.Turn {
 	return tr
 }
 
+// askingOne returns turn i after one step, then asking for one more call
+// (tool1), validated and ready: the batch of one call the store starts
+// and appends with the call's write. It returns the call's id.
+func askingOne(i int) (*record.Turn, string) {
+	tr := progress(i, 1)
+	call := tr.ID + "-call"
+	tr.Messages = append(tr.Messages, llm.Message{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: call, Name: "tool1", Arguments: "{}"}}})
+	tr.Pending = []record.PendingCall{{CallID: call, Tool: "tool1", State: record.CallReady}}
+	return tr, call
+}
+
 // docs/design.md §4 / docs/design.md §3.4a: concurrent turns cannot lose each other's messages.
 func TestConcurrentTurnsLoseNothing(t *testing.T) {
 	t.Parallel()
