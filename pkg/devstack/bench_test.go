@@ -88,10 +88,13 @@ func TestPopelnaseCounts(t *testing.T) {
 	}
 	got := countHistory(h)
 	// STANDARD (issue 30): Init, RunLoop, AfterLoop, Done. One EXPRESS
-	// child: Init, Start, then per tool round LLMStep, Choice,
-	// ValidateBatch, Choice, Map, InvokeCall, AppendResults, Choice (8)
-	// twice, then LLMStep, Choice, Done.
-	want := TurnCounts{Standard: 4, Express: 1, Transitions: 4 + 2 + 2*8 + 3, Lambdas: 2*4 + 1}
+	// child: Init, Start, then per tool round LLMStep, Choice, Map,
+	// InvokeCall, Choice (5) twice, then LLMStep, Choice, Done. Each
+	// round's batch goes straight from its LLM step to its call, and the
+	// call's outcome appends it ("A validated batch goes straight to its
+	// calls", docs/architecture.md): neither ValidateBatch nor
+	// AppendResults has anything to do, so neither runs.
+	want := TurnCounts{Standard: 4, Express: 1, Transitions: 4 + 2 + 2*5 + 3, Lambdas: 2*2 + 1}
 	if got.Standard != want.Standard || got.Express != want.Express || got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
 		t.Errorf("counts = %+v, want %d STANDARD transitions, %d EXPRESS executions, %d transitions in all and %d lambdas", got, want.Standard, want.Express, want.Transitions, want.Lambdas)
 	}
@@ -304,8 +307,11 @@ func TestWorkflowCounts(t *testing.T) {
 	}
 	got := countHistory(h)
 	// STANDARD: Init, RunLoop, AfterLoop, Done; the child: Init, Start, one
-	// tool round (8, its LLMStep the synthetic call), LLMStep, Choice, Done.
-	want := TurnCounts{Standard: 4, Express: 1, Transitions: 4 + 2 + 8 + 3, Lambdas: 4 + 1}
+	// tool round (its LLMStep the synthetic call, Choice, ValidateBatch,
+	// Choice, Map, InvokeCall, Choice, AppendResults, Choice: 9), LLMStep,
+	// Choice, Done. A workflow's batch is validated by ValidateBatch, and
+	// its results appended by AppendResults.
+	want := TurnCounts{Standard: 4, Express: 1, Transitions: 4 + 2 + 9 + 3, Lambdas: 4 + 1}
 	if got.Standard != want.Standard || got.Express != want.Express || got.Transitions != want.Transitions || got.Lambdas != want.Lambdas {
 		t.Errorf("counts = %+v, want %d STANDARD transitions, %d EXPRESS executions, %d transitions and %d lambdas", got, want.Standard, want.Express, want.Transitions, want.Lambdas)
 	}

@@ -23,14 +23,14 @@ func TestStepsReadBackWhatTheStepBeforeWrote(t *testing.T) {
 	if _, err := st.history(t.Context(), tid); err != nil {
 		t.Fatal(err)
 	}
-	// Seven reads: LLMStep ×3, ValidateBatch ×2, InvokeCall ×2 (LoadStart);
-	// AppendResults reads nothing, each batch being one call that its
-	// outcome's write appended. All ride on the write before them: the
-	// API's (for the first LLM step), the LLM steps' with tool calls (for
-	// ValidateBatch, and for the InvokeCall of the one call the write
-	// started), each call's outcome with its append (for the next LLM
-	// step). Five reads ahead, each naming the turn its writer keeps, and
-	// no read of a step's own.
+	// Five reads: LLMStep ×3, InvokeCall ×2 (LoadStart). Neither
+	// ValidateBatch nor AppendResults runs: each batch is one call that
+	// its LLM step stored validated and started, and that its outcome's
+	// write appended. All ride on the write before them: the API's (for
+	// the first LLM step), the LLM steps' with tool calls (for the
+	// InvokeCall of the one call the write started), each call's outcome
+	// with its append (for the next LLM step). Five reads ahead, each
+	// naming the turn its writer keeps, and no read of a step's own.
 	if ahead, kept, sent := bodies.Ahead.Load(), bodies.Kept.Load(), bodies.Sent.Load(); ahead != 5 || kept != 5 || sent > 0 {
 		t.Errorf("the turn's reads: %d ahead, %d of them and the reads of their own without the body, %d with it; want 5, 5 and none", ahead, kept, sent)
 	}

@@ -30,13 +30,23 @@ type StepInput struct {
 	Fail json.RawMessage `json:"fail,omitempty"`
 	// FailedState names the state whose error FailTurn records.
 	FailedState string `json:"failed_state,omitempty"`
+	// Direct says the state machine takes a batch this step stored
+	// validated straight on (NextInvoke with its calls, or NextAppend),
+	// past ValidateBatch, which would only hand it on. A definition
+	// older than that (an execution that started before a deploy) sends
+	// none, and the step answers NextTools as before.
+	Direct bool `json:"direct,omitempty"`
 }
 
 // StepOutput tells the state machine what the model did.
 type StepOutput struct {
 	Next string `json:"next"`
-	// After is the token of ValidateBatch's read, which the step's write
-	// read ahead (Ref.After; "" when the store keeps none).
+	// Calls are the ids of the calls to run now (with NextInvoke), as
+	// ValidateBatch would hand them on.
+	Calls []string `json:"calls,omitempty"`
+	// After is the token of the next handler's read (ValidateBatch's, or
+	// AppendResults' with NextAppend), which the step's write read ahead
+	// (Ref.After; "" when the store keeps none or no handler reads next).
 	After string `json:"after,omitempty"`
 }
 
@@ -212,11 +222,34 @@ func (h *Handlers) llmStep(ctx context.Context, in StepInput) (StepOutput, error
 		return h.endFailed(ctx, in.Ref, t, step, msg)
 	}
 	h.validateEarly(ctx, conv, t, cat)
-	after, err := h.saveBatch(ctx, in.Ref, t)
-	if err != nil {
+	out := StepOutput{Next: NextTools}
+	if in.Direct {
+		out = directly(t)
+	}
+	if out.After, err = h.saveBatch(ctx, in.Ref, t, out.Next != NextInvoke); err != nil {
 		return StepOutput{}, err
 	}
-	return StepOutput{Next: NextTools, After: after}, nil
+	return out, nil
+}
+
+// directly is where a batch the step stored validated goes from the
+// step ("A validated batch goes straight to its calls",
+// docs/architecture.md): its ready calls run now (NextInvoke), or, when
+// none can run (every call invalid), its results are appended
+// (NextAppend). Exactly as ValidateBatch would hand it on, finding it
+// stored so. A batch validateEarly left alone goes to ValidateBatch
+// (NextTools).
+func directly(t *record.Turn) StepOutput {
+	if len(t.Pending) == 0 {
+		return StepOutput{Next: NextTools}
+	}
+	out := StepOutput{Next: NextAppend}
+	for _, pc := range t.Pending {
+		if pc.State == record.CallReady {
+			out.Next, out.Calls = NextInvoke, append(out.Calls, pc.CallID)
+		}
+	}
+	return out
 }
 
 // validateEarly validates the calls of the model's answer, which t's
@@ -245,14 +278,16 @@ func (h *Handlers) validateEarly(ctx context.Context, conv *record.Conversation,
 	t.Pending = pending
 }
 
-// saveBatch is saveAhead of the step's answer with its calls. A batch of
-// one call that validateEarly stored ready to run, which ValidateBatch
-// will hand on as stored, starts in the write's round trip, as its
-// InvokeCall's read would start it (record.StartingSave; docs/architecture.md,
-// "The only call starts in the write that asked for it"): its
-// step.started goes with the write's events, and its InvokeCall, told so,
-// takes the write's read instead of a round trip of its own.
-func (h *Handlers) saveBatch(ctx context.Context, r Ref, t *record.Turn) (string, error) {
+// saveBatch writes the step's answer with its calls, reading ahead for
+// the handler that reads next (ahead: ValidateBatch or AppendResults;
+// not when the calls run next, whose reads are their starts). A batch of
+// one call that validateEarly stored ready to run starts in the write's
+// round trip, as its InvokeCall's read would start it
+// (record.StartingSave; docs/architecture.md, "The only call starts in
+// the write that asked for it"): its step.started goes with the write's
+// events, and its InvokeCall, told so, takes the write's read instead of
+// a round trip of its own.
+func (h *Handlers) saveBatch(ctx context.Context, r Ref, t *record.Turn, ahead bool) (string, error) {
 	var start *record.Start
 	if len(t.Pending) == 1 && t.Pending[0].State == record.CallReady {
 		pc := t.Pending[0]
@@ -262,9 +297,16 @@ func (h *Handlers) saveBatch(ctx context.Context, r Ref, t *record.Turn) (string
 		}
 	}
 	t.UpdatedAt = h.now()
-	token, started, err := h.writeStarting(ctx, r, t, batchQuery(r), start)
+	next := batchQuery(r) // the starting call's LoadStart reads it too
+	if !ahead && start == nil {
+		next = nil
+	}
+	token, started, err := h.writeStarting(ctx, r, t, next, start)
 	if started {
 		h.told.put(startKey(r, start.CallID), h.now())
+	}
+	if !ahead {
+		token = ""
 	}
 	return token, err
 }

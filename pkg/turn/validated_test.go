@@ -2,6 +2,7 @@ package turn_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 
@@ -77,8 +78,16 @@ func TestABatchIsValidatedInTheWriteThatAskedFor(t *testing.T) {
 			if err := f.store.PutArtifacts(ctx, "c1", artifact.Artifact{ID: "art_x", Name: "x.png", MimeType: "image/png"}); err != nil {
 				t.Fatal(err)
 			}
-			if out, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref}); err != nil || out.Next != turn.NextTools {
-				t.Fatalf("LLMStep() = %+v, %v", out, err)
+			// A validated batch goes straight to its calls: the step says
+			// where the batch goes as ValidateBatch would, or leaves it to
+			// ValidateBatch (tools).
+			step, err := f.h.LLMStep(ctx, turn.StepInput{Ref: f.ref, Direct: true})
+			if err != nil {
+				t.Fatalf("LLMStep() error = %v", err)
+			}
+			if wantNext, wantCalls := turn.NextTools, 0; !tc.early && (step.Next != wantNext || len(step.Calls) != wantCalls) ||
+				tc.early && (step.Next != tc.next || len(step.Calls) != tc.calls) {
+				t.Errorf("LLMStep() = %+v; want %s with %d calls (ValidateBatch's way on when the batch is stored validated, else tools)", step, tc.next, tc.calls)
 			}
 			if n := store.n.Load(); n != 1 {
 				t.Fatalf("the LLM step wrote the turn %d times, want once", n)
@@ -86,9 +95,14 @@ func TestABatchIsValidatedInTheWriteThatAskedFor(t *testing.T) {
 			if got := len(f.turn(t).Pending) > 0; got != tc.early {
 				t.Errorf("after the LLM step, the batch is stored validated: %v, want %v", got, tc.early)
 			}
+			// ValidateBatch, run anyway (a step retried after a crash says
+			// tools), hands on the same.
 			out, err := f.h.Validate(ctx, turn.ValidateInput{Ref: f.ref})
 			if err != nil || out.Next != tc.next || len(out.Calls) != tc.calls {
 				t.Fatalf("Validate() = %+v, %v; want %s with %d calls", out, err, tc.next, tc.calls)
+			}
+			if tc.early && !slices.Equal(step.Calls, out.Calls) {
+				t.Errorf("LLMStep's calls %v, ValidateBatch's %v: want the same", step.Calls, out.Calls)
 			}
 			wantWrites := int32(2)
 			if tc.early {
