@@ -6,6 +6,7 @@ package api_test
 // docs/api/openapi.yaml like the contract tests' (stack.do).
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -104,6 +105,15 @@ func (f *faultyStore) SaveTurn(ctx context.Context, cid string, t *record.Turn, 
 		return fmt.Errorf("save turn %s: %w", t.ID, err)
 	}
 	return f.Store.SaveTurn(ctx, cid, t, arts...)
+}
+
+// SaveFirstTurn is a write that reads too (it checks the conversation as
+// the request's read would): either fault fails it.
+func (f *faultyStore) SaveFirstTurn(ctx context.Context, cid, owner string, t *record.Turn, next record.Query) (string, error) {
+	if err := cmp.Or(f.fault(false), f.fault(true)); err != nil {
+		return "", fmt.Errorf("save first turn %s: %w", t.ID, err)
+	}
+	return f.Store.(record.FirstWrite).SaveFirstTurn(ctx, cid, owner, t, next)
 }
 
 func (f *faultyStore) PutArtifacts(ctx context.Context, cid string, arts ...artifact.Artifact) error {

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sfn/types"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/clientagent/clientagent/pkg/artifact"
 	"github.com/clientagent/clientagent/pkg/catalog"
@@ -413,6 +414,9 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 		return err
 	}
 	ctx := r.Context()
+	if done, err := s.postPlain(w, ctx, user, r.PathValue("cid"), msg); done || err != nil {
+		return err
+	}
 	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
 	if err != nil {
 		return err
@@ -451,7 +455,6 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	ctx, span := s.Tracing.Tracer().Start(ctx, telemetry.SpanStartTurn)
 	defer span.End()
 	t := s.newTurn(msg, files, traceparent)
-	span.SetAttributes(attribute.String("gen_ai.conversation.id", conv.Meta.ID), attribute.String("clientagent.turn.id", t.ID))
 	// The turn's first LLM step reads what this write leaves: the write
 	// reads it ahead (docs/architecture.md, "A step's read rides on the
 	// write before it"), unless the conversation is renamed after it.
@@ -462,30 +465,77 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 	} else {
 		err = s.Store.SaveTurn(ctx, conv.Meta.ID, t)
 	}
-	if err == nil && s.Live != nil && len(t.Events) > 0 {
-		s.Live.Publish(ctx, conv.Meta.ID, t.Events...)
-	}
-	t.Events = nil
 	if err != nil {
+		t.Events = nil
 		return fmt.Errorf("store turn: %w", err)
 	}
+	title := ""
+	if renamed {
+		// A conversation opened by a workflow is titled by its name (the
+		// first message's text titles the others).
+		title = s.workflowName(ctx, msg.Workflow.ID)
+	}
+	return s.turnStored(ctx, w, span, user, conv.Meta.ID, t, traceparent, after, title)
+}
+
+// postPlain is postMessage of a plain message (text alone: no files, no
+// workflow, no turn it replaces) in one round trip, when the store can
+// check in the turn's write what postMessage's read is for
+// (record.FirstWrite): that the conversation is the user's, and that none
+// of its turns runs or waits, so that no reply, approval or supersession
+// is due and the message starts a turn. The write reads ahead for the
+// first LLM step as postMessage's does. done false: the write found the
+// conversation otherwise (or gone, or someone else's) and wrote nothing,
+// and postMessage reads it and goes on as for any message, which answers
+// what the checks found (docs/architecture.md, "A plain message is one
+// round trip").
+func (s *Server) postPlain(w http.ResponseWriter, ctx context.Context, user, cid string, msg message) (done bool, err error) {
+	fw, ok := s.Store.(record.FirstWrite)
+	if !ok || len(msg.Files) > 0 || msg.Workflow != nil || msg.Supersedes != "" {
+		return false, nil
+	}
+	began := time.Now()
+	tctx, traceparent := s.Tracing.StartTurn(ctx)
+	t := s.newTurn(msg, nil, traceparent)
+	after, err := fw.SaveFirstTurn(ctx, cid, user, t, s.Limits.LLMQuery(t.ID))
+	if errors.Is(err, record.ErrReadFirst) {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("store turn: %w", err)
+	}
+	// The turn's span starts with the request's work, now that there is
+	// a turn: a message that turns out to answer a pause starts none.
+	tctx, span := s.Tracing.Tracer().Start(tctx, telemetry.SpanStartTurn, trace.WithTimestamp(began))
+	defer span.End()
+	return true, s.turnStored(tctx, w, span, user, cid, t, traceparent, after, "")
+}
+
+// turnStored is the end of postMessage once turn t of conversation cid
+// is stored: its events go to the live streams, the owner's list hears
+// of it, the conversation takes title (when not ""), and its execution
+// starts (202).
+func (s *Server) turnStored(ctx context.Context, w http.ResponseWriter, span trace.Span, user, cid string, t *record.Turn, traceparent, after, title string) error {
+	span.SetAttributes(attribute.String("gen_ai.conversation.id", cid), attribute.String("clientagent.turn.id", t.ID))
+	if s.Live != nil && len(t.Events) > 0 {
+		s.Live.Publish(ctx, cid, t.Events...)
+	}
+	t.Events = nil
 	// The owner's conversation list hears of the turn while its execution
 	// starts: the event's round trip is off the request's path, and it is
 	// written long before the turn's first step could report a change.
 	told, status := make(chan struct{}), map[string]any{"status": t.Status, "turn_id": t.ID}
 	gopool.Go(func() {
 		defer close(told)
-		s.userEvent(ctx, user, record.EventConversationStatus, conv.Meta.ID, status)
+		s.userEvent(ctx, user, record.EventConversationStatus, cid, status)
 	})
 	defer func() { <-told }()
-	if renamed {
-		// A conversation opened by a workflow is titled by its name (the
-		// first message's text titles the others).
-		if err := s.Store.Rename(ctx, conv.Meta.ID, s.workflowName(ctx, msg.Workflow.ID)); err != nil {
-			s.log().WarnContext(ctx, "title a workflow conversation", "conversation", conv.Meta.ID, "error", err.Error())
+	if title != "" {
+		if err := s.Store.Rename(ctx, cid, title); err != nil {
+			s.log().WarnContext(ctx, "title a workflow conversation", "conversation", cid, "error", err.Error())
 		}
 	}
-	if err := s.startTurn(ctx, conv.Meta.ID, t, traceparent, after); err != nil {
+	if err := s.startTurn(ctx, cid, t, traceparent, after); err != nil {
 		span.SetStatus(codes.Error, err.Error())
 		return err
 	}

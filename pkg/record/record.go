@@ -129,6 +129,19 @@ type ReadAhead interface {
 	PutOutcomeAhead(ctx context.Context, cid, turnID string, o CallOutcome, next Query) (Put, string, error)
 }
 
+// FirstWrite writes a conversation's new turn without a read before it:
+// the write itself checks what a request with a plain message (text
+// alone: no files, no workflow, no turn it replaces) would have read,
+// that the conversation is owner's and that none of its turns runs or
+// waits, and writes nothing otherwise (ErrReadFirst). Such a message
+// then costs the API one round trip, its write, which reads ahead for
+// the turn's first LLM step as ReadAhead's SaveTurnAhead does; the token
+// names that read ("" when the Store keeps none). (docs/architecture.md,
+// "A plain message is one round trip".)
+type FirstWrite interface {
+	SaveFirstTurn(ctx context.Context, cid, owner string, t *Turn, next Query) (string, error)
+}
+
 // AppendingPut stores a call's outcome and, in the same round trip, the
 // turn with that outcome's result appended: the write of its batch's
 // AppendResults when the call is the batch's only one (docs/architecture.md,
@@ -533,6 +546,13 @@ var ErrNotFound = errors.New("record: not found")
 // MarkCancelled is stored, only the cancelled turn itself is written, so a
 // step that was running at the time cannot write over the cancel.
 var ErrCancelled = errors.New("record: the turn was cancelled")
+
+// ErrReadFirst is returned by FirstWrite's SaveFirstTurn when the
+// conversation is not as the write assumes (gone, someone else's, not in
+// the store's current layout, or with a turn running or waiting): nothing
+// was written, and the caller reads the conversation and decides as for
+// any request.
+var ErrReadFirst = errors.New("record: the conversation must be read first")
 
 // Store faults callers tell apart (the API answers 503 with a code; the
 // step handlers fail fast with a TransientError the state machine retries).

@@ -295,7 +295,7 @@ func (s *Store) SaveTurnStarting(ctx context.Context, cid string, t *record.Turn
 	told := *t // the start's events go after the turn's, in the same script
 	told.Events = append(slices.Clone(t.Events), start.Events...)
 	args := append(q.args(version), start.CallID, time.Now().UTC().Format(time.RFC3339Nano))
-	reply, err := s.saveTurn(ctx, cid, &told, arts, version, saveTurnStartingScript(), args...)
+	reply, err := s.saveTurn(ctx, cid, &told, arts, version, saveTurnStartingScript(), true, args...)
 	if err != nil {
 		return "", false, err
 	}
@@ -319,12 +319,33 @@ func (s *Store) SaveTurnAhead(ctx context.Context, cid string, t *record.Turn, n
 	}
 	version := s.written.version()
 	q := queryOf(next)
-	reply, err := s.saveTurn(ctx, cid, t, arts, version, saveTurnAheadScript(), q.args(version)...)
+	reply, err := s.saveTurn(ctx, cid, t, arts, version, saveTurnAheadScript(), true, q.args(version)...)
 	if err != nil {
 		return "", err
 	}
 	return s.keptAhead(cid, t.ID, reply, q, version), nil
 }
+
+// SaveFirstTurn is SaveTurnAhead of a conversation's new turn whose
+// request read nothing (record.FirstWrite): the script checks what the
+// request would have read, and writes only when the conversation is
+// owner's and has no active turn (record.ErrReadFirst otherwise). A Store
+// without Options.ReadBack only saves.
+func (s *Store) SaveFirstTurn(ctx context.Context, cid, owner string, t *record.Turn, next record.Query) (string, error) {
+	if s.written == nil || next.TurnID != t.ID {
+		_, err := s.saveTurn(ctx, cid, t, nil, s.written.version(), saveTurnFirstScript(), false, owner)
+		return "", err
+	}
+	version := s.written.version()
+	q := queryOf(next)
+	reply, err := s.saveTurn(ctx, cid, t, nil, version, saveTurnFirstAheadScript(), true, append(q.args(version), owner)...)
+	if err != nil {
+		return "", err
+	}
+	return s.keptAhead(cid, t.ID, reply, q, version), nil
+}
+
+var _ record.FirstWrite = (*Store)(nil)
 
 // PutOutcomeAhead is PutOutcome, and next read ahead in the same script
 // (record.ReadAhead). A Store without Options.ReadBack keeps nothing and

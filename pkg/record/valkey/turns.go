@@ -48,14 +48,14 @@ type callState struct {
 // (record.ErrNotFound): a step still running when its conversation is
 // deleted must not bring the deleted record back.
 func (s *Store) SaveTurn(ctx context.Context, cid string, t *record.Turn, arts ...artifact.Artifact) error {
-	_, err := s.saveTurn(ctx, cid, t, arts, s.written.version(), saveTurnScript())
+	_, err := s.saveTurn(ctx, cid, t, arts, s.written.version(), saveTurnScript(), false)
 	return err
 }
 
-// saveTurn runs script, saveTurnScript or saveTurnAheadScript (then
-// ahead, its arguments), for t stored under version; it returns the read
-// ahead's reply (nil without one).
-func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts []artifact.Artifact, version string, script *redis.Script, ahead ...any) ([]any, error) {
+// saveTurn runs script, one of saveTurnLua's, for t stored under version,
+// with tail, the arguments the script takes after the turn's (a read
+// ahead's, whose reply it returns when readsAhead; nil without one).
+func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts []artifact.Artifact, version string, script *redis.Script, readsAhead bool, tail ...any) ([]any, error) {
 	if t == nil || t.ID == "" {
 		return nil, fmt.Errorf("save turn of %s: turn id is required", cid)
 	}
@@ -64,12 +64,12 @@ func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts [
 		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, err)
 	}
 	var early *decoding
-	if len(ahead) > 0 {
+	if readsAhead {
 		// The step after this one takes the turn without a read of its
 		// own: it is decoded while the write is in flight.
 		early = decode(t.ID, string(body), string(msgs))
 	}
-	reply, err := script.Run(ctx, s.rdb, s.turnKeys(cid, t.ID), append(args, ahead...)...).Result()
+	reply, err := script.Run(ctx, s.rdb, s.turnKeys(cid, t.ID), append(args, tail...)...).Result()
 	if err != nil {
 		s.written.forget(cid, t.ID) // the write may have been stored, or not
 		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, classify(err))
@@ -80,13 +80,16 @@ func (s *Store) saveTurn(ctx context.Context, cid string, t *record.Turn, arts [
 		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrNotFound)
 	case -1:
 		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrCancelled)
+	case -3:
+		return nil, fmt.Errorf("save turn %s of %s: %w", t.ID, cid, record.ErrReadFirst)
 	}
 	s.written.keepDecoding(cid, t.ID, version, string(body), string(msgs), true, early)
 	return read, nil
 }
 
 // turnReply is a turn write's reply: its code (1 written, 0 no such
-// conversation, -1 cancelled, -2 refused by its guard) and, with a read
+// conversation, -1 cancelled, -2 refused by its guard, -3 a first write
+// whose conversation is not as it assumes) and, with a read
 // ahead, the whole reply {code, token number, the read}.
 func turnReply(reply any) (int64, []any) {
 	read, _ := reply.([]any)
@@ -293,11 +296,11 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false, false)) })
+var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false, false, false)) })
 
 // saveTurnAheadScript is saveTurnScript, then the read ahead (aheadLua)
 // whose arguments end ARGV.
-var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, false)) })
+var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, false, false)) })
 
 // saveTurnAppendingScript is saveTurnAheadScript guarded by a call's
 // outcome: its last two ARGV are the call id and the outcome's JSON, and
@@ -305,11 +308,11 @@ var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.New
 // outcome under that id; else nothing is written (-2). A call's outcome
 // write sends it in the same round trip, after itself, with the turn that
 // appends that outcome (PutOutcomeAppending).
-var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, true, false)) })
+var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, true, false, false)) })
 
 // saveTurnGuardedScript is saveTurnAppendingScript without the read
 // ahead, for a Store that keeps none.
-var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true, false)) })
+var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true, false, false)) })
 
 // saveTurnStartingScript is saveTurnAheadScript that starts a call after
 // the write: its last two ARGV are the call's id and its start time, and
@@ -317,10 +320,30 @@ var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.N
 // the turn marked as having results), before the read ahead, which sees
 // it (record.StartingSave). The write's own checks came first: a write
 // refused (a cancel, no conversation) starts nothing.
-var saveTurnStartingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, true)) })
+var saveTurnStartingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, true, false)) })
 
-func saveTurnLua(ahead, guarded, starting bool) string {
-	guard, start, tail := "", "", 0
+// saveTurnFirstScript is saveTurnScript for a new turn whose request
+// read nothing (SaveFirstTurn): its last ARGV is the user, and the turn
+// is written only when the conversation exists in this layout, is that
+// user's, and has no active turn; else nothing is written (-3).
+var saveTurnFirstScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false, false, true)) })
+
+// saveTurnFirstAheadScript is saveTurnFirstScript with the read ahead.
+var saveTurnFirstAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, false, true)) })
+
+func saveTurnLua(ahead, guarded, starting, first bool) string {
+	check, guard, start, tail := "", "", "", 0
+	if first {
+		// What the request would have read, checked before anything is
+		// written: the conversation, its layout, its owner (in its meta's
+		// JSON) and its active turns.
+		check = `local m = redis.call('HMGET', KEYS[1], 'meta', 'layout')
+if not m[1] or m[2] ~= '2' or redis.call('SCARD', KEYS[5]) > 0 then return -3 end
+local decoded, meta = pcall(cjson.decode, m[1])
+if not decoded or type(meta) ~= 'table' or meta.owner ~= ARGV[#ARGV] then return -3 end
+`
+		tail = 1
+	}
 	if guarded {
 		guard = "if redis.call('HGET', KEYS[3], ARGV[#ARGV - 1]) ~= ARGV[#ARGV] then return -2 end\n"
 		tail = 2
@@ -330,7 +353,7 @@ func saveTurnLua(ahead, guarded, starting bool) string {
 			"redis.call('HSET', KEYS[1], '" + resultsPrefix + "' .. tid, 1)\n"
 		tail = 2
 	}
-	return emitLua + fieldOpsLua + aheadPrelude(ahead, tail) + `
+	return emitLua + fieldOpsLua + aheadPrelude(ahead, tail) + check + `
 if redis.call('HEXISTS', KEYS[1], 'meta') == 0 then return 0 end
 ` + guard + `local tid = ARGV[2]
 local pastOps = fieldOps(KEYS[1], 15 + 2 * tonumber(ARGV[13]))
