@@ -407,14 +407,16 @@ func (s *Server) checkSupersedes(ctx context.Context, user, cid, tid string) err
 // postMessage starts a turn with the user's message (POST …/messages): it
 // reads and checks the message, loads the conversation and its files, lets
 // a typed yes or no decide a waiting approval, supersedes the turns still
-// waiting for the user, stores the new turn and starts its execution.
+// waiting for the user, stores the new turn and starts its execution. A
+// plain message to a conversation where no turn is active is stored
+// without the load (postPlain).
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string) error {
 	msg, err := s.readMessage(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	if done, err := s.postPlain(w, ctx, user, r.PathValue("cid"), msg); done || err != nil {
+	if done, err := s.postPlain(ctx, w, user, r.PathValue("cid"), msg); done || err != nil {
 		return err
 	}
 	conv, _, err := s.step(ctx, user, r.PathValue("cid"), record.Query{})
@@ -489,7 +491,7 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, user string
 // and postMessage reads it and goes on as for any message, which answers
 // what the checks found (docs/architecture.md, "A plain message is one
 // round trip").
-func (s *Server) postPlain(w http.ResponseWriter, ctx context.Context, user, cid string, msg message) (done bool, err error) {
+func (s *Server) postPlain(ctx context.Context, w http.ResponseWriter, user, cid string, msg message) (done bool, err error) {
 	fw, ok := s.Store.(record.FirstWrite)
 	if !ok || len(msg.Files) > 0 || msg.Workflow != nil || msg.Supersedes != "" {
 		return false, nil
