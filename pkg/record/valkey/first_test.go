@@ -1,7 +1,9 @@
 package valkey_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -13,8 +15,9 @@ import (
 
 // A plain message is one round trip (docs/architecture.md): a new turn's
 // first write checks what the request would have read, and writes only
-// to a conversation that exists, is the user's and has no turn running
-// or waiting; otherwise it writes nothing and says to read first. What
+// to a conversation that exists in the current layout, is the user's and
+// has no turn running or waiting; otherwise it writes nothing and says to
+// read first (and the read migrates an old conversation). What
 // it writes is what SaveTurnAhead writes, and the first LLM step takes
 // its read ahead without a round trip. A Store that keeps no reads
 // checks the same and only saves.
@@ -41,6 +44,23 @@ func TestAFirstWriteChecksWhatTheRequestWouldRead(t *testing.T) {
 		}
 		if conv, _, err := s.LoadStep(ctx, cid, record.Query{}); err != nil || len(conv.Turns) != 0 {
 			t.Fatalf("after the refused writes: %v, %v; want no turn", conv, err)
+		}
+		// A conversation stored before this layout (its meta alone, with
+		// old turns): refused, so that the request's read migrates it.
+		oldCID := valkeytest.ID(t, "c-old")
+		t.Cleanup(func() { _ = s.Delete(context.Background(), oldCID) })
+		old := finished(0)
+		ob, _ := jsonMarshal(old)
+		if err := c.HSet(ctx, "conv:{"+oldCID+"}", "meta", fmt.Sprintf(`{"conversation_id":%q,"owner":%q,"created_at":"2026-09-30T12:00:00Z"}`, oldCID, owner),
+			"turn:"+old.ID, ob).Err(); err != nil {
+			t.Fatal(err)
+		}
+		tr := progress(1, 0)
+		if _, err := s.SaveFirstTurn(ctx, oldCID, owner, tr, llmQuery(tr.ID)); !errors.Is(err, record.ErrReadFirst) {
+			t.Errorf("a conversation of the old layout: SaveFirstTurn() = %v, want ErrReadFirst", err)
+		}
+		if migrated, _, err := s.LoadStep(ctx, oldCID, record.Query{TurnID: old.ID, Window: 80}); err != nil || len(migrated.Turns) != 1 {
+			t.Errorf("the old conversation read after the refused write: %v, %v; want its one turn", migrated, err)
 		}
 
 		// Written: one round trip, and the first step's read rides on it.
