@@ -296,11 +296,11 @@ func spendOps(ops []any, turnID string, sp record.Spend) []any {
 // then each event's JSON (appended to the event log in the same round
 // trip), then (id, json, created ms) per artifact. The summary keeps, per tool, the newest inputs of any
 // turn; concurrent turns each write only their own turn's fields.
-var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false, false, false)) })
+var saveTurnScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, writeSaves)) })
 
 // saveTurnAheadScript is saveTurnScript, then the read ahead (aheadLua)
 // whose arguments end ARGV.
-var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, false, false)) })
+var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, writeSaves)) })
 
 // saveTurnAppendingScript is saveTurnAheadScript guarded by a call's
 // outcome: its last two ARGV are the call id and the outcome's JSON, and
@@ -308,11 +308,11 @@ var saveTurnAheadScript = sync.OnceValue(func() *redis.Script { return redis.New
 // outcome under that id; else nothing is written (-2). A call's outcome
 // write sends it in the same round trip, after itself, with the turn that
 // appends that outcome (PutOutcomeAppending).
-var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, true, false, false)) })
+var saveTurnAppendingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, writeGuarded)) })
 
 // saveTurnGuardedScript is saveTurnAppendingScript without the read
 // ahead, for a Store that keeps none.
-var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, true, false, false)) })
+var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, writeGuarded)) })
 
 // saveTurnStartingScript is saveTurnAheadScript that starts a call after
 // the write: its last two ARGV are the call's id and its start time, and
@@ -320,20 +320,32 @@ var saveTurnGuardedScript = sync.OnceValue(func() *redis.Script { return redis.N
 // the turn marked as having results), before the read ahead, which sees
 // it (record.StartingSave). The write's own checks came first: a write
 // refused (a cancel, no conversation) starts nothing.
-var saveTurnStartingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, true, false)) })
+var saveTurnStartingScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, writeStarts)) })
 
 // saveTurnFirstScript is saveTurnScript for a new turn whose request
 // read nothing (SaveFirstTurn): its last ARGV is the user, and the turn
 // is written only when the conversation exists in this layout, is that
 // user's, and has no active turn; else nothing is written (-3).
-var saveTurnFirstScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, false, false, true)) })
+var saveTurnFirstScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(false, writeFirst)) })
 
 // saveTurnFirstAheadScript is saveTurnFirstScript with the read ahead.
-var saveTurnFirstAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, false, false, true)) })
+var saveTurnFirstAheadScript = sync.OnceValue(func() *redis.Script { return redis.NewScript(saveTurnLua(true, writeFirst)) })
 
-func saveTurnLua(ahead, guarded, starting, first bool) string {
+// writeKind is what a turn write does beyond saving the turn, and the
+// arguments that end its ARGV for it (after the read ahead's, if any).
+type writeKind int
+
+const (
+	writeSaves   writeKind = iota // nothing more
+	writeGuarded                  // only when the results hold the outcome (call id, outcome JSON)
+	writeStarts                   // then starts a call (call id, start time)
+	writeFirst                    // only to a conversation as its request would have read it (the user)
+)
+
+func saveTurnLua(ahead bool, kind writeKind) string {
 	check, guard, start, tail := "", "", "", 0
-	if first {
+	switch kind {
+	case writeFirst:
 		// What the request would have read, checked before anything is
 		// written: the conversation, its layout, its owner (in its meta's
 		// JSON) and its active turns.
@@ -343,12 +355,10 @@ local decoded, meta = pcall(cjson.decode, m[1])
 if not decoded or type(meta) ~= 'table' or meta.owner ~= ARGV[#ARGV] then return -3 end
 `
 		tail = 1
-	}
-	if guarded {
+	case writeGuarded:
 		guard = "if redis.call('HGET', KEYS[3], ARGV[#ARGV - 1]) ~= ARGV[#ARGV] then return -2 end\n"
 		tail = 2
-	}
-	if starting {
+	case writeStarts:
 		start = "redis.call('HSET', KEYS[3], '" + startPrefix + "' .. ARGV[#ARGV - 1], ARGV[#ARGV])\n" +
 			"redis.call('HSET', KEYS[1], '" + resultsPrefix + "' .. tid, 1)\n"
 		tail = 2
